@@ -1,0 +1,5 @@
+"""proximity: TCAS for git worktrees."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,201 @@
+"""Who is flying and how close: live git state -> working sets -> channels -> pair results."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from proximity import clocks, depgraph, gitio, overlap, risk, treeprox
+from proximity.config import Config
+from proximity.errors import FatalError
+from proximity.intervals import Range
+from proximity.model import Agent, FileChange, Finding, PairResult, WorkingSet
+
+Recency = Callable[[str, Mapping[str, str]], dict[str, float]]
+
+
+@dataclass
+class Facts:
+    """What the ledger knows, handed to the scan as plain data (all optional)."""
+
+    started: dict[str, float] = field(default_factory=dict)
+    clocks: dict[str, dict[str, int]] = field(default_factory=dict)
+    intents: dict[str, dict[str, tuple[Range, ...] | None]] = field(default_factory=dict)
+    intent_weights: dict[str, dict[str, float]] = field(default_factory=dict)
+    recency: Recency | None = None
+    history: Callable[[str, str], list[tuple[float, float, float]]] | None = None
+    imports_cache: dict[str, Any] = field(default_factory=dict)
+    symbols_cache: dict[str, Any] = field(default_factory=dict)
+    pair_cache: dict[str, Any] = field(default_factory=dict)
+    remote: list[Agent] = field(default_factory=list)
+
+
+@dataclass
+class Scan:
+    agents: list[Agent]
+    pairs: list[PairResult]
+    retired: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    changed: dict[str, set[str]] = field(default_factory=dict)  # agent -> paths, any base
+
+    def involving(self, agent_id: str) -> list[PairResult]:
+        return [p for p in self.pairs if agent_id in (p.a, p.b)]
+
+
+def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = None
+                ) -> tuple[list[Agent], list[str]]:
+    """Snapshot every live worktree; return agents and the ids of retired (gone) ones."""
+    agents: list[Agent] = []
+    retired: list[str] = []
+    for wt in repo.worktrees():
+        if wt.prunable:
+            retired.append(wt.id)
+            continue
+        try:
+            tree = repo.snapshot_tree(wt, (index_override or {}).get(wt.id))
+            snap = repo.snapshot_commit(tree, wt.head)
+            agents.append(Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
+                                subject=repo.subject(wt.head)))
+        except (FatalError, OSError) as e:
+            agents.append(Agent(wt.id, wt.path, wt.branch, wt.head, error=str(e)))
+    return agents, retired
+
+
+class _Pairwise:
+    """Per-scan memo of bases, working sets, graphs; shared across all pairs."""
+
+    def __init__(self, repo: gitio.Repo, cfg: Config, facts: Facts) -> None:
+        self.repo, self.cfg, self.facts = repo, cfg, facts
+        self.changes: dict[tuple[str, str], list[FileChange]] = {}
+        self.graph: depgraph.Graph | None = None
+        self.resolver: depgraph.Resolver | None = None
+        self.edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.changed: dict[str, set[str]] = {}
+
+    def working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
+        key = (base_tree, agent.tree or "")
+        if key not in self.changes:
+            self.changes[key] = self.repo.changes(base_tree, agent.tree or gitio.EMPTY_TREE,
+                                                  self.cfg.max_diff_bytes)
+        files = {fc.dest: fc for fc in self.changes[key] if not self.cfg.excluded(fc.dest)}
+        weights: dict[str, float] = {}
+        if self.facts.recency is not None:
+            weights = self.facts.recency(agent.id, {p: fc.new_oid for p, fc in files.items()})
+        intents = self.facts.intents.get(agent.id, {})
+        return WorkingSet(files, weights, dict(intents),
+                          dict(self.facts.intent_weights.get(agent.id, {})))
+
+    def ensure_graph(self, agents: list[Agent]) -> None:
+        if self.graph is not None:
+            return
+        ref = next((a for a in agents if a.id == "main" and a.head), None) or next(
+            (a for a in agents if a.head), None)
+        files = self.repo.files(self.repo.commit_tree(ref.head)) if ref else {}
+        extra: set[str] = set()
+        for a in agents:
+            for fcs in (v for (_, t), v in self.changes.items() if t == a.tree):
+                extra.update(fc.dest for fc in fcs if fc.status != "D")
+        self.graph, self.resolver = depgraph.build(
+            files, self.repo.blob, self.facts.imports_cache)
+        if extra - set(files):
+            self.resolver = depgraph.Resolver(set(files) | extra)
+            self.resolver.set_go_mods(depgraph.go_modules(files, self.repo.blob))
+
+    def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]:
+        key = (agent.id, agent.tree or "")
+        if key not in self.edges:
+            changed = {p: fc.new_oid for p, fc in ws.files.items()
+                       if fc.new_oid and fc.kind == "text"}
+            assert self.resolver is not None
+            self.edges[key] = depgraph.edges_of(changed, self.repo.blob,
+                                                self.facts.imports_cache, self.resolver)
+        return self.edges[key]
+
+
+def _conflict(repo: gitio.Repo, a: Agent, b: Agent, cache: dict[str, Any]
+              ) -> tuple[float | None, list[Finding]]:
+    if not a.snapshot or not b.snapshot:
+        return None, []
+    key = "conflict:" + ":".join(sorted((a.snapshot, b.snapshot)))
+    paths = cache.get(key)
+    if paths is None:
+        paths = repo.merge_conflicts(a.snapshot, b.snapshot)
+        if paths is None:
+            return None, []
+        cache[key] = paths
+    return (1.0 if paths else 0.0), [
+        Finding("conflict", 1.0, p, p, detail="git's merge of the two working states "
+                "conflicts here") for p in paths]
+
+
+def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
+    repo, cfg, facts = pw.repo, pw.cfg, pw.facts
+    if a.error or b.error:
+        why = a.error or b.error or ""
+        return PairResult(a.id, b.id, 0.0, dict.fromkeys(
+            ("conflict", "overlap", "symbol", "dependency", "tree")),
+            risk.CLEAR, None, (Finding("error", 0.0, detail=f"unknown: {why}"),))
+    base = repo.merge_base(a.head, b.head)
+    base_tree = repo.commit_tree(base) if base else gitio.EMPTY_TREE
+    wa, wb = pw.working_set(a, base_tree), pw.working_set(b, base_tree)
+    pw.changed.setdefault(a.id, set()).update(wa.files)
+    pw.changed.setdefault(b.id, set()).update(wb.files)
+    conc = clocks.concurrent(facts.clocks.get(a.id, {}), facts.clocks.get(b.id, {}))
+    findings: list[Finding] = []
+    channels: dict[str, float | None] = {}
+    channels["conflict"], f = _conflict(repo, a, b, facts.pair_cache)
+    findings += f
+    channels["overlap"], f = overlap.channel(wa, wb, cfg)
+    findings += f
+    pw.ensure_graph(all_agents)
+    assert pw.graph is not None
+    view = depgraph.View(pw.graph, pw.agent_edges(a, wa) + pw.agent_edges(b, wb))
+    channels["dependency"], f = depgraph.channel(view, wa, wb, cfg.gamma, cfg.depth_cap,
+                                                 cfg.hub_degree)
+    findings += f
+    from proximity import symbols
+
+    channels["symbol"], f = symbols.channel(repo.blob, wa, wb, facts.symbols_cache,
+                                            view)
+    findings += f
+    channels["tree"] = treeprox.channel(wa.touched() | set(wa.intents),
+                                        wb.touched() | set(wb.intents))
+    r = risk.noisy_or(channels, cfg.weights) if conc else 0.0
+    adv = risk.band(r, cfg.tau_ta, cfg.tau_ra)
+    pa = risk.priority(repo.ahead(a.head, base), facts.started.get(a.id), a.id)
+    pb = risk.priority(repo.ahead(b.head, base), facts.started.get(b.id), b.id)
+    per_hop = None
+    if facts.history is not None:
+        hist = facts.history(a.id, b.id)
+        if hist:
+            now_hops = float(sum(facts.clocks.get(a.id, {}).values())
+                             + sum(facts.clocks.get(b.id, {}).values()))
+            per_hop, _ = risk.closure([*hist, (now_hops + 1, time.time(), r)])
+    esc = risk.escalate(adv, r, per_hop, cfg.tau_ta, cfg.tau_ra, cfg.closure_escalate)
+    findings.sort(key=lambda x: (-x.score, x.channel))
+    return PairResult(
+        a.id, b.id, r, channels, adv,
+        risk.yielding(a.id, pa, b.id, pb) if adv == risk.RESOLUTION else None,
+        tuple(findings[:12]), base, conc, esc, per_hop, {a.id: pa, b.id: pb},
+    )
+
+
+def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
+         focus: str | None = None, agents: list[Agent] | None = None,
+         retired: list[str] | None = None) -> Scan:
+    t0 = time.perf_counter()
+    facts = facts or Facts()
+    if agents is None:
+        agents, retired = live_agents(repo)
+    agents = [*agents, *facts.remote]
+    pw = _Pairwise(repo, cfg, facts)
+    pairs = []
+    for a, b in itertools.combinations(agents, 2):
+        if focus is not None and focus not in (a.id, b.id):
+            continue
+        pairs.append(assess(pw, a, b, agents))
+    pairs.sort(key=lambda p: -p.risk)
+    return Scan(agents, pairs, retired or [], time.perf_counter() - t0, pw.changed)

@@ -1,0 +1,127 @@
+"""`proximity demo`: a throwaway repository with three worktrees on collision courses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+
+from proximity import context, gitio, report
+
+MODELS = '''\
+"""Data models."""
+
+
+class User:
+    def __init__(self, name, email):
+        self.name = name
+        self.email = email
+
+    def save(self, db):
+        db.put(self.name, self.email)
+        return True
+
+
+def find_user(db, name):
+    return db.get(name)
+'''
+VIEWS = '''\
+"""HTTP views."""
+from app.models import find_user
+
+
+def show(db, name):
+    user = find_user(db, name)
+    return f"<h1>{user.name}</h1>"
+'''
+UTIL = '''\
+"""Helpers nobody else touches."""
+
+
+def slugify(text):
+    return text.lower().replace(" ", "-")
+'''
+README = "# shop\n\nA tiny shop.\n"
+
+
+def write(root: str, rel: str, text: str) -> None:
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path) or root, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def build(root: str) -> str:
+    """Create the demo repository under ``root``; return the main worktree path."""
+    main = os.path.join(root, "shop")
+    os.makedirs(main)
+    env = {"GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": "demo@example.com",
+           "GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": "demo@example.com"}
+
+    def g(*args: str, cwd: str = main) -> None:
+        gitio.git(list(args), cwd=cwd, env=env)
+
+    g("init", "-q", "-b", "main")
+    for rel, text in (("app/__init__.py", ""), ("app/models.py", MODELS),
+                      ("app/views.py", VIEWS), ("lib/util.py", UTIL), ("README.md", README)):
+        write(main, rel, text)
+    g("add", "-A")
+    g("commit", "-q", "-m", "shop: models, views, helpers")
+    for name in ("alice", "bob", "carol"):
+        g("worktree", "add", "-q", "-b", f"feature/{name}", os.path.join(root, name))
+    # alice changes the signature of User.save and commits it
+    alice = os.path.join(root, "alice")
+    write(alice, "app/models.py", MODELS.replace(
+        "    def save(self, db):\n        db.put(self.name, self.email)",
+        "    def save(self, db, *, validate=True):\n        if validate:\n"
+        "            assert '@' in self.email\n        db.put(self.name, self.email)"))
+    g("commit", "-q", "-am", "models: validate e-mail on save", cwd=alice)
+    # bob edits the very same lines, uncommitted
+    bob = os.path.join(root, "bob")
+    write(bob, "app/models.py", MODELS.replace(
+        "        db.put(self.name, self.email)", "        db.put(self.name.strip(), self.email)"))
+    # carol works in views, calling User.save from new code (uncommitted)
+    carol = os.path.join(root, "carol")
+    write(carol, "app/views.py", VIEWS + textwrap.dedent('''
+
+        def register(db, user):
+            user.save(db)
+            return show(db, user.name)
+    '''))
+    write(carol, "lib/util.py", UTIL + "\n\ndef titleize(text):\n    return text.title()\n")
+    return main
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.dir or tempfile.mkdtemp(prefix="proximity-demo-")
+    os.makedirs(root, exist_ok=True)
+    try:
+        main = build(root)
+        ctx = context.open_context(main)
+        try:
+            result = context.run_scan(ctx)
+        finally:
+            ctx.close()
+        if args.json:
+            json.dump(report.scan_json(result), sys.stdout, indent=2)
+            print()
+        else:
+            from proximity import views
+
+            con = views.console()
+            con.print(f"demo repository: {main} (worktrees alice, bob, carol)\n")
+            views.status(result, con)
+            for p in result.pairs:
+                if p.advisory != "clear":
+                    me = p.yielding or p.a
+                    con.print("\n" + report.advisory_text(p, me, {a.id: a for a in
+                                                                  result.agents}),
+                              markup=False)
+    finally:
+        if not args.keep and not args.dir:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0

@@ -1,0 +1,126 @@
+"""Opening a repository for a command: repo, config, ledger, and the facts a scan needs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+from proximity import clocks, config, gitio
+from proximity.airspace import Facts, Scan, live_agents, scan
+from proximity.errors import LedgerError
+from proximity.ledger import Ledger, TrackedDict
+from proximity.model import Agent
+
+
+@dataclass
+class Context:
+    repo: gitio.Repo
+    cfg: config.Config
+    ledger: Ledger | None
+    ledger_error: str | None
+    here: str  # agent id of the worktree we run in
+
+    def close(self) -> None:
+        if self.ledger is not None:
+            self.ledger.close()
+
+
+def open_context(path: str | None = None, *, need_ledger: bool = False) -> Context:
+    gitio.require_git()
+    repo = gitio.Repo(path or os.getcwd())
+    cfg = config.load(repo.workdir)
+    ledger = None
+    err = None
+    try:
+        ledger = Ledger(repo.ecm_dir)
+    except LedgerError as e:
+        if need_ledger:
+            raise
+        err = str(e)
+    here = "main"
+    if repo.gitdir != repo.common:
+        here = os.path.basename(repo.gitdir)
+    return Context(repo, cfg, ledger, err, here)
+
+
+def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None = None
+          ) -> Facts:
+    f = Facts()
+    led = ctx.ledger
+    if led is None:
+        if what_if:
+            f.intents[ctx.here] = {p: tuple(r) if r else None for p, r in what_if.items()}
+        return f
+    streams = led.streams()
+    f.started = {k: v["created"] for k, v in streams.items()}
+    f.clocks = led.clocks()
+    for stream, items in led.intents().items():
+        now = f.clocks.get(stream, {})
+        f.intents[stream] = {p: tuple(r) if r else None for p, (r, _) in items.items()}
+        f.intent_weights[stream] = {p: clocks.forward_decay(clocks.hop_count(c, now))
+                                    for p, (_, c) in items.items()}
+    if what_if:
+        f.intents.setdefault(ctx.here, {}).update(
+            {p: tuple(r) if r else None for p, r in what_if.items()})
+        f.intent_weights.setdefault(ctx.here, {}).update(dict.fromkeys(what_if, 1.0))
+    f.recency = led.recency
+    f.history = led.history
+    f.imports_cache = led.cache("imports")
+    f.symbols_cache = led.cache("symbols")
+    f.pair_cache = led.cache("pair")
+    return f
+
+
+def save_facts(ctx: Context, f: Facts) -> None:
+    if ctx.ledger is None:
+        return
+    for kind, data in (("imports", f.imports_cache), ("symbols", f.symbols_cache),
+                       ("pair", f.pair_cache)):
+        if isinstance(data, TrackedDict):
+            with contextlib.suppress(LedgerError):
+                ctx.ledger.save_cache(kind, data)
+
+
+def record_risk(ctx: Context, result: Scan) -> None:
+    if ctx.ledger is None:
+        return
+    samples = []
+    for p in result.pairs:
+        a, b = sorted((p.a, p.b))
+        hops = float(sum(result_clock(result, a).values()) + sum(result_clock(result, b).values()))
+        samples.append((a, b, p.risk, p.advisory, hops))
+    with contextlib.suppress(LedgerError):
+        ctx.ledger.add_risk(samples)
+
+
+def result_clock(result: Scan, agent_id: str) -> dict[str, int]:
+    for a in result.agents:
+        if a.id == agent_id:
+            return dict(a.clock)
+    return {}
+
+
+def run_scan(ctx: Context, *, focus: str | None = None,
+             what_if: dict[str, list[tuple[int, int]] | None] | None = None,
+             agents: list[Agent] | None = None, retired: list[str] | None = None,
+             record: bool = True) -> Scan:
+    f = facts(ctx, what_if)
+    if agents is None:
+        agents, retired = live_agents(ctx.repo)
+    agents = [_with_ledger(a, f) for a in agents]
+    result = scan(ctx.repo, ctx.cfg, f, focus=focus, agents=agents, retired=retired)
+    save_facts(ctx, f)
+    if record and not what_if:
+        record_risk(ctx, result)
+    return result
+
+
+def _with_ledger(a: Agent, f: Facts) -> Agent:
+    from dataclasses import replace
+
+    return replace(a, clock=f.clocks.get(a.id, {}), started=f.started.get(a.id))
+
+
+def warn(msg: str) -> None:
+    print(f"proximity: warning: {msg}", file=sys.stderr)

@@ -1,0 +1,27 @@
+"""Errors with a defined exit code and a message meant for a person."""
+
+from __future__ import annotations
+
+
+class FatalError(RuntimeError):
+    """A known failure: printed as one clear line, exit code 1."""
+
+    exit_code = 1
+
+
+class NotARepository(FatalError):
+    pass
+
+
+class GitTooOld(FatalError):
+    pass
+
+
+class LedgerError(FatalError):
+    """The ledger cannot be used (corrupt, newer schema, unwritable)."""
+
+    exit_code = 4
+
+
+class ConfigError(FatalError):
+    exit_code = 2

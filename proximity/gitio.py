@@ -1,0 +1,391 @@
+"""The only module that talks to git: pygit2 in process, the git CLI where git's own
+behaviour is the truth (ignore rules for snapshots, ``merge-tree`` for exact conflicts).
+
+Every git subprocess runs with the repository-locating ``GIT_*`` variables scrubbed, so a
+hook that git started for one worktree can look at its siblings safely.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from proximity import model
+from proximity.errors import FatalError, GitTooOld, NotARepository
+
+MIN_GIT = (2, 38)
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Variables that point git at one particular repository, index or object store.
+LOCATING_VARS = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+    "GIT_QUARANTINE_PATH", "GIT_INTERNAL_SUPER_PREFIX", "GIT_EXEC_PATH_OVERRIDE",
+)
+SNAPSHOT_IDENT = {
+    "GIT_AUTHOR_NAME": "proximity", "GIT_AUTHOR_EMAIL": "proximity@localhost",
+    "GIT_COMMITTER_NAME": "proximity", "GIT_COMMITTER_EMAIL": "proximity@localhost",
+    "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_DATE": "@0 +0000",
+}
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in LOCATING_VARS}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git(
+    args: Sequence[str],
+    cwd: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    ok: tuple[int, ...] = (0,),
+) -> subprocess.CompletedProcess[bytes]:
+    cmd = ["git", "-c", "core.quotePath=false", "-c", "advice.addEmbeddedRepo=false", *args]
+    try:
+        proc = subprocess.run(
+            cmd, cwd=cwd, env=clean_env(env), input=input, capture_output=True, check=False
+        )
+    except FileNotFoundError as e:
+        raise FatalError("git is not installed or not on PATH") from e
+    if proc.returncode not in ok:
+        msg = proc.stderr.decode(errors="replace").strip() or f"exit {proc.returncode}"
+        raise FatalError(f"git {' '.join(args[:2])} failed in {cwd}: {msg}")
+    return proc
+
+
+@lru_cache(maxsize=1)
+def git_version() -> tuple[int, ...]:
+    out = git(["--version"], cwd=tempfile.gettempdir()).stdout.decode()
+    nums = out.split()[2].split(".")
+    return tuple(int("".join(c for c in n if c.isdigit()) or 0) for n in nums[:3])
+
+
+def require_git() -> None:
+    have = git_version()
+    if have[:2] < MIN_GIT:
+        raise GitTooOld(
+            f"git {'.'.join(map(str, have))} is too old: proximity needs git "
+            f"{'.'.join(map(str, MIN_GIT))} or newer (for `git merge-tree --write-tree`)"
+        )
+
+
+def _pygit2() -> Any:
+    import pygit2
+
+    return pygit2
+
+
+@dataclass(frozen=True)
+class WorktreeInfo:
+    id: str
+    path: str
+    admin: str  # the worktree's own git dir
+    head: str | None
+    branch: str | None
+    prunable: bool = False
+    locked: bool = False
+
+
+class Repo:
+    """A repository, opened from any of its worktrees."""
+
+    def __init__(self, start: str | os.PathLike[str]) -> None:
+        pygit2 = _pygit2()
+        start = os.path.abspath(start)
+        if not os.path.isdir(start):
+            raise NotARepository(f"{start}: no such directory")
+        found = pygit2.discover_repository(start)
+        if found is None:
+            raise NotARepository(f"{start} is not inside a git repository")
+        self.pg = pygit2.Repository(found)
+        if self.pg.is_bare:
+            raise NotARepository(
+                f"{found} is a bare repository: proximity watches worktrees; run it in a "
+                "checkout of this repository"
+            )
+        self.gitdir = os.path.realpath(self.pg.path)
+        commondir = Path(self.gitdir) / "commondir"
+        if commondir.exists():
+            rel = commondir.read_text().strip()
+            self.common = os.path.realpath(os.path.join(self.gitdir, rel))
+        else:
+            self.common = self.gitdir
+        self.workdir = os.path.realpath(self.pg.workdir) if self.pg.workdir else start
+
+    @property
+    def ecm_dir(self) -> str:
+        return os.path.join(self.common, "ecm")
+
+    # -- airspace -----------------------------------------------------------------------
+    def worktrees(self) -> list[WorktreeInfo]:
+        out = git(["worktree", "list", "--porcelain", "-z"], cwd=self.workdir).stdout
+        infos: list[WorktreeInfo] = []
+        for n, record in enumerate(out.split(b"\0\0")):
+            fields = [f.decode("utf-8", "surrogateescape") for f in record.split(b"\0") if f]
+            if not fields:
+                continue
+            kv: dict[str, str] = {}
+            for f in fields:
+                key, _, val = f.partition(" ")
+                kv[key] = val
+            if "bare" in kv or "worktree" not in kv:
+                continue
+            path = kv["worktree"]
+            branch = kv.get("branch")
+            if branch and branch.startswith("refs/heads/"):
+                branch = branch[len("refs/heads/"):]
+            head = kv.get("HEAD")
+            head = None if not head or set(head) == {"0"} else head
+            if n == 0:
+                wid, admin = "main", self.common
+            else:
+                admin = self._admin_dir(path)
+                wid = os.path.basename(admin) if admin else os.path.basename(path)
+            gone = not os.path.isdir(path)
+            infos.append(
+                WorktreeInfo(
+                    id=wid, path=os.path.realpath(path) if not gone else path,
+                    admin=admin or "", head=head, branch=branch,
+                    prunable="prunable" in kv or gone, locked="locked" in kv,
+                )
+            )
+        return infos
+
+    def _admin_dir(self, path: str) -> str | None:
+        dotgit = Path(path) / ".git"
+        try:
+            text = dotgit.read_text().strip()
+        except OSError:
+            # missing worktree: find the admin dir whose gitdir file points here
+            base = Path(self.common) / "worktrees"
+            for d in sorted(base.iterdir()) if base.is_dir() else []:
+                try:
+                    target = (d / "gitdir").read_text().strip()
+                except OSError:
+                    continue
+                if os.path.dirname(target) == path:
+                    return str(d)
+            return None
+        if text.startswith("gitdir:"):
+            return os.path.realpath(os.path.join(path, text[len("gitdir:"):].strip()))
+        return None
+
+    # -- snapshots ----------------------------------------------------------------------
+    def snapshot_tree(self, wt: WorktreeInfo, index_file: str | None = None) -> str:
+        """The tree of everything in the worktree that git would keep (add -A).
+
+        Works on a private copy of a per-worktree shadow index, never the user's index;
+        the shadow keeps git's stat cache between runs so unchanged files are not re-read.
+        """
+        user_index = index_file or os.path.join(wt.admin, "index")
+        shadow_dir = os.path.join(self.ecm_dir, "index")
+        try:
+            os.makedirs(shadow_dir, exist_ok=True)
+            tmp_dir = shadow_dir
+        except OSError:
+            tmp_dir = tempfile.gettempdir()
+        shadow = os.path.join(shadow_dir, f"{_safe(wt.id)}.idx")
+        src = user_index
+        try:
+            if os.path.exists(shadow) and (
+                not os.path.exists(user_index)
+                or os.stat(shadow).st_mtime_ns >= os.stat(user_index).st_mtime_ns
+            ):
+                src = shadow
+        except OSError:
+            src = user_index
+        tmp = os.path.join(tmp_dir, f".{_safe(wt.id)}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        try:
+            if os.path.exists(src):
+                shutil.copyfile(src, tmp)
+            env = {"GIT_INDEX_FILE": tmp}
+            git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
+            tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+            if tmp_dir == shadow_dir:
+                os.replace(tmp, shadow)
+            return tree
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def snapshot_commit(self, tree: str, head: str | None) -> str:
+        """A content-addressed commit of ``tree`` on ``head``: same state, same id."""
+        args = ["commit-tree", tree, "-m", "proximity snapshot"]
+        if head:
+            args[2:2] = ["-p", head]
+        out = git(args, cwd=self.workdir, env=SNAPSHOT_IDENT)
+        return out.stdout.decode().strip()
+
+    # -- history ------------------------------------------------------------------------
+    def merge_base(self, a: str | None, b: str | None) -> str | None:
+        if not a or not b:
+            return None
+        oid = self.pg.merge_base(a, b)
+        return str(oid) if oid is not None else None
+
+    def ahead(self, head: str | None, base: str | None) -> int:
+        if not head:
+            return 0
+        if not base:
+            return sum(1 for _ in self.pg.walk(head))
+        return int(self.pg.ahead_behind(head, base)[0])
+
+    def commit_tree(self, commit: str | None) -> str:
+        if not commit:
+            return EMPTY_TREE
+        return str(self.pg[commit].peel(_pygit2().Tree).id)
+
+    def commit_time(self, commit: str | None) -> float | None:
+        return float(self.pg[commit].commit_time) if commit else None
+
+    def subject(self, commit: str | None) -> str:
+        if not commit:
+            return ""
+        return str(self.pg[commit].message).splitlines()[0] if self.pg[commit].message else ""
+
+    def parents(self, commit: str) -> list[str]:
+        return [str(p) for p in self.pg[commit].parent_ids]
+
+    def is_ancestor(self, anc: str, desc: str) -> bool:
+        if anc == desc:
+            return True
+        try:
+            return bool(self.pg.descendant_of(desc, anc))
+        except Exception:
+            return False
+
+    def resolve(self, rev: str) -> str | None:
+        try:
+            return str(self.pg.revparse_single(rev).peel(_pygit2().Commit).id)
+        except Exception:
+            return None
+
+    def blob(self, oid: str) -> bytes:
+        return bytes(self.pg[oid].data)
+
+    def blob_size(self, oid: str) -> int:
+        return int(self.pg[oid].size)
+
+    def files(self, tree: str) -> dict[str, str]:
+        """path -> blob id of every regular file in a tree (recursive)."""
+        pygit2 = _pygit2()
+        out: dict[str, str] = {}
+        stack: list[tuple[str, Any]] = [("", self.pg[tree])]
+        while stack:
+            prefix, t = stack.pop()
+            for e in t:
+                if e.type_str == "tree":
+                    stack.append((prefix + e.name + "/", self.pg[e.id]))
+                elif e.type_str == "blob" and e.filemode != pygit2.enums.FileMode.LINK:
+                    out[prefix + e.name] = str(e.id)
+        return out
+
+    # -- diffs and merges ---------------------------------------------------------------
+    def changes(self, old_tree: str, new_tree: str, max_bytes: int) -> list[model.FileChange]:
+        """What changed from ``old_tree`` to ``new_tree``, in old-side line coordinates."""
+        pygit2 = _pygit2()
+        if old_tree == new_tree:
+            return []
+        diff = self.pg.diff(
+            self.pg[old_tree], self.pg[new_tree], context_lines=0, interhunk_lines=0,
+            flags=pygit2.enums.DiffOption.PATIENCE,
+        )
+        diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
+        return [fc for fc in _changes(self, diff, max_bytes)]
+
+    def merge_conflicts(self, a: str, b: str) -> list[str] | None:
+        """Paths git's own merge of two snapshot commits leaves conflicted; None if unknown."""
+        args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"]
+        try:
+            proc = git([*args, a, b], cwd=self.workdir, ok=(0, 1))
+        except FatalError as e:
+            if "unrelated histories" in str(e):
+                try:
+                    proc = git([*args, "--allow-unrelated-histories", a, b],
+                               cwd=self.workdir, ok=(0, 1))
+                except FatalError:
+                    return None
+            else:
+                return None
+        if proc.returncode == 0:
+            return []
+        parts = proc.stdout.split(b"\0")
+        return sorted({p.decode("utf-8", "surrogateescape") for p in parts[1:] if p})
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _kind(mode: int) -> str:
+    if mode == 0o120000:
+        return model.SYMLINK
+    if mode == 0o160000:
+        return model.SUBMODULE
+    return model.TEXT
+
+
+def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange]:
+    for i, delta in enumerate(diff.deltas):
+        status = delta.status_char()
+        if status not in "ADMRT":
+            status = "A" if status == "C" else "M"
+        old, new = delta.old_file, delta.new_file
+        old_oid = "" if status == "A" else str(old.id)
+        new_oid = "" if status == "D" else str(new.id)
+        path = new.path if status == "A" else old.path
+        new_path = new.path if status == "R" else ""
+        common = dict(
+            path=path, status=status, new_path=new_path, old_oid=old_oid, new_oid=new_oid,
+            old_mode=0 if status == "A" else int(old.mode),
+            new_mode=0 if status == "D" else int(new.mode),
+        )
+        kinds = {_kind(int(old.mode)) if status != "A" else model.TEXT,
+                 _kind(int(new.mode)) if status != "D" else model.TEXT}
+        special = kinds - {model.TEXT}
+        if special:
+            yield model.FileChange(kind=special.pop(), ranges=None, **common)  # type: ignore[arg-type]
+            continue
+        if status == "M" and old_oid == new_oid:
+            yield model.FileChange(kind=model.MODE, ranges=(), **common)  # type: ignore[arg-type]
+            continue
+        sizes = [repo.blob_size(o) for o in (old_oid, new_oid) if o]
+        if max(sizes, default=0) > max_bytes:
+            yield model.FileChange(kind=model.LARGE, ranges=None, **common)  # type: ignore[arg-type]
+            continue
+        patch = diff[i]
+        if patch.delta.is_binary:
+            yield model.FileChange(kind=model.BINARY, ranges=None, **common)  # type: ignore[arg-type]
+            continue
+        ranges: list[tuple[int, int]] = []
+        new_ranges: list[tuple[int, int]] = []
+        old_lines = 0
+        for h in patch.hunks:
+            if h.old_lines == 0:
+                ranges.append((h.old_start + 1, h.old_start))
+            else:
+                ranges.append((h.old_start, h.old_start + h.old_lines - 1))
+            if h.new_lines == 0:
+                new_ranges.append((h.new_start + 1, h.new_start))
+            else:
+                new_ranges.append((h.new_start, h.new_start + h.new_lines - 1))
+            old_lines = max(old_lines, h.old_start + h.old_lines - 1)
+        if status == "A":
+            ranges = [(1, 0)]
+        yield model.FileChange(
+            ranges=tuple(ranges), new_ranges=tuple(new_ranges), old_lines=old_lines,
+            **common,  # type: ignore[arg-type]
+        )

@@ -1,0 +1,139 @@
+"""Command line: parse, dispatch, and map failures to exit codes.
+
+Exit codes: 0 ok; 1 a known failure (or a push that must yield); 2 bad usage or config;
+3 an internal error (a crash log is written); 4 the ledger cannot be used; 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+
+from proximity import __version__
+from proximity.errors import FatalError
+
+
+def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    p.add_argument("-C", "--repo", default=None, help="run as if started in this directory")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="proximity", description="TCAS for git worktrees: collision avoidance for "
+        "parallel coding agents")
+    parser.add_argument("--version", action="version", version=f"proximity {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("scan", help="pairwise collision risk of every worktree")
+    _add_common(p)
+    p.add_argument("--intent", nargs="*", default=None, metavar="PATH[:LINES]",
+                   help="what if this worktree touched these paths? (not recorded)")
+    p.add_argument("--focus", default=None, help="only pairs involving this agent id")
+
+    p = sub.add_parser("status", help="table of agents and pairs")
+    _add_common(p)
+
+    p = sub.add_parser("demo", help="build a throwaway repository with three worktrees on "
+                       "collision courses and scan it")
+    p.add_argument("--dir", default=None, help="where to build it (default: a temp dir)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--keep", action="store_true", help="keep the demo repository")
+
+    p = sub.add_parser("snapshot", help="record this worktree's working state in the ledger")
+    _add_common(p)
+    p.add_argument("--kind", default="manual")
+
+    p = sub.add_parser("ledger", help="recent ledger events")
+    _add_common(p)
+    p.add_argument("-n", type=int, default=20)
+
+    p = sub.add_parser("doctor", help="check git, ledger, hooks and worktrees")
+    _add_common(p)
+
+    p = sub.add_parser("install", help="install plain git hooks (without pre-commit)")
+    _add_common(p, json_flag=False)
+    p.add_argument("--force", action="store_true", help="install even if core.hooksPath is set")
+
+    p = sub.add_parser("uninstall", help="remove proximity's plain git hooks")
+    _add_common(p, json_flag=False)
+
+    p = sub.add_parser("hook", help="entry point for git hooks")
+    p.add_argument("stage", choices=["snapshot", "warn", "guard", "post-checkout",
+                                     "post-commit", "post-merge", "post-rewrite",
+                                     "pre-commit", "pre-push"])
+    p.add_argument("args", nargs="*")
+
+    p = sub.add_parser("intend", help="declare the files (and lines) this worktree will touch")
+    _add_common(p)
+    p.add_argument("paths", nargs="*", metavar="PATH[:LINES]")
+    p.add_argument("--clear", action="store_true", help="forget earlier intents first")
+
+    p = sub.add_parser("inbox", help="messages for this worktree")
+    _add_common(p)
+    p.add_argument("--all", action="store_true", help="include delivered messages")
+
+    p = sub.add_parser("watch", help="live control pane")
+    _add_common(p, json_flag=False)
+    p.add_argument("--interval", type=float, default=2.0)
+    p.add_argument("--once", action="store_true", help="render one frame and exit")
+
+    p = sub.add_parser("view", help="self-contained HTML view of the airspace")
+    _add_common(p)
+    p.add_argument("--out", default=None)
+    p.add_argument("--open", action="store_true")
+
+    p = sub.add_parser("gc", help="compact the ledger, retire removed worktrees")
+    _add_common(p)
+
+    p = sub.add_parser("sync", help="share snapshots with other machines through a remote")
+    _add_common(p)
+    p.add_argument("remote", nargs="?", default=None)
+    p.add_argument("--prune", action="store_true")
+    p.add_argument("--watch", action="store_true")
+    p.add_argument("--interval", type=float, default=30.0)
+    return parser
+
+
+def _crash_log(exc: BaseException) -> str:
+    path = os.path.join(tempfile.gettempdir(), "proximity-crash.log")
+    try:
+        with open(path, "w") as f:
+            f.write(f"proximity {__version__}\nargv: {sys.argv}\n\n")
+            f.write("".join(traceback.format_exception(exc)))
+    except OSError:
+        return "(could not write a crash log)"
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        from importlib import import_module
+
+        name = args.command.replace("-", "_")
+        if name in ("scan", "status"):
+            name = "scan"
+        mod = import_module(f"proximity.commands.{name}")
+        return int(mod.run(args))
+    except FatalError as e:
+        print(f"proximity: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # the one place a crash is turned into a report
+        log = _crash_log(e)
+        print(f"proximity: internal error: {type(e).__name__}: {e}\n"
+              f"  please report it with the log at {log}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

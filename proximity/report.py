@@ -1,0 +1,136 @@
+"""Rendering: the JSON contract and the human text for scans and advisories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proximity.airspace import Scan
+from proximity.intervals import Range
+from proximity.model import Agent, Finding, PairResult
+
+SCHEMA = 1
+
+
+def fmt_ranges(ranges: tuple[Range, ...] | list[Range]) -> str:
+    parts = []
+    for s, e in ranges[:6]:
+        parts.append(f"after line {s - 1}" if e < s else (f"{s}" if s == e else f"{s}-{e}"))
+    more = f" (+{len(ranges) - 6})" if len(ranges) > 6 else ""
+    return ", ".join(parts) + more
+
+
+def agent_json(a: Agent) -> dict[str, Any]:
+    return {"id": a.id, "branch": a.branch, "path": a.path, "head": a.head,
+            "snapshot": a.snapshot, "tree": a.tree, "remote": a.remote,
+            "machine": a.machine or None, "clock": a.clock, "started": a.started,
+            "subject": a.subject, "error": a.error}
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    return {"channel": f.channel, "score": round(f.score, 4), "path_a": f.path_a,
+            "path_b": f.path_b, "ranges_a": [list(r) for r in f.ranges_a],
+            "ranges_b": [list(r) for r in f.ranges_b], "detail": f.detail,
+            "route": list(f.route)}
+
+
+def pair_json(p: PairResult) -> dict[str, Any]:
+    return {
+        "a": p.a, "b": p.b, "risk": round(p.risk, 4), "distance": round(p.distance, 4),
+        "advisory": p.advisory, "yielding": p.yielding,
+        "channels": {k: (None if v is None else round(v, 4)) for k, v in p.channels.items()},
+        "concurrent": p.concurrent, "escalated": p.escalated,
+        "closure_per_hop": None if p.closure_per_hop is None else round(p.closure_per_hop, 4),
+        "base": p.base, "findings": [finding_json(f) for f in p.findings],
+        "priority": {k: {"committed": -v[0], "started": None if v[1] == float("inf") else v[1]}
+                     for k, v in p.priority.items()},
+        "complete": all(v is not None for v in p.channels.values()),
+    }
+
+
+def scan_json(scan: Scan) -> dict[str, Any]:
+    return {"schema": SCHEMA, "agents": [agent_json(a) for a in scan.agents],
+            "pairs": [pair_json(p) for p in scan.pairs], "retired": scan.retired,
+            "seconds": round(scan.seconds, 4)}
+
+
+LABEL = {"clear": "CLEAR", "traffic": "TRAFFIC ADVISORY", "resolution": "RESOLUTION ADVISORY"}
+
+
+def evidence_lines(p: PairResult, me: str | None = None, limit: int = 6) -> list[str]:
+    """`path:lines — channel: detail` lines, from ``me``'s side when given."""
+    out = []
+    seen = set()
+    for f in p.findings:
+        if f.score <= 0 or f.channel == "error":
+            if f.channel == "error":
+                out.append(f"  {f.detail}")
+            continue
+        flip = me is not None and me == p.b
+        mine, theirs = (f.path_b, f.path_a) if flip else (f.path_a, f.path_b)
+        rm, rt = (f.ranges_b, f.ranges_a) if flip else (f.ranges_a, f.ranges_b)
+        if f.channel == "dependency":
+            line = f"  dependency: {f.detail}"
+        elif f.channel == "symbol":
+            line = f"  symbol: {f.detail}"
+        else:
+            where = mine if mine == theirs else f"{mine} / {theirs}"
+            lines = ""
+            if rm or rt:
+                lines = f" lines {fmt_ranges(rm) or '-'} vs {fmt_ranges(rt) or '-'}"
+            line = f"  {f.channel}: {where}{lines} — {f.detail}"
+        if line not in seen:
+            seen.add(line)
+            out.append(line)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def advisory_text(p: PairResult, me: str, agents: dict[str, Agent]) -> str:
+    other_id = p.b if me == p.a else p.a
+    other = agents.get(other_id)
+    branch = f" (branch {other.branch})" if other and other.branch else ""
+    head = f"{LABEL[p.advisory]}{' (escalated: closing fast)' if p.escalated else ''}"
+    lines = [f"proximity: {head} with worktree {other_id!r}{branch}: "
+             f"risk {p.risk:.2f} via {top_channels(p)}"]
+    lines += evidence_lines(p, me)
+    if other and other.subject:
+        lines.append(f"  their last commit: {other.subject}")
+    if p.advisory == "resolution":
+        if p.yielding == me:
+            lines.append(f"  → you must yield: steer away from these lines or coordinate with "
+                         f"{other_id!r} before pushing. Override: PROXIMITY_ALLOW=1 git push "
+                         "(or git push --no-verify).")
+        else:
+            lines.append(f"  → you have right-of-way: hold course; {other_id!r} was told to "
+                         "steer away.")
+    elif p.advisory == "traffic":
+        lines.append(f"  → traffic: tell {other_id!r} what you are doing "
+                     "(`proximity intend PATH`), and keep clear of their lines.")
+    return "\n".join(lines)
+
+
+def top_channels(p: PairResult) -> str:
+    vals = sorted(((v or 0.0, k) for k, v in p.channels.items() if k != "tree"), reverse=True)
+    names = [f"{k} {v:.2f}" for v, k in vals if v > 0][:3]
+    return ", ".join(names) or "no channel"
+
+
+def scan_text(scan: Scan) -> str:
+    lines = [f"{len(scan.agents)} agents, {len(scan.pairs)} pairs "
+             f"({scan.seconds * 1000:.0f} ms)"]
+    for a in scan.agents:
+        tag = " [remote]" if a.remote else ""
+        err = f"  UNREADABLE: {a.error}" if a.error else ""
+        lines.append(f"  {a.id}{tag}: {a.branch or '(detached)'} at {a.path}{err}")
+    for rid in scan.retired:
+        lines.append(f"  {rid}: retired (worktree directory is gone; never blocks)")
+    for p in scan.pairs:
+        ch = " ".join(f"{k}={'?' if v is None else f'{v:.2f}'}" for k, v in p.channels.items())
+        y = f" yield: {p.yielding}" if p.yielding else ""
+        lines.append(f"{p.a} ~ {p.b}: {p.advisory.upper()} risk={p.risk:.2f} "
+                     f"distance={p.distance:.2f}{y}  [{ch}]")
+        if not p.concurrent:
+            lines.append("  (causally ordered: one has merged the other's work)")
+        lines += evidence_lines(p)
+    return "\n".join(lines)
