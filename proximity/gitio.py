@@ -68,7 +68,11 @@ def git(
 
 @lru_cache(maxsize=1)
 def git_version() -> tuple[int, ...]:
-    out = git(["--version"], cwd=tempfile.gettempdir()).stdout.decode()
+    try:
+        out = subprocess.run(["git", "--version"], capture_output=True, check=True,
+                             env=clean_env()).stdout.decode()
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise FatalError("git is not installed or not on PATH") from e
     nums = out.split()[2].split(".")
     return tuple(int("".join(c for c in n if c.isdigit()) or 0) for n in nums[:3])
 

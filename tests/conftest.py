@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+                 ) -> None:
+    """No user or system git config leaks in; templates are empty."""
+    home = tmp_path_factory.mktemp("home")
+    cfg = home / ".gitconfig"
+    cfg.write_text("[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
+    tpl = home / "template"
+    tpl.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(tpl))
+    for k, v in GIT_ENV.items():
+        monkeypatch.setenv(k, v)
+    for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "PROXIMITY_ALLOW", "NO_COLOR"):
+        monkeypatch.delenv(k, raising=False)
+
+
+def git(cwd: str | Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          check=check, env={**os.environ, **(env or {})})
+
+
+@dataclass
+class Space:
+    """A repository with worktrees under one tmp dir."""
+
+    root: Path
+    main: Path
+
+    def wt(self, name: str, branch: str | None = None) -> Path:
+        path = self.root / name
+        git(self.main, "worktree", "add", "-q", "-b", branch or f"feat/{name}", str(path))
+        return path
+
+    def write(self, where: Path, rel: str, text: str | bytes) -> None:
+        p = where / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            p.write_bytes(text)
+        else:
+            p.write_text(text)
+
+    def commit(self, where: Path, msg: str = "change") -> None:
+        git(where, "add", "-A")
+        git(where, "commit", "-q", "-m", msg)
+
+
+@pytest.fixture
+def space(tmp_path: Path) -> Callable[[dict[str, str]], Space]:
+    def make(files: dict[str, str]) -> Space:
+        main = tmp_path / "repo"
+        main.mkdir()
+        git(main, "init", "-q")
+        sp = Space(tmp_path, main)
+        for rel, text in files.items():
+            sp.write(main, rel, text)
+        if files:
+            sp.commit(main, "base")
+        return sp
+
+    return make
+
+
+def lines(n: int, prefix: str = "line") -> str:
+    return "".join(f"{prefix} {i}\n" for i in range(1, n + 1))
+
+
+@pytest.fixture
+def scan_json() -> Iterator[Callable[..., dict]]:  # type: ignore[type-arg]
+    import json
+
+    from proximity.main import main
+
+    def run(where: Path, *extra: str, capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+        rc = main(["scan", "--json", "-C", str(where), *extra])
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        return json.loads(out)  # type: ignore[no-any-return]
+
+    yield run
+
+
+def pair(result: dict, a: str, b: str) -> dict:  # type: ignore[type-arg]
+    for p in result["pairs"]:
+        if {p["a"], p["b"]} == {a, b}:
+            return p  # type: ignore[no-any-return]
+    raise AssertionError(f"no pair {a}~{b} in {[(p['a'], p['b']) for p in result['pairs']]}")

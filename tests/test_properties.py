@@ -1,0 +1,88 @@
+"""Property tests: interval arithmetic against a naive per-line model; noisy-OR bounds."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proximity import intervals, risk
+
+rng = st.integers(min_value=1, max_value=60).flatmap(
+    lambda s: st.tuples(st.just(s), st.integers(min_value=s - 1, max_value=s + 8)))
+ranges = st.lists(rng, min_size=1, max_size=6)
+
+
+def naive_touch(a, b):
+    # git: two changes conflict when no unchanged base line separates them
+    return any(s2 <= e1 + 1 and s1 <= e2 + 1 for s1, e1 in a for s2, e2 in b)
+
+
+def naive_gap(a, b):
+    best = None
+    for s1, e1 in a:
+        for s2, e2 in b:
+            if s2 <= e1 + 1 and s1 <= e2 + 1:
+                return 0
+            d = s2 - e1 - 1 if s2 > e1 else s1 - e2 - 1
+            best = d if best is None else min(best, d)
+    return best
+
+
+@given(ranges, ranges)
+def test_touching_matches_gits_rule(a, b):
+    assert bool(intervals.touching(a, b)) == naive_touch(a, b)
+    assert (intervals.intersection(intervals.pad(a), intervals.pad(b)) > 0) == naive_touch(a, b)
+
+
+@given(ranges, ranges)
+def test_gap_matches_naive(a, b):
+    assert intervals.gap(a, b) == naive_gap(a, b)
+
+
+@given(ranges, ranges)
+def test_overlap_coefficient_bounds_and_symmetry(a, b):
+    c = intervals.overlap_coefficient(a, b)
+    assert 0.0 <= c <= 1.0
+    assert c == intervals.overlap_coefficient(b, a)
+    assert (c > 0) == naive_touch(a, b)
+
+
+@given(ranges)
+def test_self_overlap_is_one(a):
+    assert intervals.overlap_coefficient(a, a) == 1.0
+
+
+def test_huge_ranges_are_cheap():
+    big = [(1, 2_000_000)]
+    assert intervals.overlap_coefficient(big, [(1_000_000, 3_000_000)]) > 0.4
+    many = [(i * 3, i * 3) for i in range(1, 200_000)]
+    assert intervals.touching(many, [(599_998, 599_998)])
+    assert not intervals.touching(many, [(600_001, 600_001)])
+
+
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]),
+                       st.one_of(st.none(), st.floats(0, 1))),
+       st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.floats(0, 1)))
+def test_noisy_or_bounds(values, weights):
+    r = risk.noisy_or(values, weights)
+    assert 0.0 <= r <= 1.0
+    for k, v in values.items():
+        if v is not None:
+            assert r >= weights.get(k, 0.0) * v - 1e-12
+    assert r <= sum(weights.get(k, 0.0) * (v or 0) for k, v in values.items()) + 1e-12
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1))
+@settings(max_examples=200)
+def test_noisy_or_monotone(x, y, w):
+    lo, hi = sorted((x, y))
+    assert risk.noisy_or({"c": lo}, {"c": w}) <= risk.noisy_or({"c": hi}, {"c": w}) + 1e-12
+
+
+def test_right_of_way_is_antisymmetric():
+    pa, pb = risk.priority(2, 10.0, "a"), risk.priority(1, 5.0, "b")
+    assert risk.yielding("a", pa, "b", pb) == risk.yielding("b", pb, "a", pa) == "b"
+    pa, pb = risk.priority(1, 10.0, "a"), risk.priority(1, 5.0, "b")
+    assert risk.yielding("a", pa, "b", pb) == "a"  # b started earlier
+    pa, pb = risk.priority(1, None, "a"), risk.priority(1, None, "b")
+    assert risk.yielding("a", pa, "b", pb) == "b"  # stable id tiebreak
