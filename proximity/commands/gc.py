@@ -1,0 +1,34 @@
+"""`proximity gc`: compact the ledger, retire removed worktrees, drop their refs."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+
+from proximity import context, gitio
+from proximity.recorder import REF_PREFIX
+
+
+def run(args: argparse.Namespace) -> int:
+    ctx = context.open_context(args.repo, need_ledger=True)
+    try:
+        assert ctx.ledger is not None
+        live = {wt.id for wt in ctx.repo.worktrees() if not wt.prunable}
+        stats = ctx.ledger.gc(ctx.cfg.retain_events, live)
+        dropped = []
+        for ref in list(ctx.repo.pg.references):
+            if ref.startswith(REF_PREFIX):
+                wid = ref[len(REF_PREFIX):]
+                if wid not in {gitio._safe(x) for x in live}:
+                    with contextlib.suppress(Exception):
+                        ctx.repo.pg.references.delete(ref)
+                        dropped.append(ref)
+        stats["refs"] = len(dropped)
+    finally:
+        ctx.close()
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        print(", ".join(f"{k}: {v}" for k, v in stats.items()))
+    return 0

@@ -1,0 +1,25 @@
+"""`proximity inbox`: messages for this worktree (delivered once unless --all)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from proximity import context, triggers
+
+
+def run(args: argparse.Namespace) -> int:
+    ctx = context.open_context(args.repo, need_ledger=True)
+    try:
+        assert ctx.ledger is not None
+        msgs = (ctx.ledger.messages(ctx.here, 200) if args.all else ctx.ledger.take(ctx.here))
+    finally:
+        ctx.close()
+    if args.json:
+        print(json.dumps({"agent": ctx.here, "messages": msgs}, indent=2))
+        return 0
+    if not msgs:
+        print(f"{ctx.here}: no new messages")
+    for m in msgs:
+        print(triggers.render(m))
+    return 0

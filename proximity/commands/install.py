@@ -1,0 +1,81 @@
+"""`proximity install`: plain git hooks for users without pre-commit (chains existing ones)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib import resources
+
+from proximity import gitio
+from proximity.errors import FatalError
+
+HOOKS = ("post-checkout", "post-commit", "post-merge", "post-rewrite", "pre-commit",
+         "pre-push")
+MARK = "# proximity git hook"
+CHAINED = ".pre-proximity"
+
+
+def script() -> str:
+    text = resources.files("proximity").joinpath("assets/proximity-hook").read_text()
+    return text.replace('PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-python3}',
+                        f'PROXIMITY_PYTHON=${{PROXIMITY_PYTHON:-{sys.executable}}}')
+
+
+def hooks_dir(repo: gitio.Repo, force: bool) -> str:
+    out = gitio.git(["config", "--get", "core.hooksPath"], cwd=repo.workdir, ok=(0, 1))
+    custom = out.stdout.decode().strip()
+    if custom and not force:
+        raise FatalError(
+            f"core.hooksPath is set to {custom!r}, so git does not read .git/hooks; proximity "
+            "leaves your hook manager alone. Add `proximity hook <stage>` to the hooks there "
+            "(or use the pre-commit ids in .pre-commit-hooks.yaml), or rerun with --force to "
+            "install into that directory.")
+    if custom:
+        return os.path.join(repo.workdir, custom) if not os.path.isabs(custom) else custom
+    return os.path.join(repo.common, "hooks")
+
+
+def is_ours(path: str) -> bool:
+    try:
+        with open(path, errors="replace") as f:
+            return MARK in f.read(400)
+    except OSError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    gitio.require_git()
+    repo = gitio.Repo(args.repo or os.getcwd())
+    if args.command == "uninstall":
+        return uninstall(repo)
+    d = hooks_dir(repo, args.force)
+    os.makedirs(d, exist_ok=True)
+    body = script()
+    for name in HOOKS:
+        path = os.path.join(d, name)
+        if os.path.lexists(path) and not is_ours(path):
+            chained = path + CHAINED
+            if os.path.lexists(chained):
+                raise FatalError(f"{chained} already exists; move one of the two hooks aside")
+            os.replace(path, chained)
+            print(f"kept your {name} hook: it now runs first, as {os.path.basename(chained)}")
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(body)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    print(f"installed proximity hooks in {d}: {', '.join(HOOKS)}")
+    return 0
+
+
+def uninstall(repo: gitio.Repo) -> int:
+    d = hooks_dir(repo, force=True)
+    for name in HOOKS:
+        path = os.path.join(d, name)
+        if is_ours(path):
+            os.unlink(path)
+            if os.path.lexists(path + CHAINED):
+                os.replace(path + CHAINED, path)
+    print(f"removed proximity hooks from {d}")
+    return 0

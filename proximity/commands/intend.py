@@ -1,0 +1,31 @@
+"""`proximity intend PATH[:LINES]…`: declare this worktree's look-ahead set."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from proximity import context
+from proximity.commands.scan import parse_intent
+
+
+def run(args: argparse.Namespace) -> int:
+    ctx = context.open_context(args.repo, need_ledger=True)
+    try:
+        assert ctx.ledger is not None
+        items = dict(parse_intent(s) for s in args.paths)
+        clock = ctx.ledger.clocks().get(ctx.here, {})
+        ctx.ledger.set_intents(ctx.here, items, clock, clear=args.clear)
+        current = ctx.ledger.intents().get(ctx.here, {})
+    finally:
+        ctx.close()
+    if args.json:
+        print(json.dumps({"agent": ctx.here, "intents": {p: r for p, (r, _) in
+                                                          current.items()}}, indent=2))
+    else:
+        if not current:
+            print(f"{ctx.here}: no intents")
+        for path, (ranges, _) in sorted(current.items()):
+            lines = ", ".join(f"{s}-{e}" for s, e in ranges) if ranges else "whole file"
+            print(f"{ctx.here} intends {path} ({lines})")
+    return 0

@@ -1,0 +1,88 @@
+"""Recording this worktree's state as a ledger event: snapshot, clock tick, brief/debrief."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from proximity import gitio
+from proximity.context import Context
+from proximity.ledger import Event
+from proximity.model import Agent
+
+REF_PREFIX = "refs/ecm/local/"
+
+
+def this_worktree(ctx: Context) -> gitio.WorktreeInfo:
+    for wt in ctx.repo.worktrees():
+        if wt.id == ctx.here:
+            return wt
+    raise gitio.FatalError(f"worktree {ctx.here!r} is not listed by `git worktree list`")
+
+
+def index_override() -> str | None:
+    """The temporary index of a commit being made (git sets it for pre-commit hooks)."""
+    idx = os.environ.get("GIT_INDEX_FILE")
+    if not idx:
+        return None
+    return os.path.abspath(idx)
+
+
+def snapshot_agent(ctx: Context, wt: gitio.WorktreeInfo, index_file: str | None = None
+                   ) -> Agent:
+    tree = ctx.repo.snapshot_tree(wt, index_file)
+    snap = ctx.repo.snapshot_commit(tree, wt.head)
+    return Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
+                 subject=ctx.repo.subject(wt.head))
+
+
+def _brief_source(ctx: Context, head: str | None) -> str | None:
+    """The stream a new worktree branched from: same HEAD first, else an ancestor's."""
+    if ctx.ledger is None or not head:
+        return None
+    best = None
+    for ev in ctx.ledger.events(None, 200):
+        if ev.stream == ctx.here or not ev.head:
+            continue
+        if ev.head == head:
+            return ev.stream
+        if best is None and ctx.repo.is_ancestor(ev.head, head):
+            best = ev.stream
+    return best or None
+
+
+def _debrief_sources(ctx: Context, head: str | None) -> list[str]:
+    """Streams whose work a merge commit at ``head`` brought in (its non-first parents)."""
+    if ctx.ledger is None or not head:
+        return []
+    parents = ctx.repo.parents(head)
+    if len(parents) < 2:
+        return []
+    out = []
+    for stream in ctx.ledger.streams():
+        if stream == ctx.here:
+            continue
+        last = ctx.ledger.last_event(stream)
+        if last and last.head and any(ctx.repo.is_ancestor(last.head, p) for p in parents[1:]):
+            out.append(stream)
+    return out
+
+
+def record(ctx: Context, kind: str, agent: Agent) -> Event | None:
+    """Store one event for this worktree and pin its snapshot under refs/ecm/."""
+    if ctx.ledger is None or agent.tree is None:
+        return None
+    files = {fc.dest: fc.new_oid for fc in ctx.repo.changes(
+        ctx.repo.commit_tree(agent.head), agent.tree, ctx.cfg.max_diff_bytes)}
+    # files changed since HEAD only; committed work is identified by HEAD itself
+    brief = _brief_source(ctx, agent.head)
+    debrief = _debrief_sources(ctx, agent.head) if kind in ("merge", "commit") else []
+    ev = ctx.ledger.record(ctx.here, kind, path=agent.path, head=agent.head,
+                           branch=agent.branch, snapshot=agent.snapshot, tree=agent.tree,
+                           files=files, brief_from=brief, debrief=debrief,
+                           machine=ctx.cfg.machine_id)
+    if agent.snapshot:
+        with contextlib.suppress(Exception):
+            ctx.repo.pg.references.create(REF_PREFIX + gitio._safe(ctx.here), agent.snapshot,
+                                          force=True)
+    return ev

@@ -1,0 +1,121 @@
+"""Turning advisories into TCAS actions: transmit (TA), steer and hold (RA).
+
+Messages go to the ledger inbox (cooldown per pair and type) and, when
+``[tool.proximity] notify`` is set, to that command as JSON on stdin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import subprocess
+from typing import Any
+
+from proximity import risk
+from proximity.airspace import Scan
+from proximity.context import Context
+from proximity.errors import LedgerError
+from proximity.model import Agent, PairResult
+
+
+def _files(p: PairResult, who: str) -> list[dict[str, Any]]:
+    out = []
+    for f in p.findings:
+        if f.score <= 0 or f.channel == "error":
+            continue
+        mine = f.path_a if who == p.a else f.path_b
+        ranges = f.ranges_a if who == p.a else f.ranges_b
+        out.append({"path": mine, "ranges": [list(r) for r in ranges], "channel": f.channel,
+                    "detail": f.detail})
+    return out[:8]
+
+
+def body(p: PairResult, sender: Agent, recipient: str, kind: str, scan: Scan,
+         intents: dict[str, Any]) -> dict[str, Any]:
+    b: dict[str, Any] = {
+        "type": kind, "advisory": p.advisory, "risk": round(p.risk, 3),
+        "escalated": p.escalated, "from": sender.id, "to": recipient,
+        "branch": sender.branch, "last_commit": sender.subject,
+        "channels": {k: v for k, v in p.channels.items() if v},
+        "their_files": _files(p, sender.id), "your_files": _files(p, recipient),
+        "intents": intents.get(sender.id, {}),
+    }
+    if kind == "steer":
+        mine = scan.changed.get(recipient, set())
+        hot = {f["path"] for f in b["your_files"]}
+        b["avoid"] = sorted(hot)
+        b["elsewhere"] = sorted(mine - hot)[:10]
+        b["override"] = "PROXIMITY_ALLOW=1 git push  (or git push --no-verify)"
+    return b
+
+
+def plan(scan: Scan) -> list[tuple[str, str, str, PairResult]]:
+    """(recipient, sender, type, pair) for every advisory that calls for a message."""
+    out = []
+    for p in scan.pairs:
+        level = p.advisory
+        if p.escalated:
+            level = risk.TRAFFIC if level == risk.CLEAR else risk.RESOLUTION
+        if level == risk.TRAFFIC:
+            out += [(p.a, p.b, "transmit", p), (p.b, p.a, "transmit", p)]
+        elif level == risk.RESOLUTION:
+            y = p.yielding or max(p.a, p.b)
+            h = p.b if y == p.a else p.a
+            out += [(y, h, "steer", p), (h, y, "hold", p)]
+    return out
+
+
+def fire(ctx: Context, scan: Scan) -> list[dict[str, Any]]:
+    """Queue the messages an advisory calls for; returns the ones actually posted."""
+    if ctx.ledger is None:
+        return []
+    agents = {a.id: a for a in scan.agents}
+    intents = {k: {p: v[0] for p, v in items.items()}
+               for k, items in ctx.ledger.intents().items()}
+    posted = []
+    for recipient, sender, kind, p in plan(scan):
+        if sender not in agents:
+            continue
+        msg = body(p, agents[sender], recipient, kind, scan, intents)
+        hops = float(sum(agents[recipient].clock.values()) if recipient in agents else 0)
+        try:
+            mid = ctx.ledger.post(recipient, sender, kind, msg, hops,
+                                  ctx.cfg.cooldown_seconds, ctx.cfg.cooldown_hops)
+        except LedgerError:
+            continue
+        if mid is not None:
+            msg["id"] = mid
+            posted.append(msg)
+            notify(ctx.cfg.notify, msg)
+    return posted
+
+
+def notify(command: str | None, msg: dict[str, Any]) -> None:
+    if not command:
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(shlex.split(command), input=json.dumps(msg).encode(), timeout=10,
+                       capture_output=True, check=False)
+
+
+def render(msg: dict[str, Any]) -> str:
+    b = msg.get("body", msg)
+    head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
+        b.get("type", msg.get("type", "")), "MESSAGE")
+    lines = [f"proximity inbox: {head} from {b.get('from')!r} (branch {b.get('branch')}), "
+             f"risk {b.get('risk')}"]
+    for f in b.get("their_files", [])[:4]:
+        rng = ", ".join(f"{s}-{e}" if e >= s else f"after {s - 1}" for s, e in f["ranges"])
+        lines.append(f"  they touch {f['path']}{' lines ' + rng if rng else ''} "
+                     f"({f['channel']})")
+    if b.get("last_commit"):
+        lines.append(f"  their last commit: {b['last_commit']}")
+    if b.get("intents"):
+        lines.append(f"  they intend: {', '.join(sorted(b['intents']))}")
+    if b.get("avoid"):
+        lines.append(f"  avoid: {', '.join(b['avoid'])}")
+        if b.get("elsewhere"):
+            lines.append(f"  your files far from them: {', '.join(b['elsewhere'])}")
+        lines.append(f"  override: {b.get('override')}")
+    return "\n".join(lines)
