@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from proximity import config, intervals, model, overlap, risk, treeprox  # noqa: E402
+from proximity import config, intervals, model, overlap, risk, treeprox
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = sorted(glob.glob(os.path.join(HERE, "..", "..", "shared", "eval", "*.jsonl")))

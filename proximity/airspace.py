@@ -131,6 +131,24 @@ def _conflict(repo: gitio.Repo, a: Agent, b: Agent, cache: dict[str, Any]
                 "conflicts here") for p in paths]
 
 
+def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
+    """Only concurrent work can collide.
+
+    One clock dominating the other is necessary but not enough: a stream that inherited a
+    clock (brief) did not inherit the other's uncommitted work. The pair is ordered only
+    when git confirms the dominated side's whole working state is in the other's history.
+    """
+    ca, cb = facts.clocks.get(a.id, {}), facts.clocks.get(b.id, {})
+    if clocks.concurrent(ca, cb):
+        return True
+    for old, new, c_old, c_new in ((a, b, ca, cb), (b, a, cb, ca)):
+        if (clocks.dominates(c_new, c_old) and old.head and new.head
+                and old.tree == repo.commit_tree(old.head)
+                and repo.is_ancestor(old.head, new.head)):
+            return False
+    return True
+
+
 def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
     repo, cfg, facts = pw.repo, pw.cfg, pw.facts
     if a.error or b.error:
@@ -143,7 +161,7 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     wa, wb = pw.working_set(a, base_tree), pw.working_set(b, base_tree)
     pw.changed.setdefault(a.id, set()).update(wa.files)
     pw.changed.setdefault(b.id, set()).update(wb.files)
-    conc = clocks.concurrent(facts.clocks.get(a.id, {}), facts.clocks.get(b.id, {}))
+    conc = _concurrent(repo, a, b, facts)
     findings: list[Finding] = []
     channels: dict[str, float | None] = {}
     channels["conflict"], f = _conflict(repo, a, b, facts.pair_cache)

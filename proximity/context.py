@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass
+
 from proximity import clocks, config, gitio
 from proximity.airspace import Facts, Scan, live_agents, scan
 from proximity.errors import LedgerError
@@ -53,7 +54,9 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
             f.intents[ctx.here] = {p: tuple(r) if r else None for p, r in what_if.items()}
         return f
     streams = led.streams()
-    f.started = {k: v["created"] for k, v in streams.items()}
+    # age for right-of-way: the shared ledger's order of first events, not anybody's clock
+    f.started = {k: float(v["first_seq"]) for k, v in streams.items()
+                 if v["first_seq"] is not None}
     f.clocks = led.clocks()
     for stream, items in led.intents().items():
         now = f.clocks.get(stream, {})

@@ -10,6 +10,7 @@ hub_degree / fan-in, so a file everything imports does not couple everything.
 from __future__ import annotations
 
 import heapq
+import itertools
 import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -174,9 +175,11 @@ class Resolver:
                 root = posixpath.dirname(root)
             base, parts = (root or d), parts[1:]
         elif parts[0] in ("super", "self"):
-            base = d if parts[0] == "self" or stem in ("mod", "lib", "main") else d
-            if parts[0] == "super":
-                base = posixpath.dirname(d) if stem in ("mod", "lib", "main") else d
+            is_root = stem in ("mod", "lib", "main")  # the file is its directory's module
+            if parts[0] == "self":
+                base = d if is_root else posixpath.join(d, stem)
+            else:
+                base = posixpath.dirname(d) if is_root else d
             parts = parts[1:]
         else:
             return []
@@ -235,7 +238,7 @@ def edges_of(changed: Mapping[str, str], read: Callable[[str], bytes],
              cache: dict[str, list[imports.Record]], resolver: Resolver
              ) -> list[tuple[str, str]]:
     """Edges from one agent's changed files (their new content) into the tree."""
-    out = []
+    out: list[tuple[str, str]] = []
     for src, recs in records_for(changed, read, cache).items():
         for rec in recs:
             out.extend((src, dst) for dst in resolver.resolve(src, rec))
@@ -299,6 +302,6 @@ def _describe(graph: Graph | View, route: tuple[str, ...]) -> str:
         x, y = route
         return f"{x} imports {y}" if graph.imports(x, y) else f"{y} imports {x}"
     parts = [route[0]]
-    for x, y in zip(route, route[1:], strict=False):
+    for x, y in itertools.pairwise(route):
         parts.append(("→ " if graph.imports(x, y) else "← ") + y)
     return " ".join(parts) + " (→ means imports)"

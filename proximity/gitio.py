@@ -156,13 +156,14 @@ class Repo:
             if n == 0:
                 wid, admin = "main", self.common
             else:
-                admin = self._admin_dir(path)
-                wid = os.path.basename(admin) if admin else os.path.basename(path)
+                found = self._admin_dir(path)
+                wid = os.path.basename(found) if found else os.path.basename(path)
+                admin = found or ""
             gone = not os.path.isdir(path)
             infos.append(
                 WorktreeInfo(
                     id=wid, path=os.path.realpath(path) if not gone else path,
-                    admin=admin or "", head=head, branch=branch,
+                    admin=admin, head=head, branch=branch,
                     prunable="prunable" in kv or gone, locked="locked" in kv,
                 )
             )
@@ -361,18 +362,18 @@ def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange
                  _kind(int(new.mode)) if status != "D" else model.TEXT}
         special = kinds - {model.TEXT}
         if special:
-            yield model.FileChange(kind=special.pop(), ranges=None, **common)  # type: ignore[arg-type]
+            yield model.FileChange(kind=special.pop(), ranges=None, **common)
             continue
         if status == "M" and old_oid == new_oid:
-            yield model.FileChange(kind=model.MODE, ranges=(), **common)  # type: ignore[arg-type]
+            yield model.FileChange(kind=model.MODE, ranges=(), **common)
             continue
         sizes = [repo.blob_size(o) for o in (old_oid, new_oid) if o]
         if max(sizes, default=0) > max_bytes:
-            yield model.FileChange(kind=model.LARGE, ranges=None, **common)  # type: ignore[arg-type]
+            yield model.FileChange(kind=model.LARGE, ranges=None, **common)
             continue
         patch = diff[i]
         if patch.delta.is_binary:
-            yield model.FileChange(kind=model.BINARY, ranges=None, **common)  # type: ignore[arg-type]
+            yield model.FileChange(kind=model.BINARY, ranges=None, **common)
             continue
         ranges: list[tuple[int, int]] = []
         new_ranges: list[tuple[int, int]] = []
@@ -391,5 +392,5 @@ def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange
             ranges = [(1, 0)]
         yield model.FileChange(
             ranges=tuple(ranges), new_ranges=tuple(new_ranges), old_lines=old_lines,
-            **common,  # type: ignore[arg-type]
+            **common,
         )

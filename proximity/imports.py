@@ -26,8 +26,8 @@ RS_QUERY = """
 (mod_item name: (identifier) @m !body)
 (use_declaration argument: (_) @u)
 """
-PY_FALLBACK = re.compile(rb"^\s*(?:from\s+(\.*)([\w.]*)\s+import\s+([\w*, ()]+)|import\s+([\w., ]+))",
-                         re.M)
+PY_FALLBACK = re.compile(
+    rb"^\s*(?:from\s+(\.*)([\w.]*)\s+import\s+([\w*, ()]+)|import\s+([\w., ]+))", re.M)
 
 
 def extract(path: str, data: bytes) -> list[Record]:

@@ -26,7 +26,8 @@ FILENAME = "ledger.sqlite3"
 DDL = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE streams(
-  id TEXT PRIMARY KEY, path TEXT, created REAL NOT NULL, retired REAL, machine TEXT);
+  id TEXT PRIMARY KEY, path TEXT, created REAL NOT NULL, retired REAL, machine TEXT,
+  first_seq INTEGER);
 CREATE TABLE events(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, kind TEXT NOT NULL,
   head TEXT, branch TEXT, snapshot TEXT, tree TEXT, files TEXT NOT NULL,
@@ -170,9 +171,10 @@ class Ledger:
 
     # -- streams and events -----------------------------------------------------------
     def streams(self) -> dict[str, dict[str, Any]]:
-        rows = self.db.execute("SELECT id, path, created, retired, machine FROM streams")
-        return {r[0]: {"path": r[1], "created": r[2], "retired": r[3], "machine": r[4]}
-                for r in rows}
+        rows = self.db.execute(
+            "SELECT id, path, created, retired, machine, first_seq FROM streams")
+        return {r[0]: {"path": r[1], "created": r[2], "retired": r[3], "machine": r[4],
+                       "first_seq": r[5]} for r in rows}
 
     def last_event(self, stream: str) -> Event | None:
         row = self.db.execute(
@@ -229,6 +231,8 @@ class Ledger:
                 (stream, kind, head, branch, snapshot, tree, json.dumps(dict(files)),
                  json.dumps(clock), now, os.getpid()))
             seq = int(cur.lastrowid or 0)
+            if not known:
+                db.execute("UPDATE streams SET first_seq=? WHERE id=?", (seq, stream))
         return Event(seq, stream, kind, head, branch, snapshot, tree, dict(files), clock, now)
 
     def retire(self, stream: str) -> None:
@@ -294,7 +298,7 @@ class Ledger:
                 "SELECT stream, path, ranges, clock FROM intents"):
             rr = json.loads(ranges) if ranges else None
             out.setdefault(stream, {})[path] = (
-                [tuple(r) for r in rr] if rr else None, json.loads(clock))  # type: ignore[misc]
+                [(int(r[0]), int(r[1])) for r in rr] if rr else None, json.loads(clock))
         return out
 
     # -- inbox --------------------------------------------------------------------------
@@ -338,8 +342,14 @@ class Ledger:
 
     # -- caches -------------------------------------------------------------------------
     def cache(self, kind: str) -> TrackedDict:
-        rows = self.db.execute("SELECT key, value FROM cache WHERE kind=?", (kind,))
-        return TrackedDict({k: json.loads(v) for k, v in rows})
+        """Derived data: a row that does not decode is skipped (and recomputed)."""
+        out: dict[str, Any] = {}
+        for k, v in self.db.execute("SELECT key, value FROM cache WHERE kind=?", (kind,)):
+            try:
+                out[k] = json.loads(v)
+            except ValueError:
+                continue
+        return TrackedDict(out)
 
     def save_cache(self, kind: str, data: TrackedDict) -> None:
         if not data.added:

@@ -80,7 +80,7 @@ class Agent:
     remote: bool = False
     machine: str = ""
     clock: dict[str, int] = field(default_factory=dict)
-    started: float | None = None  # first ledger event, shared by every reader
+    started: float | None = None  # order of the first ledger event, same for every reader
     subject: str = ""  # last commit subject
     error: str | None = None  # why the working state could not be read
 

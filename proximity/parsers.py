@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 LANGS = {
@@ -18,41 +18,41 @@ def language_of(path: str) -> str | None:
     return LANGS.get(os.path.splitext(path)[1].lower())
 
 
-@lru_cache(maxsize=None)
+@cache
 def language(name: str) -> Any:
     from tree_sitter import Language
 
     if name == "python":
-        import tree_sitter_python as mod
+        import tree_sitter_python
 
-        return Language(mod.language())
+        return Language(tree_sitter_python.language())
     if name == "javascript":
-        import tree_sitter_javascript as mod
+        import tree_sitter_javascript
 
-        return Language(mod.language())
+        return Language(tree_sitter_javascript.language())
     if name in ("typescript", "tsx"):
         import tree_sitter_typescript as ts
 
         return Language(ts.language_tsx() if name == "tsx" else ts.language_typescript())
     if name == "go":
-        import tree_sitter_go as mod
+        import tree_sitter_go
 
-        return Language(mod.language())
+        return Language(tree_sitter_go.language())
     if name == "rust":
-        import tree_sitter_rust as mod
+        import tree_sitter_rust
 
-        return Language(mod.language())
+        return Language(tree_sitter_rust.language())
     raise KeyError(name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def parser(name: str) -> Any:
     from tree_sitter import Parser
 
     return Parser(language(name))
 
 
-@lru_cache(maxsize=None)
+@cache
 def query(name: str, source: str) -> Any:
     from tree_sitter import Query
 

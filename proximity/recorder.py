@@ -7,6 +7,7 @@ import os
 
 from proximity import gitio
 from proximity.context import Context
+from proximity.errors import FatalError
 from proximity.ledger import Event
 from proximity.model import Agent
 
@@ -17,7 +18,7 @@ def this_worktree(ctx: Context) -> gitio.WorktreeInfo:
     for wt in ctx.repo.worktrees():
         if wt.id == ctx.here:
             return wt
-    raise gitio.FatalError(f"worktree {ctx.here!r} is not listed by `git worktree list`")
+    raise FatalError(f"worktree {ctx.here!r} is not listed by `git worktree list`")
 
 
 def index_override() -> str | None:

@@ -29,11 +29,13 @@ from typing import Any
 from proximity import intervals, parsers
 from proximity.model import FileChange, Finding, WorkingSet
 
-AMBIENT = frozenset("""
-__init__ __call__ __repr__ __str__ __eq__ __hash__ self cls this get set run main init new
-New String Error close open read write start stop name value data key id type len str int
-list dict print self super test setUp tearDown err ctx fmt log Ok Some None Err Vec map
-""".split())
+AMBIENT = frozenset((
+    "__init__", "__call__", "__repr__", "__str__", "__eq__", "__hash__", "self", "cls", "this",
+    "get", "set", "run", "main", "init", "new", "New", "String", "Error", "close", "open",
+    "read", "write", "start", "stop", "name", "value", "data", "key", "id", "type", "len", "str",
+    "int", "list", "dict", "print", "super", "test", "setUp", "tearDown", "err", "ctx", "fmt",
+    "log", "Ok", "Some", "None", "Err", "Vec", "map",
+))
 INTERFACE = {"removed": 1.0, "signature": 1.0, "value": 1.0, "body": 0.2}
 
 TS_DEFS = {

@@ -35,7 +35,7 @@ def agents_table(scan: Scan) -> Any:
         t.add_row(a.id + (" (remote)" if a.remote else ""), a.branch or "(detached)",
                   str(len(changed)) if changed else "-",
                   str(sum(a.clock.values())) if a.clock else "-",
-                  a.error and f"[red]{a.error}[/]" or a.path)
+                  (a.error and f"[red]{a.error}[/]") or a.path)
     for rid in scan.retired:
         t.add_row(rid, "-", "-", "-", "[dim]retired: directory gone[/]")
     return t

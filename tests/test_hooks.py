@@ -51,7 +51,7 @@ def collide(main: Path, root: Path) -> tuple[Path, Path]:
 
 
 def scenario(main: Path, tmp_path: Path) -> None:
-    a, b, ra, rb = collide(main, tmp_path)
+    a, b, _ra, rb = collide(main, tmp_path)
     # the second commit sees the first: the advisory is in the commit output
     assert "RESOLUTION ADVISORY" in rb.stderr + rb.stdout, rb.stderr + rb.stdout
     assert "wt-a" in rb.stderr + rb.stdout and "f.txt" in rb.stderr + rb.stdout
@@ -102,7 +102,7 @@ def commit_styles(main: Path, tmp_path: Path) -> None:
         assert kinds.count("pre-commit") >= 3, (stream, kinds)
     # the path-limited commit's pre-commit snapshot saw the temporary index, and the
     # working state (untracked n2.txt) is in every snapshot of c after it appeared
-    last_c = [e for e in evs if e["stream"] == "wt-c"][0]
+    last_c = next(e for e in evs if e["stream"] == "wt-c")
     assert "n2.txt" in last_c["files"]
 
 
@@ -146,7 +146,7 @@ def test_install_refuses_foreign_hooks_path(tmp_path, capsys):
 def test_hooks_fail_open_on_a_corrupt_ledger(tmp_path):
     main, _ = make_repo(tmp_path)
     subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True)
-    a, b, _, _ = collide(main, tmp_path)
+    a, _b, _, _ = collide(main, tmp_path)
     ledger = main / ".git" / "ecm" / "ledger.sqlite3"
     for p in ledger.parent.glob("ledger.sqlite3*"):
         p.unlink()

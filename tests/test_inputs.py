@@ -74,7 +74,7 @@ def test_binary_changed_on_both_sides(space, scan_json, capsys):
     sp.write(b, "logo.png", b"\x89PNG\0\0B" + bytes(range(256)))
     p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
     assert p["advisory"] == "resolution"
-    ov = [f for f in p["findings"] if f["channel"] == "overlap"][0]
+    ov = next(f for f in p["findings"] if f["channel"] == "overlap")
     assert "binary" in ov["detail"]
 
 
@@ -94,7 +94,7 @@ def test_hundred_megabyte_file_gets_a_defined_result(space, scan_json, capsys):
     sp.write(a, "data/huge.csv", big)
     sp.write(b, "data/huge.csv", big[:-10] + b"different\n")
     p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
-    ov = [f for f in p["findings"] if f["channel"] == "overlap"][0]
+    ov = next(f for f in p["findings"] if f["channel"] == "overlap")
     assert "large" in ov["detail"]
     assert p["channels"]["conflict"] == 1.0  # git's own merge still decides exactly
 
@@ -172,7 +172,7 @@ def test_detached_head_worktree(space, scan_json, capsys):
     sp.write(sp.root / "d", "f.txt", lines(10).replace("line 2\n", "D\n"))
     sp.write(a, "f.txt", lines(10).replace("line 2\n", "A\n"))
     r = scan_json(sp.main, capsys=capsys)
-    d = [x for x in r["agents"] if x["id"] == "d"][0]
+    d = next(x for x in r["agents"] if x["id"] == "d")
     assert d["branch"] is None
     assert pair(r, "a", "d")["advisory"] == "resolution"
 

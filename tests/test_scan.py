@@ -19,7 +19,7 @@ def test_same_lines_is_resolution_via_conflict_and_overlap(space, scan_json, cap
     assert p["channels"]["conflict"] == 1.0
     assert p["channels"]["overlap"] >= 0.75
     assert p["yielding"] in ("a", "b")
-    hit = [f for f in p["findings"] if f["channel"] == "overlap"][0]
+    hit = next(f for f in p["findings"] if f["channel"] == "overlap")
     assert hit["path_a"] == "src/app.py" and hit["ranges_a"] == [[20, 20]]
     assert {"id", "branch", "path"} <= set(r["agents"][0])
     assert {"a", "b", "risk", "distance", "advisory", "channels", "yielding"} <= set(p)
@@ -47,7 +47,7 @@ def test_importer_in_distant_directory_is_traffic_via_dependency(space, scan_jso
     p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
     assert p["channels"]["dependency"] == pytest.approx(1.0)
     assert p["advisory"] in ("traffic", "resolution")
-    dep = [f for f in p["findings"] if f["channel"] == "dependency"][0]
+    dep = next(f for f in p["findings"] if f["channel"] == "dependency")
     assert "imports" in dep["detail"]
 
 
@@ -61,7 +61,7 @@ def test_common_import_couples_two_hops_through_untouched_module(space, scan_jso
     sp.write(b, "jobs/worker.py", files["jobs/worker.py"].replace("return 2", "return 20"))
     p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
     assert p["channels"]["dependency"] == pytest.approx(0.5)  # gamma^(2-1)
-    dep = [f for f in p["findings"] if f["channel"] == "dependency"][0]
+    dep = next(f for f in p["findings"] if f["channel"] == "dependency")
     assert dep["route"] == ["api/server.py", "shared/config.py", "jobs/worker.py"]
 
 

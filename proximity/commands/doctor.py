@@ -57,7 +57,7 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
     plain = [h for h in HOOKS if is_ours(os.path.join(hooks_dir, h))]
     precommit = [h for h in HOOKS if _is_precommit(os.path.join(hooks_dir, h))]
     cfg = os.path.join(repo.workdir, ".pre-commit-config.yaml")
-    uses_pc = os.path.exists(cfg) and "proximity-" in open(cfg, errors="replace").read()
+    uses_pc = "proximity-" in _read(cfg)
     if plain:
         add("hooks", len(plain) == len(HOOKS) or None,
             f"plain hooks: {', '.join(plain)}" + ("" if len(plain) == len(HOOKS) else
@@ -75,6 +75,14 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
             add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
                 "(`git worktree prune` and `proximity gc` clean it up)")
     return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def _is_precommit(path: str) -> bool:

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything the tests need, then runs them:
+#   - a virtualenv (.venv) with proximity and its test extras (pytest, hypothesis, pre-commit,
+#     ruff, mypy) from PyPI;
+#   - git and Chromium from the OS packages when missing (the view test drives a real
+#     headless browser).
+# Extra arguments go to pytest, e.g. `bash tests/run.sh -k hooks`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+    || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    if command -v apt-get >/dev/null 2>&1; then
+        echo "installing OS packages: ${need_apt[*]}"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    else
+        echo "warning: cannot install ${need_apt[*]} (no apt-get); related tests will fail" >&2
+    fi
+fi
+
+VENV=${PROXIMITY_VENV:-.venv}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+
+"$VENV/bin/python" -m ruff check proximity tests benchmarks
+"$VENV/bin/python" -m mypy
+exec "$VENV/bin/python" -m pytest "$@"
