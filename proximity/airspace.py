@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import os
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proximity import clocks, depgraph, gitio, overlap, risk, treeprox
@@ -30,6 +31,7 @@ class Facts:
     imports_cache: dict[str, Any] = field(default_factory=dict)
     symbols_cache: dict[str, Any] = field(default_factory=dict)
     pair_cache: dict[str, Any] = field(default_factory=dict)
+    graph_cache: dict[str, Any] = field(default_factory=dict)  # ref tree -> resolved graph
     remote: list[Agent] = field(default_factory=list)
 
 
@@ -40,28 +42,46 @@ class Scan:
     retired: list[str] = field(default_factory=list)
     seconds: float = 0.0
     changed: dict[str, set[str]] = field(default_factory=dict)  # agent -> paths, any base
+    timing: dict[str, float] = field(default_factory=dict)  # stage -> seconds
 
     def involving(self, agent_id: str) -> list[PairResult]:
         return [p for p in self.pairs if agent_id in (p.a, p.b)]
 
 
-def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = None
-                ) -> tuple[list[Agent], list[str]]:
-    """Snapshot every live worktree; return agents and the ids of retired (gone) ones."""
-    agents: list[Agent] = []
+def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = None,
+                known: MutableMapping[str, Any] | None = None) -> tuple[list[Agent], list[str]]:
+    """Snapshot every live worktree (in parallel: it is git's work, not Python's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    live = []
     retired: list[str] = []
     for wt in repo.worktrees():
-        if wt.prunable:
-            retired.append(wt.id)
-            continue
+        (retired.append(wt.id) if wt.prunable else live.append(wt))
+
+    def one(wt: gitio.WorktreeInfo) -> Agent:
         try:
             tree = repo.snapshot_tree(wt, (index_override or {}).get(wt.id))
-            snap = repo.snapshot_commit(tree, wt.head)
-            agents.append(Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
-                                subject=repo.subject(wt.head)))
+            # snapshot commits are content-addressed: the same (tree, head) has one id
+            snap = (known or {}).get(f"snap:{tree}:{wt.head}")
+            if not snap:
+                snap = repo.snapshot_commit(tree, wt.head)
+                if known is not None:
+                    known[f"snap:{tree}:{wt.head}"] = snap
+            return Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree)
         except (FatalError, OSError) as e:
-            agents.append(Agent(wt.id, wt.path, wt.branch, wt.head, error=str(e)))
-    return agents, retired
+            return Agent(wt.id, wt.path, wt.branch, wt.head, error=str(e))
+
+    workers = min(8, max(1, len(live)), (os.cpu_count() or 2) * 2)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        agents = list(pool.map(one, live))
+    out = []
+    for a in agents:
+        if a.snapshot and a.tree and not repo.has_object(a.snapshot):  # cached, then gc'd
+            a = replace(a, snapshot=repo.snapshot_commit(a.tree, a.head))
+            if known is not None:
+                known[f"snap:{a.tree}:{a.head}"] = a.snapshot
+        out.append(replace(a, subject=repo.subject(a.head)))
+    return out, retired
 
 
 class _Pairwise:
@@ -70,10 +90,14 @@ class _Pairwise:
     def __init__(self, repo: gitio.Repo, cfg: Config, facts: Facts) -> None:
         self.repo, self.cfg, self.facts = repo, cfg, facts
         self.changes: dict[tuple[str, str], list[FileChange]] = {}
-        self.graph: depgraph.Graph | None = None
-        self.resolver: depgraph.Resolver | None = None
+        self.graph: depgraph.Graph | depgraph.StoredGraph | None = None
+        self.graph_tree = ""
+        self._resolver: depgraph.Resolver | None = None
+        self.paths: set[str] = set()
+        self.go_mods: dict[str, str] = {}
         self.edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.changed: dict[str, set[str]] = {}
+        self.reaches: dict[tuple[str, str], depgraph.Reach] = {}
 
     def working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
         key = (base_tree, agent.tree or "")
@@ -89,29 +113,69 @@ class _Pairwise:
                           dict(self.facts.intent_weights.get(agent.id, {})))
 
     def ensure_graph(self, agents: list[Agent]) -> None:
+        """The import graph of the reference tree (main's HEAD), cached by tree id."""
         if self.graph is not None:
             return
         ref = next((a for a in agents if a.id == "main" and a.head), None) or next(
             (a for a in agents if a.head), None)
-        files = self.repo.files(self.repo.commit_tree(ref.head)) if ref else {}
-        extra: set[str] = set()
-        for a in agents:
-            for fcs in (v for (_, t), v in self.changes.items() if t == a.tree):
-                extra.update(fc.dest for fc in fcs if fc.status != "D")
-        self.graph, self.resolver = depgraph.build(
-            files, self.repo.blob, self.facts.imports_cache)
-        if extra - set(files):
-            self.resolver = depgraph.Resolver(set(files) | extra)
-            self.resolver.set_go_mods(depgraph.go_modules(files, self.repo.blob))
+        tree = self.repo.commit_tree(ref.head) if ref else gitio.EMPTY_TREE
+        self.graph_tree = tree
+        key = f"{depgraph.CACHE_FORMAT}:{tree}"
+        cached = self.facts.graph_cache.get(key)
+        loaded = None
+        if cached is not None:
+            try:
+                loaded = depgraph.Graph.from_json(cached)
+            except (KeyError, IndexError, TypeError, ValueError):
+                loaded = None  # damaged or foreign cache entry: rebuild it
+        if loaded is not None:
+            self.graph, paths, go_mods = loaded
+            self.paths = set(paths)
+        else:
+            files = self.repo.files(tree) if ref else {}
+            self.graph, resolver = depgraph.build(files, self.repo.blob,
+                                                  self.facts.imports_cache)
+            self.paths, go_mods = set(files), resolver.go_mods
+            self.facts.graph_cache.clear()
+            self.facts.graph_cache[key] = self.graph.to_json(self.paths, go_mods)
+        self.go_mods = go_mods
+
+    def resolver(self) -> depgraph.Resolver:
+        if self._resolver is None:
+            extra = {p for fcs in self.changes.values() for fc in fcs if fc.status != "D"
+                     for p in (fc.dest,)}
+            self._resolver = depgraph.Resolver(self.paths | extra)
+            self._resolver.set_go_mods(self.go_mods)
+        return self._resolver
+
+    def reach(self, agent: Agent, ws: WorkingSet, edges: list[tuple[str, str]],
+              base_tree: str) -> depgraph.Reach:
+        key = (agent.id, base_tree)
+        if key not in self.reaches:
+            assert self.graph is not None
+            self.reaches[key] = depgraph.Reach(self.graph, ws, edges, self.cfg.gamma,
+                                               self.cfg.depth_cap, self.cfg.hub_degree)
+        return self.reaches[key]
 
     def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]:
+        """Import edges of an agent's changed files, resolved in the reference tree and
+        cached per (reference tree, path, blob) so the resolver is rarely built."""
         key = (agent.id, agent.tree or "")
         if key not in self.edges:
-            changed = {p: fc.new_oid for p, fc in ws.files.items()
-                       if fc.new_oid and fc.kind == "text"}
-            assert self.resolver is not None
-            self.edges[key] = depgraph.edges_of(changed, self.repo.blob,
-                                                self.facts.imports_cache, self.resolver)
+            out: list[tuple[str, str]] = []
+            cache = self.facts.pair_cache
+            for p, fc in sorted(ws.files.items()):
+                if not fc.new_oid or fc.kind != "text":
+                    continue
+                ck = f"edges:{depgraph.CACHE_FORMAT}:{self.graph_tree}:{p}:{fc.new_oid}"
+                dsts = cache.get(ck)
+                if dsts is None:
+                    dsts = [d for _, d in depgraph.edges_of(
+                        {p: fc.new_oid}, self.repo.blob, self.facts.imports_cache,
+                        self.resolver())]
+                    cache[ck] = dsts
+                out.extend((p, d) for d in dsts)
+            self.edges[key] = out
         return self.edges[key]
 
 
@@ -170,9 +234,10 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     findings += f
     pw.ensure_graph(all_agents)
     assert pw.graph is not None
-    view = depgraph.View(pw.graph, pw.agent_edges(a, wa) + pw.agent_edges(b, wb))
-    channels["dependency"], f = depgraph.channel(view, wa, wb, cfg.gamma, cfg.depth_cap,
-                                                 cfg.hub_degree)
+    ea, eb = pw.agent_edges(a, wa), pw.agent_edges(b, wb)
+    channels["dependency"], f = depgraph.pair_channel(pw.reach(a, wa, ea, base_tree),
+                                                      pw.reach(b, wb, eb, base_tree))
+    view = depgraph.View(pw.graph, ea + eb)
     findings += f
     from proximity import symbols
 
@@ -206,8 +271,10 @@ def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
          retired: list[str] | None = None) -> Scan:
     t0 = time.perf_counter()
     facts = facts or Facts()
+    timing: dict[str, float] = {}
     if agents is None:
         agents, retired = live_agents(repo)
+        timing["snapshots"] = time.perf_counter() - t0
     agents = [*agents, *facts.remote]
     pw = _Pairwise(repo, cfg, facts)
     pairs = []
@@ -216,4 +283,5 @@ def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
             continue
         pairs.append(assess(pw, a, b, agents))
     pairs.sort(key=lambda p: -p.risk)
-    return Scan(agents, pairs, retired or [], time.perf_counter() - t0, pw.changed)
+    timing["pairs"] = time.perf_counter() - t0 - timing.get("snapshots", 0.0)
+    return Scan(agents, pairs, retired or [], time.perf_counter() - t0, pw.changed, timing)

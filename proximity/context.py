@@ -6,12 +6,15 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from proximity import clocks, config, gitio
-from proximity.airspace import Facts, Scan, live_agents, scan
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger, TrackedDict
 from proximity.model import Agent
+
+if TYPE_CHECKING:
+    from proximity.airspace import Facts, Scan
 
 
 @dataclass
@@ -47,6 +50,8 @@ def open_context(path: str | None = None, *, need_ledger: bool = False) -> Conte
 
 def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None = None
           ) -> Facts:
+    from proximity.airspace import Facts
+
     f = Facts()
     led = ctx.ledger
     if led is None:
@@ -72,6 +77,7 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
     f.imports_cache = led.cache("imports")
     f.symbols_cache = led.cache("symbols")
     f.pair_cache = led.cache("pair")
+    f.graph_cache = led.cache("graph")
     return f
 
 
@@ -79,10 +85,10 @@ def save_facts(ctx: Context, f: Facts) -> None:
     if ctx.ledger is None:
         return
     for kind, data in (("imports", f.imports_cache), ("symbols", f.symbols_cache),
-                       ("pair", f.pair_cache)):
+                       ("pair", f.pair_cache), ("graph", f.graph_cache)):
         if isinstance(data, TrackedDict):
             with contextlib.suppress(LedgerError):
-                ctx.ledger.save_cache(kind, data)
+                ctx.ledger.save_cache(kind, data, replace=kind == "graph")
 
 
 def record_risk(ctx: Context, result: Scan) -> None:
@@ -108,14 +114,25 @@ def run_scan(ctx: Context, *, focus: str | None = None,
              what_if: dict[str, list[tuple[int, int]] | None] | None = None,
              agents: list[Agent] | None = None, retired: list[str] | None = None,
              record: bool = True) -> Scan:
+    import time
+
+    from proximity.airspace import live_agents, scan
+
+    t0 = time.perf_counter()
     f = facts(ctx, what_if)
+    t1 = time.perf_counter()
     if agents is None:
-        agents, retired = live_agents(ctx.repo)
+        agents, retired = live_agents(ctx.repo, known=f.pair_cache)
+    t2 = time.perf_counter()
     agents = [_with_ledger(a, f) for a in agents]
     result = scan(ctx.repo, ctx.cfg, f, focus=focus, agents=agents, retired=retired)
+    t3 = time.perf_counter()
     save_facts(ctx, f)
     if record and not what_if:
         record_risk(ctx, result)
+    result.timing.update({"ledger_read": t1 - t0, "snapshots": t2 - t1, "pairs": t3 - t2,
+                          "ledger_write": time.perf_counter() - t3})
+    result.seconds = time.perf_counter() - t0
     return result
 
 

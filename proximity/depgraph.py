@@ -15,10 +15,12 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from proximity import imports, parsers
 from proximity.model import Finding, WorkingSet
 
+CACHE_FORMAT = "g2"  # bump when the stored graph or import records change shape
 JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 
 
@@ -45,11 +47,65 @@ class Graph:
     def fan(self, node: str) -> int:
         return self.fan_in.get(node, 0)
 
+    def to_json(self, paths: Collection[str], go_mods: Mapping[str, str]) -> dict[str, object]:
+        nodes = set(paths) | set(self.adj)
+        order = sorted(nodes)
+        index = {p: i for i, p in enumerate(order)}
+        return {"paths": order, "files": sorted(index[p] for p in paths),
+                "out": [sorted(index[d] for d in self.out.get(p, ())) for p in order],
+                "go": dict(go_mods)}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> tuple[StoredGraph, list[str], dict[str, str]]:
+        g = StoredGraph(data)
+        return g, [g.order[i] for i in data["files"]], dict(data["go"])
+
+
+class StoredGraph:
+    """A graph loaded from the ledger cache; a node's neighbours are built on first use,
+    so a scan pays only for the part of the graph around the agents' files."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.order: list[str] = list(data["paths"])
+        self.index = {p: i for i, p in enumerate(self.order)}
+        self.out_idx: list[list[int]] = data["out"]
+        self._in: list[list[int]] | None = None
+        self._adj: dict[str, set[str]] = {}
+
+    def _inverse(self) -> list[list[int]]:
+        if self._in is None:
+            inv: list[list[int]] = [[] for _ in self.order]
+            for i, lst in enumerate(self.out_idx):
+                for j in lst:
+                    inv[j].append(i)
+            self._in = inv
+        return self._in
+
+    def neighbors(self, node: str) -> set[str]:
+        hit = self._adj.get(node)
+        if hit is None:
+            i = self.index.get(node)
+            if i is None:
+                hit = set()
+            else:
+                o = self.order
+                hit = {o[j] for j in self.out_idx[i]} | {o[j] for j in self._inverse()[i]}
+            self._adj[node] = hit
+        return hit
+
+    def imports(self, src: str, dst: str) -> bool:
+        i, j = self.index.get(src), self.index.get(dst)
+        return i is not None and j is not None and j in self.out_idx[i]
+
+    def fan(self, node: str) -> int:
+        i = self.index.get(node)
+        return 0 if i is None else len(self._inverse()[i])
+
 
 class View:
     """A graph plus extra edges, without copying the graph (one per pair of agents)."""
 
-    def __init__(self, base: Graph, edges: Iterable[tuple[str, str]]) -> None:
+    def __init__(self, base: Graph | StoredGraph, edges: Iterable[tuple[str, str]]) -> None:
         self.base = base
         self.extra = Graph()
         for s, d in edges:
@@ -57,7 +113,10 @@ class View:
                 self.extra.add(s, d)
 
     def neighbors(self, node: str) -> set[str]:
-        return self.base.neighbors(node) | self.extra.neighbors(node)
+        extra = self.extra.adj.get(node)
+        if not extra:
+            return self.base.neighbors(node)
+        return self.base.neighbors(node) | extra
 
     def imports(self, src: str, dst: str) -> bool:
         return self.base.imports(src, dst) or self.extra.imports(src, dst)
@@ -71,21 +130,19 @@ class Resolver:
 
     def __init__(self, paths: Collection[str]) -> None:
         self.paths = set(paths)
-        self.py: dict[str, list[str]] = defaultdict(list)
+        self.py: dict[str, list[tuple[str, str]]] = defaultdict(list)  # last name -> (mod, path)
         self.dirs: dict[str, list[str]] = defaultdict(list)
         self.go_mods: dict[str, str] = {}
+        py_index = self.py
         for p in self.paths:
-            d = posixpath.dirname(p)
-            if p.endswith(".go") and not p.endswith("_test.go"):
-                self.dirs[d].append(p)
-            if p.endswith((".py", ".pyi")):
-                mod = p.rsplit(".", 1)[0].split("/")
-                if mod[-1] == "__init__":
-                    mod = mod[:-1]
-                for k in range(len(mod)):
-                    self.py[".".join(mod[k:])].append(p)
-        for lst in self.py.values():
-            lst.sort(key=lambda p: (p.count("/"), p))
+            if p.endswith(".py") or p.endswith(".pyi"):
+                mod = p[: p.rindex(".")]
+                if mod.endswith("__init__"):
+                    mod = mod[:-8].rstrip("/")
+                if mod:
+                    py_index[mod[mod.rfind("/") + 1:]].append(("/" + mod, p))
+            elif p.endswith(".go") and not p.endswith("_test.go"):
+                self.dirs[posixpath.dirname(p)].append(p)
 
     def set_go_mods(self, mods: Mapping[str, str]) -> None:
         self.go_mods = dict(mods)
@@ -103,11 +160,13 @@ class Resolver:
         return []
 
     def _py_abs(self, dotted: str) -> list[str]:
-        cands = self.py.get(dotted, [])
+        """Paths whose module name ends with ``dotted``; the shallowest source root wins."""
+        want = "/" + dotted.replace(".", "/")
+        cands = sorted((m.count("/"), p) for m, p in self.py.get(dotted.rsplit(".", 1)[-1], ())
+                       if m.endswith(want))
         if not cands:
             return []
-        best = cands[0].count("/") - dotted.count(".")
-        return [c for c in cands if c.count("/") - dotted.count(".") == best][:3]
+        return [p for depth, p in cands if depth == cands[0][0]][:3]
 
     def _py(self, src: str, module: str, level: int, names: list[str]) -> list[str]:
         if level:
@@ -211,13 +270,14 @@ def records_for(
     for path, oid in files.items():
         if parsers.language_of(path) is None:
             continue
-        recs = cache.get(oid)
+        key = f"{imports.FORMAT}:{oid}"
+        recs = cache.get(key)
         if recs is None:
             try:
                 recs = imports.extract(path, read(oid))
             except Exception:
                 recs = []
-            cache[oid] = recs
+            cache[key] = recs
         out[path] = recs
     return out
 
@@ -246,26 +306,32 @@ def edges_of(changed: Mapping[str, str], read: Callable[[str], bytes],
 
 
 def reach(graph: Graph | View, sources: Mapping[str, float], gamma: float, depth_cap: int,
-          hub_degree: int) -> dict[str, tuple[float, tuple[str, ...]]]:
-    """Best coupling from any source to every node within ``depth_cap`` hops.
+          hub_degree: int, targets: Mapping[str, float] | None = None, keep: int = 5
+          ) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """Best coupling from any source to nodes within ``depth_cap`` hops (max-product search).
 
     A source f contributes w_f * gamma^(d-1) (times hub damping for each hub passed
-    through) to a node d >= 1 hops away. Returns node -> (coupling, route).
+    through) to a node d >= 1 hops away. Nodes pop in decreasing coupling, so with
+    ``targets`` (node -> its own weight <= 1) the search stops once nothing left can beat
+    the ``keep``-th best target found. Returns node -> (coupling, route).
     """
     best: dict[str, tuple[float, tuple[str, ...]]] = {}
     heap: list[tuple[float, int, str, tuple[str, ...]]] = []
     for s, w in sources.items():
         for nb in graph.neighbors(s):
             heapq.heappush(heap, (-w, 1, nb, (s, nb)))
-    seen_depth: dict[str, float] = {}
+    found: list[float] = []
     while heap:
         negc, d, node, route = heapq.heappop(heap)
         c = -negc
-        if seen_depth.get(node, -1.0) >= c:
+        if node in best:
             continue
-        seen_depth[node] = c
-        if node not in best or best[node][0] < c:
-            best[node] = (c, route)
+        if targets is not None and len(found) >= keep and c < found[keep - 1]:
+            break
+        best[node] = (c, route)
+        if targets is not None and node in targets and node != route[0]:
+            found.append(c * targets[node])
+            found.sort(reverse=True)
         if d >= depth_cap:
             continue
         fan = graph.fan(node)
@@ -274,30 +340,92 @@ def reach(graph: Graph | View, sources: Mapping[str, float], gamma: float, depth
         if nc < 1e-3:
             continue
         for nb in graph.neighbors(node):
-            if nb not in route:
+            if nb not in best:
                 heapq.heappush(heap, (-nc, d + 1, nb, (*route, nb)))
     return best
 
 
-def channel(graph: Graph | View, a: WorkingSet, b: WorkingSet, gamma: float, depth_cap: int,
-            hub_degree: int) -> tuple[float, list[Finding]]:
-    ta, tb = a.touched(), b.touched()
+class Reach:
+    """One agent's coupling to every node within the depth cap: its touched files as
+    sources over the base graph plus the agent's own new import edges."""
+
+    def __init__(self, graph: Graph | StoredGraph, ws: WorkingSet, edges: list[tuple[str, str]],
+                 gamma: float, depth_cap: int, hub_degree: int) -> None:
+        self.view = View(graph, edges)
+        self.ws = ws
+        self.touched = ws.touched()
+        self.gamma, self.hub_degree = gamma, hub_degree
+        self.best = reach(self.view, {p: ws.weight(p) for p in self.touched}, gamma,
+                          depth_cap, hub_degree)
+
+    def damp(self, node: str, other: View) -> float:
+        fan = self.view.fan(node) + other.extra.fan(node)
+        return min(1.0, self.hub_degree / fan) if fan > self.hub_degree else 1.0
+
+
+def pair_channel(ra: Reach, rb: Reach) -> tuple[float, list[Finding]]:
+    """max over f in a, g in b (g != f) of w_f w_g coupling(f, g) from two agents' reaches.
+
+    Exact decomposition: a path from a to b either uses only the base graph and a's new
+    edges (``ra.best`` at b's file), or ends with one of b's new edges s -> t (s is b's
+    changed file): then it is a's coupling to t, one more hop, into s.
+    """
     findings: list[Finding] = []
-    for src_ws, dst_set, dst_ws, flip in ((a, tb, b, False), (b, ta, a, True)):
-        sources = {p: src_ws.weight(p) for p in src_ws.touched()}
-        for node, (c, route) in reach(graph, sources, gamma, depth_cap, hub_degree).items():
-            if node not in dst_set or node == route[0]:
+    for src, dst, flip in ((ra, rb, False), (rb, ra, True)):
+        for g in dst.touched:
+            hit = src.best.get(g)
+            if hit is not None and hit[1][0] != g:
+                c, route = hit
+                findings.append(_finding(src, c * dst.ws.weight(g), route, flip))
+    for src, dst, flip in ((ra, rb, False), (rb, ra, True)):
+        for s_node, t_set in dst.view.extra.out.items():
+            if s_node not in dst.touched:
                 continue
-            score = c * dst_ws.weight(node)
-            f, g = route[0], node
-            r = route if not flip else tuple(reversed(route))
-            findings.append(Finding("dependency", score, g if flip else f, f if flip else g,
-                                    detail=_describe(graph, r), route=r))
+            for t_node in t_set:
+                if t_node in src.touched and t_node != s_node:
+                    c, route = src.ws.weight(t_node), (t_node, s_node)
+                else:
+                    hit = src.best.get(t_node)
+                    if hit is None or len(hit[1]) > 4:
+                        continue
+                    c = hit[0] * src.gamma * src.damp(t_node, dst.view)
+                    route = (*hit[1], s_node)
+                if route[0] != s_node:
+                    findings.append(_finding(src, c * dst.ws.weight(s_node), route, flip,
+                                             dst.view))
     findings.sort(key=lambda f: (-f.score, len(f.route)))
-    return (findings[0].score if findings else 0.0), findings[:5]
+    uniq: list[Finding] = []
+    for f in findings:
+        if all((f.path_a, f.path_b) != (u.path_a, u.path_b) for u in uniq):
+            uniq.append(f)
+    return (uniq[0].score if uniq else 0.0), uniq[:5]
 
 
-def _describe(graph: Graph | View, route: tuple[str, ...]) -> str:
+def _finding(src: Reach, score: float, route: tuple[str, ...], flip: bool,
+             other: View | None = None) -> Finding:
+    r = tuple(reversed(route)) if flip else route
+    g = _Both(src.view, other) if other is not None else src.view
+    return Finding("dependency", score, r[0], r[-1], detail=_describe(g, r), route=r)
+
+
+class _Both:
+    def __init__(self, a: View, b: View) -> None:
+        self.a, self.b = a, b
+
+    def imports(self, src: str, dst: str) -> bool:
+        return self.a.imports(src, dst) or self.b.extra.imports(src, dst)
+
+
+def channel(graph: Graph | StoredGraph, a: WorkingSet, b: WorkingSet, gamma: float, depth_cap: int,
+            hub_degree: int, edges_a: list[tuple[str, str]] | None = None,
+            edges_b: list[tuple[str, str]] | None = None) -> tuple[float, list[Finding]]:
+    """The dependency channel for one pair (see ``pair_channel``)."""
+    ra = Reach(graph, a, edges_a or [], gamma, depth_cap, hub_degree)
+    rb = Reach(graph, b, edges_b or [], gamma, depth_cap, hub_degree)
+    return pair_channel(ra, rb)
+
+
+def _describe(graph: Any, route: tuple[str, ...]) -> str:
     if len(route) == 2:
         x, y = route
         return f"{x} imports {y}" if graph.imports(x, y) else f"{y} imports {x}"

@@ -107,27 +107,34 @@ class Repo:
     """A repository, opened from any of its worktrees."""
 
     def __init__(self, start: str | os.PathLike[str]) -> None:
-        pygit2 = _pygit2()
         start = os.path.abspath(start)
         if not os.path.isdir(start):
             raise NotARepository(f"{start}: no such directory")
-        found = pygit2.discover_repository(start)
-        if found is None:
-            raise NotARepository(f"{start} is not inside a git repository")
-        self.pg = pygit2.Repository(found)
-        if self.pg.is_bare:
+        proc = git(["rev-parse", "--is-bare-repository", "--absolute-git-dir",
+                    "--git-common-dir", "--show-toplevel"], cwd=start, ok=(0, 128))
+        out = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+        if proc.returncode != 0 and len(out) < 3:
+            msg = proc.stderr.decode(errors="replace").strip()
+            if "not a git repository" in msg:
+                raise NotARepository(f"{start} is not inside a git repository")
+            raise NotARepository(f"{start}: {msg}")
+        if out[0] == "true" or proc.returncode != 0 or len(out) < 4 or not out[3]:
             raise NotARepository(
-                f"{found} is a bare repository: proximity watches worktrees; run it in a "
-                "checkout of this repository"
-            )
-        self.gitdir = os.path.realpath(self.pg.path)
-        commondir = Path(self.gitdir) / "commondir"
-        if commondir.exists():
-            rel = commondir.read_text().strip()
-            self.common = os.path.realpath(os.path.join(self.gitdir, rel))
-        else:
-            self.common = self.gitdir
-        self.workdir = os.path.realpath(self.pg.workdir) if self.pg.workdir else start
+                f"{out[1] if len(out) > 1 else start} is a bare repository (or the inside of "
+                "a .git directory): proximity watches worktrees; run it in a checkout")
+        self.gitdir = os.path.realpath(out[1])
+        common = out[2]
+        self.common = os.path.realpath(common if os.path.isabs(common)
+                                       else os.path.join(start, common))
+        self.workdir = os.path.realpath(out[3])
+        self._pg: Any = None
+
+    @property
+    def pg(self) -> Any:
+        """The pygit2 repository, opened on first use (a snapshot hook never needs it)."""
+        if self._pg is None:
+            self._pg = _pygit2().Repository(self.gitdir)
+        return self._pg
 
     @property
     def ecm_dir(self) -> str:
@@ -169,6 +176,38 @@ class Repo:
             )
         return infos
 
+    def current(self) -> WorktreeInfo:
+        """This worktree, read from its own git dir (no `git worktree list`)."""
+        wid = "main" if self.gitdir == self.common else os.path.basename(self.gitdir)
+        head, branch = self.read_head(self.gitdir)
+        return WorktreeInfo(wid, self.workdir, self.gitdir, head, branch)
+
+    def read_head(self, admin: str) -> tuple[str | None, str | None]:
+        """(commit, branch) of a worktree's HEAD; files first, git as the fallback."""
+        try:
+            text = Path(admin, "HEAD").read_text().strip()
+        except OSError:
+            text = ""
+        if text.startswith("ref: "):
+            ref = text[5:]
+            branch = ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref
+            try:
+                return Path(self.common, ref).read_text().strip() or None, branch
+            except OSError:
+                pass
+            try:
+                for line in Path(self.common, "packed-refs").read_text().splitlines():
+                    if line.endswith(" " + ref) and not line.startswith(("#", "^")):
+                        return line.split()[0], branch
+            except OSError:
+                pass
+            out = git(["rev-parse", "-q", "--verify", "HEAD"], cwd=self.workdir, ok=(0, 1))
+            return (out.stdout.decode().strip() or None), branch
+        if len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
+            return text, None
+        out = git(["rev-parse", "-q", "--verify", "HEAD"], cwd=self.workdir, ok=(0, 1))
+        return (out.stdout.decode().strip() or None), None
+
     def _admin_dir(self, path: str) -> str | None:
         dotgit = Path(path) / ".git"
         try:
@@ -202,7 +241,7 @@ class Repo:
             tmp_dir = shadow_dir
         except OSError:
             tmp_dir = tempfile.gettempdir()
-        shadow = os.path.join(shadow_dir, f"{_safe(wt.id)}.idx")
+        shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
         src = user_index
         try:
             if os.path.exists(shadow) and (
@@ -212,7 +251,7 @@ class Repo:
                 src = shadow
         except OSError:
             src = user_index
-        tmp = os.path.join(tmp_dir, f".{_safe(wt.id)}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        tmp = os.path.join(tmp_dir, f".{safe_name(wt.id)}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
         try:
             if os.path.exists(src):
                 shutil.copyfile(src, tmp)
@@ -233,6 +272,34 @@ class Repo:
             args[2:2] = ["-p", head]
         out = git(args, cwd=self.workdir, env=SNAPSHOT_IDENT)
         return out.stdout.decode().strip()
+
+    def changed_paths(self, old_tree: str, new_tree: str) -> dict[str, str]:
+        """path -> new blob id ("" when deleted) between two tree-ishes, via git plumbing."""
+        if old_tree == new_tree:
+            return {}
+        out = git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree],
+                  cwd=self.workdir).stdout
+        parts = out.split(b"\0")
+        result: dict[str, str] = {}
+        for meta, path in zip(parts[0::2], parts[1::2], strict=False):
+            fields = meta.decode().split()
+            if len(fields) >= 5:
+                new_oid = "" if fields[4] == "D" else fields[3]
+                result[path.decode("utf-8", "surrogateescape")] = new_oid
+        return result
+
+    def pin(self, ref: str, commit: str) -> None:
+        git(["update-ref", ref, commit], cwd=self.workdir)
+
+    def is_ancestor_cli(self, anc: str, desc: str) -> bool:
+        if anc == desc:
+            return True
+        return git(["merge-base", "--is-ancestor", anc, desc], cwd=self.workdir,
+                   ok=(0, 1, 128)).returncode == 0
+
+    def parents_cli(self, commit: str) -> list[str]:
+        out = git(["rev-list", "--parents", "-n", "1", commit], cwd=self.workdir).stdout
+        return out.decode().split()[1:]
 
     # -- history ------------------------------------------------------------------------
     def merge_base(self, a: str | None, b: str | None) -> str | None:
@@ -277,6 +344,12 @@ class Repo:
             return str(self.pg.revparse_single(rev).peel(_pygit2().Commit).id)
         except Exception:
             return None
+
+    def has_object(self, oid: str) -> bool:
+        try:
+            return oid in self.pg
+        except (ValueError, TypeError):
+            return False
 
     def blob(self, oid: str) -> bytes:
         return bytes(self.pg[oid].data)
@@ -331,7 +404,7 @@ class Repo:
         return sorted({p.decode("utf-8", "surrogateescape") for p in parts[1:] if p})
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 

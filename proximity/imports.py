@@ -14,6 +14,7 @@ from typing import Any
 from proximity import parsers
 
 Record = list[Any]
+FORMAT = "i1"  # bump when extraction changes, so cached records of older versions are unused
 
 JS_QUERY = """
 (import_statement source: (string) @s)

@@ -71,15 +71,31 @@ class Event:
 
 
 class TrackedDict(dict[str, Any]):
-    """A dict that remembers which keys were added after loading (to persist only those)."""
+    """A cache dict: reads a missing key from the ledger on first use (when given a loader)
+    and remembers which keys were added (to persist only those)."""
 
-    def __init__(self, data: Mapping[str, Any]) -> None:
+    def __init__(self, data: Mapping[str, Any], loader: Any = None) -> None:
         super().__init__(data)
         self.added: set[str] = set()
+        self.loader = loader
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self:
+            return self[key]
+        if self.loader is not None:
+            value = self.loader(key)
+            if value is not None:
+                super().__setitem__(key, value)
+                return value
+        return default
 
     def __setitem__(self, key: str, value: Any) -> None:
         self.added.add(key)
         super().__setitem__(key, value)
+
+    def clear(self) -> None:
+        self.added.clear()
+        super().clear()
 
 
 class Ledger:
@@ -320,6 +336,9 @@ class Ledger:
 
     def take(self, recipient: str) -> list[dict[str, Any]]:
         """Undelivered messages for ``recipient``, marked delivered in the same transaction."""
+        if not self.db.execute("SELECT 1 FROM inbox WHERE recipient=? AND delivered IS NULL "
+                               "LIMIT 1", (recipient,)).fetchone():
+            return []  # the common case, without taking the write lock
         with self.tx() as db:
             rows = db.execute("SELECT id, sender, type, body, created FROM inbox WHERE "
                               "recipient=? AND delivered IS NULL ORDER BY id",
@@ -341,8 +360,21 @@ class Ledger:
                  "created": r[5], "delivered": r[6]} for r in rows]
 
     # -- caches -------------------------------------------------------------------------
-    def cache(self, kind: str) -> TrackedDict:
-        """Derived data: a row that does not decode is skipped (and recomputed)."""
+    def cache(self, kind: str, lazy: bool = True) -> TrackedDict:
+        """Derived data, read key by key on demand (``lazy``) or all at once.
+
+        A row that does not decode is skipped, so it is recomputed.
+        """
+        if lazy:
+            def load(key: str) -> Any:
+                row = self.db.execute("SELECT value FROM cache WHERE kind=? AND key=?",
+                                      (kind, key)).fetchone()
+                try:
+                    return json.loads(row[0]) if row else None
+                except ValueError:
+                    return None
+
+            return TrackedDict({}, load)
         out: dict[str, Any] = {}
         for k, v in self.db.execute("SELECT key, value FROM cache WHERE kind=?", (kind,)):
             try:
@@ -351,10 +383,13 @@ class Ledger:
                 continue
         return TrackedDict(out)
 
-    def save_cache(self, kind: str, data: TrackedDict) -> None:
+    def save_cache(self, kind: str, data: TrackedDict, replace: bool = False) -> None:
+        """Persist the entries added since loading; ``replace`` drops the kind's others."""
         if not data.added:
             return
         with self.tx() as db:
+            if replace:
+                db.execute("DELETE FROM cache WHERE kind=?", (kind,))
             db.executemany("INSERT OR REPLACE INTO cache VALUES (?,?,?)",
                            [(kind, k, json.dumps(data[k])) for k in data.added])
         data.added.clear()

@@ -15,10 +15,10 @@ REF_PREFIX = "refs/ecm/local/"
 
 
 def this_worktree(ctx: Context) -> gitio.WorktreeInfo:
-    for wt in ctx.repo.worktrees():
-        if wt.id == ctx.here:
-            return wt
-    raise FatalError(f"worktree {ctx.here!r} is not listed by `git worktree list`")
+    wt = ctx.repo.current()
+    if wt.id != ctx.here:
+        raise FatalError(f"worktree {ctx.here!r} does not match its git dir {wt.admin}")
+    return wt
 
 
 def index_override() -> str | None:
@@ -29,12 +29,13 @@ def index_override() -> str | None:
     return os.path.abspath(idx)
 
 
-def snapshot_agent(ctx: Context, wt: gitio.WorktreeInfo, index_file: str | None = None
-                   ) -> Agent:
+def snapshot_agent(ctx: Context, wt: gitio.WorktreeInfo, index_file: str | None = None,
+                   commit: bool = True) -> Agent:
+    """This worktree's live state; ``commit=False`` skips the snapshot commit (the
+    post-* hooks record the tree; a scan makes the content-addressed commit when needed)."""
     tree = ctx.repo.snapshot_tree(wt, index_file)
-    snap = ctx.repo.snapshot_commit(tree, wt.head)
-    return Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
-                 subject=ctx.repo.subject(wt.head))
+    snap = ctx.repo.snapshot_commit(tree, wt.head) if commit else None
+    return Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree)
 
 
 def _brief_source(ctx: Context, head: str | None) -> str | None:
@@ -47,7 +48,7 @@ def _brief_source(ctx: Context, head: str | None) -> str | None:
             continue
         if ev.head == head:
             return ev.stream
-        if best is None and ctx.repo.is_ancestor(ev.head, head):
+        if best is None and ctx.repo.is_ancestor_cli(ev.head, head):
             best = ev.stream
     return best or None
 
@@ -56,7 +57,7 @@ def _debrief_sources(ctx: Context, head: str | None) -> list[str]:
     """Streams whose work a merge commit at ``head`` brought in (its non-first parents)."""
     if ctx.ledger is None or not head:
         return []
-    parents = ctx.repo.parents(head)
+    parents = ctx.repo.parents_cli(head)
     if len(parents) < 2:
         return []
     out = []
@@ -64,7 +65,8 @@ def _debrief_sources(ctx: Context, head: str | None) -> list[str]:
         if stream == ctx.here:
             continue
         last = ctx.ledger.last_event(stream)
-        if last and last.head and any(ctx.repo.is_ancestor(last.head, p) for p in parents[1:]):
+        if last and last.head and any(ctx.repo.is_ancestor_cli(last.head, p)
+                                      for p in parents[1:]):
             out.append(stream)
     return out
 
@@ -73,17 +75,16 @@ def record(ctx: Context, kind: str, agent: Agent) -> Event | None:
     """Store one event for this worktree and pin its snapshot under refs/ecm/."""
     if ctx.ledger is None or agent.tree is None:
         return None
-    files = {fc.dest: fc.new_oid for fc in ctx.repo.changes(
-        ctx.repo.commit_tree(agent.head), agent.tree, ctx.cfg.max_diff_bytes)}
-    # files changed since HEAD only; committed work is identified by HEAD itself
-    brief = _brief_source(ctx, agent.head)
+    # files changed since HEAD only (committed work is identified by HEAD itself);
+    # git plumbing only, so a snapshot hook never loads libgit2
+    files = ctx.repo.changed_paths(agent.head or gitio.EMPTY_TREE, agent.tree)
+    new_stream = ctx.ledger.last_event(ctx.here) is None
+    brief = _brief_source(ctx, agent.head) if new_stream else None
     debrief = _debrief_sources(ctx, agent.head) if kind in ("merge", "commit") else []
     ev = ctx.ledger.record(ctx.here, kind, path=agent.path, head=agent.head,
                            branch=agent.branch, snapshot=agent.snapshot, tree=agent.tree,
                            files=files, brief_from=brief, debrief=debrief,
                            machine=ctx.cfg.machine_id)
-    if agent.snapshot:
-        with contextlib.suppress(Exception):
-            ctx.repo.pg.references.create(REF_PREFIX + gitio._safe(ctx.here), agent.snapshot,
-                                          force=True)
+    with contextlib.suppress(FatalError):  # keeps the snapshot alive through `git gc`
+        ctx.repo.pin(REF_PREFIX + gitio.safe_name(ctx.here), agent.snapshot or agent.tree)
     return ev

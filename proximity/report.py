@@ -50,7 +50,8 @@ def pair_json(p: PairResult) -> dict[str, Any]:
 def scan_json(scan: Scan) -> dict[str, Any]:
     return {"schema": SCHEMA, "agents": [agent_json(a) for a in scan.agents],
             "pairs": [pair_json(p) for p in scan.pairs], "retired": scan.retired,
-            "seconds": round(scan.seconds, 4)}
+            "seconds": round(scan.seconds, 4),
+            "timing": {k: round(v, 4) for k, v in scan.timing.items()}}
 
 
 LABEL = {"clear": "CLEAR", "traffic": "TRAFFIC ADVISORY", "resolution": "RESOLUTION ADVISORY"}

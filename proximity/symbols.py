@@ -36,6 +36,7 @@ AMBIENT = frozenset((
     "int", "list", "dict", "print", "super", "test", "setUp", "tearDown", "err", "ctx", "fmt",
     "log", "Ok", "Some", "None", "Err", "Vec", "map",
 ))
+FORMAT = "s1"  # bump when analysis changes, so cached results of older versions are unused
 INTERFACE = {"removed": 1.0, "signature": 1.0, "value": 1.0, "body": 0.2}
 
 TS_DEFS = {
@@ -150,7 +151,7 @@ def _get(cache: dict[str, Any], read: Callable[[str], bytes], path: str, oid: st
          ) -> dict[str, Any]:
     if not oid:
         return {"defs": {}, "idents": []}
-    key = f"{parsers.language_of(path)}:{oid}"
+    key = f"{FORMAT}:{parsers.language_of(path)}:{oid}"
     hit = cache.get(key)
     if hit is None:
         hit = analyse(path, read(oid))

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
         for ref in list(ctx.repo.pg.references):
             if ref.startswith(REF_PREFIX):
                 wid = ref[len(REF_PREFIX):]
-                if wid not in {gitio._safe(x) for x in live}:
+                if wid not in {gitio.safe_name(x) for x in live}:
                     with contextlib.suppress(Exception):
                         ctx.repo.pg.references.delete(ref)
                         dropped.append(ref)

@@ -17,7 +17,7 @@ import os
 import sys
 import traceback
 
-from proximity import context, recorder, report, triggers
+from proximity import context, recorder
 from proximity.errors import FatalError
 
 STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
@@ -46,19 +46,24 @@ def err(msg: str) -> None:
 def deliver(ctx: context.Context) -> None:
     if ctx.ledger is None:
         return
-    for msg in ctx.ledger.take(ctx.here):
+    msgs = ctx.ledger.take(ctx.here)
+    if msgs:
+        from proximity import triggers
+
+    for msg in msgs:
         err(triggers.render(msg))
 
 
 def snapshot(ctx: context.Context, kind: str) -> None:
     wt = recorder.this_worktree(ctx)
-    agent = recorder.snapshot_agent(ctx, wt, recorder.index_override())
+    agent = recorder.snapshot_agent(ctx, wt, recorder.index_override(), commit=False)
     recorder.record(ctx, kind, agent)
     deliver(ctx)
 
 
 def check(ctx: context.Context, stage: str, kind: str) -> int:
     """Record, scan the pairs involving this worktree, fire triggers, print advisories."""
+    from proximity import report, triggers
     from proximity.airspace import live_agents
 
     override = recorder.index_override() if stage == "warn" else None
