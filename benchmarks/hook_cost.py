@@ -28,6 +28,17 @@ sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git  # noqa: E402
 
 PY = sys.executable
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fresh_install(where: str) -> str:
+    """A throwaway venv with a normal (non-editable) `pip install .`: what users run."""
+    venv = os.path.join(where, "venv")
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    py = os.path.join(venv, "bin", "python")
+    subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", ROOT],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return py
 
 
 def t(cmd: list[str], cwd: str, env: dict[str, str] | None = None) -> float:
@@ -104,7 +115,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--grid", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--fresh-install", action="store_true",
+                    help="measure a normal pip install in a throwaway venv (default: this "
+                    "interpreter, which may be an editable install)")
     a = ap.parse_args(argv)
+    global PY
+    tmp = None
+    if a.fresh_install:
+        tmp = tempfile.mkdtemp(prefix="proximity-venv-")
+        PY = fresh_install(tmp)
+        print(f"measuring a fresh install: {PY}", flush=True)
     files, wts = (a.files, a.worktrees) if not a.grid else ([1000, 10000, 50000], [2, 8, 32])
     cols = ("files", "worktrees", "commit_no_hooks_s", "commit_with_hooks_s",
             "post_commit_hook_s", "pre_commit_hook_s", "push_no_hooks_s",
@@ -119,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(rows, fh, indent=2)
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

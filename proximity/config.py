@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import sys
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from proximity.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 CHANNELS = ("conflict", "overlap", "symbol", "dependency", "tree")
 DEFAULT_WEIGHTS = {
@@ -25,9 +18,10 @@ DEFAULT_WEIGHTS = {
 }
 
 
-@dataclass(frozen=True)
-class Config:
-    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+class Config(NamedTuple):
+    """Immutable settings (a NamedTuple: hooks import it on every commit, cheaply)."""
+
+    weights: dict[str, float] = DEFAULT_WEIGHTS  # never mutated; from_table makes a copy
     tau_ta: float = 0.35
     tau_ra: float = 0.70
     gamma: float = 0.5
@@ -47,6 +41,10 @@ class Config:
     retain_events: int = 500  # per worktree, before gc compacts
 
     def excluded(self, path: str) -> bool:
+        if not self.exclude:
+            return False
+        import fnmatch
+
         return any(fnmatch.fnmatch(path, pat) for pat in self.exclude)
 
 
@@ -82,14 +80,14 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
 
 def from_table(table: dict[str, Any]) -> Config:
     defaults = Config()
-    known = {f.name for f in fields(Config)}
+    known = set(Config._fields)
     changes: dict[str, Any] = {}
     for key, value in table.items():
         name = key.replace("-", "_")
         if name not in known:
             raise ConfigError(f"[tool.proximity] unknown setting {key!r}")
         changes[name] = _coerce(name, value, getattr(defaults, name))
-    cfg = replace(defaults, **changes)
+    cfg = defaults._replace(**changes)
     if not 0 < cfg.tau_ta <= cfg.tau_ra <= 1:
         raise ConfigError("[tool.proximity] need 0 < tau_ta <= tau_ra <= 1")
     if not 0 < cfg.gamma <= 1:
@@ -103,6 +101,10 @@ def load(root: str) -> Config:
         path = os.path.join(root, name)
         if not os.path.isfile(path):
             continue
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
         try:
             with open(path, "rb") as f:
                 data = tomllib.load(f)

@@ -5,33 +5,37 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from proximity import clocks, config, gitio
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger, TrackedDict
-from proximity.model import Agent
 
 if TYPE_CHECKING:
     from proximity.airspace import Facts, Scan
+    from proximity.model import Agent
 
 
-@dataclass
 class Context:
-    repo: gitio.Repo
-    cfg: config.Config
-    ledger: Ledger | None
-    ledger_error: str | None
-    here: str  # agent id of the worktree we run in
+    """An open repository: its config, its ledger (or why there is none), and which
+    worktree (agent id) we run in."""
+
+    def __init__(self, repo: gitio.Repo, cfg: config.Config, ledger: Ledger | None,
+                 ledger_error: str | None, here: str) -> None:
+        self.repo, self.cfg, self.ledger = repo, cfg, ledger
+        self.ledger_error, self.here = ledger_error, here
 
     def close(self) -> None:
         if self.ledger is not None:
             self.ledger.close()
 
 
-def open_context(path: str | None = None, *, need_ledger: bool = False) -> Context:
-    gitio.require_git()
+def open_context(path: str | None = None, *, need_ledger: bool = False,
+                 check_git: bool = True) -> Context:
+    """``check_git=False``: the snapshot hook uses only plumbing older than the floor that
+    scans need (merge-tree --write-tree), so it skips the `git --version` round trip."""
+    if check_git:
+        gitio.require_git()
     repo = gitio.Repo(path or os.getcwd())
     cfg = config.load(repo.workdir)
     ledger = None

@@ -8,18 +8,15 @@ hook that git started for one worktree can look at its siblings safely.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from proximity import model
 from proximity.errors import FatalError, GitTooOld, NotARepository
+
+if TYPE_CHECKING:
+    from proximity import model
 
 MIN_GIT = (2, 38)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -92,8 +89,7 @@ def _pygit2() -> Any:
     return pygit2
 
 
-@dataclass(frozen=True)
-class WorktreeInfo:
+class WorktreeInfo(NamedTuple):
     id: str
     path: str
     admin: str  # the worktree's own git dir
@@ -185,18 +181,18 @@ class Repo:
     def read_head(self, admin: str) -> tuple[str | None, str | None]:
         """(commit, branch) of a worktree's HEAD; files first, git as the fallback."""
         try:
-            text = Path(admin, "HEAD").read_text().strip()
+            text = _read(os.path.join(admin, "HEAD")).strip()
         except OSError:
             text = ""
         if text.startswith("ref: "):
             ref = text[5:]
             branch = ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref
             try:
-                return Path(self.common, ref).read_text().strip() or None, branch
+                return _read(os.path.join(self.common, ref)).strip() or None, branch
             except OSError:
                 pass
             try:
-                for line in Path(self.common, "packed-refs").read_text().splitlines():
+                for line in _read(os.path.join(self.common, "packed-refs")).splitlines():
                     if line.endswith(" " + ref) and not line.startswith(("#", "^")):
                         return line.split()[0], branch
             except OSError:
@@ -209,19 +205,18 @@ class Repo:
         return (out.stdout.decode().strip() or None), None
 
     def _admin_dir(self, path: str) -> str | None:
-        dotgit = Path(path) / ".git"
         try:
-            text = dotgit.read_text().strip()
+            text = _read(os.path.join(path, ".git")).strip()
         except OSError:
             # missing worktree: find the admin dir whose gitdir file points here
-            base = Path(self.common) / "worktrees"
-            for d in sorted(base.iterdir()) if base.is_dir() else []:
+            base = os.path.join(self.common, "worktrees")
+            for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
                 try:
-                    target = (d / "gitdir").read_text().strip()
+                    target = _read(os.path.join(base, name, "gitdir")).strip()
                 except OSError:
                     continue
                 if os.path.dirname(target) == path:
-                    return str(d)
+                    return os.path.join(base, name)
             return None
         if text.startswith("gitdir:"):
             return os.path.realpath(os.path.join(path, text[len("gitdir:"):].strip()))
@@ -240,6 +235,8 @@ class Repo:
             os.makedirs(shadow_dir, exist_ok=True)
             tmp_dir = shadow_dir
         except OSError:
+            import tempfile
+
             tmp_dir = tempfile.gettempdir()
         shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
         src = user_index
@@ -251,10 +248,10 @@ class Repo:
                 src = shadow
         except OSError:
             src = user_index
-        tmp = os.path.join(tmp_dir, f".{safe_name(wt.id)}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        tmp = os.path.join(tmp_dir, f".{safe_name(wt.id)}.{os.getpid()}.{os.urandom(4).hex()}")
         try:
             if os.path.exists(src):
-                shutil.copyfile(src, tmp)
+                _copy(src, tmp)
             env = {"GIT_INDEX_FILE": tmp}
             git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
             tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
@@ -404,11 +401,24 @@ class Repo:
         return sorted({p.decode("utf-8", "surrogateescape") for p in parts[1:] if p})
 
 
+def _copy(src: str, dst: str) -> None:
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        while chunk := fi.read(1 << 20):
+            fo.write(chunk)
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        return f.read()
+
+
 def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
 def _kind(mode: int) -> str:
+    from proximity import model
+
     if mode == 0o120000:
         return model.SYMLINK
     if mode == 0o160000:
@@ -417,6 +427,8 @@ def _kind(mode: int) -> str:
 
 
 def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange]:
+    from proximity import model
+
     for i, delta in enumerate(diff.deltas):
         status = delta.status_char()
         if status not in "ADMRT":

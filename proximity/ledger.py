@@ -15,8 +15,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from proximity import clocks
 from proximity.errors import LedgerError
@@ -56,8 +55,7 @@ def recovery_hint(path: str) -> str:
             f"mv '{path}' '{path}.corrupt-{int(time.time())}' (history is lost; git is not)")
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     seq: int
     stream: str
     kind: str

@@ -6,15 +6,19 @@ Exit codes: 0 ok; 1 a known failure (or a push that must yield); 2 bad usage or 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
-import traceback
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from proximity import __version__
 from proximity.errors import FatalError
+
+if TYPE_CHECKING:
+    import argparse
+
+HOOK_STAGES = ("snapshot", "warn", "guard", "post-checkout", "post-commit", "post-merge",
+               "post-rewrite", "pre-commit", "pre-push")
 
 
 def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -24,6 +28,8 @@ def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="proximity", description="TCAS for git worktrees: collision avoidance for "
         "parallel coding agents")
@@ -64,9 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p, json_flag=False)
 
     p = sub.add_parser("hook", help="entry point for git hooks")
-    p.add_argument("stage", choices=["snapshot", "warn", "guard", "post-checkout",
-                                     "post-commit", "post-merge", "post-rewrite",
-                                     "pre-commit", "pre-push"])
+    p.add_argument("stage", choices=HOOK_STAGES)
     p.add_argument("args", nargs="*")
 
     p = sub.add_parser("intend", help="declare the files (and lines) this worktree will touch")
@@ -101,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _crash_log(exc: BaseException) -> str:
+    import tempfile
+    import traceback
+
     path = os.path.join(tempfile.gettempdir(), "proximity-crash.log")
     try:
         with open(path, "w") as f:
@@ -111,8 +118,19 @@ def _crash_log(exc: BaseException) -> str:
     return path
 
 
+def _hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
+    """`proximity hook STAGE ARGS…` runs on every commit: parsed without argparse."""
+    if len(argv) >= 2 and argv[0] == "hook" and argv[1] in HOOK_STAGES:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(command="hook", stage=argv[1],  # type: ignore[return-value]
+                               args=list(argv[2:]))
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _hook_args(argv) or build_parser().parse_args(argv)
     try:
         from importlib import import_module
 

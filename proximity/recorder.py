@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import NamedTuple
 
 from proximity import gitio
 from proximity.context import Context
 from proximity.errors import FatalError
 from proximity.ledger import Event
-from proximity.model import Agent
+
+
+class Snap(NamedTuple):
+    """One worktree's recorded state (a light stand-in for model.Agent in the hook path)."""
+
+    id: str
+    path: str
+    branch: str | None
+    head: str | None
+    snapshot: str | None
+    tree: str | None
 
 REF_PREFIX = "refs/ecm/local/"
 
@@ -30,12 +41,12 @@ def index_override() -> str | None:
 
 
 def snapshot_agent(ctx: Context, wt: gitio.WorktreeInfo, index_file: str | None = None,
-                   commit: bool = True) -> Agent:
+                   commit: bool = True) -> Snap:
     """This worktree's live state; ``commit=False`` skips the snapshot commit (the
     post-* hooks record the tree; a scan makes the content-addressed commit when needed)."""
     tree = ctx.repo.snapshot_tree(wt, index_file)
     snap = ctx.repo.snapshot_commit(tree, wt.head) if commit else None
-    return Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree)
+    return Snap(wt.id, wt.path, wt.branch, wt.head, snap, tree)
 
 
 def _brief_source(ctx: Context, head: str | None) -> str | None:
@@ -71,7 +82,7 @@ def _debrief_sources(ctx: Context, head: str | None) -> list[str]:
     return out
 
 
-def record(ctx: Context, kind: str, agent: Agent) -> Event | None:
+def record(ctx: Context, kind: str, agent: Snap) -> Event | None:
     """Store one event for this worktree and pin its snapshot under refs/ecm/."""
     if ctx.ledger is None or agent.tree is None:
         return None
@@ -85,6 +96,7 @@ def record(ctx: Context, kind: str, agent: Agent) -> Event | None:
                            branch=agent.branch, snapshot=agent.snapshot, tree=agent.tree,
                            files=files, brief_from=brief, debrief=debrief,
                            machine=ctx.cfg.machine_id)
-    with contextlib.suppress(FatalError):  # keeps the snapshot alive through `git gc`
-        ctx.repo.pin(REF_PREFIX + gitio.safe_name(ctx.here), agent.snapshot or agent.tree)
+    if files or agent.snapshot:  # a clean worktree's tree is kept alive by HEAD itself
+        with contextlib.suppress(FatalError):  # keeps the snapshot alive through `git gc`
+            ctx.repo.pin(REF_PREFIX + gitio.safe_name(ctx.here), agent.snapshot or agent.tree)
     return ev

@@ -12,13 +12,15 @@ must never break git. The only non-zero exit is the deliberate block.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import traceback
+from typing import TYPE_CHECKING
 
 from proximity import context, recorder
 from proximity.errors import FatalError
+
+if TYPE_CHECKING:
+    import argparse
 
 STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
          "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
@@ -70,7 +72,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
     me = next((a for a in agents if a.id == ctx.here), None)
     if me is not None and me.error is None:
-        recorder.record(ctx, kind, me)
+        recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
+                                                 me.snapshot, me.tree))
     result = context.run_scan(ctx, focus=ctx.here, agents=agents, retired=retired)
     triggers.fire(ctx, result)
     deliver(ctx)
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if os.environ.get("PROXIMITY_SKIP") == "1":
         return 0
     try:
-        ctx = context.open_context(os.getcwd())
+        ctx = context.open_context(os.getcwd(), check_git=stage != "snapshot")
     except FatalError as e:
         err(f"proximity: warning: {e} (hook skipped; git goes on)")
         return 0
@@ -128,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         err(f"proximity: warning: internal error {type(e).__name__}: {e} (hook skipped; "
             "git goes on)")
         if os.environ.get("PROXIMITY_DEBUG"):
+            import traceback
+
             traceback.print_exc()
         return 0
     finally:
