@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
-from genrepo import ENV, generate, git  # noqa: E402
+from genrepo import ENV, generate, git
 
 PY = sys.executable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

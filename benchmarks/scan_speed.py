@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
-from genrepo import ENV, generate  # noqa: E402
+from genrepo import ENV, generate
 
 PY = sys.executable
 
@@ -60,7 +60,7 @@ def measure(files: int, worktrees: int, runs: int, changes: int) -> dict[str, An
         cold, cold_rss = run_rss(scan, main)
         warm_runs = [run_rss(scan, main) for _ in range(runs)]
         warm = statistics.median(w for w, _ in warm_runs)
-        rss = max(r for _, r in warm_runs + [(cold, cold_rss)])
+        rss = max(r for _, r in [*warm_runs, (cold, cold_rss)])
         status_floor = statistics.median(
             sum(run_rss(["git", "status", "--porcelain"], w)[0] for w in wts)
             for _ in range(runs))
