@@ -402,9 +402,15 @@ class Repo:
 
 
 def _copy(src: str, dst: str) -> None:
+    """Copy an index file *with its timestamps*: git decides which entries are "racily
+    clean" (changed within the same second, same size) by comparing them with the index
+    file's mtime; a fresh mtime on the copy would make it trust stale stat data and miss
+    an edit."""
     with open(src, "rb") as fi, open(dst, "wb") as fo:
         while chunk := fi.read(1 << 20):
             fo.write(chunk)
+        st = os.fstat(fi.fileno())
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def _read(path: str) -> str:

@@ -182,3 +182,25 @@ def test_bad_config_is_a_readable_error(space, capsys):
     assert main(["scan", "-C", str(sp.main)]) == 2
     err = capsys.readouterr().err
     assert "tau_ra" in err and "Traceback" not in err
+
+
+def test_same_size_edit_within_the_same_second_is_seen(space, scan_json, capsys):
+    """Racy git: an edit that keeps the size, made in the same second as the index was
+    written, must still be in the snapshot. git re-checks such entries only while the index
+    file's own mtime says so, so the private index copy must keep that mtime."""
+    import time
+
+    sp = space({"f.py": "x = 1\ny = 2\n"})
+    for i in range(20):
+        a = sp.wt(f"r{i}")
+        (a / "f.py").write_text("x = 9\ny = 2\n")  # same size, right after checkout
+        index = sp.main / ".git" / "worktrees" / f"r{i}" / "index"
+        if int((a / "f.py").stat().st_mtime) == int(index.stat().st_mtime):
+            break  # the racy condition holds: edit and index in the same second
+    else:
+        pytest.skip("could not edit within the checkout's second")
+    time.sleep(1.05 - time.time() % 1)  # anything written from now on is a later second
+    r = scan_json(sp.main, capsys=capsys)
+    agent = next(x for x in r["agents"] if x["id"] == f"r{i}")
+    assert agent["tree"] != git(a, "rev-parse", "HEAD^{tree}").stdout.strip(), \
+        "the same-size edit was missed by the snapshot"
