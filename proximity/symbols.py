@@ -6,6 +6,8 @@ is ``removed``, changed in ``signature``, in ``value`` (module-level constants),
 one side changing the interface of a symbol that the other side's new code uses:
 
 * removed / signature / value change used by the other side: 1.0
+* a definition in the same file that uses such a changed symbol (``indirect``: the
+  behaviour of ``total()`` changes when the constant it reads does): 0.5
 * body-only change used by the other side: 0.2 (behaviour may shift; callers still fit)
 * both only reading a symbol: 0
 
@@ -36,8 +38,8 @@ AMBIENT = frozenset((
     "int", "list", "dict", "print", "super", "test", "setUp", "tearDown", "err", "ctx", "fmt",
     "log", "Ok", "Some", "None", "Err", "Vec", "map",
 ))
-FORMAT = "s1"  # bump when analysis changes, so cached results of older versions are unused
-INTERFACE = {"removed": 1.0, "signature": 1.0, "value": 1.0, "body": 0.2}
+FORMAT = "s2"  # bump when analysis changes, so cached results of older versions are unused
+INTERFACE = {"removed": 1.0, "signature": 1.0, "value": 1.0, "indirect": 0.5, "body": 0.2}
 
 TS_DEFS = {
     "javascript": ("function_declaration", "generator_function_declaration", "class_declaration",
@@ -54,7 +56,7 @@ IDENT_TYPES = frozenset(("identifier", "property_identifier", "field_identifier"
                          "type_identifier", "shorthand_property_identifier",
                          "shorthand_property_identifier_pattern", "package_identifier"))
 
-Defs = dict[str, list[str]]  # name -> [kind, signature hash, body hash]
+Defs = dict[str, list[Any]]  # name -> [kind, signature hash, body hash, first, last line]
 Idents = list[tuple[str, int]]  # (name, 1-based line)
 
 
@@ -83,13 +85,15 @@ def _py(data: bytes) -> tuple[Defs, Idents]:
 
 
 def _py_def(node: ast.AST, prefix: str, defs: Defs) -> None:
+    span = [getattr(node, "lineno", 0), getattr(node, "end_lineno", 0) or 0]
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         sig = ast.unparse(node.args) + "->" + (ast.unparse(node.returns) if node.returns else "")
         sig += "|" + ",".join(ast.unparse(d) for d in node.decorator_list)
-        defs[prefix + node.name] = ["function", _h(sig), _h(ast.dump(ast.Module(node.body, [])))]
+        defs[prefix + node.name] = ["function", _h(sig),
+                                    _h(ast.dump(ast.Module(node.body, []))), *span]
     elif isinstance(node, ast.ClassDef):
         bases = ",".join(ast.unparse(b) for b in node.bases)
-        defs[prefix + node.name] = ["class", _h(bases), _h(ast.dump(node))]
+        defs[prefix + node.name] = ["class", _h(bases), _h(ast.dump(node)), *span]
         for child in node.body:
             _py_def(child, prefix + node.name + ".", defs)
     elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not prefix:
@@ -97,7 +101,7 @@ def _py_def(node: ast.AST, prefix: str, defs: Defs) -> None:
         value = ast.unparse(node.value) if node.value is not None else ""
         for t in targets:
             if isinstance(t, ast.Name):
-                defs[t.id] = ["constant", _h(value), _h(value)]
+                defs[t.id] = ["constant", _h(value), _h(value), *span]
 
 
 def _ts(lang: str, data: bytes) -> tuple[Defs, Idents]:
@@ -118,19 +122,29 @@ def _ts(lang: str, data: bytes) -> tuple[Defs, Idents]:
                 name = parsers.text(name_node)
                 body = node.child_by_field_name("body") or node.child_by_field_name("value")
                 full = parsers.text(node)
+                span = [node.start_point[0] + 1, node.end_point[0] + 1]
                 if body is not None:
                     sig = full[: body.start_byte - node.start_byte]
                     kind = "function" if "function" in t or "method" in t else "symbol"
                     if t in ("variable_declarator", "const_spec", "var_spec", "const_item",
                              "static_item"):
                         kind, sig = "constant", full
-                    defs[prefix + name] = [kind, _h(sig), _h(parsers.text(body))]
+                        if t == "variable_declarator" and body.type in (
+                                "arrow_function", "function_expression", "function"):
+                            kind = "function"  # const f = (a, b) => …: a function
+                            sig = full[: body.start_byte - node.start_byte] + _params(body)
+                    defs[prefix + name] = [kind, _h(sig), _h(parsers.text(body)), *span]
                 else:
-                    defs[prefix + name] = ["symbol", _h(full), _h(full)]
+                    defs[prefix + name] = ["symbol", _h(full), _h(full), *span]
                 if "class" in t or t in ("struct_item", "trait_item", "impl_item"):
                     name_prefix = prefix + name + "."
         stack.extend((c, name_prefix) for c in node.children)
     return defs, idents
+
+
+def _params(fn: Any) -> str:
+    params = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
+    return parsers.text(params) if params is not None else ""
 
 
 def analyse(path: str, data: bytes) -> dict[str, Any]:
@@ -165,15 +179,27 @@ def changed_defs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, 
     if fc.kind != "text" or parsers.language_of(fc.path) is None:
         return {}
     old = _get(cache, read, fc.path, fc.old_oid)["defs"]
-    new = _get(cache, read, fc.dest, fc.new_oid)["defs"]
+    new_info = _get(cache, read, fc.dest, fc.new_oid)
+    new = new_info["defs"]
     out: dict[str, str] = {}
-    for name, (kind, sig, body) in old.items():
+    for name, (kind, sig, body, *_) in old.items():
         if name not in new:
             out[name] = "removed"
         elif new[name][1] != sig:
             out[name] = "value" if kind == "constant" else "signature"
         elif new[name][2] != body:
             out[name] = "body"
+    # one level of propagation inside the file: a definition whose body reads a symbol
+    # whose interface changed behaves differently too (total() reads RATE)
+    hard = {q.rsplit(".", 1)[-1] for q, how in out.items() if how != "body"}
+    if hard:
+        for name, (_, _, _, *span) in new.items():
+            if name in out or len(span) < 2:
+                continue
+            lo, hi = span
+            if any(n in hard and lo <= line <= hi and n != name.rsplit(".", 1)[-1]
+                   for n, line in new_info["idents"]):
+                out[name] = "indirect"
     return out
 
 
