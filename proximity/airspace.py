@@ -43,6 +43,8 @@ class Scan:
     seconds: float = 0.0
     changed: dict[str, set[str]] = field(default_factory=dict)  # agent -> paths, any base
     timing: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    graph: Any = None  # the import graph of the reference tree (for the view)
+    paths: set[str] = field(default_factory=set)  # files of the reference tree
 
     def involving(self, agent_id: str) -> list[PairResult]:
         return [p for p in self.pairs if agent_id in (p.a, p.b)]
@@ -199,14 +201,16 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
     """Only concurrent work can collide.
 
     One clock dominating the other is necessary but not enough: a stream that inherited a
-    clock (brief) did not inherit the other's uncommitted work. The pair is ordered only
-    when git confirms the dominated side's whole working state is in the other's history.
+    clock (brief) did not inherit the other's uncommitted work or its intents. The pair is
+    ordered only when git confirms the dominated side's whole working state is in the
+    other's history and it declared no intents.
     """
     ca, cb = facts.clocks.get(a.id, {}), facts.clocks.get(b.id, {})
     if clocks.concurrent(ca, cb):
         return True
     for old, new, c_old, c_new in ((a, b, ca, cb), (b, a, cb, ca)):
         if (clocks.dominates(c_new, c_old) and old.head and new.head
+                and not facts.intents.get(old.id)  # intents are work in nobody's history
                 and old.tree == repo.commit_tree(old.head)
                 and repo.is_ancestor(old.head, new.head)):
             return False
@@ -284,4 +288,7 @@ def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
         pairs.append(assess(pw, a, b, agents))
     pairs.sort(key=lambda p: -p.risk)
     timing["pairs"] = time.perf_counter() - t0 - timing.get("snapshots", 0.0)
-    return Scan(agents, pairs, retired or [], time.perf_counter() - t0, pw.changed, timing)
+    if pairs:
+        pw.ensure_graph(agents)
+    return Scan(agents, pairs, retired or [], time.perf_counter() - t0, pw.changed, timing,
+                pw.graph, pw.paths)

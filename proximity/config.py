@@ -13,7 +13,7 @@ DEFAULT_WEIGHTS = {
     "conflict": 1.0,  # exact: git's own merge says so
     "overlap": 1.0,  # touching ranges are what git's merge conflicts on
     "symbol": 0.9,  # a changed interface that the other side's new code uses
-    "dependency": 0.6,  # an import alone warns (traffic), never blocks by itself
+    "dependency": 0.5,  # an import alone warns (traffic), never blocks by itself
     "tree": 0.15,  # soft prior
 }
 

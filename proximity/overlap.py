@@ -32,6 +32,11 @@ SAME_FILE = 0.1
 SAME_PATCH = 0.5
 IDENTICAL = 0.2
 LARGE_BOTH = 0.6
+# with the tree prior of a shared file (0.15) these stay below tau_RA = 0.70: 1-(1-0.6)(0.85)
+INTENT_HIT = 0.6  # declared lines touch the other's edit (or intent)
+INTENT_FILE = 0.45  # intent on a file the other is editing, no lines given
+INTENT_BOTH = 0.35  # both intend the same file
+INTENT_NEAR = 0.2  # declared lines elsewhere in a file the other edits
 
 
 def score_file(a: FileChange, b: FileChange, near_lines: int) -> tuple[float, str]:
@@ -100,6 +105,7 @@ def channel(a: WorkingSet, b: WorkingSet, cfg: Config) -> tuple[float, list[Find
         if s > 0:
             ra, rb = _touching_ranges(fa, fb)
             findings.append(Finding("overlap", s, path, path, ra, rb, why))
+    # intents are look-ahead, not work: they warn (traffic) but never reach tau_RA alone
     findings.extend(_intent_findings(a, b, ia, ib, cfg))
     findings.extend(
         Finding("overlap", f.score, f.path_b, f.path_a, f.ranges_b, f.ranges_a, f.detail)
@@ -122,14 +128,15 @@ def _intent_findings(
         if other is not None:
             if lines and other.ranges:
                 hit = intervals.touching(lines, other.ranges)
-                s = 0.8 if hit else 0.3
+                s = INTENT_HIT if hit else INTENT_NEAR
             else:
-                s = 0.6
+                s = INTENT_FILE
             yield Finding("overlap", s * w * b.weight(path), path, path, tuple(lines or ()),
                           tuple(other.ranges or ()), "intent meets an edit")
         elif path in b.intents and path not in ia:
             theirs = b.intents[path]
-            s = 0.8 if lines and theirs and intervals.touching(lines, theirs) else 0.5
+            s = INTENT_HIT if lines and theirs and intervals.touching(lines, theirs) \
+                else INTENT_BOTH
             w2 = b.intent_weights.get(path, 1.0)
             if w2 > 0:
                 yield Finding("overlap", s * w * w2, path, path, tuple(lines or ()),

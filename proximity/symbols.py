@@ -12,8 +12,9 @@ one side changing the interface of a symbol that the other side's new code uses:
 * both only reading a symbol: 0
 
 damped by how the two files relate (same file or an import between them: 1.0; two hops: 0.6;
-same directory: 0.8; unrelated: 0.25, a name coincidence is likely) and for ambient names
-(``get``, ``run``, ``__init__``…) that occur everywhere (x0.3).
+same directory: 0.8; unrelated: 0.25, a name coincidence is likely) and, unless an import
+ties the two files, for ambient names (``get``, ``run``, ``__init__``…) that occur
+everywhere (x0.3).
 
 Definitions and identifier positions are cached per blob id, so a scan re-parses only
 blobs it has not seen.
@@ -249,9 +250,10 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
             for qual, how, where in changed.get(name, ()):
                 if qual in own and where == fc.dest:
                     continue
-                s = INTERFACE[how] * _relation(graph, where, fc.dest)
-                if name in AMBIENT or len(name) <= 2:
-                    s *= 0.3
+                rel = _relation(graph, where, fc.dest)
+                s = INTERFACE[how] * rel
+                if rel < 1.0 and (name in AMBIENT or len(name) <= 2):
+                    s *= 0.3  # a common name, and no import ties the two files: coincidence?
                 s *= writer.weight(where) * reader.weight(fc.dest)
                 found.append(Finding(
                     "symbol", s, where, fc.dest, (), ((line, line),),

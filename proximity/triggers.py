@@ -20,15 +20,25 @@ from proximity.model import Agent, PairResult
 
 
 def _files(p: PairResult, who: str) -> list[dict[str, Any]]:
-    out = []
+    """``who``'s side of the evidence, one entry per path (channels and ranges merged)."""
+    by_path: dict[str, dict[str, Any]] = {}
     for f in p.findings:
         if f.score <= 0 or f.channel == "error":
             continue
         mine = f.path_a if who == p.a else f.path_b
         ranges = f.ranges_a if who == p.a else f.ranges_b
-        out.append({"path": mine, "ranges": [list(r) for r in ranges], "channel": f.channel,
-                    "detail": f.detail})
-    return out[:8]
+        entry = by_path.setdefault(mine, {"path": mine, "ranges": [], "channels": [],
+                                          "details": []})
+        for r in ranges:
+            if list(r) not in entry["ranges"]:
+                entry["ranges"].append(list(r))
+        if f.channel not in entry["channels"]:
+            entry["channels"].append(f.channel)
+            entry["details"].append(f.detail)
+    for entry in by_path.values():
+        entry["ranges"].sort()
+        entry["channel"] = entry["channels"][0]
+    return list(by_path.values())[:8]
 
 
 def body(p: PairResult, sender: Agent, recipient: str, kind: str, scan: Scan,
@@ -108,7 +118,7 @@ def render(msg: dict[str, Any]) -> str:
     for f in b.get("their_files", [])[:4]:
         rng = ", ".join(f"{s}-{e}" if e >= s else f"after {s - 1}" for s, e in f["ranges"])
         lines.append(f"  they touch {f['path']}{' lines ' + rng if rng else ''} "
-                     f"({f['channel']})")
+                     f"({', '.join(f.get('channels', [f.get('channel', '?')]))})")
     if b.get("last_commit"):
         lines.append(f"  their last commit: {b['last_commit']}")
     if b.get("intents"):

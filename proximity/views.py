@@ -69,3 +69,64 @@ def status(scan: Scan, con: Any) -> None:
     n_ta = sum(p.advisory == "traffic" for p in scan.pairs)
     con.print(f"{n_ra} resolution, {n_ta} traffic advisories; scan took "
               f"{scan.seconds * 1000:.0f} ms")
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def spark(values: list[float], width: int = 8) -> str:
+    vals = values[-width:]
+    return "".join(SPARK[min(len(SPARK) - 1, int(v * len(SPARK)))] for v in vals)
+
+
+def trend(values: list[float]) -> str:
+    if len(values) < 2:
+        return "·"
+    d = values[-1] - values[-2]
+    return "↑" if d > 0.01 else ("↓" if d < -0.01 else "→")
+
+
+def frame(scan: Scan, history: dict[tuple[str, str], list[float]],
+          messages: list[dict[str, Any]], width: int = 80) -> Any:
+    """One frame of the control pane, laid out for ``width`` columns (80 at least)."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    pairs = Table(expand=True, box=None, pad_edge=False, show_edge=False)
+    pairs.add_column("pair", overflow="ellipsis", no_wrap=True, ratio=3)
+    pairs.add_column("risk", no_wrap=True, width=15)
+    pairs.add_column("advisory", no_wrap=True, width=10)
+    pairs.add_column("trend", no_wrap=True, width=10)
+    pairs.add_column("via", overflow="ellipsis", no_wrap=True, ratio=3)
+    for p in scan.pairs[:12]:
+        h = history.get(tuple(sorted((p.a, p.b))), [])  # type: ignore[arg-type]
+        vals = sorted(((v or 0.0, k) for k, v in p.channels.items() if k != "tree"),
+                      reverse=True)
+        via = " ".join(f"{k[:3]}{v:.1f}" for v, k in vals if v > 0)[:30]
+        adv = {"clear": "clear", "traffic": "TA", "resolution": "RA"}[p.advisory]
+        if p.escalated:
+            adv += "↑"
+        pairs.add_row(f"{p.a}~{p.b}", f"{bar(p.risk, 9)} {p.risk:.2f}",
+                      Text(adv + (f" {p.yielding}" if p.yielding else ""),
+                           style=STYLE[p.advisory]),
+                      f"{spark(h)}{trend(h)}", via or "-")
+    agents = Text()
+    for a in scan.agents:
+        n = len(scan.changed.get(a.id, ()))
+        agents.append(f"{a.id}", style="bold")
+        agents.append(f" {a.branch or '(detached)'} {n}f  ")
+    for rid in scan.retired:
+        agents.append(f"{rid} (retired)  ", style="dim")
+    lines = []
+    for m in messages[:4]:
+        body = m.get("body", {})
+        lines.append(f"{m.get('type', '?'):8} {m.get('from', '?')}→{m.get('to', '?')} "
+                     f"risk {body.get('risk', '?')}")
+    n_ra = sum(p.advisory == "resolution" for p in scan.pairs)
+    n_ta = sum(p.advisory == "traffic" for p in scan.pairs)
+    title = (f"proximity · {len(scan.agents)} agents · {n_ra} RA · {n_ta} TA · "
+             f"scan {scan.seconds * 1000:.0f} ms")
+    return Panel(Group(agents, pairs, Text("\n".join(lines) or "no messages", style="dim")),
+                 title=title, title_align="left", width=width)

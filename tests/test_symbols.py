@@ -95,7 +95,7 @@ def test_body_only_change_is_traffic_not_resolution(space, scan_json, capsys):
     sp, a, b = two(space, {"lib.py": LIB, "use.py": "import lib\n"})
     sp.write(a, "lib.py", LIB.replace("    return x * k", "    return k * x"))
     sp.write(b, "use.py", "import lib\n\nY = lib.scale(2, 3)\n")
-    p, f = sym(scan_json(sp.main, capsys=capsys))
+    p, _f = sym(scan_json(sp.main, capsys=capsys))
     assert 0 < p["channels"]["symbol"] < 0.5
     assert p["advisory"] != "resolution"
 

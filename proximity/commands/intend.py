@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from proximity import context
+from proximity import context, recorder
 from proximity.commands.scan import parse_intent
 
 
@@ -14,7 +14,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         assert ctx.ledger is not None
         items = dict(parse_intent(s) for s in args.paths)
-        clock = ctx.ledger.clocks().get(ctx.here, {})
+        clock: dict[str, int] = {}
+        if items or args.clear:
+            # declaring intent is a D-T-D step of this stream: it ticks the clock, and the
+            # intent decays forward from that tick
+            agent = recorder.snapshot_agent(ctx, recorder.this_worktree(ctx), commit=False)
+            ev = recorder.record(ctx, "intent", agent)
+            clock = ev.clock if ev else {}
         ctx.ledger.set_intents(ctx.here, items, clock, clear=args.clear)
         current = ctx.ledger.intents().get(ctx.here, {})
     finally:

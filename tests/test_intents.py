@@ -1,0 +1,66 @@
+"""Issue 4: declared intents enter the airspace as look-ahead, with forward decay."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import lines, pair
+
+from proximity.main import main
+
+
+def setup(space):
+    sp = space({"lib.py": lines(40), "other.py": lines(5)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "lib.py", lines(40).replace("line 20\n", "edited by a\n"))
+    return sp, a, b
+
+
+def test_intent_on_a_file_being_edited_is_traffic_never_resolution(space, scan_json, capsys):
+    sp, _a, b = setup(space)
+    assert pair(scan_json(sp.main, capsys=capsys), "a", "b")["advisory"] == "clear"
+    assert main(["intend", "-C", str(b), "lib.py:18-22"]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["advisory"] == "traffic"
+    f = next(x for x in p["findings"] if "intent" in x["detail"])
+    assert f["path_a"] == "lib.py" and f["ranges_b"] == [[18, 22]]
+
+
+def test_scan_intent_is_a_what_if_and_records_nothing(space, scan_json, capsys):
+    sp, _a, b = setup(space)
+    p = pair(scan_json(b, "--intent", "lib.py", capsys=capsys), "a", "b")
+    assert p["advisory"] == "traffic"
+    assert main(["intend", "--json", "-C", str(b)]) == 0
+    assert json.loads(capsys.readouterr().out)["intents"] == {}
+    assert pair(scan_json(sp.main, capsys=capsys), "a", "b")["advisory"] == "clear"
+
+
+def test_intent_decays_forward_and_clear_forgets(space, scan_json, capsys):
+    sp, _a, b = setup(space)
+    assert main(["intend", "-C", str(b), "lib.py"]) == 0
+    for _ in range(21):  # 21 D-T-D hops of b's own stream: forward decay reaches 0 at 20
+        assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    assert pair(scan_json(sp.main, capsys=capsys), "a", "b")["advisory"] == "clear"
+    assert main(["intend", "-C", str(b), "--clear", "other.py"]) == 0
+    capsys.readouterr()
+    assert main(["intend", "--json", "-C", str(b)]) == 0
+    assert list(json.loads(capsys.readouterr().out)["intents"]) == ["other.py"]
+
+
+def test_both_intending_the_same_file_is_reported(space, scan_json, capsys):
+    sp = space({"lib.py": lines(10)})
+    a, b = sp.wt("a"), sp.wt("b")
+    assert main(["intend", "-C", str(a), "lib.py:1-3"]) == 0
+    assert main(["intend", "-C", str(b), "lib.py:2-4"]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["advisory"] == "traffic"
+    assert any("both intend" in f["detail"] for f in p["findings"])
+
+
+def test_bad_intent_spec_is_a_clear_error(space, capsys):
+    _sp, _a, b = setup(space)
+    assert main(["intend", "-C", str(b), "lib.py:9-3"]) == 1
+    assert "bad line range" in capsys.readouterr().err

@@ -1,0 +1,138 @@
+"""Issue 5: TCAS actions: transmit on TA, steer/hold on RA, inbox, cooldown, notify."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import lines
+
+from proximity.ledger import Ledger
+from proximity.main import main
+
+
+def hook(where, stage="pre-commit"):
+    cwd = os.getcwd()
+    os.chdir(where)
+    try:
+        return main(["hook", stage])
+    finally:
+        os.chdir(cwd)
+
+
+def inbox(where, capsys, *extra):
+    capsys.readouterr()
+    assert main(["inbox", "--json", "-C", str(where), *extra]) == 0
+    return json.loads(capsys.readouterr().out)["messages"]
+
+
+def ra_space(space, toml=""):
+    files = {"f.txt": lines(30)}
+    if toml:
+        files[".proximity.toml"] = toml
+    sp = space(files)
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "f.txt", lines(30).replace("line 10\n", "A\n"))
+    sp.commit(a, "a: rewrite line 10")
+    sp.write(b, "f.txt", lines(30).replace("line 10\n", "B\n"))
+    return sp, a, b
+
+
+def test_ra_sends_steer_to_the_yielding_agent_and_hold_to_the_other(space, capsys):
+    _sp, a, b = ra_space(space)
+    assert hook(b) == 0  # pre-commit never blocks by default
+    err = capsys.readouterr().err
+    assert "RESOLUTION ADVISORY" in err
+    assert "STEER AWAY" in err  # b's own message is shown by the run that fired it
+    assert inbox(b, capsys) == []  # …and so it is delivered, exactly once
+    steer = inbox(b, capsys, "--all")  # b has no commit: a has right of way
+    assert [m["type"] for m in steer] == ["steer"]
+    body = steer[0]["body"]
+    assert body["from"] == "a" and body["branch"] == "feat/a"
+    assert body["last_commit"] == "a: rewrite line 10"
+    assert body["avoid"] == ["f.txt"] and "PROXIMITY_ALLOW=1" in body["override"]
+    assert body["their_files"][0]["ranges"] == [[10, 10]]
+    hold = inbox(a, capsys)  # a's message waited for a's next look
+    assert [m["type"] for m in hold] == ["hold"]
+    assert inbox(a, capsys) == []  # delivered once
+    assert len(inbox(a, capsys, "--all")) == 1
+
+
+def test_cooldown_suppresses_repeats_and_expires(space, capsys):
+    _sp, a, b = ra_space(space)
+    hook(b)
+    hook(b)
+    hook(a)
+    assert len(inbox(b, capsys, "--all")) == 1  # same pair and type: within the cooldown
+
+
+def test_no_cooldown_repeats(tmp_path, space, capsys):
+    _sp, _a, b = ra_space(space, toml="cooldown_seconds = 0\ncooldown_hops = 0\n")
+    hook(b)
+    hook(b)
+    assert len(inbox(b, capsys, "--all")) == 2
+
+
+def test_traffic_transmits_both_ways_with_intents(space, capsys):
+    files = {"core/db.py": "def connect():\n    return 1\n",
+             "web/users.py": "from core import db\n\n\ndef get():\n    return db.connect()\n"}
+    sp = space(files)
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "core/db.py", "def connect():\n    return 2\n")
+    sp.write(b, "web/users.py", files["web/users.py"] + "\nX = 1\n")
+    assert main(["intend", "-C", str(b), "web/api.py"]) == 0
+    hook(a)
+    assert "TRANSMIT" in capsys.readouterr().err
+    ma, mb = inbox(a, capsys, "--all"), inbox(b, capsys)
+    assert [m["type"] for m in ma] == [m["type"] for m in mb] == ["transmit"]
+    assert ma[0]["body"]["from"] == "b" and "web/api.py" in ma[0]["body"]["intents"]
+    assert mb[0]["body"]["their_files"][0]["path"] == "core/db.py"
+
+
+def test_notify_command_gets_valid_json(space, capsys, tmp_path):
+    out = tmp_path / "notified.jsonl"
+    script = tmp_path / "sink.py"
+    script.write_text("import json, sys\nmsg = json.load(sys.stdin)\n"
+                      f"open({str(out)!r}, 'a').write(json.dumps(msg) + '\\n')\n")
+    _sp, _a, b = ra_space(space, toml=f'notify = "{sys.executable} {script}"\n')
+    hook(b)
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(m["type"] for m in got) == ["hold", "steer"]
+    assert all(m["advisory"] == "resolution" and "risk" in m for m in got)
+
+
+def test_next_hook_run_delivers_the_inbox(space, capsys):
+    _sp, a, b = ra_space(space)
+    hook(a)  # a's scan posts steer for b
+    capsys.readouterr()
+    hook(b, "post-commit")
+    err = capsys.readouterr().err
+    assert "STEER AWAY" in err and "avoid: f.txt" in err
+    assert inbox(b, capsys) == []  # delivered exactly once
+
+
+def test_inbox_survives_concurrent_writers_and_readers(tmp_path):
+    ecm = str(tmp_path / "ecm")
+    Ledger(ecm).close()
+    post = ("import sys\nfrom proximity.ledger import Ledger\nled = Ledger(sys.argv[1])\n"
+            "for i in range(10):\n"
+            "    led.post('r', 's' + sys.argv[2], 'transmit', {'i': i}, 0, 0, 0)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", post, ecm, str(k)]) for k in range(16)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    take = ("import sys, json\nfrom proximity.ledger import Ledger\nled = Ledger(sys.argv[1])\n"
+            "got = []\nfor _ in range(20):\n    got += [m['id'] for m in led.take('r')]\n"
+            "print(json.dumps(got))\n")
+    readers = [subprocess.Popen([sys.executable, "-c", take, ecm], stdout=subprocess.PIPE)
+               for _ in range(4)]
+    ids = []
+    for r in readers:
+        out, _ = r.communicate(timeout=120)
+        ids += json.loads(out)
+    assert sorted(ids) == list(range(1, 161))  # every message, each exactly once
+    led = Ledger(ecm)
+    try:
+        assert led.integrity() == "ok"
+    finally:
+        led.close()

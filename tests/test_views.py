@@ -1,0 +1,94 @@
+"""Issue 5: the control pane (rendered into a string console) and the HTML view in a real
+headless Chromium."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from proximity import context, views
+from proximity.commands import demo, watch
+from proximity.main import main
+
+CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--virtual-time-budget=3000"]
+
+
+@pytest.fixture
+def airspace(tmp_path):
+    return demo.build(str(tmp_path / "demo"))
+
+
+def test_watch_frame_fits_80_columns(airspace):
+    ctx = context.open_context(airspace)
+    try:
+        frame = watch.render(ctx, 80)
+        frame2 = watch.render(ctx, 80)  # a second frame has risk history to draw
+    finally:
+        ctx.close()
+    buf = io.StringIO()
+    con = views.console(file=buf, width=80)
+    con.print(frame)
+    con.print(frame2)
+    text = buf.getvalue()
+    assert "\x1b[" not in text  # a StringIO is not a terminal: plain text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    for name in ("alice", "bob", "carol", "RA bob", "RA carol", "TA"):
+        assert name in text
+    assert "alice~bob" in text
+
+
+def test_watch_once_cli(airspace, capsys):
+    assert main(["watch", "--once", "-C", airspace]) == 0
+    assert "proximity ·" in capsys.readouterr().out
+
+
+def test_view_json_has_stable_coordinates(airspace, capsys):
+    assert main(["view", "--json", "-C", airspace]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main(["view", "--json", "-C", airspace]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert one["files"] == two["files"] and one["agents"] == two["agents"]
+    pos = {a["id"]: a["position"] for a in one["agents"]}
+    assert pos["main"] is None and all(pos[k] for k in ("alice", "bob", "carol"))
+    assert pos["alice"] != pos["bob"]  # same file, still distinguishable
+    assert {(link["a"], link["b"]) for link in one["links"]} >= {("alice", "bob")}
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.browser
+def test_view_in_headless_chromium(airspace, tmp_path):
+    exe = chromium()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: tests/run.sh installs it from the OS packages")
+        pytest.skip("Chromium is not installed (tests/run.sh installs it)")
+    out = tmp_path / "view.html"
+    assert main(["view", "--out", str(out), "-C", airspace]) == 0
+    html = out.read_text()
+    assert "http://" not in html and "https://" not in html  # self-contained, offline
+    profile = tmp_path / "profile"
+    dom = subprocess.run([exe, *CHROME_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                          out.as_uri()], capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="state"[^>]*>(.*?)</pre>', dom.stdout, re.S)
+    assert m, dom.stderr[-2000:]
+    state = json.loads(m.group(1))
+    assert state["ready"] is True and state["errors"] == []
+    assert state["agents"] == 3  # alice, bob, carol (main has no changes to place)
+    assert state["links"] == 3
+    assert "Uncaught" not in dom.stderr
+    assert dom.stdout.count('<td class="resolution">') == 2  # the pair table: two RAs
+    shot = tmp_path / "view.png"
+    subprocess.run([exe, *CHROME_FLAGS, f"--user-data-dir={profile}", "--window-size=1200,700",
+                    f"--screenshot={shot}", out.as_uri()], capture_output=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000
