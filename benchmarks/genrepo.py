@@ -84,8 +84,8 @@ def generate(root: str, files: int, worktrees: int, changes: int, seed: int = 7)
         wt = os.path.join(root, f"wt{w:02}")
         git(main, "worktree", "add", "-q", "-b", f"agent{w}", wt)
         for c in range(changes):
-            # worktree w edits files w*changes .. ; neighbours overlap on one file
-            p = paths[(w * (changes - 1) + c) % files]
+            # worktree w edits files w*(changes-1) .. ; neighbours overlap on one file
+            p = paths[(w * max(1, changes - 1) + c) % files]
             with open(os.path.join(wt, p), "a") as f:
                 f.write(f"\n# edit by agent {w}\nVALUE_{w}_{c} = {c}\n" if p.endswith(".py")
                         else f"\n// edit by agent {w}\nexport const v{w}_{c} = {c};\n")

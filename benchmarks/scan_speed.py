@@ -70,7 +70,8 @@ def measure(files: int, worktrees: int, runs: int, changes: int) -> dict[str, An
             sum(run_rss(["git", "merge-tree", "--write-tree", a, b], main)[0]
                 for a, b in pairs) for _ in range(max(1, runs // 2)))
         startup = median_of(runs, [PY, "-c", "pass"], main)
-        return {"files": files, "worktrees": worktrees, "agents": len(wts),
+        return {"files": files, "worktrees": worktrees, "changes": changes,
+                "agents": len(wts),
                 "pairs": len(pairs), "generate_s": round(gen_s, 2),
                 "cold_scan_s": round(cold, 3), "warm_scan_s": round(warm, 3),
                 "git_status_floor_s": round(status_floor, 3),
@@ -87,26 +88,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="scan cost vs git's floor")
     ap.add_argument("--files", type=int, nargs="*", default=[5000])
     ap.add_argument("--worktrees", type=int, nargs="*", default=[4])
-    ap.add_argument("--changes", type=int, default=5)
+    ap.add_argument("--changes", type=int, nargs="*", default=[5])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--grid", action="store_true", help="1k/10k/50k files x 2/8/32 worktrees")
     ap.add_argument("--json", default=None, help="also write the rows to this file")
     a = ap.parse_args(argv)
-    files, wts = a.files, a.worktrees
-    if a.grid:
-        files, wts = [1000, 10000, 50000], [2, 8, 32]
+    configs = [(f, w, c) for f in a.files for w in a.worktrees for c in a.changes]
+    if a.grid:  # size x worktrees at 5 changes each, then change size at 10k x 8
+        configs = [(f, w, 5) for f in (1000, 10000, 50000) for w in (2, 8, 32)]
+        configs += [(10000, 8, c) for c in (50, 500)]
     rows = []
-    cols = ("files", "worktrees", "pairs", "cold_scan_s", "warm_scan_s", "git_status_floor_s",
-            "merge_tree_floor_s", "warm_vs_status", "warm_vs_merge_tree", "peak_rss_mib")
+    cols = ("files", "worktrees", "changes", "pairs", "cold_scan_s", "warm_scan_s",
+            "git_status_floor_s", "merge_tree_floor_s", "warm_vs_status", "warm_vs_merge_tree",
+            "peak_rss_mib")
     print(" ".join(f"{c:>18}" for c in cols), flush=True)
-    for f in files:
-        for w in wts:
-            row = measure(f, w, a.runs, a.changes)
-            rows.append(row)
-            print(" ".join(f"{row[c]:>18}" for c in cols), flush=True)
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+    for f, w, c in configs:
+        row = measure(f, w, a.runs, c)
+        rows.append(row)
+        print(" ".join(f"{row[k]:>18}" for k in cols), flush=True)
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(rows, fh, indent=2)
     return 0
 
 

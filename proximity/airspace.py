@@ -33,6 +33,8 @@ class Facts:
     pair_cache: dict[str, Any] = field(default_factory=dict)
     graph_cache: dict[str, Any] = field(default_factory=dict)  # ref tree -> resolved graph
     remote: list[Agent] = field(default_factory=list)
+    created: dict[str, float] = field(default_factory=dict)  # stream -> creation time
+    machine: str = ""  # this machine's id, for pairs that involve remote agents
 
 
 @dataclass
@@ -205,7 +207,7 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
     ordered only when git confirms the dominated side's whole working state is in the
     other's history and it declared no intents.
     """
-    ca, cb = facts.clocks.get(a.id, {}), facts.clocks.get(b.id, {})
+    ca, cb = facts.clocks.get(a.id) or a.clock, facts.clocks.get(b.id) or b.clock
     if clocks.concurrent(ca, cb):
         return True
     for old, new, c_old, c_new in ((a, b, ca, cb), (b, a, cb, ca)):
@@ -215,6 +217,20 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
                 and repo.is_ancestor(old.head, new.head)):
             return False
     return True
+
+
+def _priority(repo: gitio.Repo, x: Agent, base: str | None, facts: Facts) -> risk.Priority:
+    """Local pairs: the shared ledger's order of first events (immune to clock skew)."""
+    return risk.priority(repo.ahead(x.head, base), facts.started.get(x.id), x.id)
+
+
+def _shared_priority(repo: gitio.Repo, x: Agent, base: str | None, facts: Facts
+                     ) -> risk.Priority:
+    """Pairs with a remote agent: commits (git objects), the stream's published creation
+    time and the global id machine/worktree: the same data on every machine."""
+    started = x.started if x.remote else facts.created.get(x.id)
+    gid = x.id if x.remote else f"{facts.machine}/{x.id}"
+    return risk.priority(repo.ahead(x.head, base), started, gid)
 
 
 def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
@@ -252,8 +268,9 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
                                         wb.touched() | set(wb.intents))
     r = risk.noisy_or(channels, cfg.weights) if conc else 0.0
     adv = risk.band(r, cfg.tau_ta, cfg.tau_ra)
-    pa = risk.priority(repo.ahead(a.head, base), facts.started.get(a.id), a.id)
-    pb = risk.priority(repo.ahead(b.head, base), facts.started.get(b.id), b.id)
+    pa, pb = _priority(repo, a, base, facts), _priority(repo, b, base, facts)
+    if a.remote or b.remote:  # only facts both machines share may decide
+        pa, pb = _shared_priority(repo, a, base, facts), _shared_priority(repo, b, base, facts)
     per_hop = None
     if facts.history is not None:
         hist = facts.history(a.id, b.id)

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from proximity import clocks, config, gitio
-from proximity.errors import LedgerError
+from proximity.errors import FatalError, LedgerError
 from proximity.ledger import Ledger, TrackedDict
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
     # age for right-of-way: the shared ledger's order of first events, not anybody's clock
     f.started = {k: float(v["first_seq"]) for k, v in streams.items()
                  if v["first_seq"] is not None}
+    f.created = {k: float(v["created"]) for k, v in streams.items()}
     f.clocks = led.clocks()
     for stream, items in led.intents().items():
         now = f.clocks.get(stream, {})
@@ -124,6 +125,14 @@ def run_scan(ctx: Context, *, focus: str | None = None,
 
     t0 = time.perf_counter()
     f = facts(ctx, what_if)
+    if has_remote_refs(ctx):
+        from proximity import remote
+
+        try:
+            f.machine = remote.machine_id(ctx)
+            f.remote = remote.agents(ctx)
+        except (OSError, FatalError) as e:
+            warn(f"remote agents skipped: {e}")
     t1 = time.perf_counter()
     if agents is None:
         agents, retired = live_agents(ctx.repo, known=f.pair_cache)
@@ -138,6 +147,17 @@ def run_scan(ctx: Context, *, focus: str | None = None,
                           "ledger_write": time.perf_counter() - t3})
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def has_remote_refs(ctx: Context) -> bool:
+    """Cheap check (no git call) for fetched refs/ecm-remote/*."""
+    if os.path.isdir(os.path.join(ctx.repo.common, "refs", "ecm-remote")):
+        return True
+    try:
+        with open(os.path.join(ctx.repo.common, "packed-refs")) as fh:
+            return "refs/ecm-remote/" in fh.read()
+    except OSError:
+        return False
 
 
 def _with_ledger(a: Agent, f: Facts) -> Agent:

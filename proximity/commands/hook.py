@@ -68,6 +68,13 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     from proximity import report, triggers
     from proximity.airspace import live_agents
 
+    if stage == "guard" and ctx.cfg.sync:
+        from proximity import remote
+
+        try:
+            remote.sync(ctx, None)
+        except FatalError as e:
+            err(f"proximity: warning: sync skipped: {e}")
     override = recorder.index_override() if stage == "warn" else None
     agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
     me = next((a for a in agents if a.id == ctx.here), None)
