@@ -17,6 +17,7 @@ from proximity.airspace import Scan
 from proximity.context import Context
 from proximity.errors import LedgerError
 from proximity.model import Agent, PairResult
+from proximity.report import fmt_ranges
 
 
 def _files(p: PairResult, who: str) -> list[dict[str, Any]]:
@@ -96,6 +97,7 @@ def fire(ctx: Context, scan: Scan) -> list[dict[str, Any]]:
             continue
         if mid is not None:
             msg["id"] = mid
+            msg["recipient"] = recipient
             posted.append(msg)
             notify(ctx.cfg.notify, msg)
     return posted
@@ -116,7 +118,7 @@ def render(msg: dict[str, Any]) -> str:
     lines = [f"proximity inbox: {head} from {b.get('from')!r} (branch {b.get('branch')}), "
              f"risk {b.get('risk')}"]
     for f in b.get("their_files", [])[:4]:
-        rng = ", ".join(f"{s}-{e}" if e >= s else f"after {s - 1}" for s, e in f["ranges"])
+        rng = fmt_ranges([(s, e) for s, e in f["ranges"]])
         lines.append(f"  they touch {f['path']}{' lines ' + rng if rng else ''} "
                      f"({', '.join(f.get('channels', [f.get('channel', '?')]))})")
     if b.get("last_commit"):

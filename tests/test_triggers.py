@@ -45,8 +45,9 @@ def test_ra_sends_steer_to_the_yielding_agent_and_hold_to_the_other(space, capsy
     assert hook(b) == 0  # pre-commit never blocks by default
     err = capsys.readouterr().err
     assert "RESOLUTION ADVISORY" in err
-    assert "STEER AWAY" in err  # b's own message is shown by the run that fired it
-    assert inbox(b, capsys) == []  # …and so it is delivered, exactly once
+    # b's own steer is shown by the run that fired it, as the advisory (not twice)…
+    assert "you must yield" in err and "STEER AWAY" not in err
+    assert inbox(b, capsys) == []  # …and so it counts as delivered, exactly once
     steer = inbox(b, capsys, "--all")  # b has no commit: a has right of way
     assert [m["type"] for m in steer] == ["steer"]
     body = steer[0]["body"]
@@ -84,7 +85,8 @@ def test_traffic_transmits_both_ways_with_intents(space, capsys):
     sp.write(b, "web/users.py", files["web/users.py"] + "\nX = 1\n")
     assert main(["intend", "-C", str(b), "web/api.py"]) == 0
     hook(a)
-    assert "TRANSMIT" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "TRAFFIC ADVISORY" in err and "TRANSMIT" not in err  # shown once, as advisory
     ma, mb = inbox(a, capsys, "--all"), inbox(b, capsys)
     assert [m["type"] for m in ma] == [m["type"] for m in mb] == ["transmit"]
     assert ma[0]["body"]["from"] == "b" and "web/api.py" in ma[0]["body"]["intents"]

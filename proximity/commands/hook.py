@@ -45,10 +45,12 @@ def err(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-def deliver(ctx: context.Context) -> None:
+def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
+    """Print this worktree's undelivered messages, once; ``shown``: ids this run already
+    printed as advisories (marked delivered without repeating them)."""
     if ctx.ledger is None:
         return
-    msgs = ctx.ledger.take(ctx.here)
+    msgs = [m for m in ctx.ledger.take(ctx.here) if m["id"] not in (shown or set())]
     if msgs:
         from proximity import triggers
 
@@ -82,8 +84,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
         recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
                                                  me.snapshot, me.tree))
     result = context.run_scan(ctx, focus=ctx.here, agents=agents, retired=retired)
-    triggers.fire(ctx, result)
-    deliver(ctx)
+    posted = triggers.fire(ctx, result)
+    deliver(ctx, {m["id"] for m in posted if m["recipient"] == ctx.here})
     by_id = {a.id: a for a in result.agents}
     must_yield = []
     for p in result.involving(ctx.here):
