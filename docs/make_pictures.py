@@ -13,10 +13,10 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from rich.console import Console  # noqa: E402
+from rich.console import Console
 
-from proximity import context, views  # noqa: E402
-from proximity.commands import demo, view  # noqa: E402
+from proximity import context, views
+from proximity.commands import demo, view
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
