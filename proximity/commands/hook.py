@@ -58,11 +58,17 @@ def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
         err(triggers.render(msg))
 
 
+GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
+
+
 def snapshot(ctx: context.Context, kind: str) -> None:
     wt = recorder.this_worktree(ctx)
     agent = recorder.snapshot_agent(ctx, wt, recorder.index_override(), commit=False)
-    recorder.record(ctx, kind, agent)
+    ev = recorder.record(ctx, kind, agent)
     deliver(ctx)
+    if ev is not None and ctx.ledger is not None and ev.seq % GC_EVERY == 0:
+        live = {w.id for w in ctx.repo.worktrees() if not w.prunable}
+        ctx.ledger.gc(ctx.cfg.retain_events, live)
 
 
 def check(ctx: context.Context, stage: str, kind: str) -> int:

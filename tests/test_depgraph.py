@@ -1,0 +1,95 @@
+"""Import extraction and resolution per language; coupling, distance and hub damping."""
+
+from __future__ import annotations
+
+import pytest
+
+from proximity import depgraph, imports
+from proximity.model import FileChange, WorkingSet
+
+
+def resolve(paths, src, code):
+    r = depgraph.Resolver(paths)
+    r.set_go_mods({"": "example.com/m"})
+    return sorted({d for rec in imports.extract(src, code) for d in r.resolve(src, rec)})
+
+
+def test_python_absolute_relative_and_src_layout():
+    paths = ["src/flask/app.py", "src/flask/__init__.py", "src/flask/json/__init__.py",
+             "src/flask/helpers.py", "tests/test_app.py"]
+    assert resolve(paths, "tests/test_app.py", b"from flask import app\n") == \
+        ["src/flask/app.py"]
+    assert resolve(paths, "src/flask/app.py", b"from . import helpers\nfrom .json import x\n") \
+        == ["src/flask/helpers.py", "src/flask/json/__init__.py"]
+    assert resolve(paths, "src/flask/app.py", b"import os\nimport requests\n") == []
+
+
+def test_python2_syntax_falls_back_to_a_scanner():
+    code = b"import helpers\nprint 'hello'\n"
+    assert resolve(["pkg/helpers.py", "pkg/main.py"], "pkg/main.py", code) == \
+        ["pkg/helpers.py"]
+
+
+def test_javascript_and_typescript_specifiers():
+    paths = ["web/a.ts", "web/b.ts", "web/lib/index.js", "web/c.jsx"]
+    code = (b"import x from './b.js';\nconst y = require('./lib');\n"
+            b"export { z } from './c';\nimport('react');\n")
+    assert resolve(paths, "web/a.ts", code) == ["web/b.ts", "web/c.jsx", "web/lib/index.js"]
+
+
+def test_go_module_packages():
+    paths = ["go.mod", "pkg/x/a.go", "pkg/x/b.go", "pkg/x/a_test.go", "cmd/main.go"]
+    code = b'package main\n\nimport (\n\t"fmt"\n\t"example.com/m/pkg/x"\n)\n'
+    assert resolve(paths, "cmd/main.go", code) == ["pkg/x/a.go", "pkg/x/b.go"]
+
+
+def test_rust_mod_and_use():
+    paths = ["src/lib.rs", "src/net/mod.rs", "src/net/tcp.rs", "src/util.rs"]
+    assert resolve(paths, "src/lib.rs", b"mod net;\nmod util;\n") == \
+        ["src/net/mod.rs", "src/util.rs"]
+    assert resolve(paths, "src/net/mod.rs", b"use crate::util::helper;\nuse self::tcp::X;\n") \
+        == ["src/net/tcp.rs", "src/util.rs"]
+
+
+def ws(*paths):
+    return WorkingSet({p: FileChange(p, "M", ranges=((1, 1),)) for p in paths})
+
+
+def graph(edges):
+    g = depgraph.Graph()
+    for s, d in edges:
+        g.add(s, d)
+    return g
+
+
+def test_coupling_decays_with_undirected_distance():
+    g = graph([("a.py", "m.py"), ("b.py", "m.py"), ("c.py", "b.py")])
+    assert depgraph.channel(g, ws("a.py"), ws("m.py"), 0.5, 4, 30)[0] == 1.0
+    assert depgraph.channel(g, ws("a.py"), ws("b.py"), 0.5, 4, 30)[0] == 0.5
+    assert depgraph.channel(g, ws("a.py"), ws("c.py"), 0.5, 4, 30)[0] == 0.25
+    assert depgraph.channel(g, ws("a.py"), ws("c.py"), 0.5, 2, 30)[0] == 0.0  # depth cap
+
+
+def test_hubs_are_damped_in_transit_not_at_the_ends():
+    edges = [(f"f{i}.py", "hub.py") for i in range(100)]
+    g = graph(edges)
+    score, _ = depgraph.channel(g, ws("f1.py"), ws("f2.py"), 0.5, 4, 20)
+    assert score == pytest.approx(0.5 * 20 / 100)  # two importers of a hub: barely coupled
+    assert depgraph.channel(g, ws("hub.py"), ws("f2.py"), 0.5, 4, 20)[0] == 1.0
+
+
+def test_stored_graph_round_trip_matches():
+    g = graph([("a.py", "m.py"), ("b.py", "m.py")])
+    stored, files, go = depgraph.Graph.from_json(g.to_json({"a.py", "b.py", "m.py", "x.py"}, {}))
+    assert sorted(files) == ["a.py", "b.py", "m.py", "x.py"] and go == {}
+    for n in ("a.py", "b.py", "m.py", "x.py"):
+        assert stored.neighbors(n) == g.neighbors(n)
+        assert stored.fan(n) == g.fan(n)
+    assert stored.imports("a.py", "m.py") and not stored.imports("m.py", "a.py")
+
+
+def test_pair_channel_sees_an_edge_only_the_other_agent_adds():
+    g = graph([])
+    a, b = ws("lib.py"), ws("app.py")
+    score, f = depgraph.channel(g, a, b, 0.5, 4, 30, edges_b=[("app.py", "lib.py")])
+    assert score == 1.0 and f[0].detail == "app.py imports lib.py"
