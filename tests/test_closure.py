@@ -1,0 +1,58 @@
+"""Closure rate escalation, and the lazy-import promise of the snapshot hook."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import git, lines, pair
+
+from proximity import risk
+from proximity.main import main
+
+
+def test_escalation_needs_a_fast_closure_near_the_threshold():
+    assert risk.closure([(10, 0.0, 0.1), (12, 5.0, 0.5)]) == (0.2, 0.08)
+    # traffic, closing 0.2 per hop: crosses tau_RA within a hop -> escalate
+    assert risk.escalate("traffic", 0.55, 0.2, 0.35, 0.7, 0.15)
+    # slow closure, or opening, or far from the next threshold -> no
+    assert not risk.escalate("traffic", 0.55, 0.05, 0.35, 0.7, 0.15)
+    assert not risk.escalate("traffic", 0.55, -0.3, 0.35, 0.7, 0.15)
+    assert not risk.escalate("clear", 0.05, 0.2, 0.35, 0.7, 0.15)
+    assert risk.escalate("clear", 0.2, 0.2, 0.35, 0.7, 0.15)
+    assert not risk.escalate("resolution", 0.9, 0.5, 0.35, 0.7, 0.15)
+
+
+def test_a_pair_closing_fast_is_escalated_in_the_scan(space, scan_json, capsys):
+    files = {"core/db.py": "def connect():\n    return 1\n", "web/u.py": "X = 1\n"}
+    sp = space(files)
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "core/db.py", "def connect():\n    return 2\n")
+    assert main(["snapshot", "-C", str(a)]) == 0
+    capsys.readouterr()
+    r1 = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert r1["advisory"] == "clear" and not r1["escalated"]
+    # one hop later b's new code imports a's file: risk jumps toward the RA threshold
+    sp.write(b, "web/u.py", "from core import db\n\nX = db.connect()\n")
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    r2 = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert r2["closure_per_hop"] is not None and r2["closure_per_hop"] > 0.15
+    assert r2["advisory"] == "traffic"
+    assert r2["risk"] + r2["closure_per_hop"] >= 0.7  # would cross tau_RA within a hop…
+    assert r2["escalated"] is True  # …so both are told now (the push is not blocked)
+
+
+def test_snapshot_hook_loads_neither_libgit2_nor_tree_sitter(tmp_path):
+    git(tmp_path, "init", "-q", "r")
+    repo = tmp_path / "r"
+    (repo / "f.py").write_text(lines(3))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "x")
+    code = ("import sys\nfrom proximity.main import main\n"
+            "assert main(['hook', 'post-commit']) == 0\n"
+            "heavy = [m for m in ('pygit2', 'tree_sitter', 'networkx', 'rich', 'argparse')"
+            " if m in sys.modules]\nprint(heavy)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
