@@ -267,3 +267,14 @@ def test_retention_keeps_the_newest_events_and_the_first_seq(tmp_path):
         assert led.integrity() == "ok"
     finally:
         led.close()
+
+
+def test_scan_without_a_usable_ledger_still_answers_and_says_why(tmp_path, capsys):
+    from proximity.main import main
+
+    main_dir, wts = many_worktrees(tmp_path, 2)
+    (main_dir / ".git" / "ecm").write_text("not a directory")
+    assert main(["scan", "--json", "-C", str(main_dir)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["pairs"]
+    assert "cannot create the ledger" in captured.err

@@ -31,6 +31,9 @@ def parse_intent(spec: str) -> tuple[str, list[tuple[int, int]] | None]:
 
 def run(args: argparse.Namespace) -> int:
     ctx = context.open_context(args.repo)
+    if ctx.ledger_error:
+        context.warn(f"{ctx.ledger_error} (scanning without history, caches or messages; "
+                     "see `proximity doctor`)")
     try:
         what_if = None
         if getattr(args, "intent", None):
