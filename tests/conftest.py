@@ -39,6 +39,18 @@ def git(cwd: str | Path, *args: str, check: bool = True, env: dict[str, str] | N
                           check=check, env={**os.environ, **(env or {})})
 
 
+def init_repo(path: Path, files: dict[str, str]) -> Path:
+    """A new repository at ``path`` with ``files`` committed as "base"."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    for rel, text in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    return path
+
+
 @dataclass
 class Space:
     """A repository with worktrees under one tmp dir."""

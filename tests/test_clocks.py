@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from conftest import git, lines
+from conftest import git, init_repo, lines
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -44,12 +44,7 @@ def test_decays_follow_the_seed():
 
 
 def _install(tmp_path):
-    main = tmp_path / "main"
-    main.mkdir()
-    git(main, "init", "-q")
-    (main / "f.txt").write_text(lines(20))
-    git(main, "add", "-A")
-    git(main, "commit", "-qm", "base")
+    main = init_repo(tmp_path / "main", {"f.txt": lines(20)})
     subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True,
                    capture_output=True)
     return main

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import git, lines, pair
+from conftest import init_repo, lines, pair
 
 from proximity import risk
 from proximity.main import main
@@ -44,11 +44,7 @@ def test_a_pair_closing_fast_is_escalated_in_the_scan(space, scan_json, capsys):
 
 
 def test_snapshot_hook_loads_neither_libgit2_nor_tree_sitter(tmp_path):
-    git(tmp_path, "init", "-q", "r")
-    repo = tmp_path / "r"
-    (repo / "f.py").write_text(lines(3))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "x")
+    repo = init_repo(tmp_path / "r", {"f.py": lines(3)})
     code = ("import sys\nfrom proximity.main import main\n"
             "assert main(['hook', 'post-commit']) == 0\n"
             "heavy = [m for m in ('pygit2', 'tree_sitter', 'networkx', 'rich', 'argparse')"

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import git, lines
+from conftest import git, init_repo, lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,12 +23,7 @@ PY = sys.executable
 
 
 def many_worktrees(tmp_path: Path, n: int) -> tuple[Path, list[Path]]:
-    main = tmp_path / "main"
-    main.mkdir()
-    git(main, "init", "-q")
-    (main / "f.txt").write_text(lines(50))
-    git(main, "add", "-A")
-    git(main, "commit", "-qm", "base")
+    main = init_repo(tmp_path / "main", {"f.txt": lines(50)})
     wts = []
     for i in range(n):
         wt = tmp_path / f"w{i:02}"
