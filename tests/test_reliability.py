@@ -267,7 +267,7 @@ def test_retention_keeps_the_newest_events_and_the_first_seq(tmp_path):
 def test_scan_without_a_usable_ledger_still_answers_and_says_why(tmp_path, capsys):
     from proximity.main import main
 
-    main_dir, wts = many_worktrees(tmp_path, 2)
+    main_dir, _wts = many_worktrees(tmp_path, 2)
     (main_dir / ".git" / "ecm").write_text("not a directory")
     assert main(["scan", "--json", "-C", str(main_dir)]) == 0
     captured = capsys.readouterr()
