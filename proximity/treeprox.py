@@ -19,12 +19,32 @@ def tree_distance(f: str, g: str) -> float:
     return ((df - common) + (dg - common)) / (df + dg)
 
 
-def channel(a: Collection[str], b: Collection[str], cap: int = 400) -> float:
-    """1 - min tree distance, computed over distinct directories (not file pairs)."""
+def channel(a: Collection[str], b: Collection[str]) -> float:
+    """1 - min over f in a, g in b of tree_distance(f, g), in O((|a| + |b|) * depth).
+
+    For a fixed common prefix L the distance grows with depth_f, so each directory prefix
+    of ``a`` only needs the smallest depth of a file beneath it; walking each g's prefixes
+    then finds the minimum exactly (a shorter prefix can only overestimate a distance, and
+    the true minimum appears at the true common prefix).
+    """
     if not a or not b:
         return 0.0
     if set(a) & set(b):
         return 1.0
-    da = sorted({p.rsplit("/", 1)[0] + "/x" if "/" in p else "x" for p in a})[:cap]
-    db = sorted({p.rsplit("/", 1)[0] + "/y" if "/" in p else "y" for p in b})[:cap]
-    return 1.0 - min(tree_distance(f, g) for f in da for g in db)
+    min_depth: dict[tuple[str, ...], int] = {}
+    for f in a:
+        parts = f.split("/")
+        for k in range(len(parts)):
+            key = tuple(parts[:k])
+            if min_depth.get(key, 1 << 30) > len(parts):
+                min_depth[key] = len(parts)
+    best = 1.0
+    for g in b:
+        parts = g.split("/")
+        dg = len(parts)
+        for k in range(len(parts)):
+            md = min_depth.get(tuple(parts[:k]))
+            if md is None:
+                break
+            best = min(best, ((md - k) + (dg - k)) / (md + dg))
+    return 1.0 - best

@@ -86,3 +86,25 @@ def test_right_of_way_is_antisymmetric():
     assert risk.yielding("a", pa, "b", pb) == "a"  # b started earlier
     pa, pb = risk.priority(1, None, "a"), risk.priority(1, None, "b")
     assert risk.yielding("a", pa, "b", pb) == "b"  # stable id tiebreak
+
+
+paths = st.lists(st.sampled_from(["a", "b", "c"]), min_size=0, max_size=3).flatmap(
+    lambda dirs: st.sampled_from(["x.py", "y.py"]).map(lambda f: "/".join([*dirs, f])))
+
+
+@given(st.lists(paths, min_size=1, max_size=6), st.lists(paths, min_size=1, max_size=6))
+def test_tree_channel_equals_the_seeds_pairwise_minimum(a, b):
+    from proximity import treeprox
+
+    naive = 1.0 - min(treeprox.tree_distance(f, g) for f in a for g in b)
+    assert abs(treeprox.channel(a, b) - naive) < 1e-12
+
+
+def test_tree_channel_handles_large_change_sets():
+    from proximity import treeprox
+
+    # 20k x 20k files in distinct directories: 4e8 pairs for a pairwise minimum
+    a = [f"d{i}/e{i % 7}/f{i}.py" for i in range(20_000)]
+    b = [f"x{i}/y{i % 5}/g{i}.py" for i in range(20_000)]
+    assert treeprox.channel(a, b) == 0.0  # no common directory at all
+    assert treeprox.channel(a, [*b, "d5/e5/other.py"]) == 1 - 2 / 6
