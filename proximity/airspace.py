@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from proximity import clocks, depgraph, gitio, overlap, risk, treeprox
+from proximity import clocks, depgraph, gitio, overlap, resolve, risk, treeprox
 from proximity.config import Config
 from proximity.errors import FatalError
 from proximity.intervals import Range
@@ -96,7 +96,7 @@ class _Pairwise:
         self.changes: dict[tuple[str, str], list[FileChange]] = {}
         self.graph: depgraph.Graph | depgraph.StoredGraph | None = None
         self.graph_tree = ""
-        self._resolver: depgraph.Resolver | None = None
+        self._resolver: resolve.Resolver | None = None
         self.paths: set[str] = set()
         self.go_mods: dict[str, str] = {}
         self.edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -144,11 +144,11 @@ class _Pairwise:
             self.facts.graph_cache[key] = self.graph.to_json(self.paths, go_mods)
         self.go_mods = go_mods
 
-    def resolver(self) -> depgraph.Resolver:
+    def resolver(self) -> resolve.Resolver:
         if self._resolver is None:
             extra = {p for fcs in self.changes.values() for fc in fcs if fc.status != "D"
                      for p in (fc.dest,)}
-            self._resolver = depgraph.Resolver(self.paths | extra)
+            self._resolver = resolve.Resolver(self.paths | extra)
             self._resolver.set_go_mods(self.go_mods)
         return self._resolver
 

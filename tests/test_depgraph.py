@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from proximity import depgraph, imports
+from proximity import resolve as resolver_mod
 from proximity.model import FileChange, WorkingSet
 
 
 def resolve(paths, src, code):
-    r = depgraph.Resolver(paths)
+    r = resolver_mod.Resolver(paths)
     r.set_go_mods({"": "example.com/m"})
     return sorted({d for rec in imports.extract(src, code) for d in r.resolve(src, rec)})
 
