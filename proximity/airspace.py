@@ -102,8 +102,16 @@ class _Pairwise:
         self.edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.changed: dict[str, set[str]] = {}
         self.reaches: dict[tuple[str, str], depgraph.Reach] = {}
+        self.sets: dict[tuple[str, str], WorkingSet] = {}
 
     def working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
+        """The agent's working set against one base (memoised: pairs share bases)."""
+        memo_key = (agent.id, base_tree)
+        if memo_key not in self.sets:
+            self.sets[memo_key] = self._working_set(agent, base_tree)
+        return self.sets[memo_key]
+
+    def _working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
         key = (base_tree, agent.tree or "")
         if key not in self.changes:
             self.changes[key] = self.repo.changes(base_tree, agent.tree or gitio.EMPTY_TREE,

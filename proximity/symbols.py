@@ -174,11 +174,32 @@ def _get(cache: dict[str, Any], read: Callable[[str], bytes], path: str, oid: st
     return hit
 
 
+# Per-change results depend only on the change (blob ids are content addresses), so they
+# are shared by every pair a scan compares: one computation per agent and file, not per pair.
+_MEMO: dict[tuple[str, FileChange], Any] = {}
+_MEMO_MAX = 50_000
+
+
+def _memo(kind: str, fc: FileChange, compute: Callable[[], Any]) -> Any:
+    key = (kind, fc)
+    hit = _MEMO.get(key)
+    if hit is None:
+        if len(_MEMO) > _MEMO_MAX:
+            _MEMO.clear()
+        hit = _MEMO[key] = compute()
+    return hit
+
+
 def changed_defs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
                  ) -> dict[str, str]:
-    """qualified name -> how it changed (removed | signature | value | body)."""
+    """qualified name -> how it changed (removed | signature | value | body | indirect)."""
     if fc.kind != "text" or parsers.language_of(fc.path) is None:
         return {}
+    return _memo("defs", fc, lambda: _changed_defs(fc, read, cache))  # type: ignore[no-any-return]
+
+
+def _changed_defs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
+                  ) -> dict[str, str]:
     old = _get(cache, read, fc.path, fc.old_oid)["defs"]
     new_info = _get(cache, read, fc.dest, fc.new_oid)
     new = new_info["defs"]
@@ -209,6 +230,11 @@ def uses(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
     """identifier -> first line where the added lines of this change use it."""
     if fc.kind != "text" or not fc.new_oid or parsers.language_of(fc.dest) is None:
         return {}
+    return _memo("uses", fc, lambda: _uses(fc, read, cache))  # type: ignore[no-any-return]
+
+
+def _uses(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
+          ) -> dict[str, int]:
     idents = _get(cache, read, fc.dest, fc.new_oid)["idents"]
     spans = intervals.pad(r for r in fc.new_ranges if r[1] >= r[0])
     out: dict[str, int] = {}
