@@ -36,7 +36,7 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
     scans need (merge-tree --write-tree), so it skips the `git --version` round trip."""
     if check_git:
         gitio.require_git()
-    repo = gitio.Repo(path or os.getcwd())
+    repo = gitio.Repo(path or os.getcwd(), fast=not check_git)
     cfg = config.load(repo.workdir)
     ledger = None
     err = None

@@ -102,10 +102,13 @@ class WorktreeInfo(NamedTuple):
 class Repo:
     """A repository, opened from any of its worktrees."""
 
-    def __init__(self, start: str | os.PathLike[str]) -> None:
+    def __init__(self, start: str | os.PathLike[str], fast: bool = False) -> None:
         start = os.path.abspath(start)
         if not os.path.isdir(start):
             raise NotARepository(f"{start}: no such directory")
+        self._pg: Any = None
+        if fast and self._discover(start):
+            return
         proc = git(["rev-parse", "--is-bare-repository", "--absolute-git-dir",
                     "--git-common-dir", "--show-toplevel"], cwd=start, ok=(0, 128))
         out = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
@@ -123,7 +126,46 @@ class Repo:
         self.common = os.path.realpath(common if os.path.isabs(common)
                                        else os.path.join(start, common))
         self.workdir = os.path.realpath(out[3])
-        self._pg: Any = None
+
+    def _discover(self, start: str) -> bool:
+        """Find the repository from files alone (no git process), for the hook fast path.
+
+        Only the plain layouts: a `.git` directory, or a `.git` file naming a linked
+        worktree's git dir. Anything else (a bare repository, core.worktree, a missing
+        file) returns False and `git rev-parse` decides.
+        """
+        d = start
+        while True:
+            dotgit = os.path.join(d, ".git")
+            if os.path.isdir(dotgit):
+                gitdir = dotgit
+                break
+            if os.path.isfile(dotgit):
+                try:
+                    text = _read(dotgit).strip()
+                except OSError:
+                    return False
+                if not text.startswith("gitdir:"):
+                    return False
+                gitdir = os.path.join(d, text[len("gitdir:"):].strip())
+                break
+            parent = os.path.dirname(d)
+            if parent == d:
+                return False
+            d = parent
+        try:
+            common = gitdir
+            if os.path.isfile(os.path.join(gitdir, "commondir")):
+                common = os.path.join(gitdir, _read(os.path.join(gitdir, "commondir")).strip())
+            config = _read(os.path.join(common, "config"))
+        except OSError:
+            return False
+        if "worktree =" in config or "worktree=" in config or "bare = true" in config:
+            return False
+        self.gitdir = os.path.realpath(gitdir)
+        self.common = os.path.realpath(common)
+        self.workdir = os.path.realpath(d)
+        return True
 
     @property
     def pg(self) -> Any:
@@ -295,6 +337,19 @@ class Repo:
                    ok=(0, 1, 128)).returncode == 0
 
     def parents_cli(self, commit: str) -> list[str]:
+        """Parents of a commit: from its loose object when it is one (a fresh commit is),
+        else from git."""
+        import zlib
+
+        try:
+            with open(os.path.join(self.common, "objects", commit[:2], commit[2:]), "rb") as f:
+                data = zlib.decompress(f.read())
+            header, _, body = data.partition(b"\0")
+            if header.startswith(b"commit "):
+                head = body.split(b"\n\n", 1)[0].split(b"\n")
+                return [ln.split()[1].decode() for ln in head if ln.startswith(b"parent ")]
+        except (OSError, zlib.error, IndexError):
+            pass
         out = git(["rev-list", "--parents", "-n", "1", commit], cwd=self.workdir).stdout
         return out.decode().split()[1:]
 

@@ -204,3 +204,21 @@ def test_same_size_edit_within_the_same_second_is_seen(space, scan_json, capsys)
     agent = next(x for x in r["agents"] if x["id"] == f"r{i}")
     assert agent["tree"] != git(a, "rev-parse", "HEAD^{tree}").stdout.strip(), \
         "the same-size edit was missed by the snapshot"
+
+
+def test_fast_discovery_agrees_with_git(space):
+    from proximity import gitio
+
+    sp = space({"f.txt": "x\n"})
+    a = sp.wt("a")
+    (a / "sub").mkdir()
+    for where in (sp.main, a, a / "sub"):
+        slow, fast = gitio.Repo(str(where)), gitio.Repo(str(where), fast=True)
+        assert (fast.gitdir, fast.common, fast.workdir) == (slow.gitdir, slow.common,
+                                                            slow.workdir)
+    head = git(a, "rev-parse", "HEAD").stdout.strip()
+    assert gitio.Repo(str(a), fast=True).parents_cli(head) == []  # the root commit
+    sp.write(a, "f.txt", "y\n")
+    sp.commit(a)
+    new = git(a, "rev-parse", "HEAD").stdout.strip()
+    assert gitio.Repo(str(a)).parents_cli(new) == [head]
