@@ -92,3 +92,19 @@ def test_view_in_headless_chromium(airspace, tmp_path):
     subprocess.run([exe, *CHROME_FLAGS, f"--user-data-dir={profile}", "--window-size=1200,700",
                     f"--screenshot={shot}", out.as_uri()], capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_watch_quits_cleanly_on_ctrl_c(airspace):
+    import signal
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "proximity", "watch", "--interval", "0.5",
+                             "-C", airspace], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "COLUMNS": "80"})
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err
+    assert b"alice~bob" in out
