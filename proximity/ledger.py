@@ -47,7 +47,8 @@ CREATE TABLE intents(
 CREATE TABLE cache(kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
   PRIMARY KEY(kind, key)) WITHOUT ROWID;
 """
-MIGRATIONS: dict[int, str] = {}  # version -> SQL bringing version-1 up to version
+MIGRATIONS: dict[int, str] = {}
+PAIR_CACHE_MAX = 20_000  # version -> SQL bringing version-1 up to version
 
 
 def recovery_hint(path: str) -> str:
@@ -397,7 +398,7 @@ class Ledger:
         return str(self.db.execute("PRAGMA integrity_check").fetchone()[0])
 
     def gc(self, keep_events: int, live: set[str]) -> dict[str, int]:
-        stats = {"events": 0, "risk": 0, "inbox": 0, "retired": 0}
+        stats = {"events": 0, "risk": 0, "inbox": 0, "retired": 0, "cache": 0}
         with self.tx() as db:
             for (stream,) in db.execute("SELECT id FROM streams").fetchall():
                 if stream not in live:
@@ -414,6 +415,12 @@ class Ledger:
             cur = db.execute("DELETE FROM inbox WHERE delivered IS NOT NULL AND delivered < ?",
                              (time.time() - 7 * 86400,))
             stats["inbox"] = cur.rowcount
+            # per-pair results (conflicts, snapshot ids, resolved edges) are cheap to
+            # recompute and keyed by content that moves on: drop them once they pile up
+            (n_pair,) = db.execute("SELECT COUNT(*) FROM cache WHERE kind='pair'").fetchone()
+            stats["cache"] = 0
+            if n_pair > PAIR_CACHE_MAX:
+                stats["cache"] = db.execute("DELETE FROM cache WHERE kind='pair'").rowcount
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return stats
 

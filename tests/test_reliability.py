@@ -273,3 +273,22 @@ def test_scan_without_a_usable_ledger_still_answers_and_says_why(tmp_path, capsy
     captured = capsys.readouterr()
     assert json.loads(captured.out)["pairs"]
     assert "cannot create the ledger" in captured.err
+
+
+def test_gc_drops_a_large_pair_cache(tmp_path, monkeypatch):
+    from proximity import ledger as ledger_mod
+
+    monkeypatch.setattr(ledger_mod, "PAIR_CACHE_MAX", 5)
+    led = Ledger(str(tmp_path / "ecm"))
+    try:
+        pair, imports = led.cache("pair"), led.cache("imports")
+        for i in range(8):
+            pair[f"conflict:{i}"] = []
+            imports[f"i1:{i}"] = []
+        led.save_cache("pair", pair)
+        led.save_cache("imports", imports)
+        assert led.gc(100, live=set())["cache"] == 8
+        assert led.cache("pair", lazy=False) == {}
+        assert len(led.cache("imports", lazy=False)) == 8  # per-blob results are kept
+    finally:
+        led.close()
