@@ -233,13 +233,14 @@ def pair_channel(ra: Reach, rb: Reach) -> tuple[float, list[Finding]]:
     edges (``ra.best`` at b's file), or ends with one of b's new edges s -> t (s is b's
     changed file): then it is a's coupling to t, one more hop, into s.
     """
-    findings: list[Finding] = []
+    # candidates as light tuples; only the reported few become Findings (with a description)
+    hits: list[tuple[float, int, tuple[str, ...], Reach, bool, View | None]] = []
     for src, dst, flip in ((ra, rb, False), (rb, ra, True)):
         for g in dst.touched:
             hit = src.best.get(g)
             if hit is not None and hit[1][0] != g:
                 c, route = hit
-                findings.append(_finding(src, c * dst.ws.weight(g), route, flip))
+                hits.append((c * dst.ws.weight(g), len(route), route, src, flip, None))
     for src, dst, flip in ((ra, rb, False), (rb, ra, True)):
         for s_node, t_set in dst.view.extra.out.items():
             if s_node not in dst.touched:
@@ -254,14 +255,20 @@ def pair_channel(ra: Reach, rb: Reach) -> tuple[float, list[Finding]]:
                     c = hit[0] * src.gamma * src.damp(t_node, dst.view)
                     route = (*hit[1], s_node)
                 if route[0] != s_node:
-                    findings.append(_finding(src, c * dst.ws.weight(s_node), route, flip,
-                                             dst.view))
-    findings.sort(key=lambda f: (-f.score, len(f.route)))
-    uniq: list[Finding] = []
-    for f in findings:
-        if all((f.path_a, f.path_b) != (u.path_a, u.path_b) for u in uniq):
-            uniq.append(f)
-    return (uniq[0].score if uniq else 0.0), uniq[:5]
+                    hits.append((c * dst.ws.weight(s_node), len(route), route, src, flip,
+                                 dst.view))
+    hits.sort(key=lambda h: (-h[0], h[1]))
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for score, _, route, src, flip, other in hits:
+        key = (route[-1], route[0]) if flip else (route[0], route[-1])  # (a's, b's) file
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(_finding(src, score, route, flip, other))
+        if len(out) == 5:
+            break
+    return (out[0].score if out else 0.0), out
 
 
 def _finding(src: Reach, score: float, route: tuple[str, ...], flip: bool,
