@@ -66,9 +66,8 @@ def svg(rows: list[dict[str, Any]]) -> str:
     grid = [r for r in rows if r.get("changes", 5) == 5]
     body = panel(grid, "files", "worktrees", "warm scan vs repository size", 0)
     body += panel(grid, "worktrees", "files", "warm scan vs worktrees", W + 40)
-    legend = ('<text x="20" y="{y}" font-size="12">solid: proximity scan (warm, whole process)'
-              ' · dashed: git status in every worktree (the floor) · log scale</text>'
-              ).format(y=H + 16)
+    legend = (f'<text x="20" y="{H + 16}" font-size="12">solid: proximity scan (warm, whole '
+              'process) · dashed: git status in every worktree (the floor) · log scale</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * W + 80}" height="{H + 30}" '
             f'font-family="sans-serif"><rect width="100%" height="100%" fill="#fff"/>'
             f"{body}{legend}</svg>")

@@ -28,6 +28,6 @@ VENV=${PROXIMITY_VENV:-.venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 
-"$VENV/bin/python" -m ruff check proximity tests benchmarks
+"$VENV/bin/python" -m ruff check proximity tests benchmarks docs
 "$VENV/bin/python" -m mypy
 exec "$VENV/bin/python" -m pytest "$@"
