@@ -6,7 +6,7 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from proximity import clocks, depgraph, gitio, overlap, resolve, risk, treeprox
@@ -62,29 +62,32 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
     for wt in repo.worktrees():
         (retired.append(wt.id) if wt.prunable else live.append(wt))
 
-    def one(wt: gitio.WorktreeInfo) -> Agent:
+    def tree_of(wt: gitio.WorktreeInfo) -> str | Exception:
         try:
-            tree = repo.snapshot_tree(wt, (index_override or {}).get(wt.id))
-            # snapshot commits are content-addressed: the same (tree, head) has one id
-            snap = (known or {}).get(f"snap:{tree}:{wt.head}")
-            if not snap:
-                snap = repo.snapshot_commit(tree, wt.head)
-                if known is not None:
-                    known[f"snap:{tree}:{wt.head}"] = snap
-            return Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree)
+            return repo.snapshot_tree(wt, (index_override or {}).get(wt.id))
         except (FatalError, OSError) as e:
-            return Agent(wt.id, wt.path, wt.branch, wt.head, error=str(e))
+            return e
 
     workers = min(8, max(1, len(live)), (os.cpu_count() or 2) * 2)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        agents = list(pool.map(one, live))
+        futures = [pool.submit(tree_of, wt) for wt in live]
+        repo.pg  # noqa: B018 -- load libgit2 while git works in the threads
+        trees = [f.result() for f in futures]
     out = []
-    for a in agents:
-        if a.snapshot and a.tree and not repo.has_object(a.snapshot):  # cached, then gc'd
-            a = replace(a, snapshot=repo.snapshot_commit(a.tree, a.head))
+    for wt, tree in zip(live, trees, strict=True):
+        if isinstance(tree, Exception):
+            out.append(Agent(wt.id, wt.path, wt.branch, wt.head, error=str(tree)))
+            continue
+        # snapshot commits are content-addressed: the same (tree, head) has one id; a
+        # cached id whose object `git gc` removed is made again
+        key = f"snap:{tree}:{wt.head}"
+        snap = (known or {}).get(key)
+        if not snap or not repo.has_object(snap):
+            snap = repo.snapshot_commit(tree, wt.head)
             if known is not None:
-                known[f"snap:{a.tree}:{a.head}"] = a.snapshot
-        out.append(replace(a, subject=repo.subject(a.head)))
+                known[key] = snap
+        out.append(Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
+                         subject=repo.subject(wt.head)))
     return out, retired
 
 
