@@ -9,12 +9,13 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import clocks, depgraph, gitio, overlap, resolve, risk, treeprox
+from proximity import clocks, depgraph, gitio, overlap, parsers, resolve, risk, treeprox
 from proximity.config import Config
 from proximity.errors import FatalError
 from proximity.intervals import Range
 from proximity.model import Agent, FileChange, Finding, PairResult, WorkingSet
 
+COLD_GRAPH_FILES = 2000  # parseable files above which a hook defers the first graph build
 Recency = Callable[[str, Mapping[str, str]], dict[str, float]]
 
 
@@ -32,6 +33,9 @@ class Facts:
     symbols_cache: dict[str, Any] = field(default_factory=dict)
     pair_cache: dict[str, Any] = field(default_factory=dict)
     graph_cache: dict[str, Any] = field(default_factory=dict)  # ref tree -> resolved graph
+    # hooks set this: never parse a whole repository inside a git command (first run only)
+    defer_cold_graph: bool = False
+    graph_ever_built: bool = True
     remote: list[Agent] = field(default_factory=list)
     created: dict[str, float] = field(default_factory=dict)  # stream -> creation time
     machine: str = ""  # this machine's id, for pairs that involve remote agents
@@ -46,6 +50,7 @@ class Scan:
     changed: dict[str, set[str]] = field(default_factory=dict)  # agent -> paths, any base
     timing: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     graph: Any = None  # the import graph of the reference tree (for the view)
+    graph_deferred: bool = False  # the first graph was left for a background warm-up
     paths: set[str] = field(default_factory=set)  # files of the reference tree
 
     def involving(self, agent_id: str) -> list[PairResult]:
@@ -99,6 +104,7 @@ class _Pairwise:
         self.changes: dict[tuple[str, str], list[FileChange]] = {}
         self.graph: depgraph.Graph | depgraph.StoredGraph | None = None
         self.graph_tree = ""
+        self.deferred = False
         self._resolver: resolve.Resolver | None = None
         self.paths: set[str] = set()
         self.go_mods: dict[str, str] = {}
@@ -148,6 +154,14 @@ class _Pairwise:
             self.paths = set(paths)
         else:
             files = self.repo.files(tree) if ref else {}
+            if (self.facts.defer_cold_graph and not self.facts.graph_ever_built
+                    and sum(1 for p in files if parsers.language_of(p)) > COLD_GRAPH_FILES):
+                # the first graph of a large repository parses every file: not inside a
+                # hook. The dependency channel is unknown this time (never "clean"); the
+                # caller starts a background warm-up.
+                self.graph, self.paths, self.go_mods = depgraph.Graph(), set(files), {}
+                self.deferred = True
+                return
             self.graph, resolver = depgraph.build(files, self.repo.blob,
                                                   self.facts.imports_cache)
             self.paths, go_mods = set(files), resolver.go_mods
@@ -265,9 +279,11 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     findings += f
     pw.ensure_graph(all_agents)
     assert pw.graph is not None
-    ea, eb = pw.agent_edges(a, wa), pw.agent_edges(b, wb)
+    ea, eb = ([], []) if pw.deferred else (pw.agent_edges(a, wa), pw.agent_edges(b, wb))
     channels["dependency"], f = depgraph.pair_channel(pw.reach(a, wa, ea, base_tree),
                                                       pw.reach(b, wb, eb, base_tree))
+    if pw.deferred:
+        channels["dependency"] = None  # unknown until the graph is built
     view = depgraph.View(pw.graph, ea + eb)
     findings += f
     from proximity import symbols
@@ -319,4 +335,4 @@ def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
     if pairs:
         pw.ensure_graph(agents)
     return Scan(agents, pairs, retired or [], time.perf_counter() - t0, pw.changed, timing,
-                pw.graph, pw.paths)
+                graph=pw.graph, graph_deferred=pw.deferred, paths=pw.paths)

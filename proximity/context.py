@@ -83,6 +83,7 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
     f.symbols_cache = led.cache("symbols")
     f.pair_cache = led.cache("pair")
     f.graph_cache = led.cache("graph")
+    f.graph_ever_built = led.has_cache("graph")
     return f
 
 
@@ -118,13 +119,14 @@ def result_clock(result: Scan, agent_id: str) -> dict[str, int]:
 def run_scan(ctx: Context, *, focus: str | None = None,
              what_if: dict[str, list[tuple[int, int]] | None] | None = None,
              agents: list[Agent] | None = None, retired: list[str] | None = None,
-             record: bool = True) -> Scan:
+             record: bool = True, in_hook: bool = False) -> Scan:
     import time
 
     from proximity.airspace import live_agents, scan
 
     t0 = time.perf_counter()
     f = facts(ctx, what_if)
+    f.defer_cold_graph = in_hook and ctx.ledger is not None
     if has_remote_refs(ctx):
         from proximity import remote
 
@@ -147,6 +149,19 @@ def run_scan(ctx: Context, *, focus: str | None = None,
                           "ledger_write": time.perf_counter() - t3})
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def warm_up(ctx: Context) -> None:
+    """Build the import graph in a detached background scan (after a deferred first run)."""
+    import subprocess
+
+    # a short-lived shell starts it in the background and exits (double fork): the hook
+    # returns at once and leaves no child behind
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["sh", "-c", 'exec "$0" "$@" </dev/null >/dev/null 2>&1 &',
+                        sys.executable, "-m", "proximity", "scan", "--json", "-C",
+                        ctx.repo.workdir], env={**os.environ, "PROXIMITY_SKIP": "1"},
+                       timeout=10, check=False, start_new_session=True)
 
 
 def has_remote_refs(ctx: Context) -> bool:

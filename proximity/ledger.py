@@ -382,6 +382,10 @@ class Ledger:
                 continue
         return TrackedDict(out)
 
+    def has_cache(self, kind: str) -> bool:
+        return self.db.execute("SELECT 1 FROM cache WHERE kind=? LIMIT 1", (kind,)).fetchone() \
+            is not None
+
     def save_cache(self, kind: str, data: TrackedDict, replace: bool = False) -> None:
         """Persist the entries added since loading; ``replace`` drops the kind's others."""
         if not data.added:

@@ -211,3 +211,42 @@ def test_pre_commit_framework_end_to_end(tmp_path, tmp_path_factory, precommit_h
     assert r.returncode == 0, r.stdout + r.stderr
     scenario(main, tmp_path)
     commit_styles(main, tmp_path)
+
+
+def test_first_hook_in_a_large_repository_defers_the_graph_to_the_background(tmp_path,
+                                                                           monkeypatch, capsys):
+    import time
+
+    from proximity import airspace
+    from proximity.ledger import Ledger
+
+    main, _ = make_repo(tmp_path)
+    for i in range(30):
+        (main / f"m{i}.py").write_text(f"import m{(i + 1) % 30}\n")
+    git(main, "add", "-A")
+    git(main, "commit", "-qm", "modules")
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True)
+    monkeypatch.setattr(airspace, "COLD_GRAPH_FILES", 10)  # "large" for this test
+    a = tmp_path / "wa"
+    git(main, "worktree", "add", "-q", "-b", "a", str(a))
+    (a / "m1.py").write_text("import m2\nX = 1\n")
+    cwd = os.getcwd()
+    os.chdir(a)
+    try:
+        from proximity.main import main as cli
+
+        assert cli(["hook", "pre-commit"]) == 0  # in process, with the patched threshold
+    finally:
+        os.chdir(cwd)
+    assert "building the import graph in the background" in capsys.readouterr().err
+    ecm = str(main / ".git" / "ecm")
+    for _ in range(100):  # the detached warm-up builds and stores the graph
+        led = Ledger(ecm, create=False)
+        try:
+            if led.has_cache("graph"):
+                break
+        finally:
+            led.close()
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the background warm-up did not build the graph")

@@ -89,7 +89,12 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     if me is not None and me.error is None:
         recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
                                                  me.snapshot, me.tree))
-    result = context.run_scan(ctx, focus=ctx.here, agents=agents, retired=retired)
+    result = context.run_scan(ctx, focus=ctx.here, agents=agents, retired=retired,
+                              in_hook=True)
+    if result.graph_deferred:
+        context.warm_up(ctx)
+        err("proximity: first run: building the import graph in the background; the "
+            "dependency channel is unknown until it is ready.")
     posted = triggers.fire(ctx, result)
     deliver(ctx, {m["id"] for m in posted if m["recipient"] == ctx.here})
     by_id = {a.id: a for a in result.agents}
