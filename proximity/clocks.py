@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 Clock = Mapping[str, int]
 
@@ -47,11 +47,3 @@ def forward_decay(hops: int) -> float:
     if hops <= 5:
         return 1.0
     return max(0.0, 1.0 - (hops - 5) / 15.0)
-
-
-def total(clock: Clock) -> int:
-    return sum(clock.values())
-
-
-def merge_all(clocks: Iterable[Clock]) -> dict[str, int]:
-    return merge(*clocks)

@@ -372,16 +372,10 @@ class Repo:
             return EMPTY_TREE
         return str(self.pg[commit].peel(_pygit2().Tree).id)
 
-    def commit_time(self, commit: str | None) -> float | None:
-        return float(self.pg[commit].commit_time) if commit else None
-
     def subject(self, commit: str | None) -> str:
         if not commit:
             return ""
         return str(self.pg[commit].message).splitlines()[0] if self.pg[commit].message else ""
-
-    def parents(self, commit: str) -> list[str]:
-        return [str(p) for p in self.pg[commit].parent_ids]
 
     def is_ancestor(self, anc: str, desc: str) -> bool:
         if anc == desc:
@@ -390,12 +384,6 @@ class Repo:
             return bool(self.pg.descendant_of(desc, anc))
         except Exception:
             return False
-
-    def resolve(self, rev: str) -> str | None:
-        try:
-            return str(self.pg.revparse_single(rev).peel(_pygit2().Commit).id)
-        except Exception:
-            return None
 
     def has_object(self, oid: str) -> bool:
         try:

@@ -98,13 +98,3 @@ def gap(a: Sequence[Range], b: Sequence[Range]) -> int | None:
         else:
             j += 1
     return best
-
-
-def clip(ranges: Iterable[Range], n_lines: int) -> list[Range]:
-    """Ranges limited to a file of ``n_lines`` lines (insertions may sit at n + 1)."""
-    out = []
-    for s, e in ranges:
-        s = max(1, min(s, n_lines + 1))
-        e = max(s - 1, min(e, n_lines))
-        out.append((s, e))
-    return out

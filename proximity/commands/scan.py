@@ -8,7 +8,6 @@ import re
 import sys
 
 from proximity import context, report
-from proximity.airspace import Scan
 from proximity.errors import FatalError
 
 LINES = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
@@ -51,7 +50,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(report.scan_text(result))
     return 0
-
-
-def print_scan(result: Scan) -> None:
-    print(report.scan_text(result))
