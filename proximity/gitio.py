@@ -239,12 +239,13 @@ class Repo:
                         return line.split()[0], branch
             except OSError:
                 pass
-            out = git(["rev-parse", "-q", "--verify", "HEAD"], cwd=self.workdir, ok=(0, 1))
-            return (out.stdout.decode().strip() or None), branch
-        if len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
+        elif len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
             return text, None
+        else:
+            branch = None
+        # unborn branch, reftable, or a layout the files do not show: ask git
         out = git(["rev-parse", "-q", "--verify", "HEAD"], cwd=self.workdir, ok=(0, 1))
-        return (out.stdout.decode().strip() or None), None
+        return (out.stdout.decode().strip() or None), branch
 
     def _admin_dir(self, path: str) -> str | None:
         try:
@@ -304,9 +305,11 @@ class Repo:
             if os.path.exists(tmp):
                 os.unlink(tmp)
 
-    def snapshot_commit(self, tree: str, head: str | None) -> str:
-        """A content-addressed commit of ``tree`` on ``head``: same state, same id."""
-        args = ["commit-tree", tree, "-m", "proximity snapshot"]
+    def snapshot_commit(self, tree: str, head: str | None,
+                        message: str = "proximity snapshot") -> str:
+        """A content-addressed commit of ``tree`` on ``head``: same state and message, same
+        id (fixed identity and dates)."""
+        args = ["commit-tree", tree, "-m", message]
         if head:
             args[2:2] = ["-p", head]
         out = git(args, cwd=self.workdir, env=SNAPSHOT_IDENT)

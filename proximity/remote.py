@@ -22,8 +22,6 @@ from proximity.errors import FatalError
 from proximity.model import Agent
 
 LOCAL_NS = "refs/ecm-remote/"
-SYNC_IDENT = {"GIT_AUTHOR_NAME": "proximity", "GIT_AUTHOR_EMAIL": "proximity@localhost",
-              "GIT_COMMITTER_NAME": "proximity", "GIT_COMMITTER_EMAIL": "proximity@localhost"}
 TTL_SECONDS = 3 * 86400  # a remote snapshot older than this is stale: it never blocks
 STALE_HOPS = 20  # … and so is one the airspace has moved this many hops past
 
@@ -88,11 +86,7 @@ def publish(ctx: Context, machine: str) -> dict[str, str]:
                 "created": (streams.get(a.id) or {}).get("created") or time.time(),
                 "subject": a.subject}
         msg = f"proximity snapshot {machine}/{a.id}\n\n{json.dumps(meta, sort_keys=True)}\n"
-        args = ["commit-tree", a.tree, "-m", msg]
-        if a.head:
-            args[2:2] = ["-p", a.head]
-        env = {**SYNC_IDENT, "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_DATE": "@0 +0000"}
-        out[a.id] = gitio.git(args, cwd=ctx.repo.workdir, env=env).stdout.decode().strip()
+        out[a.id] = ctx.repo.snapshot_commit(a.tree, a.head, message=msg)
     return out
 
 
