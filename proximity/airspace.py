@@ -171,8 +171,8 @@ class _Pairwise:
 
     def resolver(self) -> resolve.Resolver:
         if self._resolver is None:
-            extra = {p for fcs in self.changes.values() for fc in fcs if fc.status != "D"
-                     for p in (fc.dest,)}
+            extra = {fc.dest for fcs in self.changes.values() for fc in fcs
+                     if fc.status != "D"}
             self._resolver = resolve.Resolver(self.paths | extra)
             self._resolver.set_go_mods(self.go_mods)
         return self._resolver
@@ -295,9 +295,9 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
                                         wb.touched() | set(wb.intents))
     r = risk.noisy_or(channels, cfg.weights) if conc else 0.0
     adv = risk.band(r, cfg.tau_ta, cfg.tau_ra)
-    pa, pb = _priority(repo, a, base, facts), _priority(repo, b, base, facts)
-    if a.remote or b.remote:  # only facts both machines share may decide
-        pa, pb = _shared_priority(repo, a, base, facts), _shared_priority(repo, b, base, facts)
+    # with a remote agent only facts both machines share may decide
+    prio = _shared_priority if a.remote or b.remote else _priority
+    pa, pb = prio(repo, a, base, facts), prio(repo, b, base, facts)
     per_hop = None
     if facts.history is not None:
         hist = facts.history(a.id, b.id)

@@ -100,20 +100,13 @@ def save_facts(ctx: Context, f: Facts) -> None:
 def record_risk(ctx: Context, result: Scan) -> None:
     if ctx.ledger is None:
         return
+    total = {x.id: sum(x.clock.values()) for x in result.agents}
     samples = []
     for p in result.pairs:
         a, b = sorted((p.a, p.b))
-        hops = float(sum(result_clock(result, a).values()) + sum(result_clock(result, b).values()))
-        samples.append((a, b, p.risk, p.advisory, hops))
+        samples.append((a, b, p.risk, p.advisory, float(total.get(a, 0) + total.get(b, 0))))
     with contextlib.suppress(LedgerError):
         ctx.ledger.add_risk(samples)
-
-
-def result_clock(result: Scan, agent_id: str) -> dict[str, int]:
-    for a in result.agents:
-        if a.id == agent_id:
-            return dict(a.clock)
-    return {}
 
 
 def run_scan(ctx: Context, *, focus: str | None = None,

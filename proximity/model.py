@@ -98,6 +98,15 @@ class Finding:
     detail: str = ""
     route: tuple[str, ...] = ()
 
+    def swapped(self) -> Finding:
+        """The same evidence seen from the other agent of the pair."""
+        return Finding(self.channel, self.score, self.path_b, self.path_a, self.ranges_b,
+                       self.ranges_a, self.detail, tuple(reversed(self.route)))
+
+    def side(self, first: bool) -> tuple[str, tuple[Range, ...]]:
+        """(path, ranges) of the pair's first agent (``first``) or of the second."""
+        return (self.path_a, self.ranges_a) if first else (self.path_b, self.ranges_b)
+
 
 @dataclass(frozen=True)
 class PairResult:

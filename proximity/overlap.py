@@ -107,10 +107,7 @@ def channel(a: WorkingSet, b: WorkingSet, cfg: Config) -> tuple[float, list[Find
             findings.append(Finding("overlap", s, path, path, ra, rb, why))
     # intents are look-ahead, not work: they warn (traffic) but never reach tau_RA alone
     findings.extend(_intent_findings(a, b, ia, ib, cfg))
-    findings.extend(
-        Finding("overlap", f.score, f.path_b, f.path_a, f.ranges_b, f.ranges_a, f.detail)
-        for f in _intent_findings(b, a, ib, ia, cfg)
-    )
+    findings.extend(f.swapped() for f in _intent_findings(b, a, ib, ia, cfg))
     findings.sort(key=lambda f: -f.score)
     return (findings[0].score if findings else 0.0), findings
 

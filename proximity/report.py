@@ -66,9 +66,8 @@ def evidence_lines(p: PairResult, me: str | None = None, limit: int = 6) -> list
             if f.channel == "error":
                 out.append(f"  {f.detail}")
             continue
-        flip = me is not None and me == p.b
-        mine, theirs = (f.path_b, f.path_a) if flip else (f.path_a, f.path_b)
-        rm, rt = (f.ranges_b, f.ranges_a) if flip else (f.ranges_a, f.ranges_b)
+        first = me is None or me != p.b
+        (mine, rm), (theirs, rt) = f.side(first), f.side(not first)
         if f.channel == "dependency":
             line = f"  dependency: {f.detail}"
         elif f.channel == "symbol":

@@ -291,7 +291,6 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
 def channel(read: Callable[[str], bytes], a: WorkingSet, b: WorkingSet,
             cache: dict[str, Any], graph: Any = None) -> tuple[float, list[Finding]]:
     findings = _one_way(read, a, b, cache, graph)
-    findings += [Finding(f.channel, f.score, f.path_b, f.path_a, f.ranges_b, f.ranges_a,
-                         f.detail) for f in _one_way(read, b, a, cache, graph)]
+    findings += [f.swapped() for f in _one_way(read, b, a, cache, graph)]
     findings.sort(key=lambda f: -f.score)
     return (findings[0].score if findings else 0.0), findings[:5]

@@ -26,8 +26,7 @@ def _files(p: PairResult, who: str) -> list[dict[str, Any]]:
     for f in p.findings:
         if f.score <= 0 or f.channel == "error":
             continue
-        mine = f.path_a if who == p.a else f.path_b
-        ranges = f.ranges_a if who == p.a else f.ranges_b
+        mine, ranges = f.side(who == p.a)
         entry = by_path.setdefault(mine, {"path": mine, "ranges": [], "channels": [],
                                           "details": []})
         for r in ranges:
