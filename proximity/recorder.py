@@ -100,3 +100,9 @@ def record(ctx: Context, kind: str, agent: Snap) -> Event | None:
         with contextlib.suppress(FatalError):  # keeps the snapshot alive through `git gc`
             ctx.repo.pin(REF_PREFIX + gitio.safe_name(ctx.here), agent.snapshot or agent.tree)
     return ev
+
+
+def record_here(ctx: Context, kind: str, index_file: str | None = None,
+                commit: bool = False) -> Event | None:
+    """Snapshot this worktree and record it as one event (what hooks and commands do)."""
+    return record(ctx, kind, snapshot_agent(ctx, this_worktree(ctx), index_file, commit))

@@ -62,9 +62,7 @@ GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
 
 
 def snapshot(ctx: context.Context, kind: str) -> None:
-    wt = recorder.this_worktree(ctx)
-    agent = recorder.snapshot_agent(ctx, wt, recorder.index_override(), commit=False)
-    ev = recorder.record(ctx, kind, agent)
+    ev = recorder.record_here(ctx, kind, recorder.index_override())
     deliver(ctx)
     if ev is not None and ctx.ledger is not None and ev.seq % GC_EVERY == 0:
         live = {w.id for w in ctx.repo.worktrees() if not w.prunable}

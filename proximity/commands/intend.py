@@ -18,8 +18,7 @@ def run(args: argparse.Namespace) -> int:
         if items or args.clear:
             # declaring intent is a D-T-D step of this stream: it ticks the clock, and the
             # intent decays forward from that tick
-            agent = recorder.snapshot_agent(ctx, recorder.this_worktree(ctx), commit=False)
-            ev = recorder.record(ctx, "intent", agent)
+            ev = recorder.record_here(ctx, "intent")
             clock = ev.clock if ev else {}
         ctx.ledger.set_intents(ctx.here, items, clock, clear=args.clear)
         current = ctx.ledger.intents().get(ctx.here, {})

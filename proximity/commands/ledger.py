@@ -18,10 +18,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         ctx.close()
     if args.json:
-        print(json.dumps({"streams": streams, "events": [
-            {"seq": e.seq, "stream": e.stream, "kind": e.kind, "head": e.head,
-             "branch": e.branch, "snapshot": e.snapshot, "files": e.files, "clock": e.clock,
-             "time": e.time} for e in events]}, indent=2))
+        print(json.dumps({"streams": streams, "events": [e._asdict() for e in events]},
+                         indent=2))
         return 0
     for e in events:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
