@@ -97,11 +97,14 @@ class Finding:
     ranges_b: tuple[Range, ...] = ()
     detail: str = ""
     route: tuple[str, ...] = ()
+    # evidence class the calibration maps to a probability (e.g. "touch", "import-direct",
+    # "incompatible-call"); empty for evidence that is not calibrated
+    kind: str = ""
 
     def swapped(self) -> Finding:
         """The same evidence seen from the other agent of the pair."""
         return Finding(self.channel, self.score, self.path_b, self.path_a, self.ranges_b,
-                       self.ranges_a, self.detail, tuple(reversed(self.route)))
+                       self.ranges_a, self.detail, tuple(reversed(self.route)), self.kind)
 
     def side(self, first: bool) -> tuple[str, tuple[Range, ...]]:
         """(path, ranges) of the pair's first agent (``first``) or of the second."""

@@ -30,7 +30,7 @@ def finding_json(f: Finding) -> dict[str, Any]:
     return {"channel": f.channel, "score": round(f.score, 4), "path_a": f.path_a,
             "path_b": f.path_b, "ranges_a": [list(r) for r in f.ranges_a],
             "ranges_b": [list(r) for r in f.ranges_b], "detail": f.detail,
-            "route": list(f.route)}
+            "route": list(f.route), "kind": f.kind}
 
 
 def pair_json(p: PairResult) -> dict[str, Any]:
