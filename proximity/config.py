@@ -39,6 +39,10 @@ class Config(NamedTuple):
     machine_id: str | None = None
     closure_escalate: float = 0.15  # risk gained per hop that escalates an advisory early
     retain_events: int = 500  # per worktree, before gc compacts
+    sync_exclude: tuple[str, ...] = ()  # globs never published by `sync` (besides secrets)
+    sync_max_bytes: int = 1_000_000  # files larger than this are never published by `sync`
+    large_bytes: int = 2_000_000  # a file larger than this is "large": not hashed or parsed
+    long_line: int = 5_000  # a source line longer than this marks generated/minified code
 
     def excluded(self, path: str) -> bool:
         if not self.exclude:
@@ -61,9 +65,9 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
                 raise ConfigError(f"[tool.proximity.weights] {k} must be a number in [0, 1]")
             out[k] = float(v)
         return out
-    if name == "exclude":
+    if name in ("exclude", "sync_exclude"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError("[tool.proximity] exclude must be a list of glob strings")
+            raise ConfigError(f"[tool.proximity] {name} must be a list of glob strings")
         return tuple(value)
     if isinstance(default, bool) or name in ("block_commit", "sync"):
         if not isinstance(value, bool):
