@@ -85,12 +85,13 @@ class Base:
         git(self.dir, "add", "-A")
         git(self.dir, "commit", "-qm", f"base: {name} {self.origin[:12]}", "--no-verify")
         self.commit = out(git(self.dir, "rev-parse", "HEAD"))
-        src = os.path.join(self.dir, "src")
-        py = any(f.endswith(".py") for _d, _s, fs in os.walk(src) for f in fs)
+        tops = ed.source_root(self.dir)[1]
+        py = any(f.endswith(".py") for top in tops
+                 for _d, _s, fs in os.walk(os.path.join(self.dir, top)) for f in fs)
         self.lang = "python" if py else "javascript"
         self.index = 0
-        self.check_paths = ["src", "checks"] + (["package.json"] if self.lang == "javascript"
-                                                else [])
+        self.check_paths = [*tops, "checks"] if self.lang == "python" else \
+            ["src", "checks", "package.json"]
 
     def sources(self) -> dict[str, str]:
         out_: dict[str, str] = {}
@@ -215,8 +216,8 @@ def run_checks(base: Base, rev: str, scratch: str, lang: str) -> tuple[bool, str
             t.extractall(dest, filter="data")
         checks_dir = os.path.join(dest, "checks")
         checks = sorted(os.listdir(checks_dir)) if os.path.isdir(checks_dir) else []
-        root = os.path.join(dest, "src") if lang == "python" and \
-            os.path.isdir(os.path.join(dest, "src")) else dest
+        root = os.path.join(dest, "src") if "src" in base.check_paths and lang == "python" \
+            else dest
         for c in checks:
             cmd = [sys.executable, f"checks/{c}"] if lang == "python" else ["node",
                                                                             f"checks/{c}"]
@@ -326,8 +327,9 @@ def build_cases(base: Base, targets: list[ed.Target], per_kind: int, rnd: random
         pool = [t for t in targets if nc.eligible(fam, t)]
         rnd.shuffle(pool)
         made = 0
+        cap = 2 * per_kind if fam == "constant" else per_kind  # constants are scarce
         for t in pool:
-            if made >= per_kind:
+            if made >= cap:
                 break
             try:
                 cases.extend(nc.make(fam, t, src))
@@ -487,6 +489,19 @@ def print_report(res: dict[str, Any]) -> None:
             print(f"{name}: " + ", ".join(res[name]))
 
 
+def use_code(code: str) -> None:
+    """Import proximity from ``code`` (an exported revision), whatever is installed."""
+    import importlib.util
+
+    pkg = os.path.join(os.path.abspath(code), "proximity")
+    spec = importlib.util.spec_from_file_location(
+        "proximity", os.path.join(pkg, "__init__.py"), submodule_search_locations=[pkg])
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["proximity"] = mod
+    spec.loader.exec_module(mod)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", action="append", default=[], metavar="NAME=GITDIR",
@@ -508,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     repos = dict(r.split("=", 1) for r in args.repo)
     if args.code:
-        sys.path.insert(0, os.path.abspath(args.code))
+        use_code(args.code)
     if not repos:
         ap.error("give at least one --repo NAME=GITDIR")
     res = evaluate(repos, args.per_kind, args.seed, args.swap_every, args.kinds, args.limit,

@@ -43,14 +43,23 @@ class Target:
 
 # -- discovery ----------------------------------------------------------------------------
 
+def source_root(base: str) -> tuple[str, list[str]]:
+    """("src", ["src"]) for a src layout; ("", [top-level packages]) for a flat one."""
+    if os.path.isdir(os.path.join(base, "src")):
+        return "src", ["src"]
+    pkgs = sorted(d for d in os.listdir(base) if not d.startswith((".", "test"))
+                  and os.path.isfile(os.path.join(base, d, "__init__.py")))
+    return "", pkgs
+
+
 def py_files(base: str, root: str) -> list[str]:
     out = []
-    top = os.path.join(base, root) if root else base
-    for d, dirs, files in os.walk(top):
-        dirs[:] = sorted(x for x in dirs if not x.startswith((".", "test")) and x != "tests")
-        for f in sorted(files):
-            if f.endswith(".py"):
-                out.append(os.path.relpath(os.path.join(d, f), base))
+    for top in source_root(base)[1]:
+        for d, dirs, files in os.walk(os.path.join(base, top)):
+            dirs[:] = sorted(x for x in dirs if not x.startswith((".", "test")))
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    out.append(os.path.relpath(os.path.join(d, f), base))
     return out
 
 
@@ -78,7 +87,7 @@ def _counts(tree: ast.Module) -> dict[str, int]:
 
 
 def python_targets(repo: str, base: str) -> list[Target]:
-    root = "src" if os.path.isdir(os.path.join(base, "src")) else ""
+    root = source_root(base)[0]
     out: list[Target] = []
     for path in py_files(base, root):
         if os.path.basename(path) == "__main__.py":
@@ -118,7 +127,7 @@ def python_targets(repo: str, base: str) -> list[Target]:
                     and isinstance(node.targets[0], ast.Name) \
                     and _public(node.targets[0].id) and names.get(node.targets[0].id) == 1 \
                     and isinstance(node.value, ast.Constant) \
-                    and type(node.value.value) in (int, str, float) \
+                    and type(node.value.value) in (int, str, float, bool) \
                     and node.value.lineno == node.value.end_lineno and not private_module:
                 v = node.value.value
                 out.append(Target(repo, "python", "constant", path, mod, node.targets[0].id,
@@ -306,7 +315,7 @@ def change_constant(text: str, t: Target) -> str:
     lo = _pos(text, starts, v.lineno, v.col_offset)
     hi = _pos(text, starts, v.lineno, v.end_col_offset or v.col_offset)
     val = v.value
-    new = repr(val + 1 if isinstance(val, int) and not isinstance(val, bool)
+    new = repr(not val if isinstance(val, bool) else val + 1 if isinstance(val, int)
                else val * 2 + 1 if isinstance(val, float) else str(val) + "-v2")
     return text[:lo] + new + text[hi:]
 
