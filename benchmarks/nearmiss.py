@@ -331,8 +331,9 @@ def build_cases(base: Base, targets: list[ed.Target], per_kind: int, rnd: random
         for t in pool:
             if made >= cap:
                 break
+            style = "existing-module" if made % 2 else "new-file"
             try:
-                cases.extend(nc.make(fam, t, src))
+                cases.extend(nc.make(fam, t, src, style))
                 made += 1
             except (ValueError, KeyError, AssertionError, StopIteration, SyntaxError):
                 skipped[f"{fam}: edit not applicable"] += 1
@@ -376,7 +377,8 @@ def evaluate(repos: dict[str, str], per_kind: int, seed: int, swap_every: int,
             row: dict[str, Any] = {"id": case.id, "repo": case.repo, "lang": case.lang,
                                    "kind": case.family, "variant": case.variant,
                                    "target": case.target, "label": case.label,
-                                   "why": case.why, "arrangement": "A-committed"}
+                                   "why": case.why, "b_style": case.b_style,
+                                   "arrangement": "A-committed"}
             if case.label in ("collision", "clean", "textual"):
                 row.update(scan_pair(base, case, a, b, False, scratch))
                 rows.append(row)

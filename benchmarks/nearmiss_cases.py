@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ class Case:
     target: str
     a: Files
     b: Files
+    b_style: str = "new-file"  # or "existing-module": B appends to a module of the base
     label: str = ""
     why: str = ""  # why a case is invalid
     rows: list[dict[str, object]] = field(default_factory=list)
@@ -50,9 +52,15 @@ def py_b(t: Target, sid: str, imports: str, body: str) -> Files:
             f"checks/check_b_{sid}.py": f"from {pkg}.uses_{sid} import use\n\nuse()\n"}
 
 
-def py_a_check(sid: str, module: str, name: str | None) -> Files:
-    line = f"from {module} import {name}  # noqa: F401\n" if name else f"import {module}\n"
-    return {f"checks/check_a_{sid}.py": line}
+def py_a_check(sid: str, module: str, name: str | None, args: list[str] | None = None
+               ) -> Files:
+    """A's own check: its module imports and, given ``args``, the changed definition runs."""
+    if name is None:
+        return {f"checks/check_a_{sid}.py": f"import {module}\n"}
+    if args is None:
+        return {f"checks/check_a_{sid}.py": f"from {module} import {name}  # noqa: F401\n"}
+    return {f"checks/check_a_{sid}.py": f"from {module} import {name}\n\n"
+                                        f"{name}({', '.join(args)})\n"}
 
 
 def call(t: Target, args: list[str]) -> str:
@@ -69,10 +77,9 @@ def js_b(t: Target, sid: str, args: list[str]) -> Files:
                                          "use();\n"}
 
 
-def js_a_check(sid: str, path: str, name: str) -> Files:
+def js_a_check(sid: str, path: str, name: str, args: list[str]) -> Files:
     return {f"checks/check_a_{sid}.mjs":
-            f'import * as m from "../{path}";\n\n'
-            f'if (typeof m.{name} !== "function") throw new Error("{name} missing");\n'}
+            f'import {{ {name} }} from "../{path}";\n\n{name}({", ".join(args)});\n'}
 
 
 # -- families ---------------------------------------------------------------------------------
@@ -87,7 +94,7 @@ def f_param_required(t: Target, src: dict[str, str], sid: str) -> Pair:
     out: Pair = []
     for variant, req in (("breaking", True), ("near-miss", False)):
         a = {t.path: ed.add_param(src[t.path], t, "strict_mode", required=req, kwonly=False),
-             **py_a_check(sid + variant[0], t.module, t.name)}
+             **py_a_check(sid + variant[0], t.module, t.name, [*t.args, "strict_mode=None"])}
         out.append((variant, a, b))
     return out
 
@@ -98,7 +105,7 @@ def f_kwonly(t: Target, src: dict[str, str], sid: str) -> Pair:
     out: Pair = []
     for variant, req in (("breaking", True), ("near-miss", False)):
         a = {t.path: ed.add_param(src[t.path], t, "strict_mode", required=req, kwonly=True),
-             **py_a_check(sid + variant[0], t.module, t.name)}
+             **py_a_check(sid + variant[0], t.module, t.name, [*t.args, "strict_mode=None"])}
         out.append((variant, a, b))
     return out
 
@@ -108,7 +115,7 @@ def f_param_rename(t: Target, src: dict[str, str], sid: str) -> Pair:
     p = t.params[t.nreq - 1]
     new = p + "_value"
     a = {t.path: ed.rename_param(src[t.path], t, p, new),
-         **py_a_check(sid, t.module, t.name)}
+         **py_a_check(sid, t.module, t.name, t.args)}
     pos = t.args[: t.nreq]
     kw = t.args[t.nreq:]
     by_kw = [*pos[:-1], f"{p}={pos[-1]}", *kw]
@@ -129,8 +136,9 @@ def f_fn_rename(t: Target, src: dict[str, str], sid: str) -> Pair:
     fn_end = ed.find_def(ed.ast.parse(renamed[t.path]), new).end_lineno or 0
     lines = renamed[t.path].splitlines(keepends=True)
     alias = "".join(lines[:fn_end]) + f"\n\n{t.name} = {new}\n" + "".join(lines[fn_end:])
-    return [("breaking", {**renamed, **py_a_check(sid + "b", t.module, new)}, b),
-            ("near-miss", {**renamed, t.path: alias, **py_a_check(sid + "n", t.module, new)},
+    return [("breaking", {**renamed, **py_a_check(sid + "b", t.module, new, t.args)}, b),
+            ("near-miss", {**renamed, t.path: alias,
+                           **py_a_check(sid + "n", t.module, new, t.args)},
              b)]
 
 
@@ -149,9 +157,9 @@ def f_fn_removed(t: Target, src: dict[str, str], sid: str) -> Pair:
     b = py_b(t, sid, f"from {t.module} import {t.name}", call(t, t.args))
     reexport = rest.rstrip("\n") + f"\n\nfrom {new_mod} import {t.name}  # noqa: E402,F401\n"
     return [("breaking", {t.path: rest, new_path: moved, **retarget,
-                          **py_a_check(sid + "b", new_mod, t.name)}, b),
+                          **py_a_check(sid + "b", new_mod, t.name, t.args)}, b),
             ("near-miss", {t.path: reexport, new_path: moved,
-                           **py_a_check(sid + "n", new_mod, t.name)}, b)]
+                           **py_a_check(sid + "n", new_mod, t.name, t.args)}, b)]
 
 
 def f_module_move(t: Target, src: dict[str, str], sid: str) -> Pair:
@@ -163,8 +171,9 @@ def f_module_move(t: Target, src: dict[str, str], sid: str) -> Pair:
     b = py_b(t, sid, f"from {t.module} import {t.used}", body)
     shim = f'"""Moved to {new_mod}."""\n\nfrom {new_mod} import *  # noqa: F401,F403\n'
     base: Files = {t.path: None, new_path: src[t.path], **retarget}
-    return [("breaking", {**base, **py_a_check(sid + "b", new_mod, None)}, b),
-            ("near-miss", {**base, t.path: shim, **py_a_check(sid + "n", new_mod, None)}, b)]
+    return [("breaking", {**base, **py_a_check(sid + "b", new_mod, t.used, t.args)}, b),
+            ("near-miss", {**base, t.path: shim,
+                           **py_a_check(sid + "n", new_mod, t.used, t.args)}, b)]
 
 
 def f_constant(t: Target, src: dict[str, str], sid: str) -> Pair:
@@ -178,7 +187,7 @@ def f_constant(t: Target, src: dict[str, str], sid: str) -> Pair:
 def f_class_init(t: Target, src: dict[str, str], sid: str) -> Pair:
     assert t.args is not None
     a = {t.path: ed.add_param(src[t.path], t, "owner_ref", required=True, kwonly=False),
-         **py_a_check(sid, t.module, t.name)}
+         **py_a_check(sid, t.module, t.name, [*t.args, "owner_ref=None"])}
     imp = f"from {t.module} import {t.name}"
     typed = py_b(t, sid + "t", imp, "")
     mod = next(p for p in typed if not p.startswith("checks/"))
@@ -190,7 +199,8 @@ def f_class_init(t: Target, src: dict[str, str], sid: str) -> Pair:
 
 def f_body(t: Target, src: dict[str, str], sid: str) -> Pair:
     assert t.args is not None
-    a = {t.path: ed.body_refactor(src[t.path], t), **py_a_check(sid, t.module, t.name)}
+    a = {t.path: ed.body_refactor(src[t.path], t),
+         **py_a_check(sid, t.module, t.name, t.args)}
     return [("near-miss", a, py_b(t, sid, f"from {t.module} import {t.name}",
                                   call(t, t.args)))]
 
@@ -203,8 +213,9 @@ def f_js_export(t: Target, src: dict[str, str], sid: str) -> Pair:
         raise ValueError("not renamed")
     alias = renamed[t.path].rstrip("\n") + f"\n\nexport {{ {new} as {t.name} }};\n"
     b = js_b(t, sid, t.args)
-    return [("breaking", {**renamed, **js_a_check(sid + "b", t.path, new)}, b),
-            ("near-miss", {**renamed, t.path: alias, **js_a_check(sid + "n", t.path, new)},
+    return [("breaking", {**renamed, **js_a_check(sid + "b", t.path, new, t.args)}, b),
+            ("near-miss", {**renamed, t.path: alias,
+                           **js_a_check(sid + "n", t.path, new, t.args)},
              b)]
 
 
@@ -214,7 +225,8 @@ def f_js_param(t: Target, src: dict[str, str], sid: str) -> Pair:
     out: Pair = []
     for variant, req in (("breaking", True), ("near-miss", False)):
         a = {t.path: ed.js_add_param(src[t.path], t, "scaleBy", required=req),
-             **js_a_check(sid + variant[0], t.path, t.name)}
+             **js_a_check(sid + variant[0], t.path, t.name,
+                         [*t.args, *["undefined"] * (len(t.params) - t.nreq), "1"])}
         out.append((variant, a, b))
     return out
 
@@ -260,10 +272,64 @@ def eligible(family: str, t: Target) -> bool:
     return True
 
 
-def make(family: str, t: Target, src: dict[str, str]) -> list[Case]:
+def host_for(t: Target, src: dict[str, str], a_paths: set[str]) -> str | None:
+    """An existing module next to the target that B can append its new code to."""
+    here = os.path.dirname(t.path)
+    ext = ".py" if t.lang == "python" else ".js"
+    pool = sorted(p for p in src if os.path.dirname(p) == here and p.endswith(ext)
+                  and p != t.path and p not in a_paths
+                  and os.path.basename(p) not in ("__init__.py", "__main__.py", "index.js")
+                  and not re.search(rf"\b{re.escape(t.name)}\b", src[p]))
+    if t.lang == "python":
+        # prefer modules that already import the target's module (its real consumers);
+        # never one the target's module imports (B's import would be circular)
+        leaf = t.module.rsplit(".", 1)[-1]
+        mine = re.compile(rf"^\s*from\s+[\w.]*\b{re.escape(leaf)}\s+import", re.M)
+        stem = {p: os.path.basename(p)[:-3] for p in pool}
+        pool = [p for p in pool if not re.search(rf"\b{re.escape(stem[p])}\b", src[t.path])]
+        pool = [p for p in pool if mine.search(src[p])] or pool
+    if not pool:
+        return None
+    return pool[zlib.crc32(t.name.encode()) % len(pool)]
+
+
+def relocate_b(t: Target, b: Files, host: str, src: dict[str, str], sid: str) -> Files:
+    """The same new code, appended to an existing module instead of a new file."""
+    fn = f"use_{sid}" if t.lang == "python" else f"use{sid.title().replace('_', '')}"
+    out: Files = {}
+    for path, text in b.items():
+        assert text is not None
+        if path.startswith("checks/"):
+            if t.lang == "python":
+                host_mod = ed.module_of(host, t.root)
+                out[path] = f"from {host_mod} import {fn}\n\n{fn}()\n"
+            else:
+                out[path] = f'import {{ {fn} }} from "../{host}";\n\n{fn}();\n'
+            continue
+        lines = text.splitlines()
+        if t.lang == "python":
+            lines = [ln for ln in lines if not ln.startswith('"""')]
+            lines = [ln + "  # noqa: E402" if ln.startswith("from ") else ln for ln in lines]
+        code = "\n".join(lines).strip("\n")
+        code = re.sub(r"\bfunction use\(|^def use\(", lambda m: m.group(0).replace(
+            "use(", fn + "("), code, flags=re.M)
+        sep = "\n\n\n" if t.lang == "python" else "\n\n"
+        out[host] = src[host].rstrip("\n") + sep + code + "\n"
+    return out
+
+
+def make(family: str, t: Target, src: dict[str, str], b_style: str = "new-file"
+         ) -> list[Case]:
     sid = slug(t.repo, family, t.name)
     out = []
     for variant, a, b in FAMILIES[family][2](t, src, sid):
+        style = b_style
+        if style == "existing-module":
+            host = host_for(t, src, set(a))
+            if host is None:
+                style = "new-file"
+            else:
+                b = relocate_b(t, b, host, src, sid)
         out.append(Case(f"{t.repo}:{family}:{t.module}.{t.name}:{variant}", t.repo, t.lang,
-                        family, variant, f"{t.module}.{t.name}", a, b))
+                        family, variant, f"{t.module}.{t.name}", a, b, style))
     return out
