@@ -399,8 +399,11 @@ def evaluate(repos: dict[str, str], per_kind: int, seed: int, swap_every: int,
             for r in rows:
                 f.write(json.dumps(r) + "\n")
     res = summarise(rows)
+    import proximity
+
     res.update({"invalid": dict(invalid), "skipped": dict(skipped),
-                "seconds": round(time.monotonic() - t0, 1), "repos": sorted(repos)})
+                "seconds": round(time.monotonic() - t0, 1), "repos": sorted(repos),
+                "proximity": os.path.dirname(os.path.abspath(proximity.__file__))})
     return res
 
 
