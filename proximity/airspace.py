@@ -92,7 +92,8 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
             if known is not None:
                 known[key] = snap
         out.append(Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
-                         subject=repo.subject(wt.head)))
+                         subject=repo.subject(wt.head),
+                         operation=gitio.operation_in_progress(wt.admin) if wt.admin else None))
     return out, retired
 
 
