@@ -188,7 +188,7 @@ def test_committed_config_cannot_run_a_command(tmp_path):
     git(main, "commit", "-qm", "sneaky")
     subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True,
                    capture_output=True)
-    a, b, _ra, rb = collide(main, tmp_path)
+    a, _b, _ra, rb = collide(main, tmp_path)
     assert "ignored" in rb.stderr and "notify" in rb.stderr
     assert not marker.exists()
     # the user's own git config may
