@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import lines
+from conftest import git, lines
 
 from proximity.ledger import Ledger
 from proximity.main import main
@@ -99,7 +99,9 @@ def test_notify_command_gets_valid_json(space, capsys, tmp_path):
     script = tmp_path / "sink.py"
     script.write_text("import json, sys\nmsg = json.load(sys.stdin)\n"
                       f"open({str(out)!r}, 'a').write(json.dumps(msg) + '\\n')\n")
-    _sp, _a, b = ra_space(space, toml=f'notify = "{sys.executable} {script}"\n')
+    sp, _a, b = ra_space(space)
+    # a command to run comes only from the user's own git config, never a committed file
+    git(sp.main, "config", "proximity.notify", f"{sys.executable} {script}")
     hook(b)
     got = [json.loads(x) for x in out.read_text().splitlines()]
     assert sorted(m["type"] for m in got) == ["hold", "steer"]
