@@ -459,6 +459,37 @@ def _copy(src: str, dst: str) -> None:
     os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+def operation_in_progress(admin_dir: str) -> str | None:
+    """The multi-step git operation under way in a worktree, from its git dir alone.
+
+    ``admin_dir`` is the worktree's own git dir (the common dir for the main checkout).
+    Returns "rebase", "am", "cherry-pick", "revert", "merge" or "bisect", or None when
+    nothing is in progress. Only ``stat`` calls (and one small read): hooks ask it before
+    importing anything heavy.
+    """
+    j = os.path.join
+    if os.path.isdir(j(admin_dir, "rebase-merge")):
+        return "rebase"
+    if os.path.isdir(j(admin_dir, "rebase-apply")):
+        return "am" if os.path.exists(j(admin_dir, "rebase-apply", "applying")) else "rebase"
+    if os.path.exists(j(admin_dir, "CHERRY_PICK_HEAD")):
+        return "cherry-pick"
+    if os.path.exists(j(admin_dir, "REVERT_HEAD")):
+        return "revert"
+    if os.path.isdir(j(admin_dir, "sequencer")):
+        # a cherry-pick or revert of a range, between two of its commits
+        try:
+            first = _read(j(admin_dir, "sequencer", "todo")).split(None, 1)
+        except OSError:
+            first = []
+        return "revert" if first[:1] in (["revert"], ["r"]) else "cherry-pick"
+    if os.path.exists(j(admin_dir, "MERGE_HEAD")):
+        return "merge"
+    if os.path.exists(j(admin_dir, "BISECT_LOG")):
+        return "bisect"
+    return None
+
+
 def _read(path: str) -> str:
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         return f.read()
