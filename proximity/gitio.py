@@ -459,6 +459,31 @@ def _copy(src: str, dst: str) -> None:
     os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+def find_git_dir(start: str) -> str | None:
+    """The git dir of the worktree at ``start`` from files alone ($GIT_DIR, a `.git`
+    directory, or a `.git` file), or None; cheap enough for a hook's first step."""
+    env = os.environ.get("GIT_DIR")
+    if env:
+        return os.path.join(start, env)
+    d = os.path.abspath(start)
+    while True:
+        dotgit = os.path.join(d, ".git")
+        if os.path.isdir(dotgit):
+            return dotgit
+        if os.path.isfile(dotgit):
+            try:
+                text = _read(dotgit).strip()
+            except OSError:
+                return None
+            if not text.startswith("gitdir:"):
+                return None
+            return os.path.join(d, text[len("gitdir:"):].strip())
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
 def operation_in_progress(admin_dir: str) -> str | None:
     """The multi-step git operation under way in a worktree, from its git dir alone.
 
