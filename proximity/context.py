@@ -38,6 +38,10 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
         gitio.require_git()
     repo = gitio.Repo(path or os.getcwd(), fast=not check_git)
     cfg = config.load(repo.workdir)
+    repo.large_bytes = cfg.large_bytes
+    from proximity import parsers
+
+    parsers.configure(cfg.large_bytes, cfg.long_line)
     ledger = None
     err = None
     try:
@@ -46,9 +50,7 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
         if need_ledger:
             raise
         err = str(e)
-    here = "main"
-    if repo.gitdir != repo.common:
-        here = os.path.basename(repo.gitdir)
+    here = gitio.agent_id(repo.gitdir, repo.common)
     return Context(repo, cfg, ledger, err, here)
 
 

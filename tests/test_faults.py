@@ -78,3 +78,265 @@ def test_operation_in_progress_is_per_worktree(tmp_path):
     wt_admin = git(wt, "rev-parse", "--absolute-git-dir").stdout.strip()
     assert gitio.operation_in_progress(wt_admin) == "rebase"
     assert gitio.operation_in_progress(str(repo / ".git")) is None
+
+
+# -- plain hooks in a real repository with a real bare remote ---------------------------
+
+PY = os.environ.get("PROXIMITY_TEST_PYTHON") or __import__("sys").executable
+
+
+def hooked_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """main checkout with plain hooks (`proximity install`) and a bare origin."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    main = init_repo(tmp_path / "main", {"f.txt": BASE, "g.txt": lines(10, "g")})
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "origin", "main")
+    r = run(main, PY, "-m", "proximity", "install")
+    assert r.returncode == 0, r.stderr
+    return main, remote
+
+
+def commit(where: Path, rel: str = "n.txt", text: str | None = None,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    p = where / rel
+    p.write_text(text if text is not None else p.read_text() + "x\n" if p.exists() else "x\n")
+    git(where, "add", rel)
+    return run(where, "git", "commit", "-qm", f"edit {rel}", env=env)
+
+
+def shim(d: Path, name: str, body: str) -> None:
+    d.mkdir(exist_ok=True)
+    (d / name).write_text("#!/bin/sh\n" + body + "\n")
+    (d / name).chmod(0o755)
+
+
+def events(where: Path) -> list[dict]:  # type: ignore[type-arg]
+    import json
+
+    r = run(where, PY, "-m", "proximity", "ledger", "--json", "-n", "1000")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["events"]  # type: ignore[no-any-return]
+
+
+def test_missing_interpreter_and_stale_entry_point_never_fail_a_commit(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    bin_ = tmp_path / "bin"
+    # a stale pyenv-style python3 and an old `proximity` whose interpreter is gone
+    shim(bin_, "python3", 'echo "pyenv: python3: command not found" >&2; exit 127')
+    shim(bin_, "proximity", "exit 127")
+    env = {"PROXIMITY_PYTHON": "/nonexistent/python3",
+           "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"}
+    r = commit(main, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "proximity: warning" in r.stderr and "git goes on" in r.stderr
+    assert git(main, "log", "-1", "--format=%s").stdout.strip() == "edit n.txt"
+    # an old `proximity` that fails to import (exit 1): a warning, never a failed commit
+    shim(bin_, "proximity", 'echo "ImportError: cannot import name main" >&2; exit 1')
+    r = commit(main, env=env)
+    assert r.returncode == 0 and "proximity: warning" in r.stderr, r.stderr
+    # an interpreter without the package (a bare python): falls back, then warns
+    bare = tmp_path / "bare-python"
+    shim(tmp_path, "bare-python", f'exec {PY} -S -I "$@"')
+    env["PROXIMITY_PYTHON"] = str(bare)
+    r = commit(main, env=env)
+    assert r.returncode == 0 and "proximity: warning" in r.stderr, r.stderr
+    # a push with every fallback broken still goes through
+    p = run(main, "git", "push", "-q", "origin", "main", env=env)
+    assert p.returncode == 0, p.stderr
+
+
+def test_skip_starts_no_python_and_a_hook_starts_it_once(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    bin_ = tmp_path / "bin"
+    calls = tmp_path / "calls.log"
+    shim(bin_, "python3", f'echo "hook=$3" >>{calls}\nexec {PY} "$@"')  # -c BOOT HOOK …
+    env = {"PROXIMITY_PYTHON": "python3", "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"}
+    r = commit(main, env={**env, "PROXIMITY_SKIP": "1"})
+    assert r.returncode == 0, r.stderr
+    assert not calls.exists()
+    p = run(main, "git", "push", "-q", "origin", "main", env={**env, "PROXIMITY_SKIP": "1"})
+    assert p.returncode == 0 and not calls.exists()
+    r = commit(main, env=env)
+    assert r.returncode == 0, r.stderr
+    started = calls.read_text().splitlines()
+    # pre-commit and post-commit: one interpreter each
+    assert len(started) == 2, started
+    assert sorted(started) == ["hook=post-commit", "hook=pre-commit"], started
+
+
+def test_install_records_the_absolute_interpreter(tmp_path):
+    from proximity.commands.install import recorded_interpreter
+
+    main, _ = hooked_repo(tmp_path)
+    got = recorded_interpreter(str(main / ".git" / "hooks" / "pre-commit"))
+    assert got is not None and os.path.isabs(got) and os.path.samefile(got, PY)
+
+
+# -- a busy ledger --------------------------------------------------------------------
+
+HOLD = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+"""
+
+
+def test_a_locked_ledger_costs_a_commit_about_two_seconds_and_loses_nothing(tmp_path):
+    import time
+
+    main, _ = hooked_repo(tmp_path)
+    assert commit(main).returncode == 0  # the ledger exists
+    ledger = main / ".git" / "ecm" / "ledger.sqlite3"
+    holder = subprocess.Popen([PY, "-c", HOLD, str(ledger), "20"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        t0 = time.monotonic()
+        r = commit(main, "locked.txt", "while locked\n")
+        took = time.monotonic() - t0
+        assert r.returncode == 0, r.stderr
+        assert took < 5.5, (took, r.stderr)
+        assert "busy" in r.stderr and "queued" in r.stderr, r.stderr
+        head = git(main, "rev-parse", "HEAD").stdout.strip()
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert (main / ".git" / "ecm" / "spool.jsonl").exists()
+    # the next hook that gets the lock replays the queued event
+    assert commit(main, "after.txt", "later\n").returncode == 0
+    evs = events(main)
+    assert any(e["kind"] == "commit" and e["head"] == head for e in evs), evs[:4]
+    assert not (main / ".git" / "ecm" / "spool.jsonl").exists()
+    kinds = [e["kind"] for e in evs if e["stream"] == "main"]
+    assert kinds.count("commit") == 3, kinds
+
+
+# -- agent ids ------------------------------------------------------------------------
+
+
+def test_a_worktree_named_main_has_its_own_id_and_neither_push_is_blocked(tmp_path):
+    import json
+
+    main, _ = hooked_repo(tmp_path)
+    other = tmp_path / "elsewhere" / "main"
+    other.parent.mkdir()
+    git(main, "worktree", "add", "-q", "-b", "feat/m", str(other))
+    upper = tmp_path / "Main"
+    git(main, "worktree", "add", "-q", "-b", "feat/upper", str(upper))
+    assert commit(main, "f.txt", BASE.replace("line 3\n", "main 3\n")).returncode == 0
+    assert commit(other, "g.txt", lines(10, "g").replace("g 9\n", "m 9\n")).returncode == 0
+    scan = run(main, PY, "-m", "proximity", "scan", "--json")
+    ids = sorted(a["id"] for a in json.loads(scan.stdout)["agents"])
+    assert len(ids) == 3 and len(set(ids)) == 3 and "main" in ids, ids
+    assert len({i.lower() for i in ids}) == 3
+    # stable across runs
+    again = run(main, PY, "-m", "proximity", "scan", "--json")
+    assert sorted(a["id"] for a in json.loads(again.stdout)["agents"]) == ids
+    streams = {e["stream"] for e in events(main)}
+    assert len(streams) >= 2 and "main" in streams
+    for where, ref in ((main, "main"), (other, "feat/m")):
+        p = run(where, "git", "push", "-q", "origin", ref)
+        assert p.returncode == 0, p.stderr
+
+
+def test_worktree_ids_are_plain_names_or_unique_hashed_forms():
+    assert gitio.worktree_id("alice") == "alice"
+    ids = [gitio.worktree_id(n) for n in ("main", "Main", "MAIN", "a b", "a_b", "A_b")]
+    assert "main" not in ids and len(set(ids)) == len(ids)
+    assert len({gitio.safe_name(i).lower() for i in [*ids, "main", "a_b"]}) == len(ids) + 1
+    assert gitio.worktree_id("Main") == gitio.worktree_id("Main")
+
+
+# -- sequencer operations ---------------------------------------------------------------
+
+
+def test_a_ten_commit_rebase_records_one_snapshot_at_the_end(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    git(main, "checkout", "-q", "-b", "topic")
+    for i in range(10):
+        (main / f"t{i}.txt").write_text(f"{i}\n")
+        git(main, "add", "-A")
+        git(main, "commit", "-qm", f"topic {i}", env={"PROXIMITY_SKIP": "1"})
+    git(main, "checkout", "-q", "main", env={"PROXIMITY_SKIP": "1"})
+    assert commit(main, "f.txt", BASE.replace("line 1\n", "base moved\n"),
+                  env={"PROXIMITY_SKIP": "1"}).returncode == 0
+    git(main, "checkout", "-q", "topic", env={"PROXIMITY_SKIP": "1"})
+    before = {e["seq"] for e in events(main)}
+    r = run(main, "git", "rebase", "-q", "main")
+    assert r.returncode == 0, r.stderr
+    new = [e for e in events(main) if e["seq"] not in before]
+    kinds = [e["kind"] for e in new]
+    assert kinds.count("rewrite") == 1, kinds
+    assert "commit" not in kinds, kinds
+    assert len(new) <= 2, kinds  # the rebase's first checkout may record once
+    assert new[0]["head"] == git(main, "rev-parse", "HEAD").stdout.strip()
+
+
+# -- bounded resources ------------------------------------------------------------------
+
+
+def _objects_bytes(repo: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(repo / ".git" / "objects"):
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+def _largest_object(repo: Path) -> int:
+    out = git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectsize)").stdout
+    return max(int(x) for x in out.split())
+
+
+def test_a_growing_200_mb_untracked_file_is_never_hashed(tmp_path):
+    import json
+
+    main, _ = hooked_repo(tmp_path)
+    assert commit(main).returncode == 0
+    before = _objects_bytes(main)
+    big = main / "dump.bin"
+    for i in range(3):
+        with open(big, "ab") as f:  # sparse: 200 MB and growing, nothing to write
+            f.truncate(200_000_000 + i * 1_000_000)
+            f.seek(0, 2)
+            f.write(os.urandom(4096))
+        assert commit(main, "f.txt", BASE + f"{i}\n").returncode == 0
+    grown = _objects_bytes(main) - before
+    assert grown < 5_000_000, grown
+    assert _largest_object(main) < 1_000_000
+    # still visible: the snapshot holds a stub naming size and mtime, kind "large"
+    ev = next(e for e in events(main) if e["stream"] == "main" and e["kind"] == "commit")
+    stub = git(main, "show", f"{ev['tree']}:dump.bin").stdout
+    assert stub.startswith(gitio.LARGE_STUB) and "size=202" in stub, stub
+    scan = run(main, PY, "-m", "proximity", "scan", "--json")
+    assert scan.returncode == 0, scan.stderr
+    json.loads(scan.stdout)
+
+
+def test_a_50_mb_one_line_bundle_is_not_parsed(tmp_path):
+    import time
+
+    from proximity import imports, parsers
+
+    main, _ = hooked_repo(tmp_path)
+    wt = tmp_path / "wt"
+    git(main, "worktree", "add", "-q", "-b", "feat/b", str(wt))
+    with open(wt / "bundle.min.js", "wb") as f:
+        chunk = b"import a from './a';var x=function(){return 1};" * 1000
+        for _ in range(50_000_000 // len(chunk)):
+            f.write(chunk)
+    # a tracked minified file under the size limit: one line longer than long_line
+    (main / "vendor.min.js").write_text("import b from './b';" + "var y=2;" * 2000 + "\n")
+    t0 = time.monotonic()
+    r = commit(main, "vendor.min.js", (main / "vendor.min.js").read_text())
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 20
+    t0 = time.monotonic()
+    assert imports.extract("vendor.min.js", (main / "vendor.min.js").read_bytes()) == []
+    assert parsers.generated(b"x" * 60_000_000) and time.monotonic() - t0 < 1
+    assert imports.extract("ok.js", b"import b from './b';\n") == [["js", "./b"]]
