@@ -104,7 +104,9 @@ def integrity_says(path: str) -> str | None:
     except sqlite3.Error:
         return None
     try:
-        return str(db.execute("PRAGMA quick_check").fetchone()[0])
+        rows = [str(r[0]) for r in db.execute("PRAGMA quick_check(3)").fetchall()]
+        lines = [ln for r in rows for ln in r.splitlines() if not ln.startswith("***")]
+        return "; ".join(lines[:2]) or "ok"
     except sqlite3.DatabaseError as e:
         text = str(e).lower()
         if "malformed" in text or "not a database" in text or "corrupt" in text:

@@ -340,3 +340,177 @@ def test_a_50_mb_one_line_bundle_is_not_parsed(tmp_path):
     assert imports.extract("vendor.min.js", (main / "vendor.min.js").read_bytes()) == []
     assert parsers.generated(b"x" * 60_000_000) and time.monotonic() - t0 < 1
     assert imports.extract("ok.js", b"import b from './b';\n") == [["js", "./b"]]
+
+
+# -- truthful diagnosis -----------------------------------------------------------------
+
+
+def _can_unshare_mounts() -> bool:
+    import shutil
+
+    if shutil.which("unshare") is None:
+        return False
+    r = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+                       capture_output=True)
+    return r.returncode == 0
+
+
+needs_mounts = __import__("pytest").mark.skipif(
+    not _can_unshare_mounts(), reason="needs a private mount namespace (unshare -m, mount): "
+    "a read-only mount or a full file system is the only fault root cannot bypass")
+
+
+def _ledger_state(ledger: Path) -> tuple[str, int]:
+    import sqlite3
+
+    db = sqlite3.connect(ledger)
+    try:
+        return (db.execute("PRAGMA integrity_check").fetchone()[0],
+                db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    finally:
+        db.close()
+
+
+def _in_namespace(setup: str, cwd: Path, *cmd: str) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` in a private mount namespace after ``setup`` (sh) mounted things."""
+    return run(cwd, "unshare", "-m", "sh", "-c", f'set -e; {setup}; set +e; exec "$@"', "sh",
+               *cmd)
+
+
+@needs_mounts
+def test_a_read_only_ledger_directory_is_called_read_only_not_corrupt(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    assert commit(main).returncode == 0
+    ecm = main / ".git" / "ecm"
+    before = _ledger_state(ecm / "ledger.sqlite3")
+    ro = f"mount --bind {ecm} {ecm}; mount -o remount,ro,bind {ecm}"
+    (main / "n.txt").write_text("ro\n")
+    git(main, "add", "n.txt")
+    r = _in_namespace(ro, main, "git", "commit", "-qm", "on a read-only ledger")
+    assert r.returncode == 0, r.stderr
+    assert "read-only" in r.stderr and "corrupt" not in r.stderr and "mv " not in r.stderr
+    r = _in_namespace(ro, main, PY, "-m", "proximity", "ledger")
+    assert r.returncode == 4, r.stderr
+    assert "read-only" in r.stderr and "intact" in r.stderr and "mv " not in r.stderr
+    assert "Traceback" not in r.stderr and "crash" not in r.stderr
+    assert _ledger_state(ecm / "ledger.sqlite3") == before
+
+
+@needs_mounts
+def test_a_full_ledger_disk_is_called_full_not_corrupt(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    assert commit(main).returncode == 0
+    ecm = main / ".git" / "ecm"
+    run(main, PY, "-c", "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute("
+        "'PRAGMA wal_checkpoint(TRUNCATE)')", str(ecm / "ledger.sqlite3"))
+    before = _ledger_state(ecm / "ledger.sqlite3")
+    size = sum(p.stat().st_size for p in ecm.rglob("*") if p.is_file())
+    save = tmp_path / "saved-ecm"
+    full = (f"cp -a {ecm} {save}; mount -t tmpfs -o size={size // 1024 + 256}k tmpfs {ecm}; "
+            f"cp -a {save}/. {ecm}/; dd if=/dev/zero of={ecm}/fill bs=4k 2>/dev/null || true")
+    check = (f'{PY} -m proximity snapshot; echo "rc=$?"; rm -f {ecm}/fill; '
+             f'{PY} -c "import sqlite3; d=sqlite3.connect(\'{ecm}/ledger.sqlite3\'); '
+             f'print(\'check=\' + d.execute(\'PRAGMA integrity_check\').fetchone()[0])"')
+    (main / "n.txt").write_text("full\n")
+    r = _in_namespace(full, main, "sh", "-c", check)
+    assert "rc=4" in r.stdout, (r.stdout, r.stderr)
+    assert "full" in r.stderr and "corrupt" not in r.stderr and "mv " not in r.stderr, r.stderr
+    assert "check=ok" in r.stdout, r.stdout
+    # a commit on the full disk goes through with the same diagnosis as a warning
+    git(main, "add", "n.txt")
+    r = _in_namespace(full, main, "git", "commit", "-qm", "on a full disk")
+    assert r.returncode == 0, r.stderr
+    assert "full" in r.stderr and "corrupt" not in r.stderr, r.stderr
+    assert _ledger_state(ecm / "ledger.sqlite3") == before
+
+
+def test_corrupt_pages_exit_4_with_the_recovery_hint(tmp_path):
+    import sqlite3
+
+    main, _ = hooked_repo(tmp_path)
+    for i in range(30):
+        assert commit(main, "n.txt", f"{i}\n" * 200, env={"PROXIMITY_SKIP": "1"}
+                      ).returncode == 0
+        run(main, PY, "-m", "proximity", "snapshot")
+    ledger = main / ".git" / "ecm" / "ledger.sqlite3"
+    db = sqlite3.connect(ledger)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    npages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.close()
+    with open(ledger, "r+b") as f:  # scribble over every page but the first
+        for n in range(1, npages):
+            f.seek(n * page + 100)
+            f.write(b"\xde\xad\xbe\xef" * 64)
+    r = run(main, PY, "-m", "proximity", "ledger")
+    assert r.returncode == 4, (r.returncode, r.stderr)
+    assert "corrupt" in r.stderr and "mv " in r.stderr and "integrity" in r.stderr
+    assert "crash" not in r.stderr and "Traceback" not in r.stderr
+    c = commit(main, "n.txt", "after\n")  # whatever the hooks meet, git goes on
+    assert c.returncode == 0 and "Traceback" not in c.stderr, c.stderr
+    d = run(main, PY, "-m", "proximity", "doctor")
+    assert d.returncode == 1 and "corrupt" in d.stdout and "mv " in d.stdout, d.stdout
+
+
+def test_doctor_checks_where_git_reads_hooks_the_config_and_the_interpreter(tmp_path):
+    import json
+
+    main, _ = hooked_repo(tmp_path)
+
+    def doctor(env: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+        r = run(main, PY, "-m", "proximity", "doctor", "--json", env=env)
+        return {c["check"]: c for c in json.loads(r.stdout)["checks"]}
+
+    ok = doctor()
+    assert ok["hooks"]["status"] == "ok" and ok["hook interpreter"]["status"] == "ok"
+    assert ok["config"]["status"] == "ok"
+    # an interpreter without the package (and so without pygit2)
+    shim(tmp_path, "bare-python", f'exec {PY} -S -I "$@"')
+    bad = doctor({"PROXIMITY_PYTHON": str(tmp_path / "bare-python")})
+    assert bad["hook interpreter"]["status"] == "fail"
+    assert "proximity" in bad["hook interpreter"]["detail"]
+    gone = doctor({"PROXIMITY_PYTHON": "/nonexistent/python3"})
+    assert gone["hook interpreter"]["status"] == "fail"
+    # an invalid config
+    (main / ".proximity.toml").write_text("tau_ta = 'high'\n")
+    assert doctor()["config"]["status"] == "fail"
+    (main / ".proximity.toml").unlink()
+    # git reads hooks elsewhere: ours never run
+    git(main, "config", "core.hooksPath", ".husky")
+    moved = doctor()
+    assert moved["hooks"]["status"] == "fail" and ".husky" in moved["hooks"]["detail"]
+
+
+def test_a_hung_git_is_stopped_and_the_commit_goes_on(tmp_path):
+    import time
+
+    main, _ = hooked_repo(tmp_path)
+    (main / "n.txt").write_text("hang\n")
+    git(main, "add", "n.txt")
+    # a clean filter that never returns (as on a stuck network file system), met only by
+    # the snapshot's `git add -A` of an untracked file
+    git(main, "config", "filter.hang.clean", "sleep 60")
+    (main / ".gitattributes").write_text("*.hang filter=hang\n")
+    (main / "x.hang").write_text("x\n")
+    t0 = time.monotonic()
+    r = run(main, "git", "commit", "-qm", "hung", env={"PROXIMITY_GIT_TIMEOUT": "1"})
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 15
+    assert "took longer than 1 s" in r.stderr and "proximity: warning" in r.stderr
+    leftover = run(main, "pgrep", "-f", "sleep 60")
+    assert leftover.stdout.strip() == "" or leftover.returncode != 0
+
+
+def test_snapshot_objects_do_not_pile_up_loose(tmp_path):
+    from proximity import gitio as g
+
+    main, _ = hooked_repo(tmp_path)
+    for i in range(300):  # many distinct untracked files: many new loose blobs
+        (main / f"u{i}.txt").write_text(f"{i}\n")
+    assert commit(main).returncode == 0
+    repo = g.Repo(str(main))
+    packed = repo.pack_loose_objects(limit=1)
+    assert packed >= 300
+    loose = git(main, "count-objects", "-v").stdout
+    assert "\ncount: 0\n" in "\n" + loose, loose
+    assert git(main, "fsck", "--connectivity-only").returncode == 0
