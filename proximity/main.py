@@ -1,7 +1,9 @@
 """Command line: parse, dispatch, and map failures to exit codes.
 
 Exit codes: 0 ok; 1 a known failure (or a push that must yield); 2 bad usage or config;
-3 an internal error (a crash log is written); 4 the ledger cannot be used; 130 Ctrl-C.
+3 an internal error (a crash log is written under $XDG_STATE_HOME/proximity); 4 the ledger
+cannot be used (any database error: busy, read-only, full, I/O, corrupt, each said as what it
+is); 130 Ctrl-C. Hook stages never fail: they warn and exit 0, except the deliberate block.
 """
 
 from __future__ import annotations

@@ -514,3 +514,76 @@ def test_snapshot_objects_do_not_pile_up_loose(tmp_path):
     loose = git(main, "count-objects", "-v").stdout
     assert "\ncount: 0\n" in "\n" + loose, loose
     assert git(main, "fsck", "--connectivity-only").returncode == 0
+
+
+def test_the_ledger_does_not_grow_per_commit_with_untracked_files(tmp_path):
+    import sqlite3
+
+    main, _ = hooked_repo(tmp_path)
+    (main / "junk").mkdir()
+    for i in range(2000):
+        (main / "junk" / f"out{i}.txt").write_text(f"{i}\n")
+    assert commit(main).returncode == 0
+    ledger = main / ".git" / "ecm" / "ledger.sqlite3"
+
+    def size() -> tuple[int, int]:
+        db = sqlite3.connect(ledger)
+        try:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            rows = db.execute("SELECT COUNT(*) FROM cache").fetchone()[0]
+            used = db.execute("SELECT SUM(length(files)) FROM events").fetchone()[0]
+            return rows, used
+        finally:
+            db.close()
+
+    rows0, used0 = size()
+    for i in range(3):
+        assert commit(main, "n.txt", f"{i}\n").returncode == 0
+    rows1, used1 = size()
+    assert used1 - used0 < 3 * 2 * 500, (used0, used1)  # deltas, not 2000 paths per event
+    assert rows1 - rows0 < 50, (rows0, rows1)
+    # recency still knows the untracked files' age: they were set by the first event
+    from proximity.ledger import Ledger
+
+    led = Ledger(str(main / ".git" / "ecm"))
+    try:
+        current = led.current_files("main")
+        assert len(current) >= 2000
+        w = led.recency("main", {p: current[p] for p in list(current)[:5]})
+        assert all(0 < v < 1 for v in w.values()), w
+    finally:
+        led.close()
+
+
+def test_in_process_hooks_skip_steps_of_a_rebase(tmp_path, monkeypatch):
+    from proximity.main import main as cli
+
+    repo = _diverged(tmp_path)
+    assert git(repo, "rebase", "other", check=False).returncode != 0
+    monkeypatch.chdir(repo)
+    assert cli(["hook", "post-commit"]) == 0
+    assert not (repo / ".git" / "ecm").exists()  # skipped before opening anything
+    git(repo, "rebase", "--abort")
+    assert cli(["hook", "post-commit"]) == 0
+    assert (repo / ".git" / "ecm" / "ledger.sqlite3").exists()
+
+
+def test_the_crash_log_is_private(tmp_path, monkeypatch):
+    import stat
+
+    from proximity import main as m
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    path = m._crash_log(RuntimeError("boom"))
+    assert path.startswith(str(tmp_path / "state" / "proximity")), path
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    assert "boom" in Path(path).read_text()
+    # a planted symlink in place of the directory is refused, its target untouched
+    target = tmp_path / "victim"
+    target.mkdir()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state2"))
+    (tmp_path / "state2").mkdir()
+    (tmp_path / "state2" / "proximity").symlink_to(target)
+    assert "no crash log" in m._crash_log(RuntimeError("boom"))
+    assert list(target.iterdir()) == []

@@ -7,7 +7,10 @@ guard     pre-push: exit 1 when an RA says this worktree must yield, unless
           PROXIMITY_ALLOW=1.
 
 Every stage fails open: an internal error prints a warning and exits 0, because the tool
-must never break git. The only non-zero exit is the deliberate block.
+must never break git. The only non-zero exit is the deliberate block (1, or the code the hook
+script asks for in PROXIMITY_BLOCKED_EXIT so it can tell a block from a Python that failed).
+A hook waits at most WAIT_BUDGET seconds in total for a busy ledger; an event that cannot
+be written in time is queued in the ledger's spool and recorded by the next writer.
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return uninstall(repo)
     d = hooks_dir(repo, args.force)
     os.makedirs(d, exist_ok=True)
-    body = script()
+    python = interpreter()
+    body = script(python)
     for name in HOOKS:
         path = os.path.join(d, name)
         if os.path.lexists(path) and not is_ours(path):
@@ -101,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
             f.write(body)
         os.chmod(tmp, 0o755)
         os.replace(tmp, path)
-    print(f"installed proximity hooks in {d}: {', '.join(HOOKS)}")
+    print(f"installed proximity hooks in {d}: {', '.join(HOOKS)} (they start {python}; "
+          "PROXIMITY_PYTHON overrides it)")
     return 0
 
 
