@@ -223,8 +223,8 @@ class _Pairwise:
             out: list[tuple[str, str]] = []
             cache = self.facts.pair_cache
             for p, fc in sorted(ws.files.items()):
-                if not fc.new_oid or fc.kind != "text":
-                    continue
+                if not fc.new_oid or fc.kind != "text" or parsers.language_of(p) is None:
+                    continue  # no parser, no edges: nothing worth a cache row per commit
                 ck = f"edges:{depgraph.CACHE_FORMAT}:{self.graph_tree}:{p}:{fc.new_oid}"
                 dsts = cache.get(ck)
                 if dsts is None:

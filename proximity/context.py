@@ -41,6 +41,10 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
     for w in policy.warnings:
         warn(w)
     cfg = policy.config
+    repo.large_bytes = cfg.large_bytes
+    from proximity import parsers
+
+    parsers.configure(cfg.large_bytes, cfg.long_line)
     ledger = None
     err = None
     try:
@@ -49,9 +53,7 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
         if need_ledger:
             raise
         err = str(e)
-    here = "main"
-    if repo.gitdir != repo.common:
-        here = os.path.basename(repo.gitdir)
+    here = gitio.agent_id(repo.gitdir, repo.common)
     return Context(repo, cfg, ledger, err, here)
 
 
