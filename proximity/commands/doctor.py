@@ -33,11 +33,7 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
         add("repository", False, str(e))
         return out
     add("repository", True, repo.common)
-    try:
-        config.load(repo.workdir)
-        add("config", True, "settings parse")
-    except FatalError as e:
-        add("config", False, f"{e} (hooks and commands stop at this error)")
+    out.extend(policy_checks(repo))
     path = os.path.join(repo.ecm_dir, FILENAME)
     if not os.path.exists(path):
         add("ledger", None, f"no ledger yet at {path}; the first hook or "
@@ -67,6 +63,40 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
         if wt.prunable:
             add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
                 "(`git worktree prune` and `proximity gc` clean it up)")
+    return out
+
+
+def policy_checks(repo: gitio.Repo) -> list[dict[str, str]]:
+    """Where the airspace's policy comes from, keys it ignored, and drift: this worktree's
+    own config file differing from the policy (it takes effect only once committed on the
+    main checkout)."""
+    out: list[dict[str, str]] = []
+
+    def add(name: str, ok: bool | None, detail: str) -> None:
+        out.append({"check": name, "status": _status(ok), "detail": detail})
+
+    try:
+        policy = config.load_policy(*gitio.policy_inputs(repo))
+    except FatalError as e:
+        add("config", False, f"{e} (hooks and commands stop at this error)")
+        return out
+    add("config", True, "policy from " + "; ".join(policy.sources))
+    for w in policy.warnings:
+        add("config", None, w)
+    try:
+        here = config.load(repo.workdir)
+    except FatalError as e:
+        add("config drift", None, f"this worktree's config file does not parse: {e} (the "
+            "policy above is in force)")
+        return out
+    trusted = set(config.TRUSTED_ONLY)
+    differ = sorted(k for k in config.Config._fields
+                    if k not in trusted and getattr(here, k) != getattr(config.Config(), k)
+                    and getattr(here, k) != getattr(policy.config, k))
+    if differ:
+        add("config drift", None, f"this worktree's config file sets {', '.join(differ)} "
+            "differently from the policy in force; it takes effect only once committed on "
+            "the main checkout")
     return out
 
 
