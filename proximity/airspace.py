@@ -29,6 +29,7 @@ class Facts:
     intent_weights: dict[str, dict[str, float]] = field(default_factory=dict)
     recency: Recency | None = None
     history: Callable[[str, str], list[tuple[float, float, float]]] | None = None
+    reached: Callable[[str, set[str]], int | None] | None = None  # ledger order of first work
     imports_cache: dict[str, Any] = field(default_factory=dict)
     symbols_cache: dict[str, Any] = field(default_factory=dict)
     pair_cache: dict[str, Any] = field(default_factory=dict)
@@ -259,9 +260,12 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
 
 def _priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[str],
               facts: Facts) -> risk.Priority:
-    """Local pairs: committed work on the contested files, then the shared ledger's order
-    of first events (immune to clock skew), then the id."""
-    return risk.priority(pw.committed_lines(x, base, contested), facts.started.get(x.id), x.id)
+    """Local pairs: committed work on the contested files, then who reached them first in
+    the shared ledger's order of events (immune to clock skew), then the id."""
+    seq = facts.reached(x.id, contested) if facts.reached and contested else None
+    # no retained event says: the stream's own first event
+    first = float(seq) if seq is not None else facts.started.get(x.id)
+    return risk.priority(pw.committed_lines(x, base, contested), first, x.id)
 
 
 def _shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[str],

@@ -84,6 +84,7 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
         f.intent_weights.setdefault(ctx.here, {}).update(dict.fromkeys(what_if, 1.0))
     f.recency = led.recency
     f.history = led.history
+    f.reached = led.reached
     f.imports_cache = led.cache("imports")
     f.symbols_cache = led.cache("symbols")
     f.pair_cache = led.cache("pair")

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from proximity import clocks
@@ -521,6 +521,26 @@ class Ledger:
             db.execute("UPDATE streams SET retired=? WHERE id=? AND retired IS NULL",
                        (time.time(), stream))
             db.execute("DELETE FROM intents WHERE stream=?", (stream,))
+
+    # -- right-of-way ----------------------------------------------------------------------
+    def reached(self, stream: str, paths: Collection[str]) -> int | None:
+        """The ledger order (event seq) at which ``stream`` began its current work on any of
+        ``paths``: per path, the first event of its present run of changes (a revert ends a
+        run). None when no retained event says (compacted, or never recorded)."""
+        if not paths:
+            return None
+        marks = ",".join("?" * len(paths))
+        rows = self.db.execute(
+            f"SELECT e.seq, j.key, j.value FROM events e, json_each(e.files) j "
+            f"WHERE e.stream=? AND j.key IN ({marks}) ORDER BY e.seq", (stream, *paths))
+        start: dict[str, int | None] = {}
+        for seq, path, oid in rows:
+            if oid is None:
+                start[path] = None
+            elif start.get(path) is None:
+                start[path] = seq
+        found = [s for s in start.values() if s is not None]
+        return min(found) if found else None
 
     # -- recency ------------------------------------------------------------------------
     def recency(self, stream: str, files: Mapping[str, str], window: int = 60
