@@ -473,8 +473,12 @@ def test_doctor_checks_where_git_reads_hooks_the_config_and_the_interpreter(tmp_
     assert gone["hook interpreter"]["status"] == "fail"
     # an invalid config
     (main / ".proximity.toml").write_text("tau_ta = 'high'\n")
+    assert doctor()["config drift"]["status"] == "warn"  # not the policy until committed
+    git(main, "add", ".proximity.toml")
+    git(main, "commit", "-qm", "bad config", "--no-verify")
     assert doctor()["config"]["status"] == "fail"
-    (main / ".proximity.toml").unlink()
+    git(main, "rm", "-q", ".proximity.toml")
+    git(main, "commit", "-qm", "drop it", "--no-verify")
     # git reads hooks elsewhere: ours never run
     git(main, "config", "core.hooksPath", ".husky")
     moved = doctor()
