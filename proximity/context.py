@@ -112,7 +112,9 @@ def record_risk(ctx: Context, result: Scan) -> None:
 def run_scan(ctx: Context, *, focus: str | None = None,
              what_if: dict[str, list[tuple[int, int]] | None] | None = None,
              agents: list[Agent] | None = None, retired: list[str] | None = None,
-             record: bool = True, in_hook: bool = False) -> Scan:
+             record: bool = True, in_hook: bool = False, remote: bool = True) -> Scan:
+    """``remote=False``: leave other machines' snapshots out (the commit hooks never read
+    or unpack them; the pre-push guard and the commands do)."""
     import time
 
     from proximity.airspace import live_agents, scan
@@ -120,12 +122,12 @@ def run_scan(ctx: Context, *, focus: str | None = None,
     t0 = time.perf_counter()
     f = facts(ctx, what_if)
     f.defer_cold_graph = in_hook and ctx.ledger is not None
-    if has_remote_refs(ctx):
-        from proximity import remote
+    if remote and has_remote_refs(ctx):
+        from proximity import remote as remote_mod
 
         try:
-            f.machine = remote.machine_id(ctx)
-            f.remote = remote.agents(ctx)
+            f.machine = remote_mod.machine_id(ctx)
+            f.remote = remote_mod.agents(ctx)
         except (OSError, FatalError) as e:
             warn(f"remote agents skipped: {e}")
     t1 = time.perf_counter()

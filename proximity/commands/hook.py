@@ -88,7 +88,7 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
         recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
                                                  me.snapshot, me.tree))
     result = context.run_scan(ctx, focus=ctx.here, agents=agents, retired=retired,
-                              in_hook=True)
+                              in_hook=True, remote=stage == "guard")
     if result.graph_deferred:
         context.warm_up(ctx)
         err("proximity: first run: building the import graph in the background; the "
