@@ -133,6 +133,11 @@ def run_scan(ctx: Context, *, focus: str | None = None,
     t1 = time.perf_counter()
     if agents is None:
         agents, retired = live_agents(ctx.repo, known=f.pair_cache)
+    if in_hook and f.remote:
+        from proximity import remote as remote_mod
+
+        f.remote = remote_mod.near(ctx, f.remote, next((a for a in agents if a.id == focus),
+                                                       None))
     t2 = time.perf_counter()
     agents = [_with_ledger(a, f) for a in agents]
     result = scan(ctx.repo, ctx.cfg, f, focus=focus, agents=agents, retired=retired)

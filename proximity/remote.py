@@ -218,8 +218,8 @@ def list_remote(ctx: Context, remote: str, prefix: str) -> list[str]:
 
 def fetch(ctx: Context, remote: str) -> None:
     """Fetch everyone's refs/ecm/* into refs/ecm-remote/<remote>/ (pruning retired ones).
-    The objects stay in the fetched pack (never exploded into loose objects); `git gc
-    --auto` consolidates packs and drops what pruned refs left unreachable."""
+    The objects stay in the fetched pack (never exploded into loose objects), the refs are
+    packed; `git gc --auto` consolidates packs and drops what pruned refs left unreachable."""
     proc = gitio.git(["-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1",
                       "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head",
                       remote, f"+refs/ecm/*:{LOCAL_NS}{remote}/*"], cwd=ctx.repo.workdir,
@@ -227,6 +227,8 @@ def fetch(ctx: Context, remote: str) -> None:
     if proc.returncode != 0:
         raise FatalError(f"could not fetch refs/ecm/* from {remote!r}: "
                          f"{_first_error(proc.stderr.decode(errors='replace'))}")
+    # thousands of loose ref files would slow every git command that reads refs
+    gitio.git(["pack-refs", "--all"], cwd=ctx.repo.workdir, ok=(0, 1, 128))
     gitio.git(["gc", "--auto", "--quiet"], cwd=ctx.repo.workdir, ok=(0, 1, 128))
 
 
@@ -359,7 +361,8 @@ def _refs(ctx: Context, mine: str) -> list[tuple[str, str, str, str, str]]:
     return kept
 
 
-def agents(ctx: Context, include_stale: bool = False) -> list[Agent]:
+def agents(ctx: Context, include_stale: bool = False, now: float | None = None
+           ) -> list[Agent]:
     """Other machines' worktrees from the fetched refs (fresh ones only, by default).
 
     Each ref's commit is validated once and the verdict cached by commit id, with the time
@@ -373,7 +376,7 @@ def agents(ctx: Context, include_stale: bool = False) -> list[Agent]:
     if not refs:
         return []
     cache: dict[str, Any] = ctx.ledger.cache("remote") if ctx.ledger else {}
-    now = time.time()
+    now = time.time() if now is None else now
     todo = sorted({oid for oid, *_ in refs if cache.get(oid) is None})
     for oid, raw in _read_commits(ctx, todo).items():
         cache[oid] = _entry(raw, now)
@@ -434,3 +437,69 @@ def prune_fetched(ctx: Context, remote: str, machine: str) -> int:
         gitio.git(["update-ref", "--stdin"], cwd=ctx.repo.workdir,
                   input="".join(f"delete {ref}\n" for ref in out).encode())
     return len(out)
+
+
+def near(ctx: Context, remote: list[Agent], me: Agent | None) -> list[Agent]:
+    """The remote agents a hook judges: those whose changes (against the merge base with
+    ``me``) share a file or a directory with ``me``'s. Thousands of published refs then
+    cost a hook one `git diff-tree --stdin` for snapshots it has not seen, and a cache
+    lookup for the others; `proximity status` and `scan` judge every remote agent."""
+    if not remote or me is None or not me.tree:
+        return []
+    repo = ctx.repo
+    cache: dict[str, Any] = ctx.ledger.cache("remote") if ctx.ledger else {}
+    base_of: dict[str | None, str] = {}
+    wanted: dict[tuple[str, str], list[str] | None] = {}
+    for x in [me, *remote]:
+        if x.head not in base_of:
+            base = repo.merge_base(me.head, x.head)
+            base_of[x.head] = repo.commit_tree(base) if base else gitio.EMPTY_TREE
+    for x in remote:
+        for key in ((base_of[x.head], me.tree), (base_of[x.head], x.tree or gitio.EMPTY_TREE)):
+            if key not in wanted:
+                hit = cache.get(f"paths:{key[0]}:{key[1]}") if key[1] != me.tree else None
+                wanted[key] = hit if isinstance(hit, list) else None
+    todo = [k for k, v in wanted.items() if v is None]
+    wanted.update(_changed_paths(ctx, todo))
+    for (old, new), paths in wanted.items():
+        if (old, new) in todo and new != me.tree and paths is not None:
+            cache[f"paths:{old}:{new}"] = paths
+    if ctx.ledger is not None and todo:
+        from proximity.errors import LedgerError
+        from proximity.ledger import TrackedDict
+
+        if isinstance(cache, TrackedDict):
+            with contextlib.suppress(LedgerError):
+                ctx.ledger.save_cache("remote", cache)
+    out = []
+    for x in remote:
+        base = base_of[x.head]
+        mine = set(wanted.get((base, me.tree)) or ())
+        theirs = set(wanted.get((base, x.tree or gitio.EMPTY_TREE)) or ())
+        dirs = {p.rpartition("/")[0] for p in mine}
+        if mine & theirs or any(p.rpartition("/")[0] in dirs for p in theirs):
+            out.append(x)
+    return out
+
+
+def _changed_paths(ctx: Context, pairs: list[tuple[str, str]]
+                   ) -> dict[tuple[str, str], list[str]]:
+    """Paths that differ between each (old, new) tree pair: one `git diff-tree --stdin`."""
+    if not pairs:
+        return {}
+    heads = [f"{a} {b}\n".encode() for a, b in pairs]
+    data = gitio.git(["diff-tree", "--stdin", "-r", "--name-only", "-z"], cwd=ctx.repo.workdir,
+                     input=b"".join(heads)).stdout
+    out: dict[tuple[str, str], list[str]] = {p: [] for p in pairs}
+    pos, i = 0, -1
+    while pos < len(data):
+        if i + 1 < len(heads) and data.startswith(heads[i + 1], pos):
+            i += 1
+            pos += len(heads[i])
+            continue
+        end = data.find(b"\0", pos)
+        end = len(data) if end < 0 else end
+        if i >= 0:
+            out[pairs[i]].append(data[pos:end].decode("utf-8", "surrogateescape"))
+        pos = end + 1
+    return out

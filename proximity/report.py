@@ -7,7 +7,7 @@ from typing import Any
 from proximity.airspace import Scan
 from proximity.intervals import Range
 from proximity.model import Agent, Finding, PairResult
-from proximity.untrusted import text
+from proximity.untrusted import opt_text, text
 
 SCHEMA = 1
 
@@ -21,10 +21,10 @@ def fmt_ranges(ranges: tuple[Range, ...] | list[Range]) -> str:
 
 
 def agent_json(a: Agent) -> dict[str, Any]:
-    return {"id": a.id, "branch": a.branch, "path": a.path, "head": a.head,
-            "snapshot": a.snapshot, "tree": a.tree, "remote": a.remote,
+    return {"id": a.id, "branch": opt_text(a.branch, 255), "path": text(a.path, 4096),
+            "head": a.head, "snapshot": a.snapshot, "tree": a.tree, "remote": a.remote,
             "machine": a.machine or None, "clock": a.clock, "started": a.started,
-            "subject": a.subject, "error": a.error}
+            "subject": text(a.subject), "error": opt_text(a.error, 400)}
 
 
 def finding_json(f: Finding) -> dict[str, Any]:

@@ -112,6 +112,8 @@ def load_json(raw: bytes) -> Any:
         raise Invalid(f"metadata nests deeper than {MAX_DEPTH}")
     try:
         return json.loads(s, parse_constant=_no_constants)
+    except Invalid:
+        raise
     except (ValueError, RecursionError) as e:
         raise Invalid(f"metadata is not JSON ({type(e).__name__})") from e
 
