@@ -2,10 +2,12 @@
 
     python benchmarks/remote_refs.py --files 1000 --refs 2000 --runs 7 --sync-refs 200
 
-1. `git commit` and `git push` (to a local bare remote) with proximity's plain hooks
-   installed (`proximity install`), first with no remote refs, then after `proximity sync`
-   fetched ``--refs`` snapshot refs that other "machines" published (each a real snapshot
-   commit with one changed file of its own), in the same run: medians and the ratio.
+1. `git commit` and `git push` (each machine to its own local bare remote) with
+   proximity's plain hooks installed (`proximity install`), on two identical machines in the
+   same run: one whose remote carries no published snapshots, one whose remote carries
+   ``--refs`` of them (each a real snapshot commit with one changed file of its own) that
+   `proximity sync` fetched. Runs alternate between the two machines, with and without
+   hooks (--no-verify); medians, the ratio, and the ratio of what the hooks alone add.
 2. Loose objects after fetching ``--sync-refs`` refs in 20 rounds (teammates publishing a
    few at a time): `proximity sync` vs a plain `git fetch` of the same refspec (git's
    defaults explode fetches of fewer than 100 objects into loose objects).
@@ -63,27 +65,44 @@ def timed(cmd: Sequence[str], cwd: str) -> float:
     return dt
 
 
-def commit_and_push(wt: str, runs: int, tag: str) -> dict[str, float]:
-    """Medians of commit and push, with the hooks and without (--no-verify), interleaved."""
-    times: dict[str, list[float]] = {"commit": [], "push": [], "commit_no_hooks": [],
-                                     "push_no_hooks": []}
-    for i in range(runs):
-        for hooks in (True, False):
-            with open(os.path.join(wt, "src", "mine.txt"), "a") as f:
-                f.write(f"{tag} {i} {hooks}\n")
-            git(wt, "add", "-A")
-            skip = [] if hooks else ["--no-verify"]
-            sfx = "" if hooks else "_no_hooks"
-            times["commit" + sfx].append(
-                timed(["git", "commit", "-q", *skip, "-m", f"{tag} {i}"], wt))
-            times["push" + sfx].append(
-                timed(["git", "push", "-q", *skip, "origin", "HEAD:refs/heads/bench"], wt))
-    return {k: statistics.median(v) for k, v in times.items()}
+def one_round(wt: str, tag: str, hooks: bool, times: dict[str, list[float]]) -> None:
+    with open(os.path.join(wt, "src", "mine.txt"), "a") as f:
+        f.write(f"{tag} {hooks}\n")
+    git(wt, "add", "-A")
+    skip = [] if hooks else ["--no-verify"]
+    sfx = "" if hooks else "_no_hooks"
+    times.setdefault("commit" + sfx, []).append(
+        timed(["git", "commit", "-q", *skip, "-m", tag], wt))
+    times.setdefault("push" + sfx, []).append(
+        timed(["git", "push", "-q", *skip, "origin", "HEAD:refs/heads/bench"], wt))
+
+
+def machine(root: str, name: str, files: int) -> tuple[str, str, str, str]:
+    """(bare remote, main checkout, worktree, base commit) with proximity's hooks."""
+    bare = os.path.join(root, f"{name}.git")
+    git(root, "init", "-q", "--bare", bare)
+    repo = generate(os.path.join(root, name), files, 0, 0)
+    git(repo, "remote", "add", "origin", bare)
+    git(repo, "push", "-q", "origin", "HEAD:refs/heads/main")
+    subprocess.run([PY, "-m", "proximity", "install", "-C", repo], env=ENV, check=True,
+                   capture_output=True)
+    wt = os.path.join(root, f"{name}-wt")
+    git(repo, "worktree", "add", "-q", "-b", "bench", wt)
+    return bare, repo, wt, git(repo, "rev-parse", "HEAD").strip()
 
 
 def loose(repo: str) -> int:
     out = git(repo, "count-objects", "-v")
     return int(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("count:")))
+
+
+def loose_fetched(repo: str) -> int:
+    """Loose objects that belong to others' snapshots (reachable from refs/ecm-remote)."""
+    objects = git(repo, "rev-parse", "--git-path", "objects").strip()
+    objects = os.path.join(repo, objects) if not os.path.isabs(objects) else objects
+    reach = git(repo, "rev-list", "--objects", "--glob=refs/ecm-remote/*").split()
+    return sum(os.path.exists(os.path.join(objects, x[:2], x[2:])) for x in reach
+               if len(x) == 40)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,40 +111,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--refs", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--sync-refs", type=int, default=200)
+    ap.add_argument("--packed-remote", action="store_true",
+                    help="pack the remote's refs after publishing (as its gc would)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
     root = tempfile.mkdtemp(prefix="proximity-remote-refs-")
     try:
-        bare = os.path.join(root, "remote.git")
-        git(root, "init", "-q", "--bare", bare)
-        repo = generate(os.path.join(root, "gen"), args.files, 0, 0)
-        git(repo, "remote", "add", "origin", bare)
-        git(repo, "push", "-q", "origin", "HEAD:refs/heads/main")
-        base = git(repo, "rev-parse", "HEAD").strip()
-        subprocess.run([PY, "-m", "proximity", "install", "-C", repo], env=ENV, check=True,
-                       capture_output=True)
-        wt = os.path.join(root, "wt")
-        git(repo, "worktree", "add", "-q", "-b", "bench", wt)
-        commit_and_push(wt, 2, "warm")  # first-run work (import graph) out of the figures
-        time.sleep(2)
-        zero = commit_and_push(wt, args.runs, "zero")
+        # two identical machines, each with its own remote; one remote carries --refs
+        # published snapshots. Runs alternate between them, so load drift hits both alike.
+        _, _, wt0, _ = machine(root, "zero", args.files)
+        bare, repo, wtn, base = machine(root, "many", args.files)
         craft(bare, base, 0, args.refs)
+        if args.packed_remote:  # a remote whose own gc has packed its refs
+            git(bare, "pack-refs", "--all")
         sync = subprocess.run([PY, "-m", "proximity", "sync", "--json", "-C", repo], env=ENV,
                               capture_output=True, text=True)
         if sync.returncode != 0:
             raise SystemExit(sync.stderr)
         known = json.loads(sync.stdout)["remote_agents"]
-        many = commit_and_push(wt, args.runs, "many")
+        zero: dict[str, list[float]] = {}
+        many: dict[str, list[float]] = {}
+        for i in range(2):  # first-run work (import graph, caches) out of the figures
+            one_round(wt0, f"warm {i}", True, {})
+            one_round(wtn, f"warm {i}", True, {})
+        time.sleep(2)
+        for i in range(args.runs):
+            for hooks in (True, False):
+                one_round(wt0, f"run {i}", hooks, zero)
+                one_round(wtn, f"run {i}", hooks, many)
         rows: dict[str, float | int] = {"files": args.files, "published_refs": args.refs,
+                                        "remote_refs_packed": int(args.packed_remote),
                                         "remote_agents_known": known}
-        for k in zero:
-            rows[f"{k}_0_refs_s"] = zero[k]
-            rows[f"{k}_{args.refs}_refs_s"] = many[k]
+        med0 = {k: statistics.median(v) for k, v in zero.items()}
+        medn = {k: statistics.median(v) for k, v in many.items()}
+        for k in med0:
+            rows[f"{k}_0_refs_s"] = med0[k]
+            rows[f"{k}_{args.refs}_refs_s"] = medn[k]
         for k in ("commit", "push"):
-            rows[f"{k}_ratio"] = many[k] / zero[k]
+            rows[f"{k}_ratio"] = medn[k] / med0[k]
             # what the hooks alone add (the same command without hooks subtracted)
-            rows[f"{k}_hooks_only_ratio"] = ((many[k] - many[k + "_no_hooks"])
-                                             / (zero[k] - zero[k + "_no_hooks"]))
+            rows[f"{k}_hooks_only_ratio"] = ((medn[k] - medn[k + "_no_hooks"])
+                                             / (med0[k] - med0[k + "_no_hooks"]))
         # loose objects: teammates publish a few refs at a time; we sync after each round
         bare2 = os.path.join(root, "remote2.git")
         git(root, "clone", "-q", "--bare", bare, bare2)
@@ -145,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             git(plain, "fetch", "-q", "--prune", "origin", "+refs/ecm/*:refs/ecm-remote/origin/*")
         rows["synced_refs"] = (args.sync_refs // rounds) * rounds
         rows["loose_objects_after_sync"] = loose(ours)
+        rows["loose_of_them_fetched"] = loose_fetched(ours)
         rows["loose_objects_plain_git_fetch"] = loose(plain)
         for k, v in rows.items():
             print(f"{k:32} {round(v, 3) if isinstance(v, float) else v}")

@@ -242,7 +242,34 @@ def sync(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any
     fetch(ctx, remote)
     stats.update({"remote": remote, "machine": machine, "seconds": time.perf_counter() - t0,
                   "remote_agents": len(agents(ctx, include_stale=True))})
+    forget_unreferenced(ctx)
     return stats
+
+
+def forget_unreferenced(ctx: Context) -> int:
+    """Drop cached verdicts on snapshots no fetched ref points at any more (and the path
+    sets, which the next guard recomputes in one process) once they outnumber the live
+    ones; returns how many were dropped."""
+    if ctx.ledger is None:
+        return 0
+    from proximity.errors import LedgerError
+    from proximity.ledger import TrackedDict
+
+    live = set(gitio.git(["for-each-ref", "--format=%(objectname)", LOCAL_NS],
+                         cwd=ctx.repo.workdir).stdout.decode().split())
+    try:
+        full = ctx.ledger.cache("remote", lazy=False)
+        if len(full) <= 2 * len(live) + 64:
+            return 0
+        kept = TrackedDict({})
+        for k, v in full.items():
+            if k in live:
+                kept[k] = v
+        kept["_"] = {}  # never empty: an empty dict would leave the old rows in place
+        ctx.ledger.save_cache("remote", kept, replace=True)
+    except LedgerError:
+        return 0
+    return len(full) - len(kept) + 1
 
 
 def dry_run(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any]:

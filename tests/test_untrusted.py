@@ -221,6 +221,17 @@ def test_thousands_of_refs_are_bounded_and_cheap(tmp_path: Path):
     assert p.returncode == 1 and b"push blocked" in p.stderr, p.stderr.decode()
     loose = git(w.m1, "count-objects", "-v").stdout
     assert int(re.search(r"^count: (\d+)", loose, re.M).group(1)) < 100  # type: ignore[union-attr]
+    # teammates retire their refs: the next sync prunes our copies and the cached verdicts
+    gone = git(w.bare, "for-each-ref", "--format=delete %(refname)", "refs/ecm/").stdout
+    subprocess.run(["git", "update-ref", "--stdin"], cwd=w.bare, input=gone.encode(), check=True)
+    assert run("sync", "-C", str(w.m1)).returncode == 0
+    assert git(w.m1, "for-each-ref", "refs/ecm-remote/origin/crowd0/").stdout == ""
+    ctx = context.open_context(str(w.m1))
+    try:
+        assert ctx.ledger is not None
+        assert len(ctx.ledger.cache("remote", lazy=False)) < 100
+    finally:
+        ctx.close()
 
 
 json_values = st.recursive(
