@@ -129,7 +129,9 @@ def run_scan(ctx: Context, *, focus: str | None = None,
             f.machine = remote_mod.machine_id(ctx)
             f.remote = remote_mod.agents(ctx)
         except (OSError, FatalError) as e:
-            warn(f"remote agents skipped: {e}")
+            from proximity.untrusted import text
+
+            warn(f"remote agents skipped: {text(e, 400)}")
     t1 = time.perf_counter()
     if agents is None:
         agents, retired = live_agents(ctx.repo, known=f.pair_cache)

@@ -136,6 +136,7 @@ def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = Tr
         return tree, changes, withheld
     import tempfile
 
+    os.makedirs(repo.ecm_dir, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".sync-index.", dir=repo.ecm_dir)
     os.close(fd)
     os.unlink(tmp)  # git wants to create the index itself
