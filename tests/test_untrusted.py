@@ -376,3 +376,38 @@ def test_dry_run_sends_nothing_and_lists_what_would_leave(tmp_path: Path):
     assert text.returncode == 0 and "nothing sent" in text.stdout
     assert "withheld (secret): .env" in text.stdout and "notes.txt" in text.stdout
     assert git(bare, "ls-remote", str(bare), "refs/ecm/*").stdout == ""
+
+
+def test_every_rendering_of_hostile_strings_is_clean():
+    """Advisory text, scan text, inbox messages, the notify JSON, tables and the view data:
+    no control character, whatever the names, paths and details hold."""
+    import io
+
+    from proximity import report, triggers, views
+    from proximity.airspace import Scan
+    from proximity.commands import view
+    from proximity.model import Agent, Finding, PairResult
+
+    evil = "\x1b]0;title\x07\x1b[2J\u202e\u009b\x00" + "x" * 100_000
+    me = Agent("main", "/w", "feat/\u202emine", "a" * 40)
+    them = Agent("evil/w", "origin:evil/w", evil, "b" * 40, remote=True, subject=evil)
+    finding = Finding("overlap", 1.0, "src/" + evil, "src/" + evil, ((1, 2),), ((1, 2),),
+                      detail=evil)
+    pair = PairResult("main", "evil/w", 0.9, dict.fromkeys(
+        ("conflict", "overlap", "symbol", "dependency", "tree"), 0.9), "resolution", "main",
+        (finding,))
+    scan = Scan([me, them], [pair], changed={"main": {"src/" + evil}, "evil/w": {evil}})
+    outs = [report.advisory_text(pair, "main", {a.id: a for a in scan.agents}),
+            report.scan_text(scan)]
+    for recipient, sender, kind, p in triggers.plan(scan):
+        msg = triggers.body(p, {"main": me, "evil/w": them}[sender], recipient, kind, scan, {})
+        outs += [json.dumps(msg, ensure_ascii=False), triggers.render(msg)]
+    buf = io.StringIO()
+    con = views.console(file=buf, width=100)
+    views.status(scan, con)
+    con.print(views.frame(scan, {}, [{"type": evil, "from": evil, "to": "main"}]))
+    outs.append(buf.getvalue())
+    outs.append(json.dumps(view.data(scan, evil), ensure_ascii=False))
+    for out in outs:
+        assert_clean(out.encode("utf-8", "surrogateescape"))
+        assert len(out) < 20_000  # a 100k-character name is never printed in full
