@@ -140,6 +140,10 @@ def test_crafted_refs_never_break_a_command_nor_the_guard(world: World, tmp_path
     by_id = {a["id"]: a for a in scan["agents"]}
     assert {"evil/escapes", "evil/future"} <= set(by_id)  # valid ones still count
     assert not set(by_id) & {f"evil/{n}" for n in BAD_REFS}
+    # pairs of two other machines' agents are theirs to judge: thousands of remote agents
+    # cost this machine pairs with its own worktrees only (never quadratic)
+    assert scan["pairs"] and not any(by_id[p["a"]]["remote"] and by_id[p["b"]]["remote"]
+                                     for p in scan["pairs"])
     for a in scan["agents"]:
         for key in ("id", "branch", "subject", "path"):
             assert untrusted.is_clean(a[key] or ""), (key, a[key])
