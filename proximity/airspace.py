@@ -347,6 +347,8 @@ def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
     for a, b in itertools.combinations(agents, 2):
         if focus is not None and focus not in (a.id, b.id):
             continue
+        if a.remote and b.remote:  # their machines judge those pairs; ours only ours
+            continue
         pairs.append(assess(pw, a, b, agents))
     pairs.sort(key=lambda p: -p.risk)
     timing["pairs"] = time.perf_counter() - t0 - timing.get("snapshots", 0.0)

@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("remote", nargs="?", default=None)
     p.add_argument("--prune", action="store_true")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list what would leave this machine (refs, paths, sizes); send nothing")
     p.add_argument("--watch", action="store_true")
     p.add_argument("--interval", type=float, default=30.0)
     return parser

@@ -163,7 +163,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
             deliver(ctx)
             return 0
     results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
-                                in_hook=True, record=i == 0) for i, run in enumerate(runs)]
+                                in_hook=True, record=i == 0,
+                                remote=stage == "guard") for i, run in enumerate(runs)]
 
     def weight(r: Scan) -> tuple[bool, float]:  # a run where we must yield decides
         mine = r.involving(ctx.here)
