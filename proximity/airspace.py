@@ -289,7 +289,7 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     from proximity import symbols
 
     channels["symbol"], f = symbols.channel(repo.blob, wa, wb, facts.symbols_cache,
-                                            view)
+                                            view, pw.resolver())
     findings += f
     channels["tree"] = treeprox.channel(wa.touched() | set(wa.intents),
                                         wb.touched() | set(wb.intents))
