@@ -192,7 +192,7 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
         locals_ = {b[0] for b in facts["binds"]}
         rd = Reader(fc.dest, lang, facts, resolver)
         for chain, line, call, type_only in facts["refs"]:
-            if not (w.shorts.intersection(chain) or (w.moved and chain[0] in locals_)):
+            if not (w.shorts.intersection(chain) or chain[0] in locals_):
                 continue
             if not any(lo < line < hi for lo, hi in spans):
                 continue

@@ -45,7 +45,8 @@ class Reader:
                 return "go:" + posixpath.dirname(self.src), (root,), False
         elif self.lang == "rust" and root in ("crate", "self", "super"):
             return self._rust_path(chain)
-        elif root in self.facts["defs"]:
+        elif root in self.facts["defs"] and (
+                len(chain) == 1 or self.facts["defs"][root][0] not in ("constant", "alias")):
             via_class = len(chain) > 1 and self.facts["defs"][root][0] == "class"
             return self.src, tuple(chain), via_class
         if len(chain) >= 2:
