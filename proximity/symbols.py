@@ -56,6 +56,8 @@ def _target(wf: WriterFile) -> str:
 
 def _lookup(wf: WriterFile, qual: tuple[str, ...]) -> tuple[str, bool] | None:
     """The longest prefix of ``qual`` that names a base definition of the file."""
+    if qual and qual[0] not in wf.old_defs and qual[0] in wf.aliases:
+        qual = (wf.aliases[qual[0]], *qual[1:])  # export default area / export {a as b}
     for k in range(len(qual), 0, -1):
         q = ".".join(qual[:k])
         if q in wf.old_defs or q in wf.changed:

@@ -72,6 +72,7 @@ class WriterFile:
     unknown: bool = False  # the base or the new blob does not parse
     changed: dict[str, Changed] = field(default_factory=dict)
     old_defs: dict[str, list[Any]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # exported name -> definition
     moved_from: str = ""  # a module renamed or deleted: its old path
     moved_to: str = ""  # "" for a deletion
 
@@ -91,8 +92,8 @@ def compare(old: Facts, new: Facts) -> dict[str, Changed]:
         if nw is None:
             if top and _resolves(qual, new):
                 continue
-            if not top and qual.rsplit(".", 1)[0] not in nd:
-                continue  # the class went too: reported once, for the class
+            if not top and nd.get(qual.rsplit(".", 1)[0], [""])[0] != "class":
+                continue  # the class went too (or is an alias now): judged as the class
             out[qual] = Changed(qual, "removed", od, None)
         elif nw[0] == "alias" and od[0] != "alias":
             continue  # old = new: the name still resolves to a definition
@@ -141,18 +142,18 @@ def writer_files(ws: WorkingSet, read: Callable[[str], bytes], cache: dict[str, 
             if got is None:
                 wf.unknown = True
             else:
-                wf.old_defs, wf.changed = got
+                wf.old_defs, wf.changed, wf.aliases = got
         out.append(wf)
     return out
 
 
 def _compare_blobs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
-                   ) -> tuple[dict[str, list[Any]], dict[str, Changed]] | None:
+                   ) -> tuple[dict[str, list[Any]], dict[str, Changed], dict[str, str]] | None:
     old = facts(cache, read, fc.path, fc.old_oid)
     new = facts(cache, read, fc.dest, fc.new_oid)
     if old is None or new is None:
         return None
-    return old["defs"], compare(old, new)
+    return old["defs"], compare(old, new), old.get("aliases") or {}
 
 
 # Per-change results depend only on the change (blob ids are content addresses) and, for a

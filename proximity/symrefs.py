@@ -99,6 +99,11 @@ class Reader:
         if self.lang == "rust":
             if kind == "mod":
                 p = self._first(["rs", "mod", module])
+                while p and len(rest) >= 2:  # util::fmt::pad -> src/util/fmt.rs, pad
+                    deeper = self.resolver.resolve(p, ["rs", "mod", rest[0]])
+                    if not deeper:
+                        break
+                    p, rest = deeper[0], rest[1:]
                 return (p, rest) if p else None
             parts = module.split("::")
             if parts[0] not in ("crate", "self", "super"):

@@ -36,7 +36,8 @@ def analyse(lang: str, data: bytes) -> dict[str, Any] | None:
     root = tree.root_node
     if root.has_error:
         return None
-    out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False}
+    out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False,
+                           "aliases": {}}
     _defs(lang, root, "", out)
     _binds(lang, root, out)
     _refs(root, out["refs"])
@@ -95,6 +96,12 @@ def _defs(lang: str, node: Any, prefix: str, out: dict[str, Any]) -> None:
         name = c.child_by_field_name("name")
         if t == "export_statement":
             _defs(lang, c, prefix, out)
+            if any(x.type == "default" for x in c.children):  # export default foo / f() {}
+                decl = c.child_by_field_name("declaration") or c.child_by_field_name("value")
+                nm = decl.child_by_field_name("name") if decl is not None and \
+                    decl.type != "identifier" else decl
+                if nm is not None:
+                    out["aliases"]["default"] = parsers.text(nm)
         elif t in ("function_declaration", "generator_function_declaration",
                    "function_item", "function_signature_item"):
             _add(out, name, _fn_def(lang, c, "method" if prefix else "function"), prefix)
@@ -222,9 +229,11 @@ def _binds(lang: str, root: Any, out: dict[str, Any]) -> None:
                 out["dynamic"] = True
             for c in _walk(n):
                 if c.type == "export_specifier":
-                    al = c.child_by_field_name("alias") or c.child_by_field_name("name")
-                    if al is not None:
+                    nm = c.child_by_field_name("name")
+                    al = c.child_by_field_name("alias") or nm
+                    if al is not None and nm is not None:
                         out["exports"].append(parsers.text(al))
+                        out["aliases"][parsers.text(al)] = parsers.text(nm)
         elif t == "import_spec":  # Go
             path = _str(n.child_by_field_name("path"))
             nm = n.child_by_field_name("name")

@@ -144,3 +144,12 @@ def test_rust_use_crate_path_vs_param_change(space, scan_json, capsys):
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
     assert "src/app.rs:4" in f[0]["detail"]
+
+
+def test_js_default_import_resolves_to_the_default_export(space, scan_json, capsys):
+    lib = "export default function area(w, h) {\n  return w * h;\n}\n"
+    sp, a, b = two(space, {"lib.mjs": lib, "page.mjs": "export const x = 1;\n"})
+    sp.write(a, "lib.mjs", lib.replace("area(w, h)", "area(w, h, d)"))
+    sp.write(b, "page.mjs", "import size from './lib.mjs';\nexport const x = size(1, 2);\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"

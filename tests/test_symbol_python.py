@@ -232,3 +232,28 @@ def test_binding_rules(params, call, explicit_self, ok):
     if not params.startswith("self"):
         shape = {**shape, "method": ""}
     assert pysyms.binds(shape, pysyms._call(node), explicit_self) == ok
+
+
+@pytest.mark.parametrize("use", [
+    "from . import geo\n\nX = geo.area(1, 2)\n",  # from pkg import mod; mod.name
+    "from .geo import area as size\n\nX = size(1, 2)\n",  # relative import with alias
+    "import pkg.geo\n\nX = pkg.geo.area(1, 2)\n",  # dotted module attribute
+    "from pkg.geo import Shape\n\nX = Shape.area(1, 2)\n",  # Class.method
+])
+def test_references_resolve_through_imports(space, scan_json, capsys, use):
+    geo = "def area(w, h):\n    return w * h\n\n\nclass Shape:\n    @staticmethod\n" \
+          "    def area(w, h):\n        return w * h\n"
+    sp = space({"pkg/__init__.py": "", "pkg/geo.py": geo, "pkg/app.py": "X = 0\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "pkg/geo.py", geo.replace("area(w, h)", "area(w, h, d)"))
+    sp.write(b, "pkg/app.py", use)
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+    assert "pkg/app.py:3" in f[0]["detail"]
+
+
+def test_class_alias_keeps_methods_resolving(space, scan_json, capsys):
+    renamed = LIB.replace("class Store:", "class Shelf:") + "\n\nStore = Shelf\n"
+    p, f = run(space, scan_json, capsys, renamed,
+               {"app.py": "from lib import Store\n\nX = Store().save(1)\n"})
+    assert p["channels"]["symbol"] == 0.0 and f == []
