@@ -127,7 +127,7 @@ def evaluate(ch: Changed, wf: WriterFile, call: list[Any] | None, exact: bool,
         return "value-used", f"{ch.qual} in {where} changed value; new code at {at} reads it"
     if ch.how == "indirect":
         return "indirect", (f"{ch.qual} in {where} reads {', '.join(ch.reads)}, whose "
-                            f"interface changed (indirect); new code at {at} uses it")
+                            f"value changed (indirect); new code at {at} uses it")
     return "body-used", (f"{ch.qual} in {where}: body changed (callers still fit); "
                          f"new code at {at} uses it")
 

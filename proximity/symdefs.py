@@ -7,7 +7,7 @@ half-typed line, leftover conflict markers) is ``None``: unknown, never "everyth
 Comparing a file's base blob with its new blob gives, per qualified definition, how it
 changed: ``removed`` (and no alias, re-export or module ``__getattr__`` keeps the name
 resolving), ``signature`` (its parameters), ``value`` (a module constant), ``body``, or
-``indirect`` (its body reads a definition of the file whose interface changed). A Python or
+``indirect`` (its body reads a constant of the file whose value changed). A Python or
 JS/TS module renamed or deleted is a ``moved`` module unless a shim stays at its old path.
 """
 
@@ -107,9 +107,10 @@ def compare(old: Facts, new: Facts) -> dict[str, Changed]:
                 out[qual] = Changed(qual, "body", od, nw)
         elif nw[1] != od[1] or nw[2] != od[2]:
             out[qual] = Changed(qual, "body", od, nw)
-    # one level inside the file: a definition whose body reads a definition whose interface
-    # changed behaves differently too (total() reads RATE)
-    hard = {q for q, c in out.items() if c.how != "body" and "." not in q}
+    # one level inside the file: a definition whose body reads a constant whose value
+    # changed behaves differently too (total() reads RATE); callers of a changed signature
+    # in the same file are the writer's own to fix (and a compatible change is no change)
+    hard = {q for q, c in out.items() if c.how == "value" and "." not in q}
     if hard:
         reads: dict[str, set[str]] = {}
         spans = [(q, d[3], d[4]) for q, d in nd.items() if q not in out]

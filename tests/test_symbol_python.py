@@ -257,3 +257,10 @@ def test_class_alias_keeps_methods_resolving(space, scan_json, capsys):
     p, f = run(space, scan_json, capsys, renamed,
                {"app.py": "from lib import Store\n\nX = Store().save(1)\n"})
     assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_compatible_change_does_not_spread_to_callers_in_its_file(space, scan_json, capsys):
+    lib = LIB + "\n\ndef room():\n    return area(3, 4)\n"
+    p, f = run(space, scan_json, capsys, lib.replace("def area(w, h):", "def area(w, h, u=1):"),
+               {"app.py": "import lib\n\nX = lib.room()\n"}, base={"lib.py": lib})
+    assert p["channels"]["symbol"] == 0.0 and f == []
