@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", args.git_dir, tmp],
                    check=True)
     repo = gitio.Repo(tmp)
-    cases = [json.loads(line) for line in open(args.cases)]
+    with open(args.cases) as fh:
+        cases = [json.loads(line) for line in fh]
     if args.limit:
         cases = cases[: args.limit]
     bands: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
