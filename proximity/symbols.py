@@ -44,6 +44,10 @@ AMBIENT = frozenset((
     "get", "set", "run", "main", "init", "new", "close", "open", "read", "write", "start",
     "stop", "update", "append", "add", "remove", "pop", "keys", "values", "items", "copy",
     "clear", "format", "join", "split", "call", "apply", "send", "String", "Error", "len",
+    "log", "info", "debug", "warn", "warning", "error", "push", "map", "filter", "forEach",
+    "then", "catch", "toString", "replace", "strip", "lower", "upper", "encode", "decode",
+    "sort", "extend", "insert", "index", "count", "find", "match", "test", "exec", "reduce",
+    "slice", "trim", "Close", "Write", "Read", "Len", "Get", "Set", "Run", "Start", "Stop",
 ))
 FAMILY = {"python": "py", "javascript": "js", "typescript": "js", "tsx": "js", "go": "go",
           "rust": "rs"}

@@ -35,11 +35,15 @@ class Reader:
     def target_of(self, chain: list[str]) -> tuple[str, tuple[str, ...], bool] | None:
         """(target, qual, reached through a class name) for a chain, or None."""
         root = chain[0]
+        bound = False
         for rec in reversed(self.facts["binds"]):
             if rec[0] == root:
+                bound = True
                 got = self._through(rec, chain)
                 if got is not None:
                     return got[0], tuple(got[1]), False
+        if bound:
+            return None  # an import from outside the repository (os.path, fmt, react)
         if self.lang == "go":
             if len(chain) == 1:
                 return "go:" + posixpath.dirname(self.src), (root,), False
