@@ -36,7 +36,7 @@ def analyse(path: str, data: bytes) -> Facts | None:
 
     try:
         return tssyms.analyse(lang, data)
-    except (ValueError, RecursionError):
+    except Exception:  # a grammar surprise must not stop a hook: this file is unknown
         return None
 
 
