@@ -38,8 +38,18 @@ def _bind(out: dict[str, Any], local: Any, kind: str, module: str, name: str, li
     out["refs"].append([[loc], line, None, type_only])
 
 
+QUERIES = {
+    "javascript": "(import_statement) @n (export_statement) @n "
+                  "(variable_declarator value: (call_expression)) @n",
+    "go": "(import_spec) @n",
+    "rust": "(mod_item) @n (use_declaration) @n",
+}
+QUERIES["typescript"] = QUERIES["tsx"] = QUERIES["javascript"]
+
+
 def binds(lang: str, root: Any, out: dict[str, Any]) -> None:
-    for n in walk(root):
+    nodes = parsers.captures(lang, QUERIES[lang], root).get("n", [])
+    for n in sorted(nodes, key=lambda x: x.start_byte):
         t = n.type
         if t == "import_statement":
             src = n.child_by_field_name("source")

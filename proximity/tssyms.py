@@ -205,5 +205,5 @@ def _refs(root: Any, refs: list[Any]) -> None:
             if fld not in SKIP_FIELDS:
                 refs.append([[parsers.text(node)], node.start_point[0] + 1, None, False])
             continue
-        stack.extend((c, node.field_name_for_child(i) or "")
-                     for i, c in enumerate(node.children))
+        field = node.field_name_for_named_child
+        stack.extend((c, field(i) or "") for i, c in enumerate(node.named_children))
