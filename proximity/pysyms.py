@@ -81,6 +81,10 @@ def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
             bases = ",".join(ast.unparse(b) for b in [*node.bases, *node.keywords])
             defs[prefix + node.name] = ["class", h(bases), h(ast.dump(node)), *span, None]
             _defs(node.body, prefix + node.name + ".", out)
+            init = prefix + node.name + ".__init__"
+            if init not in defs and _is_dataclass(node):
+                params = _fields(node)
+                defs[init] = ["method", h(json.dumps(params)), "", *span, params]
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
@@ -100,6 +104,28 @@ def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
                     out["dynamic"] = True
                 else:
                     out["exports"].append(alias.asname or alias.name.split(".")[0])
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    for d in node.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        name = ast.unparse(target).rsplit(".", 1)[-1]
+        if name in ("dataclass", "define", "frozen", "mutable", "attrs", "s"):
+            return not (isinstance(d, ast.Call) and any(
+                k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in d.keywords))
+    return False
+
+
+def _fields(node: ast.ClassDef) -> dict[str, Any]:
+    """The generated ``__init__`` of a dataclass: its annotated fields, in order."""
+    args: list[list[Any]] = [["self", False]]
+    for s in node.body:
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and \
+                "ClassVar" not in ast.unparse(s.annotation):
+            args.append([s.target.id, s.value is not None])
+    return {"pos": [], "args": args, "var": False, "kwonly": [], "kw": False,
+            "method": "inst", "property": False}
 
 
 def _type_checking(test: ast.expr) -> bool:

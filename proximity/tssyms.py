@@ -183,8 +183,9 @@ def _refs(root: Any, refs: list[Any]) -> None:
         t = node.type
         if t in SKIP_NODES:
             continue
-        if t == "call_expression":
-            fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if t in ("call_expression", "new_expression"):
+            fn = node.child_by_field_name("function" if t == "call_expression" else "constructor")
+            args = node.child_by_field_name("arguments")
             c = chain(fn) if fn is not None else None
             if c is not None and args is not None:
                 named = [a for a in args.named_children if a.type != "comment"]

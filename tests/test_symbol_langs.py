@@ -153,3 +153,13 @@ def test_js_default_import_resolves_to_the_default_export(space, scan_json, caps
     sp.write(b, "page.mjs", "import size from './lib.mjs';\nexport const x = size(1, 2);\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+
+
+def test_js_constructor_gains_a_required_parameter(space, scan_json, capsys):
+    lib = "export class Cart {\n  constructor(owner) {\n    this.owner = owner;\n  }\n}\n"
+    sp, a, b = two(space, {"cart.js": lib, "shop.js": "export const x = 1;\n"})
+    sp.write(a, "cart.js", lib.replace("constructor(owner)", "constructor(owner, currency)"))
+    sp.write(b, "shop.js", "import { Cart } from './cart.js';\nexport const c = new Cart('me');\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+    assert "missing required 'currency'" in f[0]["detail"]

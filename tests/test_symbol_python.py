@@ -264,3 +264,21 @@ def test_compatible_change_does_not_spread_to_callers_in_its_file(space, scan_js
     p, f = run(space, scan_json, capsys, lib.replace("def area(w, h):", "def area(w, h, u=1):"),
                {"app.py": "import lib\n\nX = lib.room()\n"}, base={"lib.py": lib})
     assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+@pytest.mark.parametrize(("field", "risky"), [("    z: int\n", True),
+                                              ("    z: int = 0\n", False)])
+def test_dataclass_field_is_a_constructor_parameter(space, scan_json, capsys, field, risky):
+    model = "from dataclasses import dataclass\n\n\n@dataclass\nclass Point:\n    x: int\n" \
+            "    y: int = 0\n"
+    sp = space({"model.py": model, "app.py": "X = 0\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "model.py", model + field)
+    sp.write(b, "app.py", "from model import Point\n\nX = Point(1)\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    kinds = [x["kind"] for x in f]
+    if risky:
+        assert p["advisory"] == "resolution" and kinds[0] == "incompatible-call"
+        assert "missing required 'z'" in f[0]["detail"]
+    else:
+        assert "incompatible-call" not in kinds and p["channels"]["symbol"] < 0.35
