@@ -163,3 +163,14 @@ def test_js_constructor_gains_a_required_parameter(space, scan_json, capsys):
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
     assert "missing required 'currency'" in f[0]["detail"]
+
+
+def test_go_method_on_a_value_of_an_imported_package(space, scan_json, capsys):
+    lib = "package shop\n\ntype Cart struct{}\n\nfunc (c *Cart) Add(n int) int {\n\treturn n\n}\n"
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/cart.go": lib, "cmd/main.go": GO_MAIN})
+    sp.write(a, "shop/cart.go", lib.replace("Add(n int)", "Add(n int, qty int)"))
+    sp.write(b, "cmd/main.go", GO_MAIN.replace(
+        "func main() {}", "func main() {\n\tc := &shop.Cart{}\n\t_ = c.Add(1)\n}"))
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert f[0]["kind"] == "incompatible-method-call" and "Cart.Add" in f[0]["detail"]
+    assert p["channels"]["symbol"] == pytest.approx(0.6)
