@@ -53,6 +53,7 @@ PAIR_CACHE_MAX = 20_000  # version -> SQL bringing version-1 up to version
 
 SPOOL = "spool.jsonl"  # events that found the ledger busy, replayed by the next writer
 FILES_CACHE = "stream-files"  # cache kind: each stream's current changed-files map
+GENERATIONAL = ("edges:",)  # cache key families where a new generation replaces the old
 BUSY_WAIT = 30.0  # seconds a command waits for the write lock
 _deadline: float | None = None  # a hook's total budget for waiting (monotonic time)
 _opened: list[str] = []  # ledger paths this process opened (for diagnosing a stray error)
@@ -657,9 +658,19 @@ class Ledger:
         """Persist the entries added since loading; ``replace`` drops the kind's others."""
         if not data.added:
             return
+        # keys "<name>:<format>:<generation>:…" of a generational family (import edges,
+        # keyed by the reference tree): a new generation supersedes the older ones, so
+        # these rows do not pile up per commit with every changed or untracked file
+        gens = {tuple(k.split(":", 3)[:3]) for k in data.added
+                if k.startswith(GENERATIONAL) and k.count(":") >= 3}
         with self.tx() as db:
             if replace:
                 db.execute("DELETE FROM cache WHERE kind=?", (kind,))
+            for name, fmt, gen in gens if len(gens) == 1 else ():
+                db.execute("DELETE FROM cache WHERE kind=? AND key >= ? AND key < ? AND "
+                           "substr(key, 1, ?) != ?",
+                           (kind, f"{name}:", f"{name};", len(f"{name}:{fmt}:{gen}:"),
+                            f"{name}:{fmt}:{gen}:"))
             db.executemany("INSERT OR REPLACE INTO cache VALUES (?,?,?)",
                            [(kind, k, json.dumps(data[k])) for k in data.added])
         data.added.clear()

@@ -520,9 +520,10 @@ def test_the_ledger_does_not_grow_per_commit_with_untracked_files(tmp_path):
     import sqlite3
 
     main, _ = hooked_repo(tmp_path)
+    git(main, "worktree", "add", "-q", "-b", "feat/w", str(tmp_path / "w"))  # a pair to scan
     (main / "junk").mkdir()
-    for i in range(2000):
-        (main / "junk" / f"out{i}.txt").write_text(f"{i}\n")
+    for i in range(2000):  # generated sources and plain junk
+        (main / "junk" / f"out{i}.{'py' if i % 2 else 'txt'}").write_text(f"X{i} = {i}\n")
     assert commit(main).returncode == 0
     ledger = main / ".git" / "ecm" / "ledger.sqlite3"
 
