@@ -376,7 +376,8 @@ class Repo:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-            self.pack_loose_objects()
+            with contextlib.suppress(FatalError, OSError):  # housekeeping never fails it
+                self.pack_loose_objects()
 
     def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
                          ) -> dict[str, os.stat_result]:
