@@ -587,7 +587,18 @@ class Ledger:
     # -- inbox --------------------------------------------------------------------------
     def post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
              hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
-        """Queue a message unless the same pair/type was posted within the cooldown."""
+        """Queue a message unless the same pair/type was posted within the cooldown.
+
+        None also when the ledger stays busy past the wait budget: a message is advice (the
+        hook prints the advisory itself), and a lock held by someone else must never turn a
+        guard's decision into an error."""
+        try:
+            return self._post(recipient, sender, kind, body, hops, cooldown_s, cooldown_hops)
+        except LedgerBusy:
+            return None
+
+    def _post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
+              hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
         now = time.time()
         with self.tx() as db:
             last = db.execute(

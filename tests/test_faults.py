@@ -588,3 +588,24 @@ def test_the_crash_log_is_private(tmp_path, monkeypatch):
     (tmp_path / "state2" / "proximity").symlink_to(target)
     assert "no crash log" in m._crash_log(RuntimeError("boom"))
     assert list(target.iterdir()) == []
+
+
+def test_a_locked_ledger_does_not_turn_the_guard_off(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        git(main, "worktree", "add", "-q", "-b", br, str(wt))
+    assert commit(a, "f.txt", BASE.replace("line 10\n", "line 10 by a\n")).returncode == 0
+    assert commit(b, "f.txt", BASE.replace("line 10\n", "line 10 by b\n")).returncode == 0
+    ledger = main / ".git" / "ecm" / "ledger.sqlite3"
+    holder = subprocess.Popen([PY, "-c", HOLD, str(ledger), "30"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        p = run(b, "git", "push", "-q", "origin", "feat/b")
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
