@@ -296,20 +296,29 @@ class Ledger:
         except sqlite3.Error as e:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
+            self._claimed = []  # claimed spool files stay for the next writer
             raise diagnose(e, self.path) from e
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
+            self._claimed = []
             raise
         else:
+            # replayed spool files leave the spool while we still hold the write lock, so
+            # the next writer cannot replay them twice; back they go if the commit fails
+            parked = self._park_claimed()
             try:
                 self.db.execute("COMMIT")
             except sqlite3.Error as e:
                 with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
-                self._claimed = []  # the claimed spool files stay for the next writer
+                for claim, away in parked:
+                    with contextlib.suppress(OSError):
+                        os.rename(away, claim)
                 raise diagnose(e, self.path) from e
-            self._drop_claimed()
+            for _claim, away in parked:
+                with contextlib.suppress(OSError):
+                    os.unlink(away)
 
     # -- streams and events -----------------------------------------------------------
     def streams(self) -> dict[str, dict[str, Any]]:
@@ -507,15 +516,17 @@ class Ledger:
     def replay(self) -> int:
         """Insert the spooled events now (a command with time to wait does this)."""
         with self.tx() as db:
-            n = self._replay(db)
-        self._drop_claimed()
-        return n
+            return self._replay(db)
 
-    def _drop_claimed(self) -> None:
+    def _park_claimed(self) -> list[tuple[str, str]]:
+        parked = []
         for name in self._claimed:
+            away = os.path.join(self.dir, ".replayed-" + os.path.basename(name))
             with contextlib.suppress(OSError):
-                os.unlink(name)
+                os.rename(name, away)
+                parked.append((name, away))
         self._claimed = []
+        return parked
 
     def retire(self, stream: str) -> None:
         with self.tx() as db:
