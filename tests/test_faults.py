@@ -609,3 +609,43 @@ def test_a_locked_ledger_does_not_turn_the_guard_off(tmp_path):
         if holder.stdout is not None:
             holder.stdout.close()
     assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+
+
+RECORD = """
+import sys
+from proximity import ledger
+ledger.wait_budget(0.3)
+led = ledger.Ledger(sys.argv[1])
+for i in range(5):
+    ev = led.record(sys.argv[2], "commit", path="/x", head=None, branch=None, snapshot=None,
+                    tree=None, files={f"f{i}": "1" * 40}, spool=True)
+led.close()
+"""
+
+
+def test_events_queued_while_busy_are_all_replayed_once(tmp_path):
+    import sqlite3
+
+    from proximity.ledger import Ledger
+
+    ecm = tmp_path / "ecm"
+    Ledger(str(ecm)).close()
+    holder = subprocess.Popen([PY, "-c", HOLD, str(ecm / "ledger.sqlite3"), "3"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    writers = [subprocess.Popen([PY, "-c", RECORD, str(ecm), f"w{n}"]) for n in range(6)]
+    for w in writers:
+        assert w.wait(timeout=60) == 0
+    holder.wait(timeout=30)
+    holder.stdout.close()
+    led = Ledger(str(ecm))
+    try:
+        assert led.spooled() > 0  # the writers gave up waiting and queued
+        led.replay()
+        assert led.spooled() == 0
+    finally:
+        led.close()
+    db = sqlite3.connect(ecm / "ledger.sqlite3")
+    rows = db.execute("SELECT stream, COUNT(*) FROM events GROUP BY stream").fetchall()
+    db.close()
+    assert sorted(rows) == [(f"w{n}", 5) for n in range(6)], rows
