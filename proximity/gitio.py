@@ -637,6 +637,16 @@ def agent_id(gitdir: str, common: str) -> str:
     return worktree_id(os.path.basename(os.path.normpath(gitdir)))
 
 
+def steps_left(admin_dir: str) -> int:
+    """Steps a cherry-pick or revert range still has to make, the current one included
+    (its ``sequencer/todo``); 0 when there is none."""
+    try:
+        todo = _read(os.path.join(admin_dir, "sequencer", "todo"))
+    except OSError:
+        return 0
+    return sum(1 for ln in todo.splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
+
+
 def find_git_dir(start: str) -> str | None:
     """The git dir of the worktree at ``start`` from files alone ($GIT_DIR, a `.git`
     directory, or a `.git` file), or None; cheap enough for a hook's first step."""

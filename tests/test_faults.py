@@ -278,6 +278,29 @@ def test_a_ten_commit_rebase_records_one_snapshot_at_the_end(tmp_path):
     assert new[0]["head"] == git(main, "rev-parse", "HEAD").stdout.strip()
 
 
+def test_a_cherry_pick_range_records_its_last_step_only(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    git(main, "checkout", "-q", "-b", "topic", env={"PROXIMITY_SKIP": "1"})
+    for i in range(4):
+        (main / f"c{i}.txt").write_text(f"{i}\n")
+        git(main, "add", "-A")
+        git(main, "commit", "-qm", f"pick {i}", env={"PROXIMITY_SKIP": "1"})
+    git(main, "checkout", "-q", "main", env={"PROXIMITY_SKIP": "1"})
+    before = {e["seq"] for e in events(main)}
+    r = run(main, "git", "cherry-pick", "main..topic")
+    assert r.returncode == 0, r.stderr
+    new = [e for e in events(main) if e["seq"] not in before]
+    assert [e["kind"] for e in new] == ["commit"], new
+    assert new[0]["head"] == git(main, "rev-parse", "HEAD").stdout.strip()
+    # a single cherry-pick records its commit
+    git(main, "checkout", "-q", "-b", "one", "HEAD~4", env={"PROXIMITY_SKIP": "1"})
+    before = {e["seq"] for e in events(main)}
+    r = run(main, "git", "cherry-pick", "topic")
+    assert r.returncode == 0, r.stderr
+    new = [e for e in events(main) if e["seq"] not in before]
+    assert [e["kind"] for e in new] == ["commit"], new
+
+
 # -- bounded resources ------------------------------------------------------------------
 
 
