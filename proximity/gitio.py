@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -382,12 +383,19 @@ class Repo:
     def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
                          ) -> dict[str, os.stat_result]:
         """Untracked files (not in the user's index) larger than ``large_bytes``: new ones
-        (not in the shadow either) and shadow entries whose file changed since."""
-        out = git(["ls-files", "-z", "--others", "--exclude-standard"], cwd=wt.path,
-                  env=env).stdout
-        cands = [p for p in out.split(b"\0") if p]
-        cands += [p for p in git(["diff-files", "-z", "--name-only"], cwd=wt.path, env=env,
-                                 ok=(0, 1)).stdout.split(b"\0") if p]
+        (not in the shadow either) and the shadow's own untracked entries, which may have
+        grown since. Index reads and a walk git does anyway; no content is read."""
+        def listing(args: list[str], index: str) -> set[bytes]:
+            out = git(["ls-files", "-z", *args], cwd=wt.path, env={"GIT_INDEX_FILE": index},
+                      ok=(0, 1)).stdout
+            return {p for p in out.split(b"\0") if p}
+
+        tmp_index = env["GIT_INDEX_FILE"]
+        cands = listing(["--others", "--exclude-standard"], tmp_index)
+        theirs = listing([], user_index) if os.path.exists(user_index) else set()
+        if os.path.exists(tmp_index):
+            cands |= listing([], tmp_index) - theirs
+        cands -= theirs  # a large file the user has staged is theirs to hash
         large: dict[str, os.stat_result] = {}
         root = os.fsencode(wt.path)
         for raw in cands:
@@ -395,17 +403,8 @@ class Repo:
                 st = os.lstat(os.path.join(root, raw))
             except OSError:
                 continue
-            import stat as stat_mod
-
-            if stat_mod.S_ISREG(st.st_mode) and st.st_size > self.large_bytes:
+            if stat.S_ISREG(st.st_mode) and st.st_size > self.large_bytes:
                 large[raw.decode("utf-8", "surrogateescape")] = st
-        if not large:
-            return large
-        # a large file the user has staged is theirs to hash: keep it
-        tracked = git(["ls-files", "-z", "--", *(":(literal)" + p for p in large)], cwd=wt.path,
-                      env={"GIT_INDEX_FILE": user_index}, ok=(0, 1)).stdout
-        for p in tracked.split(b"\0"):
-            large.pop(p.decode("utf-8", "surrogateescape"), None)
         return large
 
     def _add_stubs(self, wt: WorktreeInfo, env: Mapping[str, str],

@@ -320,9 +320,10 @@ def test_a_growing_200_mb_untracked_file_is_never_hashed(tmp_path):
     import json
 
     main, _ = hooked_repo(tmp_path)
+    big = main / "dump.bin"
+    big.write_bytes(b"small at first\n")  # snapshotted (hashed) while it is small
     assert commit(main).returncode == 0
     before = _objects_bytes(main)
-    big = main / "dump.bin"
     for i in range(3):
         with open(big, "ab") as f:  # sparse: 200 MB and growing, nothing to write
             f.truncate(200_000_000 + i * 1_000_000)
