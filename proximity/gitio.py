@@ -531,3 +531,54 @@ def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange
             ranges=tuple(ranges), new_ranges=tuple(new_ranges), old_lines=old_lines,
             **common,
         )
+
+
+# -- pre-edit check (`proximity check`): one path at a time, git CLI only -----------------
+# A check runs before every edit an agent makes, so it never loads libgit2 and never
+# snapshots a whole worktree: it asks git for the few facts one path needs.
+
+DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "-U0")
+
+
+def merge_base_cli(cwd: str, a: str | None, b: str | None) -> str | None:
+    """The merge base of two commits (None without one: unborn, unrelated)."""
+    if not a or not b:
+        return None
+    if a == b:
+        return a
+    out = git(["merge-base", a, b], cwd=cwd, ok=(0, 1, 128)).stdout.decode().strip()
+    return out or None
+
+
+def path_in_commit(cwd: str, commit: str | None, path: str) -> bool:
+    if not commit:
+        return False
+    return git(["cat-file", "-e", f"{commit}:{path}"], cwd=cwd,
+               ok=(0, 1, 128)).returncode == 0
+
+
+def live_diff(worktree: str, base: str | None, paths: Sequence[str] = ()) -> str:
+    """`git diff -U0` from commit ``base`` to the worktree's files as they are on disk
+    (committed, staged and unstaged changes of tracked files), limited to ``paths``."""
+    rev = base or EMPTY_TREE
+    spec = ["--", *paths] if paths else []
+    return git([*DIFF_ARGS, rev, *spec], cwd=worktree, ok=(0, 1)).stdout.decode(
+        "utf-8", "replace")
+
+
+def untracked(worktree: str, paths: Sequence[str] = ()) -> list[str]:
+    """Untracked, not ignored files (what `add -A` would add), limited to ``paths``."""
+    out = git(["ls-files", "-z", "--others", "--exclude-standard", "--", *paths],
+              cwd=worktree).stdout
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def new_file_diff(worktree: str, path: str) -> str:
+    """The whole of an untracked file as an addition (`git diff --no-index`)."""
+    return git([*DIFF_ARGS, "--no-index", "--", "/dev/null", path], cwd=worktree,
+               ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+def config_get(cwd: str, key: str) -> str | None:
+    out = git(["config", "--get", key], cwd=cwd, ok=(0, 1))
+    return out.stdout.decode().strip() or None

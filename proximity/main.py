@@ -78,6 +78,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH[:LINES]")
     p.add_argument("--clear", action="store_true", help="forget earlier intents first")
 
+    p = sub.add_parser("check", help="may this worktree edit these lines now? (allow, ask "
+                       "or deny, naming the sibling and showing its hunk)")
+    _add_common(p)
+    p.add_argument("paths", nargs="*", metavar="PATH[:START-END]")
+    p.add_argument("--deny-on", choices=("ra", "ta", "never"), default=None,
+                   help="deny on a certain conflict (ra, default), on any traffic (ta), or "
+                   "never (only ask); default from git config proximity.checkPolicy")
+    p.add_argument("--hook", default=None, metavar="HARNESS",
+                   choices=("claude", "claude-post", "gemini", "gemini-post"),
+                   help="read an agent harness's tool event on stdin and answer in its "
+                   "format (claude: PreToolUse, claude-post: PostToolUse; gemini: "
+                   "BeforeTool, gemini-post: AfterTool)")
+
+    p = sub.add_parser("mcp", help="Model Context Protocol server on stdio (tools: check, "
+                       "status, intend, inbox)")
+    p.add_argument("-C", "--repo", default=None, help="run as if started in this directory")
+
     p = sub.add_parser("inbox", help="messages for this worktree")
     _add_common(p)
     p.add_argument("--all", action="store_true", help="include delivered messages")
