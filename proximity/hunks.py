@@ -98,7 +98,8 @@ def parse(text: str) -> dict[str, FileDiff]:
             a, b, c, d = m.groups()
             head = (int(a), 1 if b is None else int(b), int(c), 1 if d is None else int(d))
             cur = []
-        elif (line.startswith("+++ ") and line[4:] != "/dev/null") or (line.startswith("--- ") and line[4:] != "/dev/null" and not path):
+        elif (line.startswith("+++ ") and line[4:] != "/dev/null") or (
+                line.startswith("--- ") and line[4:] != "/dev/null" and not path):
             path = _strip_prefix(line[4:])
         elif line.startswith("new file mode"):
             flags["new_file"] = True
