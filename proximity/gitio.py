@@ -582,3 +582,9 @@ def new_file_diff(worktree: str, path: str) -> str:
 def config_get(cwd: str, key: str) -> str | None:
     out = git(["config", "--get", key], cwd=cwd, ok=(0, 1))
     return out.stdout.decode().strip() or None
+
+
+def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
+    """`git diff -U0` between two tree-ishes, limited to ``paths`` (for message hunks)."""
+    return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd,
+               ok=(0, 1)).stdout.decode("utf-8", "replace")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from proximity import intervals
 from proximity.intervals import Range
@@ -198,3 +198,46 @@ def clip(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> s
     if len(out.encode("utf-8", "replace")) > max_bytes:
         out = out.encode("utf-8", "replace")[: max_bytes - 4].decode("utf-8", "ignore") + "…"
     return out
+
+
+# -- the other side's hunk for a pair's contested lines (messages, advisories) -----------
+PAIR_PATHS = 3
+PAIR_LINES = 12
+PAIR_BYTES = 1200
+
+
+def of_pair(repo: Any, p: Any, other: Any) -> dict[str, str]:
+    """path -> a bounded excerpt of ``other``'s change of the lines a pair contests.
+
+    ``p`` is a model.PairResult, ``other`` the model.Agent whose change to show (its
+    snapshot tree against the pair's merge base). Never raises: a message without a hunk
+    is better than no message.
+    """
+    try:
+        if not getattr(other, "tree", None):
+            return {}
+        first = other.id == p.a
+        files: dict[str, list[Range]] = {}
+        for f in p.findings:
+            if f.score <= 0 or f.channel not in ("conflict", "overlap", "symbol"):
+                continue
+            path, ranges = f.side(first)
+            if path:
+                files.setdefault(path, []).extend(ranges)
+        paths = list(files)[:PAIR_PATHS]
+        if not paths:
+            return {}
+        from proximity import gitio
+
+        parsed = parse(gitio.tree_diff(repo.workdir, p.base, other.tree, paths))
+        out = {}
+        for path in paths:
+            d = parsed.get(path)
+            if d is None or not d.hunks:
+                continue
+            ranges = files[path]
+            hs = (contested(d, ranges) or nearest(d, ranges)) if ranges else list(d.hunks)
+            out[path] = excerpt(hs, PAIR_LINES, PAIR_BYTES)
+        return out
+    except Exception:
+        return {}

@@ -254,3 +254,29 @@ def test_lines_of_maps_old_string_to_lines():
     assert harness.lines_of(text, "b\nc\n") == [(2, 3)]
     assert harness.lines_of(text, "b", every=True) == [(2, 2), (4, 4)]
     assert harness.lines_of(text, "zzz") is None
+
+
+# -- messages carry the other side's hunk --------------------------------------------------
+def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
+    sp = space({"f.txt": lines(30)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "f.txt", lines(30).replace("line 10\n", "A wrote this\n"))
+    sp.commit(a, "a: rewrite line 10")
+    sp.write(b, "f.txt", lines(30).replace("line 10\n", "B wrote that\n"))
+    cwd = os.getcwd()
+    os.chdir(b)
+    try:
+        assert main(["hook", "pre-push"]) == 1  # b must yield
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err
+    assert "RESOLUTION ADVISORY" in err
+    assert "their change in f.txt:" in err and "+A wrote this" in err  # a's hunk, not b's
+    assert "+B wrote that" not in err
+    assert main(["inbox", "--json", "--all", "-C", str(a)]) == 0
+    (hold,) = json.loads(capsys.readouterr().out)["messages"]
+    assert hold["type"] == "hold"
+    assert "+B wrote that" in hold["body"]["their_files"][0]["hunk"]
+    assert main(["inbox", "-C", str(a)]) == 0
+    text = capsys.readouterr().out
+    assert "HOLD COURSE" in text and "+B wrote that" in text and "-line 10" in text

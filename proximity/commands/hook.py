@@ -71,7 +71,7 @@ def snapshot(ctx: context.Context, kind: str) -> None:
 
 def check(ctx: context.Context, stage: str, kind: str) -> int:
     """Record, scan the pairs involving this worktree, fire triggers, print advisories."""
-    from proximity import report, triggers
+    from proximity import hunks, report, triggers
     from proximity.airspace import live_agents
 
     if stage == "guard" and ctx.cfg.sync:
@@ -100,7 +100,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     for p in result.involving(ctx.here):
         if p.advisory == "clear" and not p.escalated:
             continue
-        err(report.advisory_text(p, ctx.here, by_id))
+        other = by_id.get(p.b if p.a == ctx.here else p.a)
+        err(report.advisory_text(p, ctx.here, by_id, hunks.of_pair(ctx.repo, p, other)))
         if p.advisory == "resolution" and p.yielding == ctx.here:
             must_yield.append(p)
     if not must_yield:
