@@ -588,3 +588,37 @@ def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
     """`git diff -U0` between two tree-ishes, limited to ``paths`` (for message hunks)."""
     return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd,
                ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1)
+             ) -> list[bytes | None]:
+    """Run several git commands at once (processes, not threads): stdout of each, or None
+    when it failed. A check's facts come from a handful of small, independent git calls."""
+    procs = []
+    for args, cwd in jobs:
+        cmd = ["git", "-c", "core.quotePath=false", *args]
+        try:
+            procs.append(subprocess.Popen(cmd, cwd=cwd, env=clean_env(), stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+        except OSError as e:
+            for p in procs:
+                p.kill()
+            raise FatalError(f"cannot run git: {e}") from e
+    out: list[bytes | None] = []
+    for p in procs:
+        data, _ = p.communicate()
+        out.append(data if p.returncode in ok else None)
+    return out
+
+
+def blob_args(commit: str | None, path: str) -> list[str]:
+    """`git cat-file blob COMMIT:PATH` (fails, exit 128, when the path is not there)."""
+    return ["cat-file", "blob", f"{commit or EMPTY_TREE}:{path}"]
+
+
+def live_diff_args(base: str | None, paths: Sequence[str] = ()) -> list[str]:
+    return [*DIFF_ARGS, base or EMPTY_TREE, *(["--", *paths] if paths else [])]
+
+
+def tree_diff_args(old: str | None, new: str) -> list[str]:
+    return [*DIFF_ARGS, old or EMPTY_TREE, new]

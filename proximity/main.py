@@ -145,9 +145,28 @@ def _hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
     return None
 
 
+def _check_hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
+    """`proximity check --hook NAME [--deny-on P]` runs before every agent edit: parsed
+    without building the whole parser."""
+    rest = list(argv[1:])
+    if not argv or argv[0] != "check" or rest[:1] != ["--hook"] or len(rest) not in (2, 4):
+        return None
+    deny_on = None
+    if len(rest) == 4:
+        if rest[2] != "--deny-on" or rest[3] not in ("ra", "ta", "never"):
+            return None
+        deny_on = rest[3]
+    if rest[1] not in ("claude", "claude-post", "gemini", "gemini-post"):
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(command="check", hook=rest[1], deny_on=deny_on,  # type: ignore[return-value]
+                           paths=[], json=False, repo=None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _hook_args(argv) or build_parser().parse_args(argv)
+    args = _hook_args(argv) or _check_hook_args(argv) or build_parser().parse_args(argv)
     try:
         from importlib import import_module
 

@@ -116,6 +116,9 @@ def test_intent_of_a_sibling_asks(pair, capsys):
 def test_symbol_defined_in_the_lines_and_used_by_sibling_new_code_asks(pair, capsys):
     sp, a, b = pair
     sp.write(b, "report.py", "from lib import total\n\nprint(total(4))\n")  # untracked
+    # the symbol check reads b's work as last recorded (its hooks, PostToolUse, snapshot)
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
     _, out = run_check(a, "lib.py:4-5", capsys=capsys)
     assert out["decision"] == "ask"
     (c,) = [c for c in out["conflicts"] if c["evidence"] == "symbol"]

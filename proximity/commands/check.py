@@ -14,7 +14,6 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
 from proximity import checker, gitio, hunks
@@ -70,34 +69,30 @@ def deny_policy(repo: gitio.Repo, given: str | None) -> str:
 
 
 # -- facts ----------------------------------------------------------------------------
-class _Bases:
-    """Per-base memo: which paths the base has, and this worktree's own diff from it."""
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
-    def __init__(self, repo: gitio.Repo, me: gitio.WorktreeInfo, paths: list[str]) -> None:
-        self.repo, self.me, self.paths = repo, me, paths
-        self._in: dict[tuple[str | None, str], bool] = {}
-        self._mine: dict[str | None, dict[str, hunks.FileDiff]] = {}
 
-    def has(self, base: str | None, path: str) -> bool:
-        key = (base, path)
-        if key not in self._in:
-            self._in[key] = gitio.path_in_commit(self.repo.workdir, base, path)
-        return self._in[key]
+def _unchanged(worktree: str, path: str, base_blob: bytes | None) -> bool:
+    """The file on disk is byte for byte the base's (or absent from both): no git needed."""
+    return _read_bytes(os.path.join(worktree, path)) == base_blob
 
-    def diffs(self, worktree: str, base: str | None) -> dict[str, hunks.FileDiff]:
-        """One worktree's change of the requested paths since ``base`` (untracked too)."""
-        out = hunks.parse(gitio.live_diff(worktree, base, self.paths))
-        maybe_new = [p for p in self.paths if p not in out and not self.has(base, p)
-                     and os.path.isfile(os.path.join(worktree, p))]
-        if maybe_new:
-            for p in gitio.untracked(worktree, maybe_new):
-                out.update(hunks.parse(gitio.new_file_diff(worktree, p)))
-        return out
 
-    def mine(self, base: str | None) -> dict[str, hunks.FileDiff]:
-        if base not in self._mine:
-            self._mine[base] = self.diffs(self.me.path, base)
-        return self._mine[base]
+def _diffs(worktree: str, paths: list[str], text: str, base_has: dict[str, bool]
+           ) -> dict[str, hunks.FileDiff]:
+    """One worktree's change of ``paths`` since the base, from its ``git diff`` output plus
+    the untracked files among them (what `add -A` would add)."""
+    out = hunks.parse(text)
+    maybe_new = [p for p in paths if p not in out and not base_has.get(p, False)
+                 and os.path.isfile(os.path.join(worktree, p))]
+    if maybe_new:
+        for p in gitio.untracked(worktree, maybe_new):
+            out.update(hunks.parse(gitio.new_file_diff(worktree, p)))
+    return out
 
 
 def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | None]]:
@@ -119,8 +114,15 @@ def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | N
     return out
 
 
+DEF_HINT = re.compile(
+    r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|async\s+|default\s+)*"
+    r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|const|let|var|static)\b"
+    r"|^[A-Za-z_][\w.]*\s*(?::[^=]*)?=[^=]")
+
+
 def _defined(worktree: str, t: Target) -> list[str]:
-    """Short names of the innermost definitions the requested lines fall in."""
+    """Short names of the definitions whose header (def line, signature, constant) lies in
+    the requested lines: an edit there can change what other code relies on."""
     from proximity import parsers
 
     if parsers.language_of(t.path) is None:
@@ -128,29 +130,30 @@ def _defined(worktree: str, t: Target) -> list[str]:
     try:
         with open(os.path.join(worktree, t.path), "rb") as f:
             data = f.read(MAX_SCAN_BYTES + 1)
-        if len(data) > MAX_SCAN_BYTES:
-            return []
+    except OSError:
+        return []
+    if len(data) > MAX_SCAN_BYTES:
+        return []
+    rows = data.decode("utf-8", "replace").split("\n")
+    wanted = [(1, len(rows))] if t.ranges is None else list(t.ranges)
+    if not any(DEF_HINT.match(rows[i - 1]) for s, e in wanted
+               for i in range(max(1, s), min(e, len(rows)) + 1)):
+        return []  # no definition header in these lines: skip the parser entirely
+    try:
         from proximity import symbols
 
         defs = symbols.analyse(t.path, data)["defs"]
         ambient = symbols.AMBIENT
     except Exception:  # the symbol machinery is optional evidence, never a failure
         return []
-    spans = [(q, int(v[3]), int(v[4])) for q, v in defs.items() if len(v) >= 5]
-    if t.ranges is not None:
-        spans = [(q, lo, hi) for q, lo, hi in spans
-                 if any(lo <= e and s <= hi for s, e in t.ranges)]
-        spans = [x for x in spans if not any(y is not x and x[1] <= y[1] and y[2] <= x[2]
-                                             and (y[1], y[2]) != (x[1], x[2]) for y in spans)]
-    names = {q.rsplit(".", 1)[-1] for q, _, _ in spans}
+    names = {q.rsplit(".", 1)[-1] for q, v in defs.items()
+             if len(v) >= 5 and any(s <= int(v[3]) <= e for s, e in wanted)}
     return sorted(n for n in names if n not in ambient and len(n) > 2)[:MAX_SYMBOLS]
 
 
-def _uses(worktree: str, base: str | None, names: list[str], skip: str
+def _uses(worktree: str, diff_text: str, untracked: list[str], names: list[str], skip: str
           ) -> list[checker.Use]:
     """Where the sibling's new code (tracked and untracked) uses one of ``names``."""
-    if not names:
-        return []
     word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     defines = re.compile(r"\b(def|class|function|func|fn|type|interface|struct|enum)\s+$")
     found: list[checker.Use] = []
@@ -172,61 +175,113 @@ def _uses(worktree: str, base: str | None, names: list[str], skip: str
                         found.append(checker.Use(m.group(1), path, line, (h,)))
                 line += 1
 
-    for path, d in hunks.parse(gitio.live_diff(worktree, base)).items():
+    for path, d in hunks.parse(diff_text).items():
         if path != skip:
             scan(path, d.hunks)
-    for path in gitio.untracked(worktree)[:MAX_UNTRACKED_SCAN]:
+    for path in untracked[:MAX_UNTRACKED_SCAN]:
         if path == skip:
             continue
         try:
-            if os.path.getsize(os.path.join(worktree, path)) > MAX_SCAN_BYTES:
+            full = os.path.join(worktree, path)
+            if os.path.getsize(full) > MAX_SCAN_BYTES:
                 continue
+            with open(full, encoding="utf-8", errors="replace") as f:
+                text = f.read()
         except OSError:
             continue
-        for p, d in hunks.parse(gitio.new_file_diff(worktree, path)).items():
-            scan(p, d.hunks)
+        rows = text.split("\n")
+        if rows and rows[-1] == "":
+            rows.pop()
+        scan(path, [hunks.Hunk(0, 0, 1, len(rows), tuple("+" + r for r in rows))])
     return found[:10]
+
+
+def _recorded(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
+    """The sibling's last recorded working tree, else its HEAD."""
+    ev = None
+    if ledger is not None:
+        try:
+            ev = ledger.last_event(w.id)
+        except LedgerError:
+            ev = None
+    if ev is not None and ev.tree and ev.head == w.head:
+        return ev.tree
+    return w.head or gitio.EMPTY_TREE
 
 
 def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
            ) -> list[checker.Side]:
-    """Every sibling's evidence about the targets (siblings in parallel: git's work)."""
+    """Every sibling's evidence about the targets. Git's work runs as concurrent
+    processes, in three rounds: merge bases, diffs of the requested paths, and (only when
+    the requested lines define symbols) the siblings' whole diffs."""
     me = repo.current()
     siblings = [w for w in repo.worktrees()
                 if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
     if not siblings:
         return []
     paths = sorted({t.path for t in targets})
-    bases = _Bases(repo, me, paths)
-    intents = _intents(ledger)
+    # 1. the merge base of each pair
+    heads = sorted({w.head for w in siblings if w.head and w.head != me.head}
+                   if me.head else ())
+    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in heads])
+    base_of = {h: (out.decode().strip() or None) if out else None
+               for h, out in zip(heads, found, strict=True)}
+    if me.head:
+        base_of[me.head] = me.head
+    bases = {w.id: base_of.get(w.head) if w.head else None for w in siblings}
+    # 2. each side's change of the requested paths: a file byte-identical to the base's
+    # needs no git at all; the others get `git diff` (staged, unstaged, committed) and,
+    # when new, the untracked-file check
+    distinct = sorted({b or "" for b in bases.values()})
+    blobs = gitio.git_many([(gitio.blob_args(b or None, p), repo.workdir)
+                            for b in distinct for p in paths], ok=(0,))
+    base_blob = {(b or None, p): blobs[i * len(paths) + j]
+                 for i, b in enumerate(distinct) for j, p in enumerate(paths)}
+    sides = [(w.id, w.path, bases[w.id]) for w in siblings] + [
+        ("", me.path, b or None) for b in distinct]
+    todo = [(key, path, base, [p for p in paths if not _unchanged(path, p, base_blob[base, p])])
+            for key, path, base in sides]
+    todo = [x for x in todo if x[3]]
+    texts = gitio.git_many([(gitio.live_diff_args(base, ps), path)
+                            for _, path, base, ps in todo])
+    diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
+    for (key, path, base, ps), text in zip(todo, texts, strict=True):
+        has = {p: base_blob[base, p] is not None for p in ps}
+        diffs[key, base] = _diffs(path, ps, (text or b"").decode("utf-8", "replace"), has)
+    theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
+    mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
+    # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
+    # last recorded in the ledger (hooks, PostToolUse), a tree-to-tree diff that never
+    # walks a worktree; its committed work when it has no recorded state
     defined = {t.path: _defined(me.path, t) for t in targets}
-
-    def one(w: gitio.WorktreeInfo) -> list[checker.Side]:
-        base = gitio.merge_base_cli(repo.workdir, me.head, w.head)
-        theirs = bases.diffs(w.path, base)
-        mine = bases.mine(base)
-        out = []
+    uses: dict[str, dict[str, tuple[checker.Use, ...]]] = {}
+    if any(defined.values()):
+        states = {w.id: _recorded(ledger, repo, w) for w in siblings}
+        more = gitio.git_many([(gitio.tree_diff_args(bases[w.id], states[w.id]), repo.workdir)
+                               for w in siblings])
+        for w, raw in zip(siblings, more, strict=True):
+            diff_text = (raw or b"").decode("utf-8", "replace")
+            uses[w.id] = {t.path: tuple(_uses(w.path, diff_text, [], defined[t.path],
+                                              t.path))
+                          for t in targets if defined[t.path]}
+    intents = _intents(ledger)
+    out = []
+    for w in siblings:
+        declared = intents.get(w.id, {})
         for t in targets:
-            own = mine.get(t.path)
+            own = mine[bases[w.id]].get(t.path)
             base_ranges = None if t.ranges is None else tuple(
                 hunks.to_base(t.ranges, own.hunks if own else ()))
-            declared = intents.get(w.id, {})
-            uses = tuple(_uses(w.path, base, defined[t.path], t.path)) \
-                if defined[t.path] else ()
             out.append(checker.Side(
-                w.id, w.branch, t.path, base_ranges, t.ranges, theirs.get(t.path),
-                declared.get(t.path), t.path in declared, uses))
-        return out
-
-    with ThreadPoolExecutor(max_workers=min(8, len(siblings))) as pool:
-        return [s for sides in pool.map(one, siblings) for s in sides]
+                w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
+                declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ())))
+    return out
 
 
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
           deny_on: str | None = None, cwd: str | None = None) -> checker.Decision:
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
     that contains ``start``."""
-    gitio.require_git()
     repo = gitio.Repo(start, fast=True)
     policy = deny_policy(repo, deny_on)
     tg = [Target(relative(repo, p, cwd or start), r) for p, r in targets]
