@@ -77,7 +77,10 @@ def fmt_ranges(ranges: Sequence[Range]) -> str:
 
 
 def _lines(r: Sequence[Range] | None) -> str:
-    return "the whole file" if r is None else f"lines {fmt_ranges(list(r)) or '-'}"
+    if r is None:
+        return "the whole file"
+    one = len(r) == 1 and r[0][0] == r[0][1]
+    return f"line{'' if one else 's'} {fmt_ranges(list(r)) or '-'}"
 
 
 def evidence(side: Side) -> list[Conflict]:
@@ -102,17 +105,17 @@ def evidence(side: Side) -> list[Conflict]:
                                     RA, "conflict",
                                     f"{who} changed {side.path} {_lines(rs)} (live work, "
                                     f"uncommitted included); your {_lines(side.requested)} "
-                                    "touch them: git's merge would conflict"))
+                                    "touch that change: git's merge would conflict"))
             else:
                 g = intervals.gap(theirs, list(side.mine))
                 near = hunks.nearest(d, side.mine, 2)
                 kind = "near" if g is not None and g <= NEAR else "same-file"
-                what = (f"{g} unchanged line{'s' if g != 1 else ''} from"
-                        if kind == "near" else "elsewhere in")
+                where = (f"{g} unchanged line{'s' if g != 1 else ''} from your "
+                         f"{_lines(side.requested)}" if kind == "near" else
+                         f"in the same file as your {_lines(side.requested)}")
                 out.append(Conflict(side.agent, side.branch, side.path,
                                     tuple(h.base for h in near), hunks.excerpt(near), TA, kind,
-                                    f"{who} changed {side.path} {_lines(theirs)}, {what} "
-                                    f"your {_lines(side.requested)}"))
+                                    f"{who} changed {side.path} {_lines(theirs)}, {where}"))
     if side.has_intent:
         out.append(Conflict(side.agent, side.branch, side.path, side.intent or (), "", TA,
                             "intent", f"{who} declared it will touch {side.path} "

@@ -283,3 +283,28 @@ def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
     assert main(["inbox", "-C", str(a)]) == 0
     text = capsys.readouterr().out
     assert "HOLD COURSE" in text and "+B wrote that" in text and "-line 10" in text
+
+
+def test_readme_documents_the_claude_settings_block_and_mcp_configuration():
+    import re
+
+    from proximity.main import _check_hook_args, build_parser
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Agent harnesses", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"### Claude Code.*?```json\n(.*?)```", section, re.S)
+    assert block is not None
+    hooks_cfg = json.loads(block.group(1))["hooks"]
+    for stage, command in (("PreToolUse", "proximity check --hook claude"),
+                           ("PostToolUse", "proximity check --hook claude-post")):
+        (entry,) = hooks_cfg[stage]
+        assert entry["matcher"] == "Edit|MultiEdit|Write|NotebookEdit"
+        assert entry["hooks"][0]["command"] == command
+        argv = command.split()[1:]
+        assert _check_hook_args(argv) is not None
+        assert build_parser().parse_args(argv).hook == argv[-1]
+    assert "claude mcp add proximity -- proximity mcp" in section
+    mcp_json = re.search(r'```json\n(\{"mcpServers".*?)```', section, re.S)
+    assert mcp_json is not None
+    assert json.loads(mcp_json.group(1))["mcpServers"]["proximity"] == {
+        "command": "proximity", "args": ["mcp"]}
