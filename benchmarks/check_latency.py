@@ -41,11 +41,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--changes", type=int, default=5)
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--fresh-install", action="store_true",
+                    help="measure a normal (non-editable) `pip install .` in a throwaway venv")
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args(argv)
     py = a.python
     with tempfile.TemporaryDirectory() as tmp:
+        if a.fresh_install:
+            from hook_cost import fresh_install
+
+            py = fresh_install(tmp)
+            print(f"measuring a fresh install: {py}", file=sys.stderr)
         t0 = time.perf_counter()
+        tmp = os.path.join(tmp, "repo")
+        os.makedirs(tmp)
         generate(tmp, a.files, a.worktrees, a.changes)
         print(f"generated {a.files} files x {a.worktrees} worktrees in "
               f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)

@@ -540,32 +540,6 @@ def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange
 DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "-U0")
 
 
-def merge_base_cli(cwd: str, a: str | None, b: str | None) -> str | None:
-    """The merge base of two commits (None without one: unborn, unrelated)."""
-    if not a or not b:
-        return None
-    if a == b:
-        return a
-    out = git(["merge-base", a, b], cwd=cwd, ok=(0, 1, 128)).stdout.decode().strip()
-    return out or None
-
-
-def path_in_commit(cwd: str, commit: str | None, path: str) -> bool:
-    if not commit:
-        return False
-    return git(["cat-file", "-e", f"{commit}:{path}"], cwd=cwd,
-               ok=(0, 1, 128)).returncode == 0
-
-
-def live_diff(worktree: str, base: str | None, paths: Sequence[str] = ()) -> str:
-    """`git diff -U0` from commit ``base`` to the worktree's files as they are on disk
-    (committed, staged and unstaged changes of tracked files), limited to ``paths``."""
-    rev = base or EMPTY_TREE
-    spec = ["--", *paths] if paths else []
-    return git([*DIFF_ARGS, rev, *spec], cwd=worktree, ok=(0, 1)).stdout.decode(
-        "utf-8", "replace")
-
-
 def untracked(worktree: str, paths: Sequence[str] = ()) -> list[str]:
     """Untracked, not ignored files (what `add -A` would add), limited to ``paths``."""
     out = git(["ls-files", "-z", "--others", "--exclude-standard", "--", *paths],

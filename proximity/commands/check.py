@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 SPEC = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
 MAX_SYMBOLS = 40
-MAX_UNTRACKED_SCAN = 200
 MAX_SCAN_BYTES = 256 * 1024
 
 
@@ -151,16 +150,16 @@ def _defined(worktree: str, t: Target) -> list[str]:
     return sorted(n for n in names if n not in ambient and len(n) > 2)[:MAX_SYMBOLS]
 
 
-def _uses(worktree: str, diff_text: str, untracked: list[str], names: list[str], skip: str
-          ) -> list[checker.Use]:
-    """Where the sibling's new code (tracked and untracked) uses one of ``names``."""
+def _uses(diff_text: str, names: list[str], skip: str) -> list[checker.Use]:
+    """Where the sibling's new code (added lines of its diff) uses one of ``names``."""
     word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     defines = re.compile(r"\b(def|class|function|func|fn|type|interface|struct|enum)\s+$")
     found: list[checker.Use] = []
     seen: set[tuple[str, str]] = set()
-
-    def scan(path: str, hs: Sequence[hunks.Hunk]) -> None:
-        for h in hs:
+    for path, d in hunks.parse(diff_text).items():
+        if path == skip:
+            continue  # the same file: its line evidence says more
+        for h in d.hunks:
             line = h.new_start
             for text in h.lines:
                 if text.startswith("-"):
@@ -169,30 +168,10 @@ def _uses(worktree: str, diff_text: str, untracked: list[str], names: list[str],
                 for m in word.finditer(body):
                     if defines.search(body[:m.start()]):
                         continue  # their own definition of a same-named symbol
-                    key = (m.group(1), path)
-                    if key not in seen:
-                        seen.add(key)
+                    if (m.group(1), path) not in seen:
+                        seen.add((m.group(1), path))
                         found.append(checker.Use(m.group(1), path, line, (h,)))
                 line += 1
-
-    for path, d in hunks.parse(diff_text).items():
-        if path != skip:
-            scan(path, d.hunks)
-    for path in untracked[:MAX_UNTRACKED_SCAN]:
-        if path == skip:
-            continue
-        try:
-            full = os.path.join(worktree, path)
-            if os.path.getsize(full) > MAX_SCAN_BYTES:
-                continue
-            with open(full, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            continue
-        rows = text.split("\n")
-        if rows and rows[-1] == "":
-            rows.pop()
-        scan(path, [hunks.Hunk(0, 0, 1, len(rows), tuple("+" + r for r in rows))])
     return found[:10]
 
 
@@ -261,8 +240,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
                                for w in siblings])
         for w, raw in zip(siblings, more, strict=True):
             diff_text = (raw or b"").decode("utf-8", "replace")
-            uses[w.id] = {t.path: tuple(_uses(w.path, diff_text, [], defined[t.path],
-                                              t.path))
+            uses[w.id] = {t.path: tuple(_uses(diff_text, defined[t.path], t.path))
                           for t in targets if defined[t.path]}
     intents = _intents(ledger)
     out = []
