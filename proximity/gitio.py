@@ -596,3 +596,8 @@ def live_diff_args(base: str | None, paths: Sequence[str] = ()) -> list[str]:
 
 def tree_diff_args(old: str | None, new: str) -> list[str]:
     return [*DIFF_ARGS, old or EMPTY_TREE, new]
+
+
+def file_diff_args(old: str, new: str) -> list[str]:
+    """`git diff --no-index -U0` of two files (either may be /dev/null)."""
+    return [*DIFF_ARGS, "--no-index", "--", old, new]

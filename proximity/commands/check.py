@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -76,22 +77,14 @@ def _read_bytes(path: str) -> bytes | None:
         return None
 
 
-def _unchanged(worktree: str, path: str, base_blob: bytes | None) -> bool:
-    """The file on disk is byte for byte the base's (or absent from both): no git needed."""
-    return _read_bytes(os.path.join(worktree, path)) == base_blob
+def _ignored_new(worktree: str, path: str, base_blob: bytes | None) -> bool:
+    """A file the base does not have and git would not add (ignored): not their work."""
+    return base_blob is None and path not in gitio.untracked(worktree, [path]) and \
+        not _tracked(worktree, path)
 
 
-def _diffs(worktree: str, paths: list[str], text: str, base_has: dict[str, bool]
-           ) -> dict[str, hunks.FileDiff]:
-    """One worktree's change of ``paths`` since the base, from its ``git diff`` output plus
-    the untracked files among them (what `add -A` would add)."""
-    out = hunks.parse(text)
-    maybe_new = [p for p in paths if p not in out and not base_has.get(p, False)
-                 and os.path.isfile(os.path.join(worktree, p))]
-    if maybe_new:
-        for p in gitio.untracked(worktree, maybe_new):
-            out.update(hunks.parse(gitio.new_file_diff(worktree, p)))
-    return out
+def _tracked(worktree: str, path: str) -> bool:
+    return bool(gitio.git_many([(["ls-files", "--", path], worktree)], ok=(0,))[0])
 
 
 def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | None]]:
@@ -208,9 +201,9 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
     if me.head:
         base_of[me.head] = me.head
     bases = {w.id: base_of.get(w.head) if w.head else None for w in siblings}
-    # 2. each side's change of the requested paths: a file byte-identical to the base's
-    # needs no git at all; the others get `git diff` (staged, unstaged, committed) and,
-    # when new, the untracked-file check
+    # 2. each side's change of the requested paths: the file on disk against the base's
+    # blob. Byte-identical needs no git at all; the rest is one `git diff --no-index` each
+    # (git's own diff, without reading a 10k-entry index)
     distinct = sorted({b or "" for b in bases.values()})
     blobs = gitio.git_many([(gitio.blob_args(b or None, p), repo.workdir)
                             for b in distinct for p in paths], ok=(0,))
@@ -218,15 +211,32 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
                  for i, b in enumerate(distinct) for j, p in enumerate(paths)}
     sides = [(w.id, w.path, bases[w.id]) for w in siblings] + [
         ("", me.path, b or None) for b in distinct]
-    todo = [(key, path, base, [p for p in paths if not _unchanged(path, p, base_blob[base, p])])
-            for key, path, base in sides]
-    todo = [x for x in todo if x[3]]
-    texts = gitio.git_many([(gitio.live_diff_args(base, ps), path)
-                            for _, path, base, ps in todo])
+    todo = []
+    for key, wpath, base in sides:
+        for p in paths:
+            live = os.path.join(wpath, p)
+            data = _read_bytes(live)
+            if data is not None and b"\r\n" in data:  # autocrlf checkouts: compare as git
+                data = data.replace(b"\r\n", b"\n")
+            if data != base_blob[base, p] and not (
+                    os.path.exists(live) and _ignored_new(wpath, p, base_blob[base, p])):
+                todo.append((key, wpath, base, p))
     diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
-    for (key, path, base, ps), text in zip(todo, texts, strict=True):
-        has = {p: base_blob[base, p] is not None for p in ps}
-        diffs[key, base] = _diffs(path, ps, (text or b"").decode("utf-8", "replace"), has)
+    with tempfile.TemporaryDirectory(prefix="proximity-check-") as tmp:
+        olds: dict[tuple[str | None, str], str] = {}
+        for n, ((b, p), data) in enumerate(base_blob.items()):
+            if data is not None and any(t[2] == b and t[3] == p for t in todo):
+                olds[b, p] = os.path.join(tmp, f"{n}.base")
+                with open(olds[b, p], "wb") as f:
+                    f.write(data)
+        texts = gitio.git_many([(gitio.file_diff_args(
+            olds.get((base, p), os.devnull),
+            live if os.path.exists(live := os.path.join(wpath, p)) else os.devnull), wpath)
+            for _, wpath, base, p in todo])
+    for (key, _, base, p), text in zip(todo, texts, strict=True):
+        parsed = hunks.parse((text or b"").decode("utf-8", "replace"))
+        for d in parsed.values():
+            diffs.setdefault((key, base), {})[p] = d
     theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
     # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
