@@ -216,8 +216,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
         for p in paths:
             live = os.path.join(wpath, p)
             data = _read_bytes(live)
-            if data is not None and b"\r\n" in data:  # autocrlf checkouts: compare as git
-                data = data.replace(b"\r\n", b"\n")
+            if data is not None and data != base_blob[base, p] and b"\r\n" in data:
+                data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
             if data != base_blob[base, p] and not (
                     os.path.exists(live) and _ignored_new(wpath, p, base_blob[base, p])):
                 todo.append((key, wpath, base, p))
