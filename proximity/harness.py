@@ -52,19 +52,22 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _edits(path: str, pairs: list[tuple[str, bool]]) -> tuple[Range, ...] | None:
+def _edits(path: str, edits: list[tuple[str, str, bool]]) -> tuple[Range, ...] | None:
     """Ranges of each ``old_string`` in the current file; the whole file when one cannot be
-    placed (a new file, or an edit that matches only after an earlier edit)."""
+    placed (a new file, or text that is nowhere). An edit that matches only text an earlier
+    edit of the same call produced lies in that earlier edit's lines already."""
     text = _read(path)
     if text is None:
         return None
+    now = text
     out: list[Range] = []
-    for old, every in pairs:
+    for old, new, every in edits:
         found = lines_of(text, old, every)
-        if found is None:
+        if found is None and (not old or old not in now):
             return None
-        out += found
-    return tuple(sorted(set(out)))
+        out += found or []
+        now = now.replace(old, new) if every else now.replace(old, new, 1)
+    return tuple(sorted(set(out))) or None
 
 
 def _abs(event: dict[str, Any], path: str) -> str:
@@ -83,8 +86,9 @@ def claude_targets(event: dict[str, Any]) -> Targets:
     if tool == "Write":
         return [(path, None)]
     edits = ti.get("edits") if tool == "MultiEdit" else [ti]
-    pairs = [(str(e.get("old_string", "")), bool(e.get("replace_all"))) for e in edits or []]
-    return [(path, _edits(path, pairs))]
+    triples = [(str(e.get("old_string", "")), str(e.get("new_string", "")),
+                bool(e.get("replace_all"))) for e in edits or []]
+    return [(path, _edits(path, triples))]
 
 
 def claude_answer(decision: str, reason: str) -> dict[str, Any]:
@@ -103,7 +107,8 @@ def gemini_targets(event: dict[str, Any]) -> Targets:
     if tool == "write_file":
         return [(path, None)]
     every = int(ti.get("expected_replacements") or 1) > 1
-    return [(path, _edits(path, [(str(ti.get("old_string", "")), every)]))]
+    return [(path, _edits(path, [(str(ti.get("old_string", "")),
+                                   str(ti.get("new_string", "")), every)]))]
 
 
 def gemini_answer(decision: str, reason: str) -> dict[str, Any]:

@@ -308,3 +308,15 @@ def test_readme_documents_the_claude_settings_block_and_mcp_configuration():
     assert mcp_json is not None
     assert json.loads(mcp_json.group(1))["mcpServers"]["proximity"] == {
         "command": "proximity", "args": ["mcp"]}
+
+
+def test_multiedit_whose_second_edit_matches_text_the_first_one_wrote(tmp_path):
+    f = tmp_path / "x.txt"
+    f.write_text("a\nb\nc\nd\n")
+    ev = {"cwd": str(tmp_path), "tool_name": "MultiEdit", "tool_input": {
+        "file_path": str(f), "edits": [{"old_string": "b\n", "new_string": "B1\n"},
+                                       {"old_string": "B1\n", "new_string": "B2\n"},
+                                       {"old_string": "d\n", "new_string": "D\n"}]}}
+    assert harness.claude_targets(ev) == [(str(f), ((2, 2), (4, 4)))]
+    ev["tool_input"]["edits"].append({"old_string": "nowhere", "new_string": ""})
+    assert harness.claude_targets(ev) == [(str(f), None)]  # cannot place it: whole file
