@@ -10,6 +10,9 @@ JSON that harness reads back. Supported (formats confirmed from their public doc
   deny and ``reason``; it has no "ask", so ask becomes allow plus a ``systemMessage`` to
   the user (Gemini CLI confirms file edits with the user itself). ``AfterTool`` records.
 
+After an edit both post hooks also hand the agent its undelivered inbox messages as
+``hookSpecificOutput.additionalContext`` (bounded), so a steer reaches it between commits.
+
 Codex CLI's hooks intercept only its shell tool and OpenCode's are JavaScript plugins, so
 those harnesses use ``proximity mcp`` instead. A hook never blocks an agent because of a
 bug of ours: any internal error answers allow, with the error as the reason.
@@ -25,6 +28,7 @@ from typing import Any
 
 from proximity.intervals import Range
 
+MAX_CONTEXT = 4000  # characters of messages handed to an agent after an edit
 Targets = list[tuple[str, tuple[Range, ...] | None]]  # absolute path, current-file lines
 
 
@@ -182,7 +186,9 @@ def _with_hunk(d: Any) -> str:
 
 
 def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
-    """Record the worktree that was just written, so siblings see it at once."""
+    """Record the worktree that was just written, so siblings see it at once; hand the
+    agent its undelivered messages (steer / hold / transmit, with the sender's hunk)."""
+    msgs: list[dict[str, Any]] = []
     try:
         if os.environ.get("PROXIMITY_SKIP") == "1":
             return {}
@@ -194,12 +200,20 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
             ctx = context.open_context(start, check_git=False)
             try:
                 recorder.record_here(ctx, "snapshot")
+                if ctx.ledger is not None:
+                    msgs += ctx.ledger.take(ctx.here)
             finally:
                 ctx.close()
     except Exception as e:
         print(f"proximity: warning: could not record the edit: {type(e).__name__}: {e}",
               file=sys.stderr)
-    return {}
+    if not msgs:
+        return {}
+    from proximity import triggers
+
+    text = "\n".join(triggers.render(m) for m in msgs)[:MAX_CONTEXT]
+    event_name = "PostToolUse" if name == "claude-post" else "AfterTool"
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
 
 
 def run(name: str, stdin: str, deny_on: str | None = None) -> int:

@@ -280,9 +280,15 @@ def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
     (hold,) = json.loads(capsys.readouterr().out)["messages"]
     assert hold["type"] == "hold"
     assert "+B wrote that" in hold["body"]["their_files"][0]["hunk"]
+    # a's next edit (Claude Code PostToolUse) records it and hands a its message
+    out = hook(a, "claude-post", event(a, "Edit", {
+        "file_path": str(a / "f.txt"), "old_string": "line 20\n", "new_string": "20\n"},
+        name="PostToolUse"))
+    ctx_text = out["hookSpecificOutput"]["additionalContext"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    assert "HOLD COURSE" in ctx_text and "+B wrote that" in ctx_text and "-line 10" in ctx_text
     assert main(["inbox", "-C", str(a)]) == 0
-    text = capsys.readouterr().out
-    assert "HOLD COURSE" in text and "+B wrote that" in text and "-line 10" in text
+    assert "no new messages" in capsys.readouterr().out  # delivered once
 
 
 def test_readme_documents_the_claude_settings_block_and_mcp_configuration():
