@@ -553,15 +553,26 @@ def new_file_diff(worktree: str, path: str) -> str:
                ok=(0, 1)).stdout.decode("utf-8", "replace")
 
 
-def config_get(cwd: str, key: str) -> str | None:
-    out = git(["config", "--get", key], cwd=cwd, ok=(0, 1))
-    return out.stdout.decode().strip() or None
-
-
 def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
     """`git diff -U0` between two tree-ishes, limited to ``paths`` (for message hunks)."""
     return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd,
                ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
+    """Start a git command without waiting for it (see git_finish)."""
+    try:
+        return subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
+                                env=clean_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError as e:
+        raise FatalError(f"cannot run git: {e}") from e
+
+
+def git_finish(proc: subprocess.Popen[bytes], ok: tuple[int, ...] = (0, 1)) -> bytes | None:
+    """Its stdout, or None when it failed."""
+    data, _ = proc.communicate()
+    return data if proc.returncode in ok else None
 
 
 def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1)
@@ -569,20 +580,14 @@ def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0
     """Run several git commands at once (processes, not threads): stdout of each, or None
     when it failed. A check's facts come from a handful of small, independent git calls."""
     procs = []
-    for args, cwd in jobs:
-        cmd = ["git", "-c", "core.quotePath=false", *args]
-        try:
-            procs.append(subprocess.Popen(cmd, cwd=cwd, env=clean_env(), stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
-        except OSError as e:
-            for p in procs:
-                p.kill()
-            raise FatalError(f"cannot run git: {e}") from e
-    out: list[bytes | None] = []
-    for p in procs:
-        data, _ = p.communicate()
-        out.append(data if p.returncode in ok else None)
-    return out
+    try:
+        for args, cwd in jobs:
+            procs.append(git_start(args, cwd))
+    except FatalError:
+        for p in procs:
+            p.kill()
+        raise
+    return [git_finish(p, ok) for p in procs]
 
 
 def blob_args(commit: str | None, path: str) -> list[str]:

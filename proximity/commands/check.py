@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -59,9 +60,9 @@ def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def deny_policy(repo: gitio.Repo, given: str | None) -> str:
-    """``--deny-on``, else git config ``proximity.checkPolicy``, else ``ra``."""
-    value = given or gitio.config_get(repo.workdir, "proximity.checkPolicy") or "ra"
+def deny_policy(given: str | None) -> str:
+    """``--deny-on`` or git config ``proximity.checkPolicy`` (given), else ``ra``."""
+    value = given or "ra"
     if value not in checker.POLICIES:
         raise ConfigError(f"proximity.checkPolicy = {value!r}: want one of "
                           f"{', '.join(checker.POLICIES)}")
@@ -187,11 +188,19 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
     processes, in three rounds: merge bases, diffs of the requested paths, and (only when
     the requested lines define symbols) the siblings' whole diffs."""
     me = repo.current()
-    siblings = [w for w in repo.worktrees()
-                if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
+    paths = sorted({t.path for t in targets})
+    # most pairs share this worktree's HEAD as their base: read its blobs while git lists
+    # the worktrees
+    early: dict[tuple[str | None, str], subprocess.Popen[bytes]] = {
+        (me.head, p): gitio.git_start(gitio.blob_args(me.head, p), repo.workdir)
+        for p in paths} if me.head else {}
+    try:
+        siblings = [w for w in repo.worktrees()
+                    if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
+    finally:
+        prefetched = {k: gitio.git_finish(v, ok=(0,)) for k, v in early.items()}
     if not siblings:
         return []
-    paths = sorted({t.path for t in targets})
     # 1. the merge base of each pair
     heads = sorted({w.head for w in siblings if w.head and w.head != me.head}
                    if me.head else ())
@@ -205,10 +214,11 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
     # blob. Byte-identical needs no git at all; the rest is one `git diff --no-index` each
     # (git's own diff, without reading a 10k-entry index)
     distinct = sorted({b or "" for b in bases.values()})
-    blobs = gitio.git_many([(gitio.blob_args(b or None, p), repo.workdir)
-                            for b in distinct for p in paths], ok=(0,))
-    base_blob = {(b or None, p): blobs[i * len(paths) + j]
-                 for i, b in enumerate(distinct) for j, p in enumerate(paths)}
+    wanted = [(b or None, p) for b in distinct for p in paths if (b or None, p) not in
+              prefetched]
+    blobs = gitio.git_many([(gitio.blob_args(b, p), repo.workdir) for b, p in wanted], ok=(0,))
+    base_blob = {**{k: v for k, v in prefetched.items() if k[0] in bases.values()},
+                 **dict(zip(wanted, blobs, strict=True))}
     sides = [(w.id, w.path, bases[w.id]) for w in siblings] + [
         ("", me.path, b or None) for b in distinct]
     todo = []
@@ -271,14 +281,17 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
     that contains ``start``."""
     repo = gitio.Repo(start, fast=True)
-    policy = deny_policy(repo, deny_on)
     tg = [Target(relative(repo, p, cwd or start), r) for p, r in targets]
+    cfg = None if deny_on else gitio.git_start(["config", "--get", "proximity.checkPolicy"],
+                                               repo.workdir)
     ledger = _open_ledger(repo)
     try:
         sides = gather(repo, tg, ledger)
     finally:
         if ledger is not None:
             ledger.close()
+        configured = gitio.git_finish(cfg) if cfg is not None else None
+    policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
     return checker.decide(sides, policy)
 
 
