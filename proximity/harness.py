@@ -154,8 +154,8 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
         if not targets:
             return answer("allow", "proximity: not a file edit")
         from proximity import checker
-        from proximity.commands.check import check
         from proximity.errors import NotARepository
+        from proximity.precheck import check
 
         by_dir: dict[str, Targets] = {}
         for path, ranges in targets:
