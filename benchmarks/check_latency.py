@@ -9,6 +9,8 @@ Cases, run from the first worktree (its neighbour edits a file it also edits):
   check, function body   lines inside a function: the symbol check reads siblings' diffs
   check, contested       lines a sibling changed (uncommitted): deny, with its hunk
   hook claude (Edit)     the Claude Code PreToolUse hook on an Edit event on stdin
+  in-process             the same check called in one warm interpreter (no start-up, no
+                         imports): the floor a resident service could reach
 Reports p50 and p95 in milliseconds; the cases are interleaved round by round.
 """
 
@@ -101,6 +103,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     d = json.loads(out.stdout)
                     decisions[name] = d.get("decision") or d["hookSpecificOutput"][
                         "permissionDecision"]
+        # the same check inside one warm process: what a resident service would pay
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from proximity import precheck
+
+        for name, spec in (("in-process, plain lines", f"{quiet}:{blank}"),
+                           ("in-process, contested", f"{shared}:{n_lines - 1}-{n_lines}")):
+            target = [precheck.parse_spec(spec)]
+            precheck.check(wt, target)
+            times[name] = []
+            for _ in range(a.runs):
+                t = time.perf_counter()
+                decisions[name] = precheck.check(wt, target).decision
+                times[name].append((time.perf_counter() - t) * 1000)
     rows = {k: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(pct(v, 0.95), 1),
                 "decision": decisions.get(k)} for k, v in times.items()}
     print(f"{a.files} files x {a.worktrees} worktrees, {a.runs} runs per case")
