@@ -141,7 +141,7 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     """
     from dataclasses import replace
 
-    from proximity import report, triggers
+    from proximity import hunks, report, triggers
     from proximity.airspace import live_agents
 
     if stage == "guard" and ctx.cfg.sync:
@@ -189,7 +189,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     for p in result.involving(ctx.here):
         if p.advisory == "clear" and not p.escalated:
             continue
-        err(report.advisory_text(p, ctx.here, by_id))
+        other = by_id.get(p.b if p.a == ctx.here else p.a)
+        err(report.advisory_text(p, ctx.here, by_id, hunks.of_pair(ctx.repo, p, other)))
         if p.advisory == "resolution" and p.yielding == ctx.here:
             must_yield.append(p)
     if not must_yield:
