@@ -361,13 +361,15 @@ def _entry(raw: bytes | str, now: float) -> dict[str, Any]:
             "parent": parents[0] if parents else None}
 
 
-def _refs(ctx: Context, mine: str) -> list[tuple[str, str, str, str, str]]:
-    """(oid, ref, remote, machine, worktree) of fetched refs within the limits."""
+def _refs(ctx: Context, mine: str, cache: dict[str, Any]
+          ) -> list[tuple[str, str, str, str, str]]:
+    """(oid, ref, remote, machine, worktree) of fetched refs within the limits. Over the
+    limits, machines this one has known longest (by first sight of their snapshots) come
+    first, so a flood of new machine ids cannot crowd out established teammates."""
     out = gitio.git(["for-each-ref", "--format=%(objectname) %(refname)", LOCAL_NS],
                     cwd=ctx.repo.workdir).stdout.decode("utf-8", "replace").splitlines()
-    per_machine: dict[str, int] = {}
-    kept: list[tuple[str, str, str, str, str]] = []
-    over: list[str] = []
+    by_machine: dict[str, list[tuple[str, str, str, str, str]]] = {}
+    known: dict[str, float] = {}
     for line in out:
         oid, _, ref = line.partition(" ")
         parts = ref[len(LOCAL_NS):].split("/")
@@ -376,12 +378,19 @@ def _refs(ctx: Context, mine: str) -> list[tuple[str, str, str, str, str]]:
             continue
         if parts[1] == mine:
             continue
-        per_machine[parts[1]] = per_machine.get(parts[1], 0) + 1
-        if per_machine[parts[1]] > untrusted.MAX_REFS_PER_MACHINE or \
-                len(kept) >= untrusted.MAX_REFS:
-            over.append(ref)
-            continue
-        kept.append((oid, ref, parts[0], parts[1], parts[2]))
+        by_machine.setdefault(parts[1], []).append((oid, ref, parts[0], parts[1], parts[2]))
+        entry = cache.get(oid)
+        seen = entry.get("seen") if isinstance(entry, dict) else None
+        if isinstance(seen, (int, float)):
+            known[parts[1]] = min(known.get(parts[1], float("inf")), float(seen))
+    kept: list[tuple[str, str, str, str, str]] = []
+    over: list[str] = []
+    for machine in sorted(by_machine, key=lambda m: (known.get(m, float("inf")), m)):
+        for i, item in enumerate(by_machine[machine]):
+            if i >= untrusted.MAX_REFS_PER_MACHINE or len(kept) >= untrusted.MAX_REFS:
+                over.append(item[1])
+            else:
+                kept.append(item)
     if over:
         _warn("limit", f"{len(over)} remote snapshot ref(s) skipped over the limits "
               f"({untrusted.MAX_REFS_PER_MACHINE} per machine, {untrusted.MAX_REFS} in all), "
@@ -400,10 +409,10 @@ def agents(ctx: Context, include_stale: bool = False, now: float | None = None
         mine = machine_id(ctx)
     except OSError:
         mine = ""
-    refs = _refs(ctx, mine)
+    cache: dict[str, Any] = ctx.ledger.cache("remote", lazy=False) if ctx.ledger else {}
+    refs = _refs(ctx, mine, cache)
     if not refs:
         return []
-    cache: dict[str, Any] = ctx.ledger.cache("remote") if ctx.ledger else {}
     now = time.time() if now is None else now
     todo = sorted({oid for oid, *_ in refs if cache.get(oid) is None})
     for oid, raw in _read_commits(ctx, todo).items():
