@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from test_sync import cli, machines
 
 from proximity import context, untrusted
-from proximity import remote as remote_mod
+from proximity import inbound as remote_mod
 
 PY = sys.executable
 # C0 except \t \n, DEL, C1 (as UTF-8), bidi overrides/isolates (as UTF-8)
