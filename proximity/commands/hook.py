@@ -142,6 +142,7 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     from dataclasses import replace
 
     from proximity import hunks, report, triggers
+    from proximity.untrusted import text
     from proximity.airspace import live_agents
 
     if stage == "guard" and ctx.cfg.sync:
@@ -203,7 +204,7 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
         return 0
     what = "push" if stage == "guard" else "commit"
     err(f"proximity: {what} blocked: this worktree must yield to "
-        f"{', '.join(repr(p.b if p.a == ctx.here else p.a) for p in must_yield)}. "
+        f"{', '.join(repr(text(p.b if p.a == ctx.here else p.a)) for p in must_yield)}. "
         f"Move your change away from their lines, or coordinate and override with "
         f"PROXIMITY_ALLOW=1 git {what} (or --no-verify).")
     return 1
