@@ -142,8 +142,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     from dataclasses import replace
 
     from proximity import hunks, report, triggers
-    from proximity.untrusted import text
     from proximity.airspace import live_agents
+    from proximity.untrusted import text
 
     if stage == "guard" and ctx.cfg.sync:
         from proximity import remote
