@@ -1,7 +1,9 @@
 """Command line: parse, dispatch, and map failures to exit codes.
 
 Exit codes: 0 ok; 1 a known failure (or a push that must yield); 2 bad usage or config;
-3 an internal error (a crash log is written); 4 the ledger cannot be used; 130 Ctrl-C.
+3 an internal error (a crash log is written under $XDG_STATE_HOME/proximity); 4 the ledger
+cannot be used (any database error: busy, read-only, full, I/O, corrupt, each said as what it
+is); 130 Ctrl-C. Hook stages never fail: they warn and exit 0, except the deliberate block.
 """
 
 from __future__ import annotations
@@ -78,6 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH[:LINES]")
     p.add_argument("--clear", action="store_true", help="forget earlier intents first")
 
+    p = sub.add_parser("check", help="may this worktree edit these lines now? (allow, ask "
+                       "or deny, naming the sibling and showing its hunk)")
+    _add_common(p)
+    p.add_argument("paths", nargs="*", metavar="PATH[:START-END]")
+    p.add_argument("--deny-on", choices=("ra", "ta", "never"), default=None,
+                   help="deny on a certain conflict (ra, default), on any traffic (ta), or "
+                   "never (only ask); default from git config proximity.checkPolicy")
+    p.add_argument("--hook", default=None, metavar="HARNESS",
+                   choices=("claude", "claude-post", "gemini", "gemini-post"),
+                   help="read an agent harness's tool event on stdin and answer in its "
+                   "format (claude: PreToolUse, claude-post: PostToolUse; gemini: "
+                   "BeforeTool, gemini-post: AfterTool)")
+
+    p = sub.add_parser("mcp", help="Model Context Protocol server on stdio (tools: check, "
+                       "status, intend, inbox)")
+    p.add_argument("-C", "--repo", default=None, help="run as if started in this directory")
+
     p = sub.add_parser("inbox", help="messages for this worktree")
     _add_common(p)
     p.add_argument("--all", action="store_true", help="include delivered messages")
@@ -99,20 +118,42 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("remote", nargs="?", default=None)
     p.add_argument("--prune", action="store_true")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list what would leave this machine (refs, paths, sizes); send nothing")
     p.add_argument("--watch", action="store_true")
     p.add_argument("--interval", type=float, default=30.0)
     return parser
 
 
+def crash_dir() -> str:
+    """A private directory for crash logs: $XDG_STATE_HOME/proximity (0700), never a
+    shared fixed path in /tmp."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "proximity")
+
+
 def _crash_log(exc: BaseException) -> str:
-    import tempfile
+    import stat
+    import time
     import traceback
 
-    path = os.path.join(tempfile.gettempdir(), "proximity-crash.log")
+    d = crash_dir()
     try:
-        with open(path, "w") as f:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return f"(no crash log: {d} is not a directory of this user)"
+        if st.st_mode & 0o077:
+            os.chmod(d, 0o700)
+        path = os.path.join(d, f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
             f.write(f"proximity {__version__}\nargv: {sys.argv}\n\n")
             f.write("".join(traceback.format_exception(exc)))
+        old = sorted(n for n in os.listdir(d) if n.startswith("crash-"))
+        for name in old[:-20]:  # keep the newest twenty
+            os.unlink(os.path.join(d, name))
     except OSError:
         return "(could not write a crash log)"
     return path
@@ -128,9 +169,57 @@ def _hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
     return None
 
 
+SKIP_IN_SEQUENCE = ("post-commit", "post-checkout")
+
+
+def _hook_skipped(stage: str) -> bool:
+    """PROXIMITY_SKIP=1, or a per-step hook inside a rebase/cherry-pick/… (post-rewrite
+    records once at the end). Decided before anything heavy is imported."""
+    if os.environ.get("PROXIMITY_SKIP") == "1":
+        return True
+    framework_step = stage == "snapshot" and not (
+        os.environ.get("PRE_COMMIT_REWRITE_COMMAND")
+        or os.environ.get("PRE_COMMIT_IS_SQUASH_MERGE"))
+    if stage not in SKIP_IN_SEQUENCE and not framework_step:
+        return False
+    from proximity import gitio
+
+    admin = gitio.find_git_dir(os.getcwd())
+    if admin is None:
+        return False
+    op = gitio.operation_in_progress(admin)
+    if op in ("cherry-pick", "revert"):
+        # CHERRY_PICK_HEAD/REVERT_HEAD stand while each picked commit is made: a single
+        # pick records; a range records its last step only (nothing fires after it)
+        return gitio.steps_left(admin) > 1
+    return op is not None
+
+
+def _check_hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
+    """`proximity check --hook NAME [--deny-on P]` runs before every agent edit: parsed
+    without building the whole parser."""
+    rest = list(argv[1:])
+    if not argv or argv[0] != "check" or rest[:1] != ["--hook"] or len(rest) not in (2, 4):
+        return None
+    deny_on = None
+    if len(rest) == 4:
+        if rest[2] != "--deny-on" or rest[3] not in ("ra", "ta", "never"):
+            return None
+        deny_on = rest[3]
+    if rest[1] not in ("claude", "claude-post", "gemini", "gemini-post"):
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(command="check", hook=rest[1], deny_on=deny_on,  # type: ignore[return-value]
+                           paths=[], json=False, repo=None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _hook_args(argv) or build_parser().parse_args(argv)
+    args = _hook_args(argv)
+    if args is not None and _hook_skipped(args.stage):
+        return 0
+    args = args or _check_hook_args(argv) or build_parser().parse_args(argv)
     try:
         from importlib import import_module
 
@@ -147,6 +236,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # the one place a crash is turned into a report
+        if type(e).__module__ == "sqlite3":  # any database error: the ledger, exit 4
+            from proximity.ledger import diagnose
+
+            err = diagnose(e)
+            print(f"proximity: error: {err}", file=sys.stderr)
+            return err.exit_code
         log = _crash_log(e)
         print(f"proximity: internal error: {type(e).__name__}: {e}\n"
               f"  please report it with the log at {log}", file=sys.stderr)

@@ -5,25 +5,25 @@ whose parent is the worktree's HEAD to ``refs/ecm/<machine>/<worktree>``; its me
 the metadata (branch, vector clock, times) as JSON. Everyone fetches ``refs/ecm/*`` into
 ``refs/ecm-remote/<remote>/…``; other machines' refs become remote agents, on which every
 channel runs as on local ones (the exact conflict channel included: the trees are here).
+This module publishes (what may leave: outgoing.py) and fetches; inbound.py reads what others
+published, as untrusted data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import socket
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
-from proximity import clocks, gitio
+from proximity import gitio, inbound, untrusted
+from proximity import outgoing as outgoing_rules
 from proximity.context import Context
 from proximity.errors import FatalError
-from proximity.model import Agent
-
-LOCAL_NS = "refs/ecm-remote/"
-TTL_SECONDS = 3 * 86400  # a remote snapshot older than this is stale: it never blocks
-STALE_HOPS = 20  # … and so is one the airspace has moved this many hops past
+from proximity.inbound import LOCAL_NS
 
 
 def machine_id(ctx: Context) -> str:
@@ -70,23 +70,112 @@ def default_remote(ctx: Context) -> str:
     raise FatalError("no remote to sync with: name one (`proximity sync REMOTE`)")
 
 
-def publish(ctx: Context, machine: str) -> dict[str, str]:
-    """One sync commit per live worktree: worktree id -> commit id."""
+class Outgoing(NamedTuple):
+    """One worktree's snapshot as it would leave the machine."""
+
+    worktree: str
+    ref: str
+    branch: str | None
+    head: str | None
+    subject: str
+    tree: str  # the filtered tree (the live tree when nothing is withheld)
+    changes: list[dict[str, Any]]  # what differs from HEAD: path, size, status
+    withheld: list[dict[str, Any]]  # path, size, reason (never leaves)
+
+
+def outgoing(ctx: Context, machine: str, *, write: bool = True) -> list[Outgoing]:
+    """Every live worktree's snapshot, filtered (secrets, excludes, size limit).
+    ``write=False`` (a dry run) plans without writing the filtered trees."""
     from proximity.airspace import live_agents
 
     agents, _ = live_agents(ctx.repo)
-    streams = ctx.ledger.streams() if ctx.ledger else {}
-    own_clocks = ctx.ledger.clocks() if ctx.ledger else {}
-    out = {}
+    out = []
     for a in agents:
         if a.error or not a.tree:
             continue
-        meta = {"machine": machine, "worktree": a.id, "branch": a.branch, "head": a.head,
-                "clock": own_clocks.get(a.id, {}), "time": time.time(),
-                "created": (streams.get(a.id) or {}).get("created") or time.time(),
-                "subject": a.subject}
-        msg = f"proximity snapshot {machine}/{a.id}\n\n{json.dumps(meta, sort_keys=True)}\n"
-        out[a.id] = ctx.repo.snapshot_commit(a.tree, a.head, message=msg)
+        tree, changes, withheld = filtered_tree(ctx, a.tree, a.head, write=write)
+        out.append(Outgoing(a.id, f"refs/ecm/{machine}/{gitio.safe_name(a.id)}", a.branch,
+                            a.head, a.subject, tree, changes, withheld))
+    return out
+
+
+def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = True
+                  ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """(tree to publish, published changes, withheld paths) for one live tree: its
+    differences from HEAD, minus what outgoing.reason withholds (built in a temporary
+    index, never the user's)."""
+    repo, cfg = ctx.repo, ctx.cfg
+    base = repo.commit_tree(head) if head else gitio.EMPTY_TREE
+    raw = gitio.git(["diff-tree", "-r", "-z", "--no-renames", base, tree],
+                    cwd=repo.workdir).stdout.split(b"\0")
+    entries: list[tuple[str, str, str, str, str, str]] = []
+    for info, name in zip(raw[0::2], raw[1::2], strict=False):
+        f = info.decode().lstrip(":").split()
+        if len(f) >= 5:
+            entries.append((f[0], f[1], f[2], f[3], f[4][:1],
+                            name.decode("utf-8", "surrogateescape")))
+    sizes = _sizes(ctx, [e[3] for e in entries if e[4] != "D"])
+    changes: list[dict[str, Any]] = []
+    withheld: list[dict[str, Any]] = []
+    edits: list[str] = []
+    for old_mode, _new_mode, old_oid, new_oid, status, path in entries:
+        size = sizes.get(new_oid, 0)
+        tracked = old_mode != "000000"
+        why = None if status == "D" else outgoing_rules.reason(
+            path, size, tracked, cfg.sync_exclude, cfg.sync_max_bytes)
+        if why is None:
+            changes.append({"path": path, "size": size, "status": status})
+            continue
+        withheld.append({"path": path, "size": size, "reason": why})
+        edits.append(f"{old_mode} {old_oid}\t{path}" if tracked
+                     else f"0 {'0' * 40}\t{path}")
+    if not edits or not write:
+        return tree, changes, withheld
+    import tempfile
+
+    os.makedirs(repo.ecm_dir, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".sync-index.", dir=repo.ecm_dir)
+    os.close(fd)
+    os.unlink(tmp)  # git wants to create the index itself
+    try:
+        env = {"GIT_INDEX_FILE": tmp}
+        gitio.git(["read-tree", tree], cwd=repo.workdir, env=env)
+        gitio.git(["update-index", "-z", "--index-info"], cwd=repo.workdir, env=env,
+                  input="".join(e + "\0" for e in edits).encode("utf-8", "surrogateescape"))
+        tree = gitio.git(["write-tree"], cwd=repo.workdir, env=env).stdout.decode().strip()
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return tree, changes, withheld
+
+
+def _sizes(ctx: Context, oids: list[str]) -> dict[str, int]:
+    """Object sizes, from one `git cat-file --batch-check` (0 for a missing object)."""
+    if not oids:
+        return {}
+    out = gitio.git(["cat-file", "--batch-check"], cwd=ctx.repo.workdir,
+                    input="\n".join(oids).encode() + b"\n").stdout.decode()
+    sizes = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2].isdigit():
+            sizes[f[0]] = int(f[2])
+    return sizes
+
+
+def publish(ctx: Context, machine: str) -> dict[str, str]:
+    """One sync commit per live worktree: worktree id -> commit id."""
+    streams = ctx.ledger.streams() if ctx.ledger else {}
+    own_clocks = ctx.ledger.clocks() if ctx.ledger else {}
+    out = {}
+    for o in outgoing(ctx, machine):
+        meta = {"schema": untrusted.SCHEMA, "machine": machine, "worktree": o.worktree,
+                "branch": o.branch, "head": o.head, "clock": own_clocks.get(o.worktree, {}),
+                "time": time.time(),
+                "created": (streams.get(o.worktree) or {}).get("created") or time.time(),
+                "subject": o.subject[:untrusted.MAX_SUBJECT]}
+        msg = f"proximity snapshot {machine}/{o.worktree}\n\n{json.dumps(meta, sort_keys=True)}\n"
+        out[o.worktree] = ctx.repo.snapshot_commit(o.tree, o.head, message=msg)
     return out
 
 
@@ -126,12 +215,19 @@ def list_remote(ctx: Context, remote: str, prefix: str) -> list[str]:
 
 
 def fetch(ctx: Context, remote: str) -> None:
-    proc = gitio.git(["fetch", "--quiet", "--no-tags", "--prune", remote,
-                      f"+refs/ecm/*:{LOCAL_NS}{remote}/*"], cwd=ctx.repo.workdir,
+    """Fetch everyone's refs/ecm/* into refs/ecm-remote/<remote>/ (pruning retired ones).
+    The objects stay in the fetched pack (never exploded into loose objects), the refs are
+    packed; `git gc --auto` consolidates packs and drops what pruned refs left unreachable."""
+    proc = gitio.git(["-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1",
+                      "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head",
+                      remote, f"+refs/ecm/*:{LOCAL_NS}{remote}/*"], cwd=ctx.repo.workdir,
                      ok=(0, 1, 128))
     if proc.returncode != 0:
         raise FatalError(f"could not fetch refs/ecm/* from {remote!r}: "
                          f"{_first_error(proc.stderr.decode(errors='replace'))}")
+    # thousands of loose ref files would slow every git command that reads refs
+    gitio.git(["pack-refs", "--all"], cwd=ctx.repo.workdir, ok=(0, 1, 128))
+    gitio.git(["gc", "--auto", "--quiet"], cwd=ctx.repo.workdir, ok=(0, 1, 128))
 
 
 def sync(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any]:
@@ -143,67 +239,41 @@ def sync(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any
     stats = push(ctx, remote, machine, commits, prune)
     fetch(ctx, remote)
     stats.update({"remote": remote, "machine": machine, "seconds": time.perf_counter() - t0,
-                  "remote_agents": len(agents(ctx, include_stale=True))})
+                  "remote_agents": len(inbound.agents(ctx, include_stale=True))})
+    inbound.forget_unreferenced(ctx)
     return stats
 
-
-def _meta(ctx: Context, commit: str) -> dict[str, Any] | None:
-    out = gitio.git(["cat-file", "commit", commit], cwd=ctx.repo.workdir, ok=(0, 128))
-    if out.returncode != 0:
-        return None
-    body = out.stdout.decode("utf-8", "replace").split("\n\n", 1)
-    if len(body) < 2:
-        return None
-    try:
-        meta = json.loads(body[1].split("\n", 2)[-1] if body[1].startswith("proximity")
-                          else body[1])
-    except ValueError:
-        return None
-    parents = [line.split()[1] for line in body[0].splitlines() if line.startswith("parent ")]
-    tree = next((line.split()[1] for line in body[0].splitlines()
-                 if line.startswith("tree ")), None)
-    meta["_tree"], meta["_parent"] = tree, parents[0] if parents else None
-    return meta if isinstance(meta, dict) else None
-
-
-def agents(ctx: Context, include_stale: bool = False) -> list[Agent]:
-    """Other machines' worktrees, from the fetched refs (fresh ones only, by default)."""
-    try:
-        mine = machine_id(ctx)
-    except OSError:
-        mine = ""
-    out = gitio.git(["for-each-ref", "--format=%(objectname) %(refname)", LOCAL_NS],
-                    cwd=ctx.repo.workdir).stdout.decode().splitlines()
-    local_clock = clocks.merge(*ctx.ledger.clocks().values()) if ctx.ledger else {}
-    found: list[Agent] = []
-    now = time.time()
-    for line in out:
-        commit, ref = line.split(" ", 1)
-        parts = ref[len(LOCAL_NS):].split("/")
-        if len(parts) < 3 or parts[1] == mine:
-            continue
-        meta = _meta(ctx, commit)
-        if not meta:
-            continue
-        clock = {k: int(v) for k, v in (meta.get("clock") or {}).items()}
-        stale = now - float(meta.get("time", 0)) > TTL_SECONDS or (
-            clock and clocks.hop_count(clock, local_clock) >= STALE_HOPS)
-        if stale and not include_stale:
-            continue
-        found.append(Agent(
-            id=f"{meta.get('machine', parts[1])}/{meta.get('worktree', parts[2])}",
-            path=f"{parts[0]}:{meta.get('machine')}/{meta.get('worktree')}",
-            branch=meta.get("branch"), head=meta.get("_parent"), snapshot=commit,
-            tree=meta.get("_tree"), remote=True, machine=str(meta.get("machine", parts[1])),
-            clock=clock, started=float(meta.get("created", 0) or 0),
-            subject=str(meta.get("subject") or "")))
-    return found
+def dry_run(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any]:
+    """What `sync` would send, without sending or writing anything."""
+    gitio.require_git()
+    remote = remote or ctx.cfg.sync_remote or default_remote(ctx)
+    machine = machine_id(ctx)
+    plans = outgoing(ctx, machine, write=False)
+    refs = []
+    for o in plans:
+        unpushed = None
+        if o.head:
+            out = gitio.git(["rev-list", "--count", o.head, "--not", f"--remotes={remote}"],
+                            cwd=ctx.repo.workdir, ok=(0, 128)).stdout.decode().strip()
+            unpushed = int(out) if out.isdigit() else None
+        refs.append({"ref": o.ref, "worktree": o.worktree, "branch": o.branch,
+                     "head": o.head, "head_commits_not_on_remote": unpushed,
+                     "paths": o.changes, "bytes": sum(c["size"] for c in o.changes),
+                     "withheld": o.withheld})
+    deleted: list[str] = []
+    if prune:
+        live = {o.ref for o in plans}
+        deleted = [r for r in list_remote(ctx, remote, f"refs/ecm/{machine}/") if r not in live]
+    return {"remote": remote, "machine": machine, "dry_run": True, "refs": refs,
+            "would_delete": deleted}
 
 
 def prune_fetched(ctx: Context, remote: str, machine: str) -> int:
     """Drop local copies of this machine's own refs (the remote no longer has retired ones)."""
     out = gitio.git(["for-each-ref", "--format=%(refname)", f"{LOCAL_NS}{remote}/{machine}/"],
                     cwd=ctx.repo.workdir).stdout.decode().split()
-    for ref in out:
-        gitio.git(["update-ref", "-d", ref], cwd=ctx.repo.workdir)
+    if out:
+        gitio.git(["update-ref", "--stdin"], cwd=ctx.repo.workdir,
+                  input="".join(f"delete {ref}\n" for ref in out).encode())
     return len(out)
+

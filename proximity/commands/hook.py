@@ -7,7 +7,10 @@ guard     pre-push: exit 1 when an RA says this worktree must yield, unless
           PROXIMITY_ALLOW=1.
 
 Every stage fails open: an internal error prints a warning and exits 0, because the tool
-must never break git. The only non-zero exit is the deliberate block.
+must never break git. The only non-zero exit is the deliberate block (1, or the code the hook
+script asks for in PROXIMITY_BLOCKED_EXIT so it can tell a block from a Python that failed).
+A hook waits at most WAIT_BUDGET seconds in total for a busy ledger; an event that cannot
+be written in time is queued in the ledger's spool and recorded by the next writer.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from proximity.errors import FatalError
 
 if TYPE_CHECKING:
     import argparse
+
+    from proximity.airspace import Scan
 
 STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
          "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
@@ -50,7 +55,13 @@ def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
     printed as advisories (marked delivered without repeating them)."""
     if ctx.ledger is None:
         return
-    msgs = [m for m in ctx.ledger.take(ctx.here) if m["id"] not in (shown or set())]
+    from proximity.errors import LedgerBusy
+
+    try:
+        taken = ctx.ledger.take(ctx.here)
+    except LedgerBusy:
+        return  # they stay undelivered: the next hook shows them
+    msgs = [m for m in taken if m["id"] not in (shown or set())]
     if msgs:
         from proximity import triggers
 
@@ -61,18 +72,78 @@ def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
 GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
 
 
+WAIT_BUDGET = 2.0  # seconds a hook may wait, in total, for a busy ledger
+
+
+def queued(ev: object) -> None:
+    if getattr(ev, "seq", None) == 0:
+        err("proximity: warning: the ledger is busy (another process holds it); this "
+            "event is queued and the next hook records it")
+
+
 def snapshot(ctx: context.Context, kind: str) -> None:
     ev = recorder.record_here(ctx, kind, recorder.index_override())
+    queued(ev)
     deliver(ctx)
-    if ev is not None and ctx.ledger is not None and ev.seq % GC_EVERY == 0:
+    if ev is not None and ctx.ledger is not None and ev.seq and ev.seq % GC_EVERY == 0:
         live = {w.id for w in ctx.repo.worktrees() if not w.prunable}
         ctx.ledger.gc(ctx.cfg.retain_events, live)
 
 
+ZERO = "0" * 40
+
+
+def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, str]] | None:
+    """What a push carries: (local ref, local commit) of every update that brings commits.
+
+    pre-push gets ``<local ref> <local sha> <remote ref> <remote sha>`` lines on stdin; the
+    pre-commit framework passes one of them as PRE_COMMIT_LOCAL_BRANCH / PRE_COMMIT_TO_REF
+    / PRE_COMMIT_FROM_REF. Deletions and tags carry no work to judge; an update the remote
+    already has neither. None: nothing said what is pushed (the guard run by hand).
+    """
+    lines: list[list[str]] = []
+    if env.get("PRE_COMMIT_TO_REF"):
+        lines.append([env.get("PRE_COMMIT_LOCAL_BRANCH", ""), env["PRE_COMMIT_TO_REF"],
+                      env.get("PRE_COMMIT_REMOTE_BRANCH", ""),
+                      env.get("PRE_COMMIT_FROM_REF", ZERO)])
+    elif stdin_text:
+        lines = [ln.split() for ln in stdin_text.splitlines() if ln.strip()]
+    else:
+        return None
+    out = []
+    for parts in lines:
+        if len(parts) != 4:
+            continue
+        local_ref, local_sha, _remote_ref, remote_sha = parts
+        if set(local_sha) == {"0"} or local_ref.startswith("refs/tags/"):
+            continue
+        if local_sha == remote_sha:
+            continue
+        out.append((local_ref, local_sha))
+    return out
+
+
+def _read_stdin() -> str | None:
+    try:
+        if sys.stdin is None or sys.stdin.closed or sys.stdin.isatty():
+            return None
+        return sys.stdin.read(1 << 20)
+    except (OSError, ValueError):
+        return None
+
+
 def check(ctx: context.Context, stage: str, kind: str) -> int:
-    """Record, scan the pairs involving this worktree, fire triggers, print advisories."""
-    from proximity import report, triggers
+    """Record, scan the pairs involving this worktree, fire triggers, print advisories.
+
+    The guard judges what is pushed, not the worktree it runs in: each pushed commit
+    stands in for this worktree against the live siblings; a push that carries no work
+    (deletion, tag, a commit the remote has) is never blocked.
+    """
+    from dataclasses import replace
+
+    from proximity import hunks, report, triggers
     from proximity.airspace import live_agents
+    from proximity.untrusted import text
 
     if stage == "guard" and ctx.cfg.sync:
         from proximity import remote
@@ -85,10 +156,29 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
     me = next((a for a in agents if a.id == ctx.here), None)
     if me is not None and me.error is None:
-        recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
-                                                 me.snapshot, me.tree))
-    result = context.run_scan(ctx, focus=ctx.here, agents=agents, retired=retired,
-                              in_hook=True)
+        queued(recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
+                                                        me.snapshot, me.tree)))
+    pushed = pushed_refs(_read_stdin(), dict(os.environ)) if stage == "guard" else None
+    runs = [agents]
+    if me is not None and pushed is not None:
+        runs = [[replace(me, head=sha, snapshot=sha, tree=ctx.repo.commit_tree(sha),
+                         branch=ref.removeprefix("refs/heads/") or me.branch, error=None)
+                 if a.id == ctx.here else a for a in agents] for ref, sha in pushed]
+        if not runs:
+            err("proximity: nothing to judge in this push (deletion, tag, or commits the "
+                "remote has); guard passes.")
+            deliver(ctx)
+            return 0
+    results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
+                                in_hook=True, record=i == 0,
+                                remote=stage == "guard") for i, run in enumerate(runs)]
+
+    def weight(r: Scan) -> tuple[bool, float]:  # a run where we must yield decides
+        mine = r.involving(ctx.here)
+        return (any(p.advisory == "resolution" and p.yielding == ctx.here for p in mine),
+                max((p.risk for p in mine), default=0.0))
+
+    result = max(results, key=weight)
     if result.graph_deferred:
         context.warm_up(ctx)
         err("proximity: first run: building the import graph in the background; the "
@@ -100,7 +190,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     for p in result.involving(ctx.here):
         if p.advisory == "clear" and not p.escalated:
             continue
-        err(report.advisory_text(p, ctx.here, by_id))
+        other = by_id.get(p.b if p.a == ctx.here else p.a)
+        err(report.advisory_text(p, ctx.here, by_id, hunks.of_pair(ctx.repo, p, other)))
         if p.advisory == "resolution" and p.yielding == ctx.here:
             must_yield.append(p)
     if not must_yield:
@@ -113,10 +204,20 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
         return 0
     what = "push" if stage == "guard" else "commit"
     err(f"proximity: {what} blocked: this worktree must yield to "
-        f"{', '.join(repr(p.b if p.a == ctx.here else p.a) for p in must_yield)}. "
+        f"{', '.join(repr(text(p.b if p.a == ctx.here else p.a)) for p in must_yield)}. "
         f"Move your change away from their lines, or coordinate and override with "
         f"PROXIMITY_ALLOW=1 git {what} (or --no-verify).")
     return 1
+
+
+def blocked_exit() -> int:
+    """The exit code of a deliberate block: 1, or the distinct code the hook script asks
+    for (PROXIMITY_BLOCKED_EXIT), so that it can tell a block from a Python that failed."""
+    try:
+        code = int(os.environ.get("PROXIMITY_BLOCKED_EXIT", "1"))
+    except ValueError:
+        return 1
+    return code if 0 < code < 126 else 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,6 +225,9 @@ def run(args: argparse.Namespace) -> int:
     kind = _kind(args.stage, list(args.args))
     if os.environ.get("PROXIMITY_SKIP") == "1":
         return 0
+    from proximity import ledger
+
+    ledger.wait_budget(WAIT_BUDGET)
     try:
         ctx = context.open_context(os.getcwd(), check_git=stage != "snapshot")
     except FatalError as e:
@@ -141,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
         if stage == "snapshot":
             snapshot(ctx, kind)
             return 0
-        return check(ctx, stage, kind)
+        return blocked_exit() if check(ctx, stage, kind) else 0
     except FatalError as e:
         err(f"proximity: warning: {e} (hook skipped; git goes on)")
         return 0
