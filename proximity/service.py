@@ -1,0 +1,567 @@
+"""The resident airspace service: one process per repository, for all its worktrees.
+
+Started on demand (client.start) and detached; one instance per repository (an flock on
+``<common>/ecm/service.lock``); it answers newline-delimited JSON on a Unix socket
+(client.socket_path, mode 0600) and exits after an idle period. It watches every
+worktree's files, keeps each worktree's snapshot warm (re-snapshotting only the worktree
+that changed), and rescans that worktree's pairs at once: when a pair's advisory rises
+because of a saved file, the TCAS messages go out then, not at the next commit.
+
+Requests (``{"v": 1, "op": ...}``): ``ping``, ``status``, ``shutdown``, ``touched`` (a hook
+says a worktree changed), ``scan`` (the ``scan --json`` document) and ``judge`` (a hook's
+verdict, computed by the very function the in-process hook uses).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from proximity import client
+
+if TYPE_CHECKING:
+    from proximity import gitio
+    from proximity.context import Context
+    from proximity.model import Agent, PairResult
+
+IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
+READ_TIMEOUT = 5.0
+LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
+
+
+def idle_seconds() -> float:
+    try:
+        return float(os.environ.get("PROXIMITY_SERVICE_IDLE", IDLE_SECONDS))
+    except ValueError:
+        return IDLE_SECONDS
+
+
+def lock_path(common: str) -> str:
+    return os.path.join(client.ecm_dir(common), "service.lock")
+
+
+def state_path(common: str) -> str:
+    return os.path.join(client.ecm_dir(common), "service.json")
+
+
+def service_state(common: str) -> dict[str, Any]:
+    """What `doctor` and `proximity service status` report: running or not, where its
+    socket is, and (when it answers) its own status."""
+    sock = client.socket_path(common)
+    out: dict[str, Any] = {"running": client._alive(common), "socket": sock,
+                           "socket_exists": os.path.exists(sock),
+                           "enabled": client.enabled()}
+    try:
+        with open(state_path(common)) as fh:
+            out["recorded"] = json.load(fh)
+    except (OSError, ValueError):
+        out["recorded"] = None
+    answer = client.request(common, {"op": "status"}, budget=1.0) if out["running"] else None
+    out["status"] = answer.get("status") if answer else None
+    out["stale_socket"] = out["socket_exists"] and not out["running"]
+    return out
+
+
+def _private_dir(path: str) -> None:
+    """The runtime directory for a long-path socket: ours, and only ours (0700)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+        st = os.lstat(path)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise OSError(f"{path} is not a private directory")
+
+
+def _bind(common: str, path: str) -> socket.socket:
+    """Bind the socket, replacing a stale one (we hold the lock: nobody serves on it)."""
+    if os.path.dirname(path) != client.ecm_dir(common):
+        _private_dir(os.path.dirname(path))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        srv.bind(path)
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    srv.listen(64)
+    return srv
+
+
+@dataclass
+class Job:
+    op: str
+    msg: dict[str, Any] = field(default_factory=dict)
+    done: threading.Event = field(default_factory=threading.Event)
+    answer: dict[str, Any] | None = None
+    abandoned: bool = False
+
+
+class Airspace:
+    """The warm state: one context, every worktree's last snapshot, each pair's last
+    advisory (to tell when one rises). Used from the worker thread only."""
+
+    def __init__(self, common: str) -> None:
+        from proximity import context
+
+        self.common = common
+        self.ctx: Context = context.open_context(self._a_worktree(common))
+        self.agents: dict[str, Agent] = {}
+        self.paths: dict[str, str] = {}
+        self.dirty: set[str] = set()
+        self.levels: dict[tuple[str, str], int] = {}
+        self.known: dict[str, str] = {}
+        self.scans = 0
+        self.fired = 0
+        self.last_scan_seconds = 0.0
+
+    @staticmethod
+    def _a_worktree(common: str) -> str:
+        from proximity import gitio
+
+        out = gitio.git(["worktree", "list", "--porcelain", "-z"], cwd=common).stdout
+        for item in out.decode("utf-8", "surrogateescape").split("\0"):
+            if item.startswith("worktree ") and os.path.isdir(item[9:]):
+                return item[9:]
+        raise OSError(f"no live worktree of {common}")
+
+    def ctx_for(self, agent_id: str) -> Context:
+        import copy
+
+        c = copy.copy(self.ctx)
+        c.here = agent_id
+        return c
+
+    def reload_policy(self) -> None:
+        """The airspace policy, read again (a request must judge by today's rules)."""
+        from proximity import config, gitio
+
+        self.ctx.cfg = config.load_policy(*gitio.policy_inputs(self.ctx.repo)).config
+
+    def _snap(self, wt: gitio.WorktreeInfo, tree: str | Exception) -> Agent:
+        """One agent from its snapshot tree: what airspace.live_agents makes."""
+        from proximity import gitio
+        from proximity.model import Agent
+
+        repo = self.ctx.repo
+        if isinstance(tree, Exception):
+            return Agent(wt.id, wt.path, wt.branch, wt.head, error=str(tree))
+        key = f"snap:{tree}:{wt.head}"
+        snap = self.known.get(key)
+        if not snap or not repo.has_object(snap):
+            snap = repo.snapshot_commit(tree, wt.head)
+            self.known[key] = snap
+        return Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
+                     subject=repo.subject(wt.head),
+                     operation=gitio.operation_in_progress(wt.admin) if wt.admin else None)
+
+    def agents_now(self, focus: str | None = None, index: str | None = None,
+                   ) -> tuple[list[Agent], list[str]]:
+        """Every live worktree's state now: cached snapshots where nothing changed, fresh
+        ones for changed worktrees and the focus (from ``index`` when given: the index a
+        commit is being made from; that state is not kept)."""
+        from concurrent.futures import ThreadPoolExecutor
+        from dataclasses import replace
+
+        from proximity import gitio
+        from proximity.errors import FatalError
+
+        repo = self.ctx.repo
+        live, retired = [], []
+        for wt in repo.worktrees():
+            (retired.append(wt.id) if wt.prunable else live.append(wt))
+        self.paths = {wt.id: wt.path for wt in live}
+        need = []
+        for wt in live:
+            a = self.agents.get(wt.id)
+            if (wt.id == focus or a is None or wt.id in self.dirty
+                    or (a.head, a.branch, a.path) != (wt.head, wt.branch, wt.path)):
+                need.append(wt)
+        self.dirty -= {wt.id for wt in need}
+
+        def tree_of(wt: gitio.WorktreeInfo) -> str | Exception:
+            try:
+                return repo.snapshot_tree(wt, index if wt.id == focus else None)
+            except (FatalError, OSError) as e:
+                return e
+
+        fresh: dict[str, Agent] = {}
+        if need:
+            with ThreadPoolExecutor(max_workers=min(8, len(need))) as pool:
+                trees = list(pool.map(tree_of, need))
+            for wt, tree in zip(need, trees, strict=True):
+                fresh[wt.id] = self._snap(wt, tree)
+                if not (index and wt.id == focus):
+                    self.agents[wt.id] = fresh[wt.id]
+        for gone in set(self.agents) - set(self.paths):
+            del self.agents[gone]
+        out = []
+        for wt in live:
+            a = fresh.get(wt.id) or self.agents[wt.id]
+            op = gitio.operation_in_progress(wt.admin) if wt.admin and not a.error else None
+            if op != a.operation and not a.error:
+                a = self.agents[wt.id] = replace(a, operation=op)
+            out.append(a)
+        return out, retired
+
+    def watch_roots(self) -> dict[str, str]:
+        return dict(self.paths)
+
+    def changed(self, ids: set[str]) -> int:
+        """Re-snapshot the changed worktrees, rescan their pairs, record the risk samples,
+        and send the messages of every advisory that rose; returns messages posted."""
+        from dataclasses import replace
+
+        from proximity import context, triggers
+
+        self.dirty |= ids
+        t0 = time.perf_counter()
+        self.reload_policy()
+        agents, retired = self.agents_now()
+        ids = {i for i in ids if i in self.paths}
+        if not ids:
+            return 0
+        focus = next(iter(ids)) if len(ids) == 1 else None
+        result = context.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
+                                  record=True)
+        risen = []
+        for p in result.pairs:
+            if focus is None and not ids & {p.a, p.b}:
+                continue
+            level = _level(p)
+            if level > self.levels.get((p.a, p.b), 0):
+                risen.append(p)
+            self.levels[(p.a, p.b)] = level
+        posted = triggers.fire(self.ctx, replace(result, pairs=risen)) if risen else []
+        self.scans += 1
+        self.fired += len(posted)
+        self.last_scan_seconds = time.perf_counter() - t0
+        return len(posted)
+
+    def baseline(self) -> None:
+        """Warm everything (snapshots, caches, the import graph) and learn the current
+        advisories without sending anything: hooks already told of those."""
+        from proximity import context
+
+        agents, retired = self.agents_now()
+        result = context.run_scan(self.ctx, agents=agents, retired=retired, record=False)
+        self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
+        self.scans += 1
+
+    def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from proximity.commands import hook
+
+        here = str(msg["agent"])
+        self.reload_policy()
+        pushed = msg.get("pushed")
+        pushed_refs = [(str(r), str(s)) for r, s in pushed] if pushed is not None else None
+        verdict = hook.judge(self.ctx_for(here), str(msg["stage"]), str(msg["kind"]),
+                             msg.get("index"), pushed_refs,
+                             agents_of=lambda ix: self.agents_now(here, ix), in_hook=False)
+        return verdict
+
+    def scan(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from proximity import context, report
+
+        focus = msg.get("agent")
+        self.reload_policy()
+        agents, retired = self.agents_now(focus, msg.get("index"))
+        result = context.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
+                                  record=bool(msg.get("record")))
+        self.scans += 1
+        return report.scan_json(result)
+
+
+def _level(p: PairResult) -> int:
+    level = LEVEL.get(p.advisory, 0)
+    return min(2, level + 1) if p.escalated else level
+
+
+class Service:
+    """Socket, watcher and one worker thread that owns the airspace."""
+
+    def __init__(self, common: str, idle: float) -> None:
+        self.common, self.idle = common, idle
+        self.jobs: queue.PriorityQueue[tuple[int, int, Job]] = queue.PriorityQueue()
+        self.seq = itertools.count()
+        self.stop = threading.Event()
+        self.last_active = time.monotonic()
+        self.started = time.time()
+        self.air: Airspace | None = None
+        self.error: str | None = None
+        self.requests = 0
+        self.file_events = 0
+        self.pending: set[str] = set()
+        self.pending_lock = threading.Lock()
+        from proximity import fswatch
+
+        self.watcher = fswatch.Watcher(self._on_files)
+
+    # -- threads ------------------------------------------------------------------------
+    def put(self, job: Job, priority: int) -> None:
+        self.jobs.put((priority, next(self.seq), job))
+
+    def _on_files(self, paths: set[str]) -> None:
+        """Watcher thread: hand the batch to the worker (which asks git about ignores)."""
+        self.last_active = time.monotonic()
+        self.file_events += len(paths)
+        with self.pending_lock:
+            first = not self.pending
+            self.pending |= paths
+        if first:
+            self.put(Job("files"), 2)
+
+    def _files(self) -> None:
+        from proximity import fswatch
+
+        assert self.air is not None
+        with self.pending_lock:
+            paths, self.pending = self.pending, set()
+        roots = self.air.watch_roots()
+        by_wt: dict[str, list[str]] = {}
+        for p in paths:
+            wid = fswatch.owner(p, roots)
+            if wid is not None:
+                by_wt.setdefault(wid, []).append(os.path.relpath(p, roots[wid]))
+        ids = set()
+        for wid, rels in by_wt.items():
+            try:
+                skip = fswatch.ignored(roots[wid], rels)
+            except Exception:
+                skip = set()
+            if any(r not in skip for r in rels):
+                ids.add(wid)
+        if ids:
+            self.air.changed(ids)
+
+    def _work(self) -> None:
+        from proximity import fswatch
+
+        try:
+            self.air = Airspace(self.common)
+            self.air.baseline()
+            self.watcher.start([*self.air.watch_roots().values()])
+        except Exception as e:
+            self.error = f"{type(e).__name__}: {e}"
+            self.stop.set()
+            return
+        roots_seen = self.air.watch_roots()
+        while not self.stop.is_set():
+            try:
+                _, _, job = self.jobs.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if job.op == "quit":
+                break
+            if job.abandoned:
+                continue
+            try:
+                job.answer = self._do(job)
+            except Exception as e:  # one bad request never takes the service down
+                job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+                if os.environ.get("PROXIMITY_DEBUG"):
+                    import traceback
+
+                    traceback.print_exc()
+            job.done.set()
+            roots = self.air.watch_roots()
+            if roots != roots_seen:
+                roots_seen = roots
+                self.watcher.set_roots(fswatch.top_roots(roots.values()))
+
+    def _do(self, job: Job) -> dict[str, Any]:
+        assert self.air is not None
+        if job.op == "files":
+            self._files()
+        elif job.op == "touched":
+            self.air.changed({str(job.msg.get("agent"))} if job.msg.get("agent") else set())
+        elif job.op == "worktrees":
+            self.air.changed(set())
+        elif job.op == "judge":
+            return {"ok": True, "verdict": self.air.judge(job.msg)}
+        elif job.op == "scan":
+            return {"ok": True, "scan": self.air.scan(job.msg)}
+        return {"ok": True}
+
+    # -- the socket ---------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        air = self.air
+        return {"pid": os.getpid(), "common": self.common,
+                "socket": client.socket_path(self.common), "started": self.started,
+                "uptime": round(time.time() - self.started, 3), "idle_timeout": self.idle,
+                "ready": air is not None, "error": self.error or self.watcher.error,
+                "worktrees": sorted(air.paths) if air else [],
+                "watching": list(self.watcher.roots), "requests": self.requests,
+                "file_events": self.file_events, "scans": air.scans if air else 0,
+                "messages_sent": air.fired if air else 0,
+                "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
+                "rss_kb": _rss_kb()}
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                msg = _read_request(conn)
+                answer = self._answer(msg) if msg is not None else {
+                    "ok": False, "error": "bad request"}
+                if answer is not None:
+                    conn.settimeout(READ_TIMEOUT)
+                    conn.sendall(json.dumps({"v": client.PROTOCOL, **answer}).encode() + b"\n")
+            except OSError:
+                pass
+
+    def _answer(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        self.requests += 1
+        self.last_active = time.monotonic()
+        op = msg.get("op")
+        if msg.get("v") != client.PROTOCOL:
+            return {"ok": False, "error": f"protocol {msg.get('v')!r} not spoken (want "
+                    f"{client.PROTOCOL})"}
+        if op == "ping":
+            return {"ok": True, "pid": os.getpid(), "ready": self.air is not None}
+        if op == "status":
+            return {"ok": True, "status": self.status()}
+        if op == "shutdown":
+            self.stop.set()
+            return {"ok": True}
+        if op == "touched":
+            self.put(Job("touched", msg), 1)
+            return {"ok": True}
+        if op not in ("scan", "judge"):
+            return {"ok": False, "error": f"unknown op {op!r}"}
+        job = Job(str(op), msg)
+        self.put(job, 0)
+        budget = msg.get("budget")
+        wait = float(budget) if isinstance(budget, (int, float)) else 30.0
+        if not job.done.wait(max(0.0, min(wait, 600.0))):
+            job.abandoned = True  # the client has gone to judge in process
+            return None
+        return job.answer
+
+    def serve(self, srv: socket.socket) -> None:
+        worker = threading.Thread(target=self._work, name="airspace", daemon=True)
+        worker.start()
+        srv.settimeout(0.5)
+        listing = _worktree_dirs(self.common)
+        while not self.stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except TimeoutError:
+                conn = None
+            except OSError:
+                break
+            if conn is not None:
+                conn.settimeout(READ_TIMEOUT)
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+                continue
+            if time.monotonic() - self.last_active > self.idle:
+                break
+            if not os.path.isdir(self.common):
+                break
+            now = _worktree_dirs(self.common)
+            if now != listing:  # a worktree was added or removed
+                listing = now
+                self.put(Job("worktrees"), 1)
+        self.stop.set()
+        srv.close()  # new clients are refused at once and judge in process
+        self.put(Job("quit"), -1)
+        self.watcher.stop()
+        worker.join(timeout=5.0)
+
+
+def _worktree_dirs(common: str) -> list[str]:
+    try:
+        return sorted(os.listdir(os.path.join(common, "worktrees")))
+    except OSError:
+        return []
+
+
+def _read_request(conn: socket.socket) -> dict[str, Any] | None:
+    buf = bytearray()
+    deadline = time.monotonic() + READ_TIMEOUT
+    while b"\n" not in buf:
+        if len(buf) > client.MAX_MESSAGE or time.monotonic() > deadline:
+            return None
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        buf += chunk
+    try:
+        msg = json.loads(bytes(buf[:buf.index(b"\n")]))
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+def _rss_kb() -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def run(common: str, idle: float | None = None) -> int:
+    """Serve this repository until idle, shut down, or killed; 0 also when another
+    instance already serves it (the lock decides who does)."""
+    import fcntl
+
+    common = os.path.realpath(common)
+    os.makedirs(client.ecm_dir(common), exist_ok=True)
+    lock = open(lock_path(common), "a+")  # noqa: SIM115 -- held for the process lifetime
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        return 0
+    path = client.socket_path(common)
+    try:
+        srv = _bind(common, path)
+    except OSError as e:
+        print(f"proximity service: cannot listen on {path}: {e}", file=sys.stderr)
+        lock.close()
+        return 1
+    ino = os.stat(path).st_ino
+    svc = Service(common, idle if idle is not None else idle_seconds())
+    with contextlib.suppress(OSError), open(state_path(common), "w") as fh:
+        json.dump({"pid": os.getpid(), "socket": path, "started": svc.started,
+                   "common": common}, fh)
+    signal.signal(signal.SIGTERM, lambda *_: svc.stop.set())
+    try:
+        svc.serve(srv)
+    finally:
+        srv.close()
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == ino:
+                os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.unlink(state_path(common))
+        lock.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m proximity.service COMMON_GIT_DIR", file=sys.stderr)
+        return 2
+    return run(args[0])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
