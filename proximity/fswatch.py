@@ -56,10 +56,12 @@ class Watcher:
     """A thread that calls ``on_change(paths)`` for every debounced batch of changes under
     its roots; ``set_roots`` restarts it on new roots."""
 
-    def __init__(self, on_change: Callable[[set[str]], None]) -> None:
-        self.on_change = on_change
+    def __init__(self, on_change: Callable[[set[str]], None],
+                 on_watching: Callable[[], None] | None = None) -> None:
+        self.on_change, self.on_watching = on_change, on_watching
         self.roots: list[str] = []
         self.error: str | None = None
+        self.watching = threading.Event()  # set once the current roots are watched
         self._stop = threading.Event()
         self._restart = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fswatch", daemon=True)
@@ -88,13 +90,21 @@ class Watcher:
             if not roots:
                 self._restart.wait(0.5)
                 continue
+            self.watching.clear()
             try:
+                # the first (empty) yield on timeout says the watches are in place: changes
+                # made after it are seen
                 for changes in watchfiles.watch(
                         *roots, watch_filter=lambda _c, p: outside_git(p),
                         debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=self._restart,
-                        rust_timeout=500, raise_interrupt=False,
+                        rust_timeout=100, yield_on_timeout=True, raise_interrupt=False,
                         ignore_permission_denied=True):
-                    self.on_change({p for _, p in changes})
+                    if not self.watching.is_set():
+                        self.watching.set()
+                        if self.on_watching is not None:
+                            self.on_watching()
+                    if changes:
+                        self.on_change({p for _, p in changes})
                 self.error = None
             except Exception as e:  # a vanished root, too many watches: retry, say why
                 self.error = f"{type(e).__name__}: {e}"

@@ -308,7 +308,8 @@ class Service:
         self.pending_lock = threading.Lock()
         from proximity import fswatch
 
-        self.watcher = fswatch.Watcher(self._on_files)
+        self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
+        self.rewatched = 0
 
     # -- threads ------------------------------------------------------------------------
     def put(self, job: Job, priority: int) -> None:
@@ -323,6 +324,14 @@ class Service:
             self.pending |= paths
         if first:
             self.put(Job("files"), 2)
+
+    def _on_watching(self) -> None:
+        """Watcher thread: new roots are watched; what changed while they were not is
+        found by re-reading every worktree once (not on the first start: the baseline
+        reads them after the watches are in place)."""
+        self.rewatched += 1
+        if self.rewatched > 1:
+            self.put(Job("rewatch"), 1)
 
     def _files(self) -> None:
         from proximity import fswatch
@@ -351,9 +360,13 @@ class Service:
         from proximity import fswatch
 
         try:
-            self.air = Airspace(self.common)
-            self.air.baseline()
-            self.watcher.start([*self.air.watch_roots().values()])
+            air = Airspace(self.common)
+            air.agents_now()  # learns the worktrees (their paths are the roots)
+            self.watcher.start([*air.watch_roots().values()])
+            self.watcher.watching.wait(10.0)
+            air.dirty |= set(air.paths)
+            air.baseline()
+            self.air = air
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
             self.stop.set()
@@ -390,6 +403,8 @@ class Service:
             self.air.changed({str(job.msg.get("agent"))} if job.msg.get("agent") else set())
         elif job.op == "worktrees":
             self.air.changed(set())
+        elif job.op == "rewatch":
+            self.air.changed(set(self.air.paths))
         elif job.op == "judge":
             return {"ok": True, "verdict": self.air.judge(job.msg)}
         elif job.op == "scan":
