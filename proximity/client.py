@@ -160,6 +160,13 @@ def scan(common: str, focus: str | None = None, index: str | None = None,
     return result
 
 
+def record(common: str, here: str, kind: str, index: str | None) -> bool:
+    """Ask the service to record this worktree's state as one ledger event (what the
+    snapshot hook does); False: not done, record in process."""
+    answer = ask(common, {"op": "record", "agent": here, "kind": kind, "index": index})
+    return bool(answer and answer.get("recorded"))
+
+
 def touched(common: str, here: str) -> None:
     """Tell the service a worktree changed (a commit, checkout, ...); never waits."""
     ask(common, {"op": "touched", "agent": here}, budget=0.2)

@@ -169,10 +169,12 @@ class Airspace:
                      operation=gitio.operation_in_progress(wt.admin) if wt.admin else None)
 
     def agents_now(self, focus: str | None = None, index: str | None = None,
-                   ) -> tuple[list[Agent], list[str]]:
+                   same_files: str | None = None) -> tuple[list[Agent], list[str]]:
         """Every live worktree's state now: cached snapshots where nothing changed, fresh
         ones for changed worktrees and the focus (from ``index`` when given: the index a
-        commit is being made from; that state is not kept)."""
+        commit is being made from; that state is not kept). ``same_files``: a worktree
+        whose files are known unchanged (a commit, no file event since): a new HEAD keeps
+        its snapshot tree."""
         from concurrent.futures import ThreadPoolExecutor
         from dataclasses import replace
 
@@ -199,6 +201,13 @@ class Airspace:
                 return e
 
         fresh: dict[str, Agent] = {}
+        keep = next((wt for wt in need if wt.id == same_files and wt.id != focus
+                     and wt.id not in self.dirty and self.agents.get(wt.id) is not None
+                     and self.agents[wt.id].tree and not self.agents[wt.id].error), None)
+        if keep is not None:
+            need.remove(keep)
+            fresh[keep.id] = self.agents[keep.id] = self._snap(keep, self.agents[keep.id].tree
+                                                               or "")
         if need:
             with ThreadPoolExecutor(max_workers=min(8, len(need))) as pool:
                 trees = list(pool.map(tree_of, need))
@@ -220,14 +229,15 @@ class Airspace:
     def watch_roots(self) -> dict[str, str]:
         return dict(self.paths)
 
-    def changed(self, ids: set[str]) -> int:
+    def changed(self, ids: set[str], dirty: bool = True) -> int:
         """Re-snapshot the changed worktrees, rescan their pairs, record the risk samples,
         and send the messages of every advisory that rose; returns messages posted."""
         from dataclasses import replace
 
         from proximity import context, triggers
 
-        self.dirty |= ids
+        if dirty:
+            self.dirty |= ids
         t0 = time.perf_counter()
         self.reload_policy()
         agents, retired = self.agents_now()
@@ -260,6 +270,29 @@ class Airspace:
         result = context.run_scan(self.ctx, agents=agents, retired=retired, record=False)
         self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
         self.scans += 1
+
+    def record(self, msg: dict[str, Any], files_settled: bool) -> bool:
+        """What the snapshot hook does, for it: record the worktree as one event (a
+        commit outside any rebase/merge with no file event pending reuses the tree)."""
+        from proximity import gitio, recorder
+        from proximity.commands import hook
+
+        here, kind, index = str(msg["agent"]), str(msg["kind"]), msg.get("index")
+        self.reload_policy()
+        admin = next((wt.admin for wt in self.ctx.repo.worktrees() if wt.id == here), "")
+        reuse = (kind == "commit" and not index and files_settled and bool(admin)
+                 and gitio.operation_in_progress(admin) is None)
+        agents, _ = self.agents_now(None if reuse else here, index,
+                                    same_files=here if reuse else None)
+        me = next((a for a in agents if a.id == here), None)
+        if me is None or me.error or me.tree is None:
+            return False
+        ctx = self.ctx_for(here)
+        ev = recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
+                                                      None, me.tree))
+        if ev is not None and ctx.ledger is not None and ev.seq % hook.GC_EVERY == 0:
+            ctx.ledger.gc(ctx.cfg.retain_events, set(self.paths))
+        return ev is not None
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
         from proximity.commands import hook
@@ -401,10 +434,19 @@ class Service:
             self._files()
         elif job.op == "touched":
             self.air.changed({str(job.msg.get("agent"))} if job.msg.get("agent") else set())
+        elif job.op == "rescan":
+            self.air.changed({str(job.msg["agent"])}, dirty=False)
         elif job.op == "worktrees":
             self.air.changed(set())
         elif job.op == "rewatch":
             self.air.changed(set(self.air.paths))
+        elif job.op == "record":
+            with self.pending_lock:
+                settled = not self.pending
+            settled = settled and self.watcher.watching.is_set() and not self.watcher.error
+            done = self.air.record(job.msg, settled)
+            self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
+            return {"ok": True, "recorded": done}
         elif job.op == "judge":
             return {"ok": True, "verdict": self.air.judge(job.msg)}
         elif job.op == "scan":
@@ -454,7 +496,7 @@ class Service:
         if op == "touched":
             self.put(Job("touched", msg), 1)
             return {"ok": True}
-        if op not in ("scan", "judge"):
+        if op not in ("scan", "judge", "record"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         job = Job(str(op), msg)
         self.put(job, 0)

@@ -234,6 +234,45 @@ def test_hooks_ask_the_service_and_fall_back_when_it_is_killed(space, services):
     assert new != pid
 
 
+def test_the_service_records_what_the_snapshot_hook_would(space, services):
+    sp, a, b, common = three(space, services)
+    install(sp)
+    edit(a / "f.txt", 10, 20, "a")
+    sp.write(a, "untracked.txt", "new\n")
+    assert service_cmd.start(common)
+    git(a, "add", "f.txt")
+    done = commit_with_hooks(a, "a commits; the service records")
+    assert done.returncode == 0, done.stderr
+
+    def last(stream: str) -> tuple[str | None, str | None, str | None]:
+        led = Ledger(os.path.join(common, "ecm"))
+        try:
+            ev = led.last_event(stream)
+            assert ev is not None
+            return ev.kind, ev.head, ev.tree
+        finally:
+            led.close()
+
+    by_service = last("a")
+    assert by_service[0] == "commit"
+    assert by_service[1] == git(a, "rev-parse", "HEAD").stdout.strip()
+    subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=a, check=True,
+                   env=hook_env(PROXIMITY_SERVICE="0"), capture_output=True)
+    assert last("a")[1:] == by_service[1:]  # the same head and tree, in process
+    # a switch changes files: the service snapshots them, never a stale tree
+    git(b, "switch", "-q", "-c", "other", "HEAD~0")
+    sp.write(sp.main, "h.txt", "main moves on\n")
+    sp.commit(sp.main, "main moves")
+    switched = subprocess.run(["git", "switch", "-q", "--detach", "main"], cwd=b,
+                              env=hook_env(), capture_output=True, text=True, timeout=120)
+    assert switched.returncode == 0, switched.stderr
+    assert last("b")[0] == "checkout" and (b / "h.txt").exists()
+    svc_tree = last("b")[2]
+    subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=b, check=True,
+                   env=hook_env(PROXIMITY_SERVICE="0"), capture_output=True)
+    assert last("b")[2] == svc_tree
+
+
 def test_two_services_raced_one_survives(space, services):
     _sp, _a, _b, common = three(space, services)
     procs = [subprocess.Popen([sys.executable, "-m", "proximity.service", common],

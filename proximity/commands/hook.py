@@ -66,19 +66,22 @@ GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
 
 
 def snapshot(ctx: context.Context, kind: str) -> None:
+    if _service_records(ctx, kind):
+        deliver(ctx)
+        return
     ev = recorder.record_here(ctx, kind, recorder.index_override())
     deliver(ctx)
     if ev is not None and ctx.ledger is not None and ev.seq % GC_EVERY == 0:
         live = {w.id for w in ctx.repo.worktrees() if not w.prunable}
         ctx.ledger.gc(ctx.cfg.retain_events, live)
-    _notify_service(ctx)
 
 
-def _notify_service(ctx: context.Context) -> None:
-    """Tell the resident service this worktree changed (starting it if absent); no wait."""
+def _service_records(ctx: context.Context, kind: str) -> bool:
+    """The resident service records this worktree (it knows what changed: the work is
+    proportional to the change); False: absent or busy (it is started for next time)."""
     from proximity import client
 
-    client.touched(ctx.repo.common, ctx.here)
+    return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override())
 
 
 ZERO = "0" * 40
