@@ -33,6 +33,7 @@ from proximity import client
 if TYPE_CHECKING:
     from proximity import gitio
     from proximity.context import Context
+    from proximity.ledger import Ledger, TrackedDict
     from proximity.model import Agent, PairResult
 
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
@@ -119,6 +120,8 @@ class Airspace:
 
         self.common = common
         self.ctx: Context = context.open_context(self._a_worktree(common))
+        if self.ctx.ledger is not None:
+            _keep_caches_warm(self.ctx.ledger)
         self.agents: dict[str, Agent] = {}
         self.paths: dict[str, str] = {}
         self.dirty: set[str] = set()
@@ -316,6 +319,27 @@ class Airspace:
                                   record=bool(msg.get("record")))
         self.scans += 1
         return report.scan_json(result)
+
+
+CACHE_ENTRIES = 200_000  # per kind; past it the warm copy starts again from the ledger
+
+
+def _keep_caches_warm(ledger: Ledger) -> None:
+    """The ledger's derived-data caches (parsed imports, symbols, edges, the graph: keyed
+    by content, so never stale) stay in memory from one scan to the next instead of being
+    read and decoded again; new entries are still persisted by each scan."""
+    kept: dict[str, TrackedDict] = {}
+    read = ledger.cache
+
+    def cache(kind: str, lazy: bool = True) -> TrackedDict:
+        if not lazy:
+            return read(kind, lazy)
+        warm = kept.get(kind)
+        if warm is None or len(warm) > CACHE_ENTRIES:
+            warm = kept[kind] = read(kind, True)
+        return warm
+
+    setattr(ledger, "cache", cache)  # noqa: B010 -- this one instance, in this process
 
 
 def _level(p: PairResult) -> int:
