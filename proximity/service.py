@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
 READ_TIMEOUT = 5.0
 LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
+QUIET = 1.0  # seconds without a hook request before background rescans run
 
 
 def idle_seconds() -> float:
@@ -356,6 +357,7 @@ class Service:
         self.seq = itertools.count()
         self.stop = threading.Event()
         self.last_active = time.monotonic()
+        self.last_request = 0.0  # when the last hook request (scan, judge, record) came
         self.started = time.time()
         self.air: Airspace | None = None
         self.error: str | None = None
@@ -390,7 +392,8 @@ class Service:
         if self.rewatched > 1:
             self.put(Job("rewatch"), 1)
 
-    def _files(self) -> None:
+    def _files(self) -> set[str]:
+        """The worktrees the pending file events concern (ignored paths left out)."""
         from proximity import fswatch
 
         assert self.air is not None
@@ -410,8 +413,7 @@ class Service:
                 skip = set()
             if any(r not in skip for r in rels):
                 ids.add(wid)
-        if ids:
-            self.air.changed(ids)
+        return ids
 
     def _work(self) -> None:
         from proximity import fswatch
@@ -431,15 +433,21 @@ class Service:
         roots_seen = self.air.watch_roots()
         while not self.stop.is_set():
             try:
-                _, _, job = self.jobs.get(timeout=0.5)
+                prio, seq, job = self.jobs.get(timeout=0.5)
             except queue.Empty:
                 continue
             if job.op == "quit":
                 break
             if job.abandoned:
                 continue
+            if prio > 0 and time.monotonic() - self.last_request < QUIET:
+                # hooks are running (a rebase, a switch): they never queue behind
+                # background rescans; those wait for a quiet moment, merged into one
+                self.jobs.put((prio, seq, job))
+                time.sleep(0.02)
+                continue
             try:
-                job.answer = self._do(job)
+                job.answer = self._background(job) if prio > 0 else self._do(job)
             except Exception as e:  # one bad request never takes the service down
                 job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
                 if os.environ.get("PROXIMITY_DEBUG"):
@@ -452,30 +460,56 @@ class Service:
                 roots_seen = roots
                 self.watcher.set_roots(fswatch.top_roots(roots.values()))
 
+    def _background(self, first: Job) -> dict[str, Any]:
+        """Every queued background job at once: re-snapshot what changed, rescan the
+        pairs of the worktrees concerned, send the messages of rising advisories."""
+        assert self.air is not None
+        jobs, keep = [first], []
+        while True:
+            try:
+                item = self.jobs.get_nowait()
+            except queue.Empty:
+                break
+            (jobs.append(item[2]) if item[0] > 0 and item[2].op != "quit"
+             else keep.append(item))
+        for item in keep:
+            self.jobs.put(item)
+        dirty: set[str] = set()
+        rescan: set[str] = set()
+        for job in jobs:
+            agent = str(job.msg.get("agent") or "")
+            if job.op == "files":
+                dirty |= self._files()
+            elif job.op == "touched" and agent:
+                dirty.add(agent)
+            elif job.op == "rescan" and agent:
+                rescan.add(agent)
+            elif job.op == "rewatch":
+                dirty |= set(self.air.paths)
+        self.air.dirty |= dirty
+        self.air.changed(dirty | rescan, dirty=False)
+        for job in jobs[1:]:
+            job.done.set()
+        return {"ok": True}
+
     def _do(self, job: Job) -> dict[str, Any]:
         assert self.air is not None
-        if job.op == "files":
-            self._files()
-        elif job.op == "touched":
-            self.air.changed({str(job.msg.get("agent"))} if job.msg.get("agent") else set())
-        elif job.op == "rescan":
-            self.air.changed({str(job.msg["agent"])}, dirty=False)
-        elif job.op == "worktrees":
-            self.air.changed(set())
-        elif job.op == "rewatch":
-            self.air.changed(set(self.air.paths))
-        elif job.op == "record":
+        # siblings' saves the watcher reported but no rescan has taken yet: read now
+        for wid in self._files():
+            self.air.dirty.add(wid)
+            self.put(Job("rescan", {"agent": wid}), 1)  # their messages, later
+        if job.op == "record":
             with self.pending_lock:
                 settled = not self.pending
             settled = settled and self.watcher.watching.is_set() and not self.watcher.error
             done = self.air.record(job.msg, settled)
             self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
             return {"ok": True, "recorded": done}
-        elif job.op == "judge":
+        if job.op == "judge":
             return {"ok": True, "verdict": self.air.judge(job.msg)}
-        elif job.op == "scan":
+        if job.op == "scan":
             return {"ok": True, "scan": self.air.scan(job.msg)}
-        return {"ok": True}
+        return {"ok": False, "error": f"unknown job {job.op!r}"}
 
     # -- the socket ---------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -523,6 +557,7 @@ class Service:
         if op not in ("scan", "judge", "record"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         job = Job(str(op), msg)
+        self.last_request = time.monotonic()
         self.put(job, 0)
         budget = msg.get("budget")
         wait = float(budget) if isinstance(budget, (int, float)) else 30.0
