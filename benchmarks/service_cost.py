@@ -49,6 +49,24 @@ def variants() -> dict[str, tuple[list[str], dict[str, str]]]:
             "skip": ([], {**ENV, "PROXIMITY_SKIP": "1"})}
 
 
+SETTLE: list[Callable[[], None]] = []  # waits run before each timed command
+
+
+def settle_service(common: str) -> Callable[[], None]:
+    """Wait until the service has no background work left (its re-snapshots and rescans
+    after the previous command), so no variant is timed while it competes for the CPU."""
+    code = ("import sys, time\nfrom proximity import client\nend = time.time() + 30\n"
+            "while time.time() < end:\n"
+            "    a = client.request(sys.argv[1], {'op': 'status'}, 2.0)\n"
+            "    if a is None or not a['status'].get('busy'):\n        break\n"
+            "    time.sleep(0.05)\n")
+
+    def wait() -> None:
+        time.sleep(0.3)  # the watcher's debounce: the last command's saves are reported
+        subprocess.run([PY, "-c", code, common], env=ENV, check=False)
+    return wait
+
+
 def interleaved(runs: int, names: Sequence[str],
                 one: Callable[[str, list[str], dict[str, str], int], float]
                 ) -> dict[str, float]:
@@ -57,6 +75,8 @@ def interleaved(runs: int, names: Sequence[str],
     vs = variants()
     for i in range(runs + 1):
         for n in names:
+            for wait in SETTLE:
+                wait()
             s = one(n, *vs[n], i)
             if i:
                 got[n].append(s)
@@ -209,6 +229,7 @@ def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any
                 raise RuntimeError("the service did not start")
             time.sleep(0.1)
         warm_s = time.perf_counter() - t0
+        SETTLE.append(settle_service(common))
         names = ("bare", "service", "in_process", "skip")
         row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
                                "generate_s": round(gen_s, 1), "service_warm_up_s":

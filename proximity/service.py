@@ -362,6 +362,7 @@ class Service:
         self.air: Airspace | None = None
         self.error: str | None = None
         self.requests = 0
+        self.working = False
         self.file_events = 0
         self.pending: set[str] = set()
         self.pending_lock = threading.Lock()
@@ -446,6 +447,7 @@ class Service:
                 self.jobs.put((prio, seq, job))
                 time.sleep(0.02)
                 continue
+            self.working = True
             try:
                 job.answer = self._background(job) if prio > 0 else self._do(job)
             except Exception as e:  # one bad request never takes the service down
@@ -454,6 +456,7 @@ class Service:
                     import traceback
 
                     traceback.print_exc()
+            self.working = False
             job.done.set()
             roots = self.air.watch_roots()
             if roots != roots_seen:
@@ -520,6 +523,7 @@ class Service:
                 "ready": air is not None, "error": self.error or self.watcher.error,
                 "worktrees": sorted(air.paths) if air else [],
                 "watching": list(self.watcher.roots), "requests": self.requests,
+                "busy": self.working or not self.jobs.empty() or bool(self.pending),
                 "file_events": self.file_events, "scans": air.scans if air else 0,
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
