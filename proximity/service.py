@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
 READ_TIMEOUT = 5.0
 LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
-QUIET = 1.0  # seconds without a hook request before background rescans run
+QUIET = 2.0  # seconds without a hook request before background rescans run
+BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
 
 def idle_seconds() -> float:
@@ -363,6 +364,7 @@ class Service:
         self.error: str | None = None
         self.requests = 0
         self.working = False
+        self.background_since: float | None = None  # when the running background job began
         self.file_events = 0
         self.pending: set[str] = set()
         self.pending_lock = threading.Lock()
@@ -448,6 +450,7 @@ class Service:
                 time.sleep(0.02)
                 continue
             self.working = True
+            self.background_since = time.monotonic() if prio > 0 else None
             try:
                 job.answer = self._background(job) if prio > 0 else self._do(job)
             except Exception as e:  # one bad request never takes the service down
@@ -457,6 +460,7 @@ class Service:
 
                     traceback.print_exc()
             self.working = False
+            self.background_since = None
             job.done.set()
             roots = self.air.watch_roots()
             if roots != roots_seen:
@@ -560,8 +564,12 @@ class Service:
             return {"ok": True}
         if op not in ("scan", "judge", "record"):
             return {"ok": False, "error": f"unknown op {op!r}"}
-        job = Job(str(op), msg)
         self.last_request = time.monotonic()
+        since = self.background_since
+        if op != "scan" and since is not None and self.last_request - since > BUSY:
+            # a long rescan (a new import graph after main moved): no hook waits on it
+            return {"ok": False, "error": "busy"}
+        job = Job(str(op), msg)
         self.put(job, 0)
         budget = msg.get("budget")
         wait = float(budget) if isinstance(budget, (int, float)) else 30.0
