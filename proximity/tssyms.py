@@ -86,8 +86,12 @@ def _fn_def(lang: str, node: Any, kind: str) -> list[Any]:
 
 
 def _add(out: dict[str, Any], name: Any, value: list[Any], prefix: str = "") -> None:
-    if name is not None:
-        out["defs"][prefix + parsers.text(name)] = value
+    if name is None:
+        return
+    ident = parsers.text(name)
+    if ident == "_":  # Go's blank identifier (`var _ I = (*T)(nil)`) defines nothing
+        return
+    out["defs"][prefix + ident] = value
 
 
 def _defs(lang: str, node: Any, prefix: str, out: dict[str, Any]) -> None:

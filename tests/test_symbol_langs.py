@@ -132,6 +132,18 @@ def test_go_same_name_in_another_package_is_no_risk(space, scan_json, capsys):
     assert p["channels"]["symbol"] == 0.0 and f == []
 
 
+def test_go_blank_identifier_is_not_a_definition(space, scan_json, capsys):
+    """`var _ I = (*T)(nil)` asserts an interface; removing it removes no name (gin)."""
+    lib = GO_LIB + "\ntype Pricer interface{ Price(int) int }\n\nvar _ = Price\n"
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": lib, "cmd/main.go": GO_MAIN})
+    sp.write(a, "shop/price.go", lib.replace("\nvar _ = Price\n", ""))
+    sp.write(b, "cmd/main.go", GO_MAIN.replace("func main() {}",
+                                               "func main() {\n\t_ = shop.Price(2)\n}"))
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert not any(x["kind"] == "removed-used" for x in f)
+    assert p["advisory"] != "resolution"
+
+
 RS_LIB = "pub fn parse(s: &str) -> i32 {\n    s.len() as i32\n}\n"
 
 
