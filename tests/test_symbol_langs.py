@@ -137,8 +137,8 @@ def test_go_blank_identifier_is_not_a_definition(space, scan_json, capsys):
     lib = GO_LIB + "\ntype Pricer interface{ Price(int) int }\n\nvar _ = Price\n"
     sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": lib, "cmd/main.go": GO_MAIN})
     sp.write(a, "shop/price.go", lib.replace("\nvar _ = Price\n", ""))
-    sp.write(b, "cmd/main.go", GO_MAIN.replace("func main() {}",
-                                               "func main() {\n\t_ = shop.Price(2)\n}"))
+    sp.write(b, "shop/extra.go", "package shop\n\nfunc Extra() int {\n\t_ = Price(1)\n"
+                                 "\treturn 0\n}\n")  # same package: `_` is in scope
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert not any(x["kind"] == "removed-used" for x in f)
     assert p["advisory"] != "resolution"
