@@ -1,0 +1,101 @@
+"""Issue 10: the calibration fit, the generated table, and the replay instruments on a real
+repository (the benchmarks' own code paths, on small inputs)."""
+
+from __future__ import annotations
+
+import ast
+import random
+import sys
+from pathlib import Path
+
+from conftest import git, init_repo, lines
+
+from proximity import calibration, calibration_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import calibrate
+import replay
+import steps
+
+
+def synthetic(n: int = 400, seed: int = 3) -> list[calibrate.Obs]:
+    """touch collides 80 %, near 30 %, b0 alone 4 %; b0 always rides along with touch."""
+    rnd = random.Random(seed)
+    obs = []
+    for _ in range(n):
+        obs.append(calibrate.Obs({"overlap": ("touch",), "tree": ("b0",)},
+                                 rnd.random() < 0.8, "replay", "x"))
+        obs.append(calibrate.Obs({"overlap": ("near",), "tree": ("b1",)},
+                                 rnd.random() < 0.3, "steps", "x"))
+        obs.append(calibrate.Obs({"tree": ("b0",)}, rnd.random() < 0.04, "steps", "x"))
+        obs.append(calibrate.Obs({"tree": ("b2",)}, rnd.random() < 0.08, "steps", "x"))
+    return obs
+
+
+def test_fit_recovers_rates_and_does_not_pay_twice():
+    p, stats = calibrate.fit(synthetic())
+    assert abs(p[("overlap", "touch")] - 0.8) < 0.06
+    assert abs(p[("overlap", "near")] - 0.3) < 0.06
+    # b0 is seen with touch 400 times, but the collisions are touch's: b0 stays small
+    assert p[("tree", "b0")] < 0.1
+    assert stats[("tree", "b0")]["n"] == 800
+    # monotone along the tree chain although b2's raw rate exceeds b0's and b1's
+    assert p[("tree", "b0")] >= p[("tree", "b1")] >= p[("tree", "b2")]
+    assert all(0.0 <= v <= 1.0 for v in p.values())
+
+
+def test_pav_and_smoothing():
+    assert calibrate.pav([0.1, 0.5, 0.2], [1, 1, 1]) == [0.3, 0.3, 0.2]
+    # one observation cannot make a certainty: Beta smoothing toward the pooled rate
+    p, _ = calibrate.fit([calibrate.Obs({"dependency": ("import-1",)}, True, "replay", "x"),
+                          *[calibrate.Obs({"tree": ("b3",)}, False, "replay", "x")] * 20])
+    assert 0.1 < p[("dependency", "import-1")] < 0.5
+
+
+def test_reliability_bands_count_every_pair():
+    rows = calibrate.reliability([(0.01, False), (0.02, True), (0.8, True), (0.99, True)])
+    assert sum(r["n"] for r in rows) == 4
+    assert rows[0]["observed"] == 0.5 and rows[-1]["band"][1] == 1.0
+
+
+def test_written_table_loads_and_gives_probabilities(tmp_path):
+    p, stats = calibrate.fit(synthetic(100))
+    src = calibrate.table_source(p, stats)
+    ns: dict[str, object] = {}
+    exec(compile(src, "calibration_table.py", "exec"), ns)
+    table = ns["TABLE"]
+    assert isinstance(table, dict) and table["overlap"]["touch"] > table["overlap"]["near"]
+    ast.parse(Path(calibration_table.__file__).read_text())
+    for kinds in calibration_table.TABLE.values():
+        assert all(0.0 <= v <= 1.0 for v in kinds.values())
+    assert calibration.probability("no-such-channel", "x", 0.25) == 0.25
+
+
+def test_replay_and_steps_on_a_real_repository(tmp_path):
+    main = init_repo(tmp_path / "src", {"a.py": lines(40), "b.py": lines(40)})
+    base = git(main, "rev-parse", "HEAD").stdout.strip()
+    tips = {}
+    for br, rel, old, new in (("one", "a.py", "line 10\n", "ONE\n"),
+                              ("two", "a.py", "line 10\n", "TWO\n"),
+                              ("far", "b.py", "line 30\n", "FAR\n")):
+        git(main, "checkout", "-q", "-b", br, base)
+        (main / rel).write_text(lines(40).replace(old, new))
+        git(main, "commit", "-qam", br)
+        tips[br] = git(main, "rev-parse", "HEAD").stdout.strip()
+    src = replay.Source("t", str(main / ".git"), root=str(tmp_path / "scratch"))
+
+    def case(x: str, y: str, conflict: bool) -> dict[str, object]:
+        return {"id": f"t:{x}-{y}", "repo": "t", "base": base, "conflict": conflict,
+                "a": {"commit": tips[x], "files": {"a.py": [[10, 10]]}},
+                "b": {"commit": tips[y], "files": {"b.py": [[30, 30]]}}}
+
+    hit = replay.replay_case(src, case("one", "two", True))
+    assert hit["advisory"] == "resolution" and hit["channels"]["conflict"] == 1.0
+    assert hit["kinds"]["conflict"]
+    miss = replay.replay_case(src, case("one", "far", False))
+    assert miss["channels"]["conflict"] == 0.0 and miss["advisory"] != "resolution"
+    rows = steps.replay_pair(src, case("one", "two", True), cap=15)
+    assert [r["conflict_now"] for r in rows] == [True] and rows[0]["conflict_later"]
+    # the source repository is never written: new objects live in the scratch repository
+    assert not (main / ".git" / "objects" / "info" / "alternates").exists()
