@@ -16,13 +16,16 @@ Observations (one per scanned pair or step, each with its evidence classes per c
 Model: the scan's noisy-OR, R = 1 - prod_c (1 - p[c, k_c]) with k_c the channel's strongest
 class present, fitted by EM (each collision is credited to the classes present in
 proportion to their probability, so evidence that always comes with stronger evidence is not
-paid twice), Beta-smoothed toward the pooled collision rate, then made monotone along the
-natural orders (tree b0 >= b1 >= ...; import-1 >= import-2 >= ...; touch >= touch-merged >=
-near >= same-file; raw-value bins increasing) by pooling adjacent violators. Symbol classes
-are fitted on executable labels when any exist, real history otherwise. Only repositories in
-``replay.FIT`` are fitted; the others are held out for the reliability diagram, which plots
-the risk proximity itself computed (``risk`` in the replay/step lines) against the observed
-rate, per band.
+paid twice). Git's merge is authoritative: the conflict class keeps its observed rate, and a
+pair where it is present teaches the softer classes nothing (they keep their marginal rate
+where they are never seen without it: the stand-ins for when git's merge cannot run).
+Rates are Beta-smoothed toward the rate at which pairs without a conflict collide, then made
+monotone along natural orders (tree b4 >= ... >= b0, b4 nearest; import-1 >= import-2 ...;
+touch >= touch-merged >= near >= near-far >= same-file; raw-value bins increasing) by pooling
+adjacent violators. Symbol classes are fitted on executable labels when any exist, real
+history otherwise. Only repositories in ``replay.FIT`` are fitted; the others are held out
+for the reliability diagram, which plots the risk proximity itself computed (``risk`` in the
+replay/step lines) against the observed rate, per band.
 
     python benchmarks/calibrate.py --replay benchmarks/out/replay.jsonl \
         --steps benchmarks/out/steps.jsonl --semantic 4 --write --json
@@ -52,6 +55,9 @@ sys.path.insert(0, HERE)
 
 TABLE_PATH = os.path.join(HERE, "..", "proximity", "calibration_table.py")
 EXECUTABLE_CHANNELS = ("symbol",)
+# git's own merge is the definition of a textual collision: its classes keep their observed
+# rate and take all the credit for the collisions they are present at
+AUTHORITATIVE = ("conflict",)
 BANDS = (0.0, 0.05, 0.15, 0.35, 0.5, 0.7, 0.9, 1.0000001)
 Key = tuple[str, str]
 
@@ -152,12 +158,12 @@ def semantic_obs(variants: int) -> list[Obs]:
 
 def _order(kind: str) -> tuple[str, float] | None:
     """(chain, position): classes of one chain must not increase with position."""
-    fixed = {"touch": 0, "touch-merged": 1, "near": 2, "same-file": 3}
+    fixed = {"touch": 0, "touch-merged": 1, "near": 2, "near-far": 3, "same-file": 4}
     if kind in fixed:
         return "overlap-approach", fixed[kind]
     m = re.fullmatch(r"b(\d+)", kind)
     if m:
-        return "tree", float(m.group(1))
+        return "tree", -float(m.group(1))  # b4 = nearest in the tree
     m = re.fullmatch(r"import-(\d+)", kind)
     if m:
         return "import", float(m.group(1))
@@ -222,7 +228,9 @@ def fit(obs: Sequence[Obs], strength: float = 4.0, rounds: int = 60
         return o.source in ("replay", "steps")
 
     real = [o for o in obs if o.source in ("replay", "steps")] or list(obs)
-    base = sum(o.label for o in real) / len(real) if real else 0.1
+    # the prior: how often a pair with no exact-conflict evidence collides (now or later)
+    quiet = [o for o in real if not any(c in AUTHORITATIVE for c in o.kinds)] or real
+    base = sum(o.label for o in quiet) / len(quiet) if quiet else 0.1
     a0, b0 = strength * base, strength * (1 - base)
     stats: dict[Key, dict[str, float]] = defaultdict(lambda: {"n": 0.0, "k": 0.0})
     for o in obs:
@@ -241,8 +249,10 @@ def fit(obs: Sequence[Obs], strength: float = 4.0, rounds: int = 60
                 continue
             keep = math.prod(1 - p[k] for k in act)
             total = max(1e-9, 1 - keep)
+            if any(c in AUTHORITATIVE for c, _ in act):
+                continue  # git's merge decided this pair: the other evidence tells nothing
             for key in act:
-                if not counts_here(o, key):
+                if not counts_here(o, key) or key[0] in AUTHORITATIVE:
                     continue
                 den[key] += 1
                 if o.label:

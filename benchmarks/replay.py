@@ -82,7 +82,7 @@ class Source:
         with open(alt, "w") as f:
             f.write(os.path.join(os.path.abspath(git_dir), "objects") + "\n")
         self.repo = gitio.Repo(self.path)
-        self.cfg = config.load(self.path)
+        self.cfg = config.Config()  # the defaults: a scratch checkout has no policy
         self.facts = airspace.Facts()  # parse caches shared by every case of the repository
         self.snaps: dict[tuple[str, str | None], str] = {}
 
@@ -111,15 +111,30 @@ class Source:
         result = airspace.scan(self.repo, self.cfg, self.facts, agents=[a, b])
         return result.pairs[0]
 
+    def tree_kind(self, base: str | None, a: Agent, b: Agent) -> str:
+        """The tree channel's evidence class (it has no findings to carry one): from the
+        paths each side touched since the pair's merge base."""
+        from proximity import treeprox
+
+        base = self.repo.merge_base(a.head, b.head) if base is None else base
+        base_tree = self.tree(base) if base else gitio.EMPTY_TREE
+        ta = set(self.repo.changed_paths(base_tree, a.tree or gitio.EMPTY_TREE))
+        tb = set(self.repo.changed_paths(base_tree, b.tree or gitio.EMPTY_TREE))
+        raw = treeprox.channel(ta, tb)
+        return f"b{min(4, int(raw * 5))}" if raw > 0 else ""
+
     def conflicts(self, x: str, y: str) -> bool | None:
         paths = self.repo.merge_conflicts(x, y)
         return None if paths is None else bool(paths)
 
 
-def kinds_of(p: PairResult) -> dict[str, list[str]]:
+def kinds_of(p: PairResult, tree: str = "") -> dict[str, list[str]]:
     """channel -> evidence classes of its findings (``"bin:<lo>"`` where ``kind`` is empty,
-    binned by the finding's own score so unconverted channels still calibrate)."""
+    binned by the finding's own score so unconverted channels still calibrate); ``tree`` is
+    the tree channel's class, which has no findings."""
     out: dict[str, set[str]] = defaultdict(set)
+    if tree and p.channels.get("tree"):
+        out["tree"].add(tree)
     for f in p.findings:
         if f.channel in ("error",) or f.score <= 0:
             continue
@@ -152,7 +167,7 @@ def replay_case(src: Source, case: dict[str, Any]) -> dict[str, Any]:
             "merge_edited": bool(case.get("clean_but_merge_edited")),
             "advisory": p.advisory, "risk": round(p.risk, 4),
             "channels": {k: None if v is None else round(v, 4) for k, v in p.channels.items()},
-            "kinds": kinds_of(p),
+            "kinds": kinds_of(p, src.tree_kind(base, a, b)),
             "top": [[f.channel, f.kind, round(f.score, 3), f.path_a, f.detail[:80]]
                     for f in p.findings[:4]]}
 

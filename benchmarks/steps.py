@@ -70,7 +70,7 @@ def replay_pair(src: replay.Source, case: dict[str, Any], cap: int) -> list[dict
                      "risk": round(p.risk, 4),
                      "channels": {k: None if v is None else round(v, 4)
                                   for k, v in p.channels.items()},
-                     "kinds": replay.kinds_of(p),
+                     "kinds": replay.kinds_of(p, src.tree_kind(p.base, a, b)),
                      "top": [[f.channel, f.kind, round(f.score, 3), f.path_a]
                              for f in p.findings[:3]]})
     later = False
