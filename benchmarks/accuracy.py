@@ -27,7 +27,8 @@ from typing import Any
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from proximity import config, intervals, model, overlap, risk, treeprox
+from proximity import config, intervals, model, risk
+from proximity.channels import overlap, tree
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = sorted(glob.glob(os.path.join(HERE, "..", "..", "shared", "eval", "*.jsonl")))
@@ -53,10 +54,10 @@ def side(case_side: dict[str, Any]) -> model.WorkingSet:
 def score(case: dict[str, Any], cfg: config.Config) -> float:
     a, b = side(case["a"]), side(case["b"])
     channels: dict[str, float | None] = {
-        "overlap": overlap.channel(a, b, cfg)[0],
-        "tree": treeprox.channel(a.touched(), b.touched()),
+        "overlap": overlap.value(a, b, cfg).value,  # no exact channel: the stand-in classes
+        "tree": tree.value(a.touched(), b.touched()).value,
     }
-    return risk.noisy_or(channels, cfg.weights)
+    return risk.combine(channels, cfg.weights, cfg.tau_ra)
 
 
 def _common(case: dict[str, Any]) -> list[str]:
@@ -179,8 +180,8 @@ def calibrate(cases: list[dict[str, Any]], sem: dict[str, Any] | None) -> list[d
     base = config.Config()
     rows = []
     truth = [bool(c["conflict"]) for c in cases]
-    public = [(overlap.channel(side(c["a"]), side(c["b"]), base)[0],
-               treeprox.channel(side(c["a"]).touched(), side(c["b"]).touched())) for c in cases]
+    public = [(overlap.value(side(c["a"]), side(c["b"]), base).value,
+               tree.value(side(c["a"]).touched(), side(c["b"]).touched()).value) for c in cases]
     for w_sym in (0.7, 0.8, 0.9, 1.0):
         for w_dep in (0.4, 0.5, 0.6, 0.7):
             for tau_ra in (0.6, 0.7, 0.8):

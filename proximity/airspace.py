@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import clocks, depgraph, gitio, overlap, parsers, resolve, risk, treeprox
+from proximity import clocks, depgraph, gitio, parsers, resolve, risk
 from proximity.config import Config
 from proximity.errors import FatalError
 from proximity.intervals import Range
@@ -92,8 +92,19 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
             if known is not None:
                 known[key] = snap
         out.append(Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
-                         subject=repo.subject(wt.head)))
+                         subject=repo.subject(wt.head),
+                         operation=gitio.operation_in_progress(wt.admin) if wt.admin else None))
     return out, retired
+
+
+def _lines(fc: FileChange) -> int:
+    """Changed lines of one file change: the larger of its base and new sides (a replaced
+    line is one line of work); 1 without line information."""
+    if fc.ranges is None:
+        return 1
+    old = sum(max(0, hi - lo + 1) for lo, hi in fc.ranges)
+    new = sum(max(0, hi - lo + 1) for lo, hi in fc.new_ranges)
+    return max(1, old, new)
 
 
 class _Pairwise:
@@ -112,6 +123,7 @@ class _Pairwise:
         self.changed: dict[str, set[str]] = {}
         self.reaches: dict[tuple[str, str], depgraph.Reach] = {}
         self.sets: dict[tuple[str, str], WorkingSet] = {}
+        self.committed: dict[tuple[str, str], dict[str, int]] = {}
 
     def working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
         """The agent's working set against one base (memoised: pairs share bases)."""
@@ -186,6 +198,23 @@ class _Pairwise:
                                                self.cfg.depth_cap, self.cfg.hub_degree)
         return self.reaches[key]
 
+    def committed_lines(self, agent: Agent, base: str | None, paths: set[str]) -> int:
+        """Committed work on ``paths`` since the base: changed lines (old and new side) of
+        the commits between the base and the agent's HEAD. A worktree in the middle of an
+        operation gains nothing from the commits replayed so far; a commit elsewhere buys
+        nothing."""
+        if not paths or not agent.head or agent.operation or agent.head == base:
+            return 0
+        key = (agent.head, base or "")
+        if key not in self.committed:
+            base_tree = self.repo.commit_tree(base) if base else gitio.EMPTY_TREE
+            self.committed[key] = {
+                p: _lines(fc) for fc in self.repo.changes(
+                    base_tree, self.repo.commit_tree(agent.head), self.cfg.max_diff_bytes)
+                for p in fc.paths}
+        per_path = self.committed[key]
+        return sum(per_path.get(p, 0) for p in paths)
+
     def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]:
         """Import edges of an agent's changed files, resolved in the reference tree and
         cached per (reference tree, path, blob) so the resolver is rarely built."""
@@ -208,22 +237,6 @@ class _Pairwise:
         return self.edges[key]
 
 
-def _conflict(repo: gitio.Repo, a: Agent, b: Agent, cache: dict[str, Any]
-              ) -> tuple[float | None, list[Finding]]:
-    if not a.snapshot or not b.snapshot:
-        return None, []
-    key = "conflict:" + ":".join(sorted((a.snapshot, b.snapshot)))
-    paths = cache.get(key)
-    if paths is None:
-        paths = repo.merge_conflicts(a.snapshot, b.snapshot)
-        if paths is None:
-            return None, []
-        cache[key] = paths
-    return (1.0 if paths else 0.0), [
-        Finding("conflict", 1.0, p, p, detail="git's merge of the two working states "
-                "conflicts here") for p in paths]
-
-
 def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
     """Only concurrent work can collide.
 
@@ -244,60 +257,61 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
     return True
 
 
-def _priority(repo: gitio.Repo, x: Agent, base: str | None, facts: Facts) -> risk.Priority:
-    """Local pairs: the shared ledger's order of first events (immune to clock skew)."""
-    return risk.priority(repo.ahead(x.head, base), facts.started.get(x.id), x.id)
+def _priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[str],
+              facts: Facts) -> risk.Priority:
+    """Local pairs: committed work on the contested files, then the shared ledger's order
+    of first events (immune to clock skew), then the id."""
+    return risk.priority(pw.committed_lines(x, base, contested), facts.started.get(x.id), x.id)
 
 
-def _shared_priority(repo: gitio.Repo, x: Agent, base: str | None, facts: Facts
-                     ) -> risk.Priority:
-    """Pairs with a remote agent: commits (git objects), the stream's published creation
-    time and the global id machine/worktree: the same data on every machine."""
+def _shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[str],
+                     facts: Facts) -> risk.Priority:
+    """Pairs with a remote agent: committed work (git objects), the stream's published
+    creation time and the global id machine/worktree: the same data on every machine."""
     started = x.started if x.remote else facts.created.get(x.id)
     gid = x.id if x.remote else f"{facts.machine}/{x.id}"
-    return risk.priority(repo.ahead(x.head, base), started, gid)
+    return risk.priority(pw.committed_lines(x, base, contested), started, gid)
+
+
+def _contested(findings: list[Finding], tau_ta: float) -> tuple[set[str], set[str]]:
+    """Each side's files in the findings that make the advisory (for right-of-way)."""
+    pa: set[str] = set()
+    pb: set[str] = set()
+    for f in findings:
+        if f.channel in ("conflict", "overlap", "symbol") and f.score >= tau_ta:
+            pa.update(p for p in (f.path_a,) if p)
+            pb.update(p for p in (f.path_b,) if p)
+    return pa, pb
 
 
 def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
+    from proximity import channels
+
     repo, cfg, facts = pw.repo, pw.cfg, pw.facts
     if a.error or b.error:
         why = a.error or b.error or ""
-        return PairResult(a.id, b.id, 0.0, dict.fromkeys(
-            ("conflict", "overlap", "symbol", "dependency", "tree")),
-            risk.CLEAR, None, (Finding("error", 0.0, detail=f"unknown: {why}"),))
+        return PairResult(a.id, b.id, 0.0, dict.fromkeys(channels.ORDER),
+                          risk.CLEAR, None, (Finding("error", 0.0, detail=f"unknown: {why}"),))
     base = repo.merge_base(a.head, b.head)
     base_tree = repo.commit_tree(base) if base else gitio.EMPTY_TREE
     wa, wb = pw.working_set(a, base_tree), pw.working_set(b, base_tree)
     pw.changed.setdefault(a.id, set()).update(wa.files)
     pw.changed.setdefault(b.id, set()).update(wb.files)
     conc = _concurrent(repo, a, b, facts)
-    findings: list[Finding] = []
-    channels: dict[str, float | None] = {}
-    channels["conflict"], f = _conflict(repo, a, b, facts.pair_cache)
-    findings += f
-    channels["overlap"], f = overlap.channel(wa, wb, cfg)
-    findings += f
-    pw.ensure_graph(all_agents)
-    assert pw.graph is not None
-    ea, eb = ([], []) if pw.deferred else (pw.agent_edges(a, wa), pw.agent_edges(b, wb))
-    channels["dependency"], f = depgraph.pair_channel(pw.reach(a, wa, ea, base_tree),
-                                                      pw.reach(b, wb, eb, base_tree))
-    if pw.deferred:
-        channels["dependency"] = None  # unknown until the graph is built
-    view = depgraph.View(pw.graph, ea + eb)
-    findings += f
-    from proximity import symbols
-
-    channels["symbol"], f = symbols.channel(repo.blob, wa, wb, facts.symbols_cache,
-                                            view)
-    findings += f
-    channels["tree"] = treeprox.channel(wa.touched() | set(wa.intents),
-                                        wb.touched() | set(wb.intents))
-    r = risk.noisy_or(channels, cfg.weights) if conc else 0.0
+    ev = channels.Evidence(a, b, wa, wb, base, base_tree, cfg, pw, agents=all_agents)
+    values, findings = channels.run_all(ev)
+    r = risk.combine(values, cfg.weights, cfg.tau_ra) if conc else 0.0
     adv = risk.band(r, cfg.tau_ta, cfg.tau_ra)
+    in_progress = {x.id: x.operation for x in (a, b) if x.operation}
+    if in_progress and adv == risk.RESOLUTION:
+        # a worktree in the middle of a rebase/merge/... blocks nobody (and its replayed
+        # commits buy no right-of-way): shown as traffic until the operation ends
+        r, adv = max(0.0, cfg.tau_ra - risk.SOFT_MARGIN), risk.TRAFFIC
+    ca, cb = _contested(findings, cfg.tau_ta)
     # with a remote agent only facts both machines share may decide
     prio = _shared_priority if a.remote or b.remote else _priority
-    pa, pb = prio(repo, a, base, facts), prio(repo, b, base, facts)
+    pa = prio(pw, a, base, ca | cb, facts)
+    pb = prio(pw, b, base, ca | cb, facts)
     per_hop = None
     if facts.history is not None:
         hist = facts.history(a.id, b.id)
@@ -308,9 +322,9 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     esc = risk.escalate(adv, r, per_hop, cfg.tau_ta, cfg.tau_ra, cfg.closure_escalate)
     findings.sort(key=lambda x: (-x.score, x.channel))
     return PairResult(
-        a.id, b.id, r, channels, adv,
+        a.id, b.id, r, values, adv,
         risk.yielding(a.id, pa, b.id, pb) if adv == risk.RESOLUTION else None,
-        tuple(findings[:12]), base, conc, esc, per_hop, {a.id: pa, b.id: pb},
+        tuple(findings[:12]), base, conc, esc, per_hop, {a.id: pa, b.id: pb}, in_progress,
     )
 
 

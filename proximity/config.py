@@ -1,7 +1,23 @@
-"""Settings from ``[tool.proximity]`` in pyproject.toml or ``.proximity.toml``."""
+"""Settings: one policy per airspace, and what only local configuration may say.
+
+**Policy** (thresholds, weights, exclusions, block settings) is the same for every worktree
+of a repository, so both sides of a pair always compute the same advisory and no worktree
+can switch its own guard off: it is read from the config file *committed on the main
+checkout's HEAD* (``.proximity.toml``, else ``[tool.proximity]`` of ``pyproject.toml``),
+then overridden by ``proximity.*`` keys of the repository's shared git config. A worktree's
+uncommitted edit of the file, or a branch's committed one, changes nothing until it is
+committed on the main checkout.
+
+**Trusted keys** run a command, send data or claim an identity (``notify``, ``sync``,
+``sync_remote``, ``machine_id``): they come only from ``git config`` (the user's own
+configuration, any scope), never from a file that a checked-out branch provides; such a
+key in a committed file is ignored with a warning. ``load`` reads a file from a directory
+(tests, ``doctor``); ``load_policy`` is what commands and hooks use.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Any, NamedTuple
@@ -9,13 +25,9 @@ from typing import Any, NamedTuple
 from proximity.errors import ConfigError
 
 CHANNELS = ("conflict", "overlap", "symbol", "dependency", "tree")
-DEFAULT_WEIGHTS = {
-    "conflict": 1.0,  # exact: git's own merge says so
-    "overlap": 1.0,  # touching ranges are what git's merge conflicts on
-    "symbol": 0.9,  # a changed interface that the other side's new code uses
-    "dependency": 0.5,  # an import alone warns (traffic), never blocks by itself
-    "tree": 0.15,  # soft prior
-}
+# Channel values are calibrated probabilities (proximity/calibration_table.py), so every
+# channel enters the noisy-OR at face value; a weight below 1 says "trust this channel less".
+DEFAULT_WEIGHTS = dict.fromkeys(CHANNELS, 1.0)
 
 
 class Config(NamedTuple):
@@ -52,6 +64,11 @@ class Config(NamedTuple):
         return any(fnmatch.fnmatch(path, pat) for pat in self.exclude)
 
 
+MAX_NUMBER = 1e12  # larger settings are typos, and would overflow ints
+TRUSTED_ONLY = ("notify", "sync", "sync_remote", "machine_id")
+POLICY_FILES = (".proximity.toml", "pyproject.toml")
+
+
 def _coerce(name: str, value: Any, default: Any) -> Any:
     if name == "weights":
         if not isinstance(value, dict):
@@ -61,7 +78,8 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
             if k not in CHANNELS:
                 raise ConfigError(f"[tool.proximity.weights] unknown channel {k!r}; "
                                   f"known: {', '.join(CHANNELS)}")
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
+            if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+                    or not 0 <= v <= 1):
                 raise ConfigError(f"[tool.proximity.weights] {k} must be a number in [0, 1]")
             out[k] = float(v)
         return out
@@ -74,8 +92,10 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
             raise ConfigError(f"[tool.proximity] {name} must be true or false")
         return value
     if isinstance(default, (int, float)) and not isinstance(default, bool):
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise ConfigError(f"[tool.proximity] {name} must be a non-negative number")
+        if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                or not math.isfinite(value) or value < 0 or value > MAX_NUMBER):
+            raise ConfigError(f"[tool.proximity] {name} must be a finite non-negative number "
+                              f"(got {value!r})")
         return type(default)(value)
     if value is not None and not isinstance(value, str):
         raise ConfigError(f"[tool.proximity] {name} must be a string")
@@ -99,31 +119,139 @@ def from_table(table: dict[str, Any]) -> Config:
     return cfg
 
 
+def _toml(data: bytes, where: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{where}: not valid TOML: {e}") from e
+
+
+def table_of(name: str, data: bytes, where: str) -> dict[str, Any] | None:
+    """The proximity table of one config file's content (None: the file has none)."""
+    doc = _toml(data, where)
+    tool = doc.get("tool", {})
+    table = tool.get("proximity") if isinstance(tool, dict) else None
+    if table is None and name == ".proximity.toml":
+        table = {k: v for k, v in doc.items() if k != "tool"}
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.proximity] must be a table")
+    return table
+
+
 def load(root: str) -> Config:
-    """Settings for the repository whose worktree is ``root`` (first file found wins)."""
-    for name in (".proximity.toml", "pyproject.toml"):
+    """Settings of the config file in directory ``root`` (first file found wins), with
+    trusted-only keys ignored. For the policy commands use, see ``load_policy``."""
+    for name in POLICY_FILES:
         path = os.path.join(root, name)
         if not os.path.isfile(path):
             continue
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
         try:
             with open(path, "rb") as f:
-                data = tomllib.load(f)
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{path}: not valid TOML: {e}") from e
+                data = f.read()
         except OSError as e:
             raise ConfigError(f"{path}: cannot read: {e}") from e
-        table = data.get("tool", {}).get("proximity")
-        if table is None and name == ".proximity.toml":
-            table = {k: v for k, v in data.items() if k != "tool"}
+        table = table_of(name, data, path)
         if table is not None:
-            if not isinstance(table, dict):
-                raise ConfigError(f"{path}: [tool.proximity] must be a table")
-            try:
-                return from_table(table)
-            except ConfigError as e:
-                raise ConfigError(f"{path}: {e}") from e
+            return from_layers([(path, table)], {})[0]
     return Config()
+
+
+GIT_NAMES = {f.replace("_", ""): f for f in Config._fields}
+
+
+def git_table(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """``proximity.*`` git config entries (key, value as git prints them) as a table:
+    numbers and booleans parsed, repeated keys (``exclude``) as lists, ``weights.X``."""
+    table: dict[str, Any] = {}
+    for key, raw in pairs:
+        parts = key.lower().split(".")
+        if len(parts) == 3 and parts[1] == "weights":
+            table.setdefault("weights", {})[parts[2]] = _scalar(raw, key)
+            continue
+        name = GIT_NAMES.get(parts[-1]) if len(parts) == 2 else None
+        if name is None:
+            raise ConfigError(f"git config {key}: unknown proximity setting")
+        if name in ("exclude", "sync_exclude"):
+            table.setdefault(name, []).append(raw)
+        elif isinstance(getattr(Config(), name), (bool, int, float)):
+            table[name] = _scalar(raw, key)
+        else:
+            table[name] = raw
+    return table
+
+
+def _scalar(raw: str, key: str) -> Any:
+    low = raw.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    try:
+        return int(low)
+    except ValueError:
+        pass
+    try:
+        return float(low)
+    except ValueError:
+        raise ConfigError(f"git config {key}: {raw!r} is not a number or boolean") from None
+
+
+class Policy(NamedTuple):
+    config: Config
+    sources: list[str]  # where the settings came from, in order of precedence (lowest first)
+    warnings: list[str]  # ignored keys and the like, for the user
+
+
+def from_layers(policy: list[tuple[str, dict[str, Any]]], trusted: dict[str, Any]
+                ) -> tuple[Config, list[str]]:
+    """Merge policy tables (later wins) and the trusted table into one Config."""
+    merged: dict[str, Any] = {}
+    warnings: list[str] = []
+    for where, table in policy:
+        for key, value in table.items():
+            name = key.replace("-", "_")
+            if name in TRUSTED_ONLY and not where.startswith("git config"):
+                warnings.append(f"{where}: '{key}' ignored: it runs or sends, so only "
+                                f"`git config proximity.{key.replace('_', '')}` may set it")
+                continue
+            if name == "weights" and isinstance(value, dict) and isinstance(
+                    merged.get("weights"), dict):
+                value = {**merged["weights"], **value}
+            merged[name] = value
+        try:
+            from_table(merged)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from e
+    for key, value in trusted.items():
+        if key in TRUSTED_ONLY:
+            merged[key] = value
+    return from_table(merged), warnings
+
+
+def load_policy(committed: list[tuple[str, bytes]], shared: list[tuple[str, str]],
+                local: list[tuple[str, str]], origin: str) -> Policy:
+    """The airspace's policy from plain data: ``committed`` (file name, content) found on
+    the main checkout's HEAD (first with a table wins), ``shared`` the repository's git
+    config entries, ``local`` every git config entry the user has (for trusted keys)."""
+    layers: list[tuple[str, dict[str, Any]]] = []
+    sources: list[str] = []
+    for name, data in committed:
+        where = f"{name} committed at {origin}"
+        table = table_of(name, data, where)
+        if table is not None:
+            layers.append((where, table))
+            sources.append(where)
+            break
+    shared_table = {k: v for k, v in git_table(shared).items() if k not in TRUSTED_ONLY}
+    if shared_table:
+        layers.append(("git config (repository)", shared_table))
+        sources.append("git config (repository)")
+    trusted = {k: v for k, v in git_table(local).items() if k in TRUSTED_ONLY}
+    if trusted:
+        sources.append("git config (trusted keys: " + ", ".join(sorted(trusted)) + ")")
+    cfg, warnings = from_layers(layers, trusted)
+    return Policy(cfg, sources or ["defaults"], warnings)

@@ -37,7 +37,10 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
     if check_git:
         gitio.require_git()
     repo = gitio.Repo(path or os.getcwd(), fast=not check_git)
-    cfg = config.load(repo.workdir)
+    policy = config.load_policy(*gitio.policy_inputs(repo))
+    for w in policy.warnings:
+        warn(w)
+    cfg = policy.config
     ledger = None
     err = None
     try:

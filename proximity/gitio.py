@@ -459,6 +459,37 @@ def _copy(src: str, dst: str) -> None:
     os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+def operation_in_progress(admin_dir: str) -> str | None:
+    """The multi-step git operation under way in a worktree, from its git dir alone.
+
+    ``admin_dir`` is the worktree's own git dir (the common dir for the main checkout).
+    Returns "rebase", "am", "cherry-pick", "revert", "merge" or "bisect", or None when
+    nothing is in progress. Only ``stat`` calls (and one small read): hooks ask it before
+    importing anything heavy.
+    """
+    j = os.path.join
+    if os.path.isdir(j(admin_dir, "rebase-merge")):
+        return "rebase"
+    if os.path.isdir(j(admin_dir, "rebase-apply")):
+        return "am" if os.path.exists(j(admin_dir, "rebase-apply", "applying")) else "rebase"
+    if os.path.exists(j(admin_dir, "CHERRY_PICK_HEAD")):
+        return "cherry-pick"
+    if os.path.exists(j(admin_dir, "REVERT_HEAD")):
+        return "revert"
+    if os.path.isdir(j(admin_dir, "sequencer")):
+        # a cherry-pick or revert of a range, between two of its commits
+        try:
+            first = _read(j(admin_dir, "sequencer", "todo")).split(None, 1)
+        except OSError:
+            first = []
+        return "revert" if first[:1] in (["revert"], ["r"]) else "cherry-pick"
+    if os.path.exists(j(admin_dir, "MERGE_HEAD")):
+        return "merge"
+    if os.path.exists(j(admin_dir, "BISECT_LOG")):
+        return "bisect"
+    return None
+
+
 def _read(path: str) -> str:
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         return f.read()
@@ -531,3 +562,36 @@ def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange
             ranges=tuple(ranges), new_ranges=tuple(new_ranges), old_lines=old_lines,
             **common,
         )
+
+
+# --- the airspace policy's inputs (see config.load_policy) --------------------------------
+
+def _config_entries(args: list[str], cwd: str) -> list[tuple[str, str]]:
+    proc = git(["config", "-z", *args, "--get-regexp", r"^proximity\."], cwd=cwd, ok=(0, 1))
+    out = []
+    for item in proc.stdout.decode("utf-8", "replace").split("\0"):
+        if item:
+            key, _, value = item.partition("\n")
+            out.append((key, value))
+    return out
+
+
+def policy_inputs(repo: Repo) -> tuple[list[tuple[str, bytes]], list[tuple[str, str]],
+                                      list[tuple[str, str]], str]:
+    """(config files committed on the main checkout's HEAD, the repository's shared git
+    config entries, every git config entry the user has, a name for that HEAD)."""
+    names = ("HEAD:.proximity.toml", "HEAD:pyproject.toml")
+    proc = git(["--git-dir", repo.common, "cat-file", "--batch"], cwd=repo.common,
+               input="".join(n + "\n" for n in names).encode())
+    committed: list[tuple[str, bytes]] = []
+    data = proc.stdout
+    for name in names:
+        nl = data.find(b"\n")
+        header, data = data[:nl].split(), data[nl + 1:]
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            committed.append((name.split(":", 1)[1], data[:size]))
+            data = data[size + 1:]
+    shared = _config_entries(["--file", os.path.join(repo.common, "config")], repo.common)
+    everything = _config_entries([], repo.workdir)
+    return committed, shared, everything, "the main checkout's HEAD"

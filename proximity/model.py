@@ -83,6 +83,7 @@ class Agent:
     started: float | None = None  # order of the first ledger event, same for every reader
     subject: str = ""  # last commit subject
     error: str | None = None  # why the working state could not be read
+    operation: str | None = None  # a git operation in progress (rebase, merge, ...)
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ class PairResult:
     escalated: bool = False
     closure_per_hop: float | None = None
     priority: dict[str, tuple[int, float, str]] = field(default_factory=dict)
+    in_progress: dict[str, str] = field(default_factory=dict)  # agent -> operation
 
     @property
     def distance(self) -> float:

@@ -23,7 +23,7 @@ def agent_json(a: Agent) -> dict[str, Any]:
     return {"id": a.id, "branch": a.branch, "path": a.path, "head": a.head,
             "snapshot": a.snapshot, "tree": a.tree, "remote": a.remote,
             "machine": a.machine or None, "clock": a.clock, "started": a.started,
-            "subject": a.subject, "error": a.error}
+            "subject": a.subject, "error": a.error, "operation": a.operation}
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
@@ -41,6 +41,7 @@ def pair_json(p: PairResult) -> dict[str, Any]:
         "concurrent": p.concurrent, "escalated": p.escalated,
         "closure_per_hop": None if p.closure_per_hop is None else round(p.closure_per_hop, 4),
         "base": p.base, "findings": [finding_json(f) for f in p.findings],
+        "in_progress": dict(p.in_progress),
         "priority": {k: {"committed": -v[0], "started": None if v[1] == float("inf") else v[1]}
                      for k, v in p.priority.items()},
         "complete": all(v is not None for v in p.channels.values()),
@@ -96,6 +97,9 @@ def advisory_text(p: PairResult, me: str, agents: dict[str, Agent]) -> str:
     lines += evidence_lines(p, me)
     if other and other.subject:
         lines.append(f"  their last commit: {other.subject}")
+    for who, op in sorted(p.in_progress.items()):
+        lines.append(f"  {'you are' if who == me else repr(who) + ' is'} in the middle of a "
+                     f"{op}: no block until it ends")
     if p.advisory == "resolution":
         if p.yielding == me:
             lines.append(f"  → you must yield: steer away from these lines or coordinate with "

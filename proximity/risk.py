@@ -19,6 +19,25 @@ def noisy_or(values: Mapping[str, float | None], weights: Mapping[str, float]) -
     return min(1.0, max(0.0, 1.0 - keep))
 
 
+def combine(values: Mapping[str, float | None], weights: Mapping[str, float],
+            tau_ra: float) -> float:
+    """Noisy-OR of calibrated channels, where an RA needs evidence of a real collision.
+
+    Soft evidence (an import, a nearby edit, a shared directory) must not add up to a
+    Resolution Advisory by accident: unless one weighted channel on its own reaches
+    ``tau_ra``, the combined risk stays just below it (a traffic advisory at most).
+    """
+    r = noisy_or(values, weights)
+    strongest = max((min(1.0, max(0.0, weights.get(k, 0.0))) * v
+                     for k, v in values.items() if v is not None), default=0.0)
+    if r >= tau_ra and strongest < tau_ra:
+        return max(0.0, tau_ra - SOFT_MARGIN)
+    return r
+
+
+SOFT_MARGIN = 0.01  # how far below tau_RA soft evidence alone is held
+
+
 def band(risk: float, tau_ta: float, tau_ra: float) -> str:
     if risk >= tau_ra:
         return RESOLUTION

@@ -24,17 +24,17 @@ def test_escalation_needs_a_fast_closure_near_the_threshold():
 
 
 def test_a_pair_closing_fast_is_escalated_in_the_scan(space, scan_json, capsys):
-    files = {"core/db.py": "def connect():\n    return 1\n", "web/u.py": "X = 1\n"}
+    files = {"core/db.py": "def connect():\n    return 1\n\n\ndef close():\n    return 3\n",
+             "web/u.py": "X = 1\n"}
     sp = space(files)
     a, b = sp.wt("a"), sp.wt("b")
-    sp.write(a, "core/db.py", "def connect():\n    return 2\n")
+    sp.write(a, "core/db.py", files["core/db.py"].replace("return 1", "return 2"))
     assert main(["snapshot", "-C", str(a)]) == 0
     capsys.readouterr()
     r1 = pair(scan_json(sp.main, capsys=capsys), "a", "b")
     assert r1["advisory"] == "clear" and not r1["escalated"]
-    # one hop later b's new code imports a's file: risk jumps toward the RA threshold
-    sp.write(b, "web/u.py", "from core import db\n\nX = db.connect()\n")
-    assert main(["snapshot", "-C", str(b)]) == 0
+    # one hop later b declares it will edit a's lines: risk jumps toward the RA threshold
+    assert main(["intend", "-C", str(b), "core/db.py:2-2"]) == 0
     capsys.readouterr()
     r2 = pair(scan_json(sp.main, capsys=capsys), "a", "b")
     assert r2["closure_per_hop"] is not None and r2["closure_per_hop"] > 0.15

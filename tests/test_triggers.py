@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import lines
+from conftest import git, lines
 
 from proximity.ledger import Ledger
 from proximity.main import main
@@ -83,13 +83,14 @@ def test_traffic_transmits_both_ways_with_intents(space, capsys):
     a, b = sp.wt("a"), sp.wt("b")
     sp.write(a, "core/db.py", "def connect():\n    return 2\n")
     sp.write(b, "web/users.py", files["web/users.py"] + "\nX = 1\n")
-    assert main(["intend", "-C", str(b), "web/api.py"]) == 0
+    # an import alone is a few percent; b's declared intent on a's file is traffic
+    assert main(["intend", "-C", str(b), "core/db.py"]) == 0
     hook(a)
     err = capsys.readouterr().err
     assert "TRAFFIC ADVISORY" in err and "TRANSMIT" not in err  # shown once, as advisory
     ma, mb = inbox(a, capsys, "--all"), inbox(b, capsys)
     assert [m["type"] for m in ma] == [m["type"] for m in mb] == ["transmit"]
-    assert ma[0]["body"]["from"] == "b" and "web/api.py" in ma[0]["body"]["intents"]
+    assert ma[0]["body"]["from"] == "b" and "core/db.py" in ma[0]["body"]["intents"]
     assert mb[0]["body"]["their_files"][0]["path"] == "core/db.py"
 
 
@@ -98,7 +99,9 @@ def test_notify_command_gets_valid_json(space, capsys, tmp_path):
     script = tmp_path / "sink.py"
     script.write_text("import json, sys\nmsg = json.load(sys.stdin)\n"
                       f"open({str(out)!r}, 'a').write(json.dumps(msg) + '\\n')\n")
-    _sp, _a, b = ra_space(space, toml=f'notify = "{sys.executable} {script}"\n')
+    sp, _a, b = ra_space(space)
+    # a command to run comes only from the user's own git config, never a committed file
+    git(sp.main, "config", "proximity.notify", f"{sys.executable} {script}")
     hook(b)
     got = [json.loads(x) for x in out.read_text().splitlines()]
     assert sorted(m["type"] for m in got) == ["hold", "steer"]

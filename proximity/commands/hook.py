@@ -22,6 +22,8 @@ from proximity.errors import FatalError
 if TYPE_CHECKING:
     import argparse
 
+    from proximity.airspace import Scan
+
 STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
          "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
 
@@ -69,8 +71,57 @@ def snapshot(ctx: context.Context, kind: str) -> None:
         ctx.ledger.gc(ctx.cfg.retain_events, live)
 
 
+ZERO = "0" * 40
+
+
+def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, str]] | None:
+    """What a push carries: (local ref, local commit) of every update that brings commits.
+
+    pre-push gets ``<local ref> <local sha> <remote ref> <remote sha>`` lines on stdin; the
+    pre-commit framework passes one of them as PRE_COMMIT_LOCAL_BRANCH / PRE_COMMIT_TO_REF
+    / PRE_COMMIT_FROM_REF. Deletions and tags carry no work to judge; an update the remote
+    already has neither. None: nothing said what is pushed (the guard run by hand).
+    """
+    lines: list[list[str]] = []
+    if env.get("PRE_COMMIT_TO_REF"):
+        lines.append([env.get("PRE_COMMIT_LOCAL_BRANCH", ""), env["PRE_COMMIT_TO_REF"],
+                      env.get("PRE_COMMIT_REMOTE_BRANCH", ""),
+                      env.get("PRE_COMMIT_FROM_REF", ZERO)])
+    elif stdin_text:
+        lines = [ln.split() for ln in stdin_text.splitlines() if ln.strip()]
+    else:
+        return None
+    out = []
+    for parts in lines:
+        if len(parts) != 4:
+            continue
+        local_ref, local_sha, _remote_ref, remote_sha = parts
+        if set(local_sha) == {"0"} or local_ref.startswith("refs/tags/"):
+            continue
+        if local_sha == remote_sha:
+            continue
+        out.append((local_ref, local_sha))
+    return out
+
+
+def _read_stdin() -> str | None:
+    try:
+        if sys.stdin is None or sys.stdin.closed or sys.stdin.isatty():
+            return None
+        return sys.stdin.read(1 << 20)
+    except (OSError, ValueError):
+        return None
+
+
 def check(ctx: context.Context, stage: str, kind: str) -> int:
-    """Record, scan the pairs involving this worktree, fire triggers, print advisories."""
+    """Record, scan the pairs involving this worktree, fire triggers, print advisories.
+
+    The guard judges what is pushed, not the worktree it runs in: each pushed commit
+    stands in for this worktree against the live siblings; a push that carries no work
+    (deletion, tag, a commit the remote has) is never blocked.
+    """
+    from dataclasses import replace
+
     from proximity import report, triggers
     from proximity.airspace import live_agents
 
@@ -87,8 +138,26 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     if me is not None and me.error is None:
         recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
                                                  me.snapshot, me.tree))
-    result = context.run_scan(ctx, focus=ctx.here, agents=agents, retired=retired,
-                              in_hook=True)
+    pushed = pushed_refs(_read_stdin(), dict(os.environ)) if stage == "guard" else None
+    runs = [agents]
+    if me is not None and pushed is not None:
+        runs = [[replace(me, head=sha, snapshot=sha, tree=ctx.repo.commit_tree(sha),
+                         branch=ref.removeprefix("refs/heads/") or me.branch, error=None)
+                 if a.id == ctx.here else a for a in agents] for ref, sha in pushed]
+        if not runs:
+            err("proximity: nothing to judge in this push (deletion, tag, or commits the "
+                "remote has); guard passes.")
+            deliver(ctx)
+            return 0
+    results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
+                                in_hook=True, record=i == 0) for i, run in enumerate(runs)]
+
+    def weight(r: Scan) -> tuple[bool, float]:  # a run where we must yield decides
+        mine = r.involving(ctx.here)
+        return (any(p.advisory == "resolution" and p.yielding == ctx.here for p in mine),
+                max((p.risk for p in mine), default=0.0))
+
+    result = max(results, key=weight)
     if result.graph_deferred:
         context.warm_up(ctx)
         err("proximity: first run: building the import graph in the background; the "

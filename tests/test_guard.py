@@ -1,0 +1,211 @@
+"""Issue 10: a block you can trust — what the guard judges, who yields, and whose policy.
+
+Real repositories, real worktrees, plain hooks (`proximity install`), real pushes to a
+real bare remote.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import git, lines, pair
+from test_hooks import BASE, collide, make_repo, run
+
+from proximity.commands.hook import pushed_refs
+
+
+def installed(tmp_path: Path) -> Path:
+    main, _remote = make_repo(tmp_path)
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True,
+                   capture_output=True)
+    return main
+
+
+def test_pushed_refs_reads_what_the_push_carries():
+    z = "0" * 40
+    a, b = "a" * 40, "b" * 40
+    text = (f"refs/heads/x {a} refs/heads/x {z}\n"  # new branch: judged
+            f"refs/tags/v1 {a} refs/tags/v1 {z}\n"  # a tag: no work to judge
+            f"(delete) {z} refs/heads/old {b}\n"  # a deletion
+            f"refs/heads/y {b} refs/heads/y {b}\n")  # the remote has it already
+    assert pushed_refs(text, {}) == [("refs/heads/x", a)]
+    assert pushed_refs(None, {}) is None
+    env = {"PRE_COMMIT_TO_REF": a, "PRE_COMMIT_FROM_REF": z,
+           "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/x"}
+    assert pushed_refs(None, env) == [("refs/heads/x", a)]
+
+
+def test_tag_push_branch_deletion_and_another_branch_are_never_blocked(tmp_path):
+    main = installed(tmp_path)
+    _a, b, _ra, _rb = collide(main, tmp_path)
+    blocked = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert blocked.returncode != 0 and "push blocked" in blocked.stderr
+    # a tag on the colliding commit carries no branch work: never blocked
+    git(b, "tag", "v-b")
+    t = run(b, "git", "push", "-q", "origin", "v-b")
+    assert t.returncode == 0, t.stderr
+    # a branch from the base, pushed from the yielding worktree: not the colliding commits
+    git(b, "branch", "side", "main")
+    s = run(b, "git", "push", "-q", "origin", "side")
+    assert s.returncode == 0, s.stderr
+    # deleting a remote branch from the yielding worktree
+    d = run(b, "git", "push", "-q", "origin", "--delete", "side")
+    assert d.returncode == 0, d.stderr
+
+
+def test_guard_judges_the_pushed_commit_not_the_uncommitted_worktree(tmp_path):
+    main = installed(tmp_path)
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    git(main, "worktree", "add", "-q", "-b", "feat/a", str(a))
+    git(main, "worktree", "add", "-q", "-b", "feat/b", str(b))
+    (a / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by a\n"))
+    git(a, "commit", "-qam", "a edits line 20")
+    # b commits work elsewhere, and has an uncommitted edit on a's line
+    (b / "other.txt").write_text(lines(10, "other") + "b elsewhere\n")
+    git(b, "commit", "-qam", "b elsewhere")
+    (b / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by b\n"))
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode == 0, p.stderr  # the push carries only the clean commit
+
+
+def test_a_worktree_mid_rebase_blocks_nobody(tmp_path):
+    main = installed(tmp_path)
+    a, b, _ra, _rb = collide(main, tmp_path)
+    # b starts a rebase onto a's work and stops on the conflict
+    r = run(b, "git", "rebase", "feat/a")
+    assert r.returncode != 0
+    assert os.path.isdir(git(b, "rev-parse", "--git-path", "rebase-merge").stdout.strip()) \
+        or os.path.isdir(git(b, "rev-parse", "--git-path", "rebase-apply").stdout.strip())
+    # a's push is not blocked by b's half-replayed state, and the scan says why
+    pa = run(a, "git", "push", "-q", "origin", "feat/a")
+    assert pa.returncode == 0, pa.stderr
+    out = run(main, sys.executable, "-m", "proximity", "scan", "--json")
+    import json
+
+    p = pair(json.loads(out.stdout), "wt-a", "wt-b")
+    assert p["in_progress"] == {"wt-b": "rebase"}
+    assert p["advisory"] != "resolution" and p["yielding"] is None
+
+
+def test_a_trivial_commit_elsewhere_buys_no_right_of_way(tmp_path, space, scan_json, capsys):
+    sp = space({"f.txt": lines(30), "other.txt": "x\n"})
+    a, b = sp.wt("a"), sp.wt("b")  # a comes first in the ledger order
+    from proximity.main import main as cli
+
+    for wt in (a, b):
+        assert cli(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    sp.write(a, "f.txt", lines(30).replace("line 9\n", "A\n"))
+    sp.write(b, "f.txt", lines(30).replace("line 9\n", "B\n"))
+    before = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert before["advisory"] == "resolution"
+    # b commits one line elsewhere: no work on the contested file, no right-of-way
+    sp.write(b, "other.txt", "y\n")
+    git(b, "commit", "-qm", "trivial", "other.txt")
+    after = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert after["yielding"] == before["yielding"]
+    assert after["priority"]["b"]["committed"] == 0
+    # committing the contested work itself does count
+    git(b, "commit", "-qam", "b's real work")
+    won = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert won["priority"]["b"]["committed"] == 1 and won["yielding"] == "a"
+
+
+def test_identical_edits_are_not_a_collision(space, scan_json, capsys):
+    text = lines(30)
+    sp = space({"f.txt": text})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "f.txt", text.replace("line 10\n", "fixed\n") + "a's own tail\n")
+    sp.write(b, "f.txt", text.replace("line 10\n", "fixed\n").replace("line 1\n", "b head\n"))
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["channels"]["conflict"] == 0.0  # git merges the same hunk cleanly
+    assert p["advisory"] != "resolution"
+    assert not any("conflict" in f["detail"] for f in p["findings"]
+                   if f["channel"] == "overlap")
+
+
+def test_touching_edits_git_merges_are_traffic_at_most(space, scan_json, capsys):
+    text = lines(30)
+    sp = space({"f.txt": text})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "f.txt", text.replace("line 10\n", "ten\n"))
+    sp.write(b, "f.txt", text.replace("line 10\n", "line 10\nnew after ten\n")
+             .replace("line 30\n", "line 30\n"))
+    merged = git(sp.main, "merge-tree", "--write-tree", "HEAD", "HEAD", check=False)
+    assert merged.returncode == 0
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    if p["channels"]["conflict"] == 0.0:  # git merged it: approach evidence only
+        hit = next(f for f in p["findings"] if f["channel"] == "overlap")
+        assert hit["kind"] in ("touch-merged", "near", "near-far")
+        assert p["advisory"] != "resolution"
+    else:
+        assert p["advisory"] == "resolution"
+
+
+def test_soft_evidence_alone_never_adds_up_to_an_ra(space, scan_json, capsys):
+    """A direct import + the same directory + a body change the other side calls + a
+    nearby edit: git merges cleanly, so no Resolution Advisory."""
+    lib = "".join(f"def apply{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
+    files = {"pkg/lib.py": lib,
+             "pkg/app.py": "from pkg import lib\n\n\ndef run(x):\n    return lib.apply1(x)\n"}
+    sp = space(files)
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "pkg/lib.py", lib.replace("return x + 1\n", "return x + 100\n"))
+    sp.write(b, "pkg/app.py", files["pkg/app.py"] + "\n\ndef more(x):\n    return lib.apply1(x)"
+             " + lib.apply2(x)\n")
+    sp.write(b, "pkg/lib.py", lib.replace("return x + 3\n", "return x + 3  # b\n"))
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["channels"]["conflict"] == 0.0
+    assert p["advisory"] != "resolution", p
+
+
+def test_a_worktree_cannot_switch_its_own_guard_off(tmp_path):
+    main = installed(tmp_path)
+    _a, b, _ra, _rb = collide(main, tmp_path)
+    # b's uncommitted (and even committed-on-its-branch) config cannot weaken the policy
+    (b / ".proximity.toml").write_text("[weights]\nconflict = 0\noverlap = 0\n")
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode != 0 and "push blocked" in p.stderr
+    git(b, "add", ".proximity.toml")
+    git(b, "commit", "-qm", "relax the guard", "--no-verify")
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode != 0 and "push blocked" in p.stderr
+    # the airspace's policy: committed on the main checkout, or shared git config
+    git(main, "config", "proximity.weights.conflict", "0")
+    git(main, "config", "proximity.weights.overlap", "0")
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode == 0, p.stderr
+
+
+def test_committed_config_cannot_run_a_command(tmp_path):
+    main, _remote = make_repo(tmp_path)
+    marker = tmp_path / "pwned"
+    (main / ".proximity.toml").write_text(f'notify = "touch {marker}"\n')
+    git(main, "add", ".proximity.toml")
+    git(main, "commit", "-qm", "sneaky")
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True,
+                   capture_output=True)
+    a, _b, _ra, rb = collide(main, tmp_path)
+    assert "ignored" in rb.stderr and "notify" in rb.stderr
+    assert not marker.exists()
+    # the user's own git config may
+    git(main, "config", "proximity.notify", f"touch {marker}")
+    git(main, "config", "proximity.cooldownSeconds", "0")
+    git(main, "config", "proximity.cooldownHops", "0")
+    (a / "f.txt").write_text(BASE.replace("line 21\n", "line 21 by a\n"))
+    git(a, "commit", "-qam", "a again")
+    assert marker.exists()
+
+
+def test_non_finite_config_is_a_one_line_error_naming_the_key(tmp_path):
+    main, _remote = make_repo(tmp_path)
+    for value in ("nan", "inf", "-1", "1e400"):
+        (main / ".proximity.toml").write_text(f"near_lines = {value}\n")
+        git(main, "add", ".proximity.toml")
+        git(main, "commit", "-qm", f"near_lines {value}")
+        r = run(main, sys.executable, "-m", "proximity", "scan")
+        assert r.returncode == 2, (value, r.stderr)
+        assert "near_lines" in r.stderr and "Traceback" not in r.stderr
