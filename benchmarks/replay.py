@@ -226,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for c in cases:
         by_repo[c["repo"]].append(c)
     rows: list[dict[str, Any]] = []
+    sink = open(args.out, "w") if args.out else None  # noqa: SIM115 -- written as we go
     for name, cs in sorted(by_repo.items()):
         if name not in dirs:
             print(f"skip {name}: no git dir (give --git-dir {name}=...)", file=sys.stderr)
@@ -236,6 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append(replay_case(src, c))
             except Exception as e:  # a case the pipeline cannot replay is reported, not hidden
                 rows.append({"id": c["id"], "repo": name, "error": repr(e)[:200]})
+            if sink:
+                sink.write(json.dumps(rows[-1]) + "\n")
+                sink.flush()
         print(f"{name}: {len([r for r in rows if r['repo'] == name])} cases", file=sys.stderr)
     ok = [r for r in rows if "error" in r]
     good = [r for r in rows if "error" not in r]
@@ -253,10 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.materialized:
         report["materialized"] = check_materialized(args, good, cases, dirs)
-    if args.out:
-        with open(args.out, "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    if sink:
+        sink.close()
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()

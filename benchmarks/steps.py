@@ -133,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     want = set(args.repos.split(",")) if args.repos else set(by_repo)
     rows: list[dict[str, Any]] = []
     errors = []
+    sink = open(args.out, "w") if args.out else None  # noqa: SIM115 -- written as we go
     for name, cs in sorted(by_repo.items()):
         if name not in want or name not in dirs:
             continue
@@ -140,9 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rnd = random.Random(f"{args.seed}:{name}")
         for c in rnd.sample(cs, min(args.pairs, len(cs))):
             try:
-                rows.extend(replay_pair(src, c, args.max_steps))
+                got = replay_pair(src, c, args.max_steps)
             except Exception as e:  # reported, never hidden
                 errors.append([c["id"], repr(e)[:160]])
+                continue
+            rows.extend(got)
+            if sink:
+                sink.writelines(json.dumps(r) + "\n" for r in got)
+                sink.flush()
         print(f"{name}: {len({r['id'] for r in rows if r['repo'] == name})} pairs",
               file=sys.stderr)
     report = {
@@ -155,10 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "false_ra_examples": [[r["id"], r["step"], r["top"][:2]] for r in rows
                               if r["advisory"] == "resolution" and not r["conflict_now"]][:10],
     }
-    if args.out:
-        with open(args.out, "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    if sink:
+        sink.close()
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()
