@@ -139,9 +139,6 @@ def kinds_of(p: PairResult, tree: str = "") -> dict[str, list[str]]:
         if f.channel in ("error",) or f.score <= 0:
             continue
         out[f.channel].add(f.kind or value_bin(f.score))
-    for ch, v in p.channels.items():
-        if v and ch not in out:
-            out[ch].add(value_bin(v))
     return {k: sorted(v) for k, v in out.items()}
 
 
