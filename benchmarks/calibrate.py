@@ -3,12 +3,15 @@
 Observations (one per scanned pair or step, each with its evidence classes per channel:
 ``Finding.kind``, or ``bin:<lo>`` of the raw value where a channel sets no kind yet):
 
+* commit-by-commit replays (``steps.py --out``): label = the pair conflicts at this or a
+  later step, which is what approach evidence (touch-merged, near, same directory...)
+  predicts for live work; the steps of one pair are not independent, so together they weigh
+  as one observation. These fit every class but the symbol channel's;
 * real merges replayed as live worktrees (``replay.py --out``): label = git's merge of the
-  two parents conflicts;
-* commit-by-commit replays (``steps.py --out``), all steps but the last of each pair (the
-  last is the merge itself, already counted): label = the pair conflicts at this or a later
-  step, which is what approach evidence (touch-merged, near, same directory...) predicts;
-  the steps of one pair are not independent, so together they weigh as one observation;
+  two parents conflicts. A final merge has no "later", so these only fit the classes seen
+  where git's merge decided (the conflict class, and the stand-ins ``touch``,
+  ``rename-rename``... that speak for it where it cannot run), and everything when no step
+  replays are given;
 * executable labels for the symbol channel: the generated corpus of ``semantic.py`` (merged
   and run) and, when present, ``benchmarks/out/nearmiss.jsonl`` (lines with ``kinds``
   ``{channel: [kind]}`` or ``findings`` ``[{channel, kind}]``, and ``label``
@@ -91,8 +94,7 @@ def from_steps(rows: Iterable[dict[str, Any]]) -> list[Obs]:
     for r in rows:
         last[r["id"]] = max(last.get(r["id"], -1), r["step"])
     return [Obs({c: tuple(k) for c, k in r["kinds"].items()}, bool(r["conflict_later"]),
-                "steps", r["repo"], r.get("risk"), 1.0 / last[r["id"]])
-            for r in rows if r["step"] != last[r["id"]]]
+                "steps", r["repo"], r.get("risk"), 1.0 / (last[r["id"]] + 1)) for r in rows]
 
 
 def _label(r: dict[str, Any]) -> bool | None:
@@ -225,26 +227,41 @@ def fit(obs: Sequence[Obs], strength: float = 4.0, rounds: int = 60
     executable = {(c, k) for o in obs if o.source in ("semantic", "nearmiss")
                   for c, ks in o.kinds.items() if c in EXECUTABLE_CHANNELS for k in ks}
 
+    has_steps = any(o.source == "steps" for o in obs)
+
     def counts_here(o: Obs, key: Key) -> bool:
-        """Which observations may move a class: executable labels for symbol classes
-        that have them, real history for everything else."""
+        """Which observations may move a class: executable labels for symbol classes that
+        have them; for the rest, the step replays (live pairs with a future: "this or a
+        later step"), or the final merges where there are no step replays."""
         if key in executable:
             return o.source in ("semantic", "nearmiss")
-        return o.source in ("replay", "steps")
+        return o.source == "steps" or (o.source == "replay" and not has_steps)
 
-    real = [o for o in obs if o.source in ("replay", "steps")] or list(obs)
+    def counts_marginal(o: Obs, key: Key) -> bool:
+        """The first estimate, and the final one of classes the fit cannot move (seen only
+        where git's merge decided: the stand-ins for when it cannot run): every source."""
+        return counts_here(o, key) or (o.source == "replay" and key not in executable)
+
+    real = [o for o in obs if o.source == "steps"] or [
+        o for o in obs if o.source == "replay"] or list(obs)
     # the prior: how often a pair with no exact-conflict evidence collides (now or later)
     quiet = [o for o in real if not any(c in AUTHORITATIVE for c in o.kinds)] or real
     base = sum(o.weight * o.label for o in quiet) / max(1e-9, sum(o.weight for o in quiet))
     a0, b0 = strength * base, strength * (1 - base)
     stats: dict[Key, dict[str, float]] = defaultdict(lambda: {"n": 0.0, "k": 0.0})
+    first: dict[Key, dict[str, float]] = defaultdict(lambda: {"n": 0.0, "k": 0.0})
     for o in obs:
         for c, ks in o.kinds.items():
             for k in ks:
-                if counts_here(o, (c, k)):
-                    stats[(c, k)]["n"] += o.weight
-                    stats[(c, k)]["k"] += o.weight * o.label
-    p = {key: (s["k"] + a0) / (s["n"] + a0 + b0) for key, s in stats.items()}
+                for table, counts in ((stats, counts_here), (first, counts_marginal)):
+                    if counts(o, (c, k)):
+                        table[(c, k)]["n"] += o.weight
+                        table[(c, k)]["k"] += o.weight * o.label
+    # classes the fit cannot move report the counts of their first (marginal) estimate
+    for key, s in first.items():
+        if stats[key]["n"] == 0:
+            stats[key] = dict(s)
+    p = {key: (s["k"] + a0) / (s["n"] + a0 + b0) for key, s in first.items()}
     for _ in range(rounds):
         num: dict[Key, float] = defaultdict(float)
         den: dict[Key, float] = defaultdict(float)
@@ -362,21 +379,26 @@ def write_plot(panels: list[tuple[str, list[dict[str, Any]]]], path: str) -> lis
 
 # -- the table ----------------------------------------------------------------------------------
 
+MIN_SUPPORT = 5.0  # weighted observations below which a class keeps its channel's prior
+
+
 def table_source(p: dict[Key, float], stats: dict[Key, dict[str, float]]) -> str:
     by_channel: dict[str, dict[str, float]] = defaultdict(dict)
     for (c, k), v in sorted(p.items()):
-        if k.startswith("bin:"):
-            continue  # raw-value bins are reported, never written: channels look kinds up
+        if k.startswith("bin:") or stats.get((c, k), {"n": 0.0})["n"] < MIN_SUPPORT:
+            continue  # bins are reported, never written (channels look classes up); too
+            # little support: the channel's own prior stands
         by_channel[c][k] = round(v, 4)
     lines = ['"""Generated by benchmarks/calibrate.py: channel -> evidence class -> collision '
              'probability."""', "", "from __future__ import annotations", "",
-             "# counts are observations weighted as fitted (the steps of one pair weigh one)",
+             "# counts: observations the class was fitted on, weighted (the steps of one pair",
+             "# weigh one); classes with less than MIN_SUPPORT keep their channel's prior",
              "TABLE: dict[str, dict[str, float]] = {"]
     for c in sorted(by_channel):
-        lines.append(f"    {c!r}: {{")
+        lines.append(f"    {json.dumps(c)}: {{")
         for k, v in sorted(by_channel[c].items(), key=lambda kv: -kv[1]):
             s = stats.get((c, k), {"n": 0, "k": 0})
-            lines.append(f"        {k!r}: {v},  # collided {s['k']:.1f} of {s['n']:.1f}")
+            lines.append(f"        {json.dumps(k)}: {v},  # collided {s['k']:.1f} of {s['n']:.1f}")
         lines.append("    },")
     lines.append("}")
     return "\n".join(lines) + "\n"
