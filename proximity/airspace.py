@@ -29,6 +29,7 @@ class Facts:
     intent_weights: dict[str, dict[str, float]] = field(default_factory=dict)
     recency: Recency | None = None
     history: Callable[[str, str], list[tuple[float, float, float]]] | None = None
+    reached: Callable[[str, set[str]], int | None] | None = None  # ledger order of first work
     imports_cache: dict[str, Any] = field(default_factory=dict)
     symbols_cache: dict[str, Any] = field(default_factory=dict)
     pair_cache: dict[str, Any] = field(default_factory=dict)
@@ -223,8 +224,8 @@ class _Pairwise:
             out: list[tuple[str, str]] = []
             cache = self.facts.pair_cache
             for p, fc in sorted(ws.files.items()):
-                if not fc.new_oid or fc.kind != "text":
-                    continue
+                if not fc.new_oid or fc.kind != "text" or parsers.language_of(p) is None:
+                    continue  # no parser, no edges: nothing worth a cache row per commit
                 ck = f"edges:{depgraph.CACHE_FORMAT}:{self.graph_tree}:{p}:{fc.new_oid}"
                 dsts = cache.get(ck)
                 if dsts is None:
@@ -259,9 +260,12 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
 
 def _priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[str],
               facts: Facts) -> risk.Priority:
-    """Local pairs: committed work on the contested files, then the shared ledger's order
-    of first events (immune to clock skew), then the id."""
-    return risk.priority(pw.committed_lines(x, base, contested), facts.started.get(x.id), x.id)
+    """Local pairs: committed work on the contested files, then who reached them first in
+    the shared ledger's order of events (immune to clock skew), then the id."""
+    seq = facts.reached(x.id, contested) if facts.reached and contested else None
+    # no retained event says: the stream's own first event
+    first = float(seq) if seq is not None else facts.started.get(x.id)
+    return risk.priority(pw.committed_lines(x, base, contested), first, x.id)
 
 
 def _shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[str],
@@ -342,6 +346,8 @@ def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
     pairs = []
     for a, b in itertools.combinations(agents, 2):
         if focus is not None and focus not in (a.id, b.id):
+            continue
+        if a.remote and b.remote:  # their machines judge those pairs; ours only ours
             continue
         pairs.append(assess(pw, a, b, agents))
     pairs.sort(key=lambda p: -p.risk)

@@ -41,6 +41,10 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
     for w in policy.warnings:
         warn(w)
     cfg = policy.config
+    repo.large_bytes = cfg.large_bytes
+    from proximity import parsers
+
+    parsers.configure(cfg.large_bytes, cfg.long_line)
     ledger = None
     err = None
     try:
@@ -49,9 +53,7 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
         if need_ledger:
             raise
         err = str(e)
-    here = "main"
-    if repo.gitdir != repo.common:
-        here = os.path.basename(repo.gitdir)
+    here = gitio.agent_id(repo.gitdir, repo.common)
     return Context(repo, cfg, ledger, err, here)
 
 
@@ -82,6 +84,7 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
         f.intent_weights.setdefault(ctx.here, {}).update(dict.fromkeys(what_if, 1.0))
     f.recency = led.recency
     f.history = led.history
+    f.reached = led.reached
     f.imports_cache = led.cache("imports")
     f.symbols_cache = led.cache("symbols")
     f.pair_cache = led.cache("pair")
@@ -115,7 +118,9 @@ def record_risk(ctx: Context, result: Scan) -> None:
 def run_scan(ctx: Context, *, focus: str | None = None,
              what_if: dict[str, list[tuple[int, int]] | None] | None = None,
              agents: list[Agent] | None = None, retired: list[str] | None = None,
-             record: bool = True, in_hook: bool = False) -> Scan:
+             record: bool = True, in_hook: bool = False, remote: bool = True) -> Scan:
+    """``remote=False``: leave other machines' snapshots out (the commit hooks never read
+    or unpack them; the pre-push guard and the commands do)."""
     import time
 
     from proximity.airspace import live_agents, scan
@@ -123,17 +128,24 @@ def run_scan(ctx: Context, *, focus: str | None = None,
     t0 = time.perf_counter()
     f = facts(ctx, what_if)
     f.defer_cold_graph = in_hook and ctx.ledger is not None
-    if has_remote_refs(ctx):
-        from proximity import remote
+    if remote and has_remote_refs(ctx):
+        from proximity import remote as remote_mod
 
         try:
-            f.machine = remote.machine_id(ctx)
-            f.remote = remote.agents(ctx)
+            f.machine = remote_mod.machine_id(ctx)
+            f.remote = remote_mod.agents(ctx)
         except (OSError, FatalError) as e:
-            warn(f"remote agents skipped: {e}")
+            from proximity.untrusted import text
+
+            warn(f"remote agents skipped: {text(e, 400)}")
     t1 = time.perf_counter()
     if agents is None:
         agents, retired = live_agents(ctx.repo, known=f.pair_cache)
+    if in_hook and f.remote:
+        from proximity import remote as remote_mod
+
+        f.remote = remote_mod.near(ctx, f.remote, next((a for a in agents if a.id == focus),
+                                                       None))
     t2 = time.perf_counter()
     agents = [_with_ledger(a, f) for a in agents]
     result = scan(ctx.repo, ctx.cfg, f, focus=focus, agents=agents, retired=retired)

@@ -23,5 +23,13 @@ class LedgerError(FatalError):
     exit_code = 4
 
 
+class LedgerBusy(LedgerError):
+    """Another process held the ledger's write lock for longer than this command waits."""
+
+
+class GitTimeout(FatalError):
+    """A git subprocess ran past its time limit (it was killed)."""
+
+
 class ConfigError(FatalError):
     exit_code = 2

@@ -7,18 +7,21 @@ hook that git started for one worktree can look at its siblings safely.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from proximity.errors import FatalError, GitTooOld, NotARepository
+from proximity.errors import FatalError, GitTimeout, GitTooOld, NotARepository
 
 if TYPE_CHECKING:
     from proximity import model
 
 MIN_GIT = (2, 38)
+LARGE_STUB = "proximity: large untracked file, not hashed: "
+LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pack them
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Variables that point git at one particular repository, index or object store.
 LOCATING_VARS = (
@@ -42,6 +45,32 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# Time limits (seconds) per class of git call: no git process may hang a hook or command.
+TIMEOUTS = {
+    "plumbing": 30.0,  # rev-parse, config, update-ref, commit-tree, worktree list…
+    "snapshot": 120.0,  # add -A / write-tree over a whole worktree
+    "merge": 60.0,  # merge-tree of two snapshots
+    "network": 120.0,  # push, fetch, ls-remote
+}
+CALL_CLASS = {"add": "snapshot", "write-tree": "snapshot", "merge-tree": "merge",
+              "push": "network", "fetch": "network", "ls-remote": "network",
+              "gc": "snapshot", "repack": "snapshot", "pack-objects": "snapshot",
+              "prune-packed": "snapshot"}
+
+
+def time_limit(args: Sequence[str]) -> float:
+    """The time limit of a git call; PROXIMITY_GIT_TIMEOUT (seconds) overrides all."""
+    env = os.environ.get("PROXIMITY_GIT_TIMEOUT")
+    if env:
+        try:
+            value = float(env)
+            if 0 < value < 1e6:
+                return value
+        except ValueError:
+            pass
+    return TIMEOUTS[CALL_CLASS.get(args[0] if args else "", "plumbing")]
+
+
 def git(
     args: Sequence[str],
     cwd: str | os.PathLike[str],
@@ -49,26 +78,55 @@ def git(
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
     ok: tuple[int, ...] = (0,),
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
+    """Run git; a call past its time limit is killed (with anything it started) and
+    raises GitTimeout."""
     cmd = ["git", "-c", "core.quotePath=false", "-c", "advice.addEmbeddedRepo=false", *args]
+    limit = timeout if timeout is not None else time_limit(args)
     try:
-        proc = subprocess.run(
-            cmd, cwd=cwd, env=clean_env(env), input=input, capture_output=True, check=False
-        )
+        p = subprocess.Popen(cmd, cwd=cwd, env=clean_env(env), stdin=subprocess.PIPE
+                             if input is not None else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
     except FileNotFoundError as e:
         raise FatalError("git is not installed or not on PATH") from e
+    try:
+        out, err = p.communicate(input, timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill(p)
+        raise GitTimeout(f"git {' '.join(args[:2])} took longer than {limit:g} s in {cwd} "
+                         "and was stopped (PROXIMITY_GIT_TIMEOUT sets the limit)") from None
+    except BaseException:
+        _kill(p)
+        raise
+    proc = subprocess.CompletedProcess(cmd, p.returncode, out, err)
     if proc.returncode not in ok:
         msg = proc.stderr.decode(errors="replace").strip() or f"exit {proc.returncode}"
         raise FatalError(f"git {' '.join(args[:2])} failed in {cwd}: {msg}")
     return proc
 
 
+def _kill(p: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        p.kill()
+    for f in (p.stdin, p.stdout, p.stderr):
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+    p.wait()
+
+
 @lru_cache(maxsize=1)
 def git_version() -> tuple[int, ...]:
     try:
         out = subprocess.run(["git", "--version"], capture_output=True, check=True,
-                             env=clean_env()).stdout.decode()
-    except (OSError, subprocess.CalledProcessError) as e:
+                             env=clean_env(), timeout=TIMEOUTS["plumbing"]).stdout.decode()
+    except (OSError, subprocess.SubprocessError) as e:
         raise FatalError("git is not installed or not on PATH") from e
     nums = out.split()[2].split(".")
     return tuple(int("".join(c for c in n if c.isdigit()) or 0) for n in nums[:3])
@@ -101,6 +159,8 @@ class WorktreeInfo(NamedTuple):
 
 class Repo:
     """A repository, opened from any of its worktrees."""
+
+    large_bytes = 2_000_000  # untracked files over this are stubbed, not hashed
 
     def __init__(self, start: str | os.PathLike[str], fast: bool = False) -> None:
         start = os.path.abspath(start)
@@ -199,10 +259,10 @@ class Repo:
             head = kv.get("HEAD")
             head = None if not head or set(head) == {"0"} else head
             if n == 0:
-                wid, admin = "main", self.common
+                wid, admin = MAIN_ID, self.common
             else:
                 found = self._admin_dir(path)
-                wid = os.path.basename(found) if found else os.path.basename(path)
+                wid = worktree_id(os.path.basename(found) if found else os.path.basename(path))
                 admin = found or ""
             gone = not os.path.isdir(path)
             infos.append(
@@ -216,7 +276,7 @@ class Repo:
 
     def current(self) -> WorktreeInfo:
         """This worktree, read from its own git dir (no `git worktree list`)."""
-        wid = "main" if self.gitdir == self.common else os.path.basename(self.gitdir)
+        wid = agent_id(self.gitdir, self.common)
         head, branch = self.read_head(self.gitdir)
         return WorktreeInfo(wid, self.workdir, self.gitdir, head, branch)
 
@@ -271,6 +331,8 @@ class Repo:
 
         Works on a private copy of a per-worktree shadow index, never the user's index;
         the shadow keeps git's stat cache between runs so unchanged files are not re-read.
+        Untracked files over ``self.large_bytes`` are never hashed: the tree holds a small
+        stub naming their size and mtime instead (a change still shows).
         """
         user_index = index_file or os.path.join(wt.admin, "index")
         shadow_dir = os.path.join(self.ecm_dir, "index")
@@ -296,7 +358,17 @@ class Repo:
             if os.path.exists(src):
                 _copy(src, tmp)
             env = {"GIT_INDEX_FILE": tmp}
-            git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
+            large = self._large_untracked(wt, env, user_index)
+            if large:
+                git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path, env=env,
+                    input=b"".join(_b(p) + b"\0" for p in large))
+                specs = b"".join(b":(exclude,literal)" + _b(p) + b"\0" for p in large)
+                git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                     "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                    input=b".\0" + specs)
+                self._add_stubs(wt, env, large)
+            else:
+                git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
             tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
             if tmp_dir == shadow_dir:
                 os.replace(tmp, shadow)
@@ -304,6 +376,85 @@ class Repo:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+            self.pack_loose_objects()
+
+    def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
+                         ) -> dict[str, os.stat_result]:
+        """Untracked files (not in the user's index) larger than ``large_bytes``: new ones
+        (not in the shadow either) and shadow entries whose file changed since."""
+        out = git(["ls-files", "-z", "--others", "--exclude-standard"], cwd=wt.path,
+                  env=env).stdout
+        cands = [p for p in out.split(b"\0") if p]
+        cands += [p for p in git(["diff-files", "-z", "--name-only"], cwd=wt.path, env=env,
+                                 ok=(0, 1)).stdout.split(b"\0") if p]
+        large: dict[str, os.stat_result] = {}
+        root = os.fsencode(wt.path)
+        for raw in cands:
+            try:
+                st = os.lstat(os.path.join(root, raw))
+            except OSError:
+                continue
+            import stat as stat_mod
+
+            if stat_mod.S_ISREG(st.st_mode) and st.st_size > self.large_bytes:
+                large[raw.decode("utf-8", "surrogateescape")] = st
+        if not large:
+            return large
+        # a large file the user has staged is theirs to hash: keep it
+        tracked = git(["ls-files", "-z", "--", *(":(literal)" + p for p in large)], cwd=wt.path,
+                      env={"GIT_INDEX_FILE": user_index}, ok=(0, 1)).stdout
+        for p in tracked.split(b"\0"):
+            large.pop(p.decode("utf-8", "surrogateescape"), None)
+        return large
+
+    def _add_stubs(self, wt: WorktreeInfo, env: Mapping[str, str],
+                   large: Mapping[str, os.stat_result]) -> None:
+        lines = []
+        for path, st in sorted(large.items()):
+            stub = (f"{LARGE_STUB}size={st.st_size} mtime_ns={st.st_mtime_ns}\n").encode()
+            oid = git(["hash-object", "-w", "--stdin"], cwd=wt.path, env=env,
+                      input=stub).stdout.decode().strip()
+            mode = "100755" if st.st_mode & 0o111 else "100644"
+            lines.append(f"{mode} {oid}\t".encode() + _b(path) + b"\0")
+        git(["update-index", "-z", "--index-info"], cwd=wt.path, env=env,
+            input=b"".join(lines))
+
+    def pack_loose_objects(self, limit: int = 0) -> int:
+        """Pack the repository's loose objects once there are many (snapshots write them
+        on every commit; left loose they pile up until git warns and stops auto-gc).
+        Returns how many were packed. Never waits: one process at a time, others skip."""
+        import fcntl
+
+        objects = os.path.join(self.common, "objects")
+        limit = limit or LOOSE_LIMIT
+        try:
+            sample = len(os.listdir(os.path.join(objects, "17")))
+        except OSError:
+            sample = 0
+        if sample * 256 < limit:
+            return 0
+        try:
+            os.makedirs(self.ecm_dir, exist_ok=True)
+            lock = open(os.path.join(self.ecm_dir, ".pack.lock"), "a+")  # noqa: SIM115
+        except OSError:
+            return 0
+        with lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return 0
+            oids = []
+            for d in os.listdir(objects):
+                if len(d) == 2 and all(c in "0123456789abcdef" for c in d):
+                    with contextlib.suppress(OSError):
+                        oids += [d + n for n in os.listdir(os.path.join(objects, d))
+                                 if len(n) in (38, 62)]
+            if not oids:
+                return 0
+            git(["pack-objects", "-q", os.path.join(objects, "pack", "pack")],
+                cwd=self.common, input="\n".join(oids).encode() + b"\n")
+            git(["prune-packed", "-q"], cwd=self.common)
+            return len(oids)
 
     def snapshot_commit(self, tree: str, head: str | None,
                         message: str = "proximity snapshot") -> str:
@@ -459,6 +610,57 @@ def _copy(src: str, dst: str) -> None:
     os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+MAIN_ID = "main"
+
+
+def worktree_id(name: str) -> str:
+    """The agent id of a linked worktree whose admin dir (``.git/worktrees/<name>``) is
+    ``name``: the name itself when it is plain (lower-case letters, digits, ``._-``) and
+    not "main"; otherwise its sanitised lower-case form plus a short hash of the exact
+    name. So ids never collide with the main checkout's, nor with each other after case
+    folding or sanitising (ref names, shadow-index files), and stay the same across runs.
+    """
+    if name != MAIN_ID and name and safe_name(name) == name and name == name.lower() \
+            and not name.startswith("."):
+        return name
+    import hashlib
+
+    digest = hashlib.sha1(name.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+    return f"{safe_name(name).lower().lstrip('.') or 'wt'}-{digest}"
+
+
+def agent_id(gitdir: str, common: str) -> str:
+    """The agent id of the worktree whose git dir is ``gitdir``."""
+    if os.path.realpath(gitdir) == os.path.realpath(common):
+        return MAIN_ID
+    return worktree_id(os.path.basename(os.path.normpath(gitdir)))
+
+
+def find_git_dir(start: str) -> str | None:
+    """The git dir of the worktree at ``start`` from files alone ($GIT_DIR, a `.git`
+    directory, or a `.git` file), or None; cheap enough for a hook's first step."""
+    env = os.environ.get("GIT_DIR")
+    if env:
+        return os.path.join(start, env)
+    d = os.path.abspath(start)
+    while True:
+        dotgit = os.path.join(d, ".git")
+        if os.path.isdir(dotgit):
+            return dotgit
+        if os.path.isfile(dotgit):
+            try:
+                text = _read(dotgit).strip()
+            except OSError:
+                return None
+            if not text.startswith("gitdir:"):
+                return None
+            return os.path.join(d, text[len("gitdir:"):].strip())
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
 def operation_in_progress(admin_dir: str) -> str | None:
     """The multi-step git operation under way in a worktree, from its git dir alone.
 
@@ -488,6 +690,10 @@ def operation_in_progress(admin_dir: str) -> str | None:
     if os.path.exists(j(admin_dir, "BISECT_LOG")):
         return "bisect"
     return None
+
+
+def _b(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
 
 
 def _read(path: str) -> str:
@@ -536,7 +742,9 @@ def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange
             yield model.FileChange(kind=model.MODE, ranges=(), **common)
             continue
         sizes = [repo.blob_size(o) for o in (old_oid, new_oid) if o]
-        if max(sizes, default=0) > max_bytes:
+        if max(sizes, default=0) > max_bytes or (
+                new_oid and sizes[-1] < 200
+                and repo.blob(new_oid).startswith(LARGE_STUB.encode())):
             yield model.FileChange(kind=model.LARGE, ranges=None, **common)
             continue
         patch = diff[i]

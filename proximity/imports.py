@@ -33,7 +33,7 @@ PY_FALLBACK = re.compile(
 
 def extract(path: str, data: bytes) -> list[Record]:
     lang = parsers.language_of(path)
-    if lang is None or b"\0" in data[:8000]:
+    if lang is None or b"\0" in data[:8000] or parsers.generated(data):
         return []
     if lang == "python":
         return _python(data)

@@ -14,11 +14,11 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from proximity import clocks
-from proximity.errors import LedgerError
+from proximity.errors import LedgerBusy, LedgerError
 
 SCHEMA = 1
 FILENAME = "ledger.sqlite3"
@@ -51,9 +51,117 @@ MIGRATIONS: dict[int, str] = {}
 PAIR_CACHE_MAX = 20_000  # version -> SQL bringing version-1 up to version
 
 
+SPOOL = "spool.jsonl"  # events that found the ledger busy, replayed by the next writer
+FILES_CACHE = "stream-files"  # cache kind: each stream's current changed-files map
+BUSY_WAIT = 30.0  # seconds a command waits for the write lock
+_deadline: float | None = None  # a hook's total budget for waiting (monotonic time)
+_opened: list[str] = []  # ledger paths this process opened (for diagnosing a stray error)
+
+
+def wait_budget(seconds: float | None) -> None:
+    """Bound the total time this process waits for a busy ledger (hooks: about 2 s);
+    None: each statement waits up to BUSY_WAIT."""
+    global _deadline
+    _deadline = None if seconds is None else time.monotonic() + seconds
+
+
+def _wait_left() -> float:
+    if _deadline is None:
+        return BUSY_WAIT
+    return max(0.0, _deadline - time.monotonic())
+
+
 def recovery_hint(path: str) -> str:
     return (f"move it aside and let proximity start a new one: "
             f"mv '{path}' '{path}.corrupt-{int(time.time())}' (history is lost; git is not)")
+
+
+def _probe_dir(d: str) -> OSError | None:
+    """Try to create and fill a small file in ``d``: the OS's own answer (EROFS, ENOSPC,
+    EACCES, EPERM, EDQUOT…) to why the ledger cannot be written, or None."""
+    probe = os.path.join(d, f".probe-{os.getpid()}-{os.urandom(3).hex()}")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as e:
+        return e
+    try:
+        os.write(fd, b"\0" * 65536)
+        os.fsync(fd)
+    except OSError as e:
+        return e
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+    return None
+
+
+def integrity_says(path: str) -> str | None:
+    """``PRAGMA quick_check`` on a fresh read-only connection: "ok", what it reports, or
+    None when it cannot run at all (so nobody may call the file corrupt)."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return None
+    try:
+        rows = [str(r[0]) for r in db.execute("PRAGMA quick_check(3)").fetchall()]
+        lines = [ln for r in rows for ln in r.splitlines() if not ln.startswith("***")]
+        return "; ".join(lines[:2]) or "ok"
+    except sqlite3.DatabaseError as e:
+        text = str(e).lower()
+        if "malformed" in text or "not a database" in text or "corrupt" in text:
+            return str(e)
+        return None
+    finally:
+        db.close()
+
+
+def diagnose(exc: BaseException, path: str | None = None) -> LedgerError:
+    """Say truthfully why the ledger failed: busy, read-only, full, an I/O error, or
+    corrupt (only when an integrity check says so). Exit code 4 for all of them."""
+    import errno
+
+    if isinstance(exc, LedgerError):
+        return exc
+    path = path or (_opened[-1] if _opened else "the ledger")
+    d = os.path.dirname(path) or "."
+    text = str(exc)
+    low = text.lower()
+    intact = ("the ledger itself is intact (do not move it aside); fix this and run the "
+              "command again")
+    if "locked" in low or "busy" in low:
+        return LedgerBusy(f"the ledger {path} is busy: another process holds its write lock "
+                          f"({text}); try again in a moment")
+    if "malformed" in low or "not a database" in low or "corrupt" in low:
+        said = integrity_says(path)
+        if said is not None and said != "ok":
+            return LedgerError(f"the ledger {path} is corrupt (integrity check: {said}); "
+                               f"{recovery_hint(path)}")
+        return LedgerError(f"the ledger {path} reported {text!r}, but its integrity check "
+                           f"{'passes' if said == 'ok' else 'could not run'}; run "
+                           "`proximity doctor`")
+    probe = _probe_dir(d) if os.path.isdir(d) else None
+    code = probe.errno if probe is not None else None
+    if code == errno.EROFS or "readonly" in low or "read-only" in low:
+        why = ("the file system is mounted read-only" if code == errno.EROFS else
+               f"its directory {d} refuses writes ({probe.strerror})" if probe is not None
+               else "the file is not writable")
+        return LedgerError(f"the ledger {path} is read-only: {why} (sqlite: {text}); {intact}")
+    if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "full" in low:
+        free = ""
+        with contextlib.suppress(OSError):
+            st = os.statvfs(d)
+            free = f", {st.f_bavail * st.f_frsize // 1024} KiB free"
+        return LedgerError(f"the disk holding the ledger {path} is full (sqlite: {text}"
+                           f"{free}); free some space; {intact}")
+    if probe is not None and code in (errno.EACCES, errno.EPERM):
+        return LedgerError(f"the ledger directory {d} is not writable ({probe.strerror}; "
+                           f"sqlite: {text}); {intact}")
+    if probe is not None:
+        return LedgerError(f"the ledger {path} cannot be written: {probe.strerror} "
+                           f"(sqlite: {text}); {intact}")
+    return LedgerError(f"the ledger {path} failed: {text}; run `proximity doctor` (an "
+                       "integrity check) before moving anything")
 
 
 class Event(NamedTuple):
@@ -64,7 +172,7 @@ class Event(NamedTuple):
     branch: str | None
     snapshot: str | None
     tree: str | None
-    files: dict[str, str]
+    files: dict[str, str | None]  # what changed since the stream's previous event
     clock: dict[str, int]
     time: float
 
@@ -101,6 +209,9 @@ class Ledger:
     def __init__(self, ecm_dir: str, *, create: bool = True) -> None:
         self.dir = ecm_dir
         self.path = os.path.join(ecm_dir, FILENAME)
+        self._claimed: list[str] = []
+        _opened.append(self.path)
+        del _opened[:-4]
         if not os.path.exists(self.path):
             if not create:
                 raise LedgerError(f"no ledger at {self.path} yet (run `proximity snapshot`)")
@@ -128,28 +239,29 @@ class Ledger:
                 finally:
                     db.close()
                 os.replace(tmp, self.path)
-        except OSError as e:
-            raise LedgerError(f"cannot create the ledger in {self.dir}: {e.strerror or e}"
-                              ) from e
+        except (OSError, sqlite3.Error) as e:
+            err = diagnose(e, self.path)
+            raise LedgerError(f"cannot create the ledger in {self.dir}: {err}") from e
 
     def _connect(self) -> sqlite3.Connection:
+        wait = _wait_left()
         try:
-            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+            db = sqlite3.connect(self.path, timeout=wait, isolation_level=None,
                                  check_same_thread=False)
-            db.execute("PRAGMA busy_timeout=30000")
-            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
+            mode = db.execute("PRAGMA journal_mode").fetchone()
+            if not mode or str(mode[0]).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             return db
-        except sqlite3.DatabaseError as e:
-            raise LedgerError(f"the ledger {self.path} is unreadable ({e}); "
-                              f"{recovery_hint(self.path)}") from e
+        except sqlite3.Error as e:
+            raise diagnose(e, self.path) from e
 
     def _check(self) -> None:
         try:
             row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        except sqlite3.DatabaseError as e:
-            raise LedgerError(f"the ledger {self.path} is corrupt ({e}); "
-                              f"{recovery_hint(self.path)}") from e
+        except sqlite3.Error as e:
+            raise diagnose(e, self.path) from e
         version = int(row[0]) if row else 0
         if version > SCHEMA:
             raise LedgerError(
@@ -167,22 +279,36 @@ class Ledger:
 
     @contextlib.contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; waits for the lock at most what is left of the budget."""
+        wait = _wait_left()
         try:
+            self.db.execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
             self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as e:
-            raise LedgerError(f"the ledger {self.path} is not writable: {e}") from e
+        except sqlite3.Error as e:
+            err = diagnose(e, self.path)
+            if isinstance(err, LedgerBusy):
+                err = LedgerBusy(f"the ledger {self.path} is busy: another process held its "
+                                 f"write lock for the {wait:.1f} s this command may wait")
+            raise err from e
         try:
             yield self.db
+        except sqlite3.Error as e:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+            raise diagnose(e, self.path) from e
         except BaseException:
-            self.db.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
             raise
         else:
             try:
                 self.db.execute("COMMIT")
-            except sqlite3.DatabaseError as e:
-                with contextlib.suppress(sqlite3.DatabaseError):
+            except sqlite3.Error as e:
+                with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
-                raise LedgerError(f"could not write the ledger {self.path}: {e}") from e
+                self._claimed = []  # the claimed spool files stay for the next writer
+                raise diagnose(e, self.path) from e
+            self._drop_claimed()
 
     # -- streams and events -----------------------------------------------------------
     def streams(self) -> dict[str, dict[str, Any]]:
@@ -214,47 +340,207 @@ class Ledger:
     def record(self, stream: str, kind: str, *, path: str, head: str | None,
                branch: str | None, snapshot: str | None, tree: str | None,
                files: Mapping[str, str], brief_from: str | None = None,
-               debrief: list[str] | None = None, machine: str | None = None) -> Event:
+               debrief: list[str] | None = None, machine: str | None = None,
+               spool: bool = False) -> Event:
         """Tick ``stream``'s clock and store one event, in one transaction.
 
-        ``brief_from``: a stream whose clock a new stream inherits; ``debrief``: streams
-        whose clocks merge into this one (their work was merged here).
+        ``files``: path -> blob id of everything that differs from HEAD. The event keeps
+        only what changed since the stream's previous event (None: no longer differs), so
+        the ledger does not grow with untracked files that stay as they are; the whole map
+        is kept once per stream. ``brief_from``: a stream whose clock a new stream
+        inherits; ``debrief``: streams whose clocks merge into this one. ``spool``: when
+        the ledger stays busy past the wait budget, append the event to the spool (the
+        next writer replays it) and return it with seq 0 instead of raising LedgerBusy.
         """
-        now = time.time()
-        with self.tx() as db:
-            row = db.execute("SELECT clock FROM events WHERE stream=? ORDER BY seq DESC LIMIT 1",
-                             (stream,)).fetchone()
-            clock: dict[str, int] = json.loads(row[0]) if row else {}
-            known = db.execute("SELECT 1 FROM streams WHERE id=?", (stream,)).fetchone()
-            if not known:
-                db.execute("INSERT INTO streams(id, path, created, machine) VALUES (?,?,?,?)",
-                           (stream, path, now, machine))
-            else:
-                db.execute("UPDATE streams SET path=?, retired=NULL WHERE id=?", (path, stream))
-            merge_from = ([brief_from] if brief_from and not row else []) + (debrief or [])
-            for other in merge_from:
-                if other == stream:
+        item: dict[str, Any] = {"stream": stream, "kind": kind, "path": path, "head": head,
+                "branch": branch, "snapshot": snapshot, "tree": tree, "files": dict(files),
+                "brief_from": brief_from, "debrief": debrief or [], "machine": machine,
+                "time": time.time(), "pid": os.getpid()}
+        try:
+            with self.tx() as db:
+                self._replay(db)
+                return self._insert(db, item)
+        except LedgerBusy:
+            if not spool:
+                raise
+            self._spool(item)
+            return Event(0, stream, kind, head, branch, snapshot, tree, dict(files), {},
+                         float(item["time"]))
+
+    def _insert(self, db: sqlite3.Connection, item: Mapping[str, Any]) -> Event:
+        stream, now = str(item["stream"]), float(item["time"])
+        row = db.execute("SELECT clock FROM events WHERE stream=? ORDER BY seq DESC LIMIT 1",
+                         (stream,)).fetchone()
+        clock: dict[str, int] = json.loads(row[0]) if row else {}
+        known = db.execute("SELECT 1 FROM streams WHERE id=?", (stream,)).fetchone()
+        if not known:
+            db.execute("INSERT INTO streams(id, path, created, machine) VALUES (?,?,?,?)",
+                       (stream, item["path"], now, item["machine"]))
+        else:
+            db.execute("UPDATE streams SET path=?, retired=NULL WHERE id=?",
+                       (item["path"], stream))
+        merge_from = (([item["brief_from"]] if item["brief_from"] and not row else [])
+                      + list(item["debrief"] or []))
+        for other in merge_from:
+            if other == stream:
+                continue
+            r = db.execute("SELECT clock FROM events WHERE stream=? ORDER BY seq DESC "
+                           "LIMIT 1", (other,)).fetchone()
+            if r:
+                clock = clocks.merge(clock, json.loads(r[0]))
+        clock = clocks.tick(clock, stream)
+        files: dict[str, str] = dict(item["files"])
+        before = self._current_files(db, stream) if row else {}
+        delta: dict[str, str | None] = {p: o for p, o in files.items() if before.get(p) != o}
+        delta.update({p: None for p in before if p not in files})
+        if delta or not row:
+            db.execute("INSERT OR REPLACE INTO cache VALUES (?,?,?)",
+                       (FILES_CACHE, stream, json.dumps(files)))
+        cur = db.execute(
+            "INSERT INTO events(stream, kind, head, branch, snapshot, tree, files, clock, "
+            "time, pid) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (stream, item["kind"], item["head"], item["branch"], item["snapshot"],
+             item["tree"], json.dumps(delta), json.dumps(clock), now, item["pid"]))
+        seq = int(cur.lastrowid or 0)
+        if not known:
+            db.execute("UPDATE streams SET first_seq=? WHERE id=?", (seq, stream))
+        return Event(seq, stream, str(item["kind"]), item["head"], item["branch"],
+                     item["snapshot"], item["tree"], delta, clock, now)
+
+    def _current_files(self, db: sqlite3.Connection, stream: str) -> dict[str, str]:
+        row = db.execute("SELECT value FROM cache WHERE kind=? AND key=?",
+                         (FILES_CACHE, stream)).fetchone()
+        if row:
+            with contextlib.suppress(ValueError):
+                return dict(json.loads(row[0]))
+        # older ledgers: the newest event held the whole map
+        last = db.execute("SELECT files FROM events WHERE stream=? ORDER BY seq DESC "
+                          "LIMIT 1", (stream,)).fetchone()
+        return {k: v for k, v in json.loads(last[0]).items() if v is not None} if last else {}
+
+    def current_files(self, stream: str) -> dict[str, str]:
+        """path -> blob id of everything that differed from HEAD at ``stream``'s last
+        event."""
+        return self._current_files(self.db, stream)
+
+    # -- the spool: events that found the ledger busy ---------------------------------
+    @property
+    def spool_path(self) -> str:
+        return os.path.join(self.dir, SPOOL)
+
+    def _spool(self, item: Mapping[str, Any]) -> None:
+        """Append one event to the spool (under a file lock; never waits on SQLite)."""
+        line = (json.dumps(item) + "\n").encode()
+        try:
+            for _ in range(3):
+                fd = os.open(self.spool_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                             | os.O_NOFOLLOW, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    try:
+                        same = os.fstat(fd).st_ino == os.stat(self.spool_path).st_ino
+                    except FileNotFoundError:
+                        same = False
+                    if same:  # not claimed by a replay meanwhile
+                        os.write(fd, line)
+                        return
+                finally:
+                    os.close(fd)
+        except OSError as e:
+            raise diagnose(e, self.path) from e
+        raise LedgerBusy(f"could not queue the event in {self.spool_path}")
+
+    def spooled(self) -> int:
+        """How many events wait in the spool."""
+        n = 0
+        for name in self._spool_files():
+            with contextlib.suppress(OSError), open(name, "rb") as f:
+                n += sum(1 for line in f if line.strip())
+        return n
+
+    def _spool_files(self) -> list[str]:
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return []
+        return [os.path.join(self.dir, n) for n in sorted(names)
+                if n == SPOOL or n.startswith(SPOOL + ".")]
+
+    def _replay(self, db: sqlite3.Connection) -> int:
+        """Inside a write transaction: insert the spooled events, oldest first. The spool
+        is claimed (renamed) under its file lock, and removed after the commit."""
+        if not os.path.exists(self.spool_path) and not any(
+                n != self.spool_path for n in self._spool_files()):
+            return 0
+        claimed: list[str] = []
+        for name in self._spool_files():
+            if name == self.spool_path:
+                try:
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW)
+                except OSError:
                     continue
-                r = db.execute("SELECT clock FROM events WHERE stream=? ORDER BY seq DESC "
-                               "LIMIT 1", (other,)).fetchone()
-                if r:
-                    clock = clocks.merge(clock, json.loads(r[0]))
-            clock = clocks.tick(clock, stream)
-            cur = db.execute(
-                "INSERT INTO events(stream, kind, head, branch, snapshot, tree, files, clock, "
-                "time, pid) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (stream, kind, head, branch, snapshot, tree, json.dumps(dict(files)),
-                 json.dumps(clock), now, os.getpid()))
-            seq = int(cur.lastrowid or 0)
-            if not known:
-                db.execute("UPDATE streams SET first_seq=? WHERE id=?", (seq, stream))
-        return Event(seq, stream, kind, head, branch, snapshot, tree, dict(files), clock, now)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    claim = f"{name}.{os.getpid()}-{os.urandom(3).hex()}"
+                    os.rename(name, claim)
+                finally:
+                    os.close(fd)
+                name = claim
+            claimed.append(name)
+        items = []
+        for name in claimed:
+            with open(name, "rb") as f:
+                for line in f:
+                    try:
+                        item = json.loads(line)
+                    except ValueError:
+                        continue  # a torn line (a writer killed mid-append)
+                    if isinstance(item, dict) and isinstance(item.get("files"), dict):
+                        items.append(item)
+        items.sort(key=lambda it: float(it.get("time", 0)))
+        for item in items:
+            self._insert(db, item)
+        self._claimed += claimed
+        return len(items)
+
+    def replay(self) -> int:
+        """Insert the spooled events now (a command with time to wait does this)."""
+        with self.tx() as db:
+            n = self._replay(db)
+        self._drop_claimed()
+        return n
+
+    def _drop_claimed(self) -> None:
+        for name in self._claimed:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        self._claimed = []
 
     def retire(self, stream: str) -> None:
         with self.tx() as db:
             db.execute("UPDATE streams SET retired=? WHERE id=? AND retired IS NULL",
                        (time.time(), stream))
             db.execute("DELETE FROM intents WHERE stream=?", (stream,))
+
+    # -- right-of-way ----------------------------------------------------------------------
+    def reached(self, stream: str, paths: Collection[str]) -> int | None:
+        """The ledger order (event seq) at which ``stream`` began its current work on any of
+        ``paths``: per path, the first event of its present run of changes (a revert ends a
+        run). None when no retained event says (compacted, or never recorded)."""
+        if not paths:
+            return None
+        marks = ",".join("?" * len(paths))
+        rows = self.db.execute(
+            f"SELECT e.seq, j.key, j.value FROM events e, json_each(e.files) j "
+            f"WHERE e.stream=? AND j.key IN ({marks}) ORDER BY e.seq", (stream, *paths))
+        start: dict[str, int | None] = {}
+        for seq, path, oid in rows:
+            if oid is None:
+                start[path] = None
+            elif start.get(path) is None:
+                start[path] = seq
+        found = [s for s in start.values() if s is not None]
+        return min(found) if found else None
 
     # -- recency ------------------------------------------------------------------------
     def recency(self, stream: str, files: Mapping[str, str], window: int = 60
@@ -264,14 +550,15 @@ class Ledger:
         if not evs:
             return {}
         now = evs[0].clock
+        current = self.current_files(stream)
         out: dict[str, float] = {}
         for path, oid in files.items():
             touched = None
-            for ev in evs:  # newest first: walk back while the file still had this content
-                if ev.files.get(path) == oid:
+            if current.get(path) == oid:
+                for ev in evs:  # newest first: back to the event that set this content
                     touched = ev
-                else:
-                    break
+                    if path in ev.files:
+                        break
             hops = clocks.hop_count(touched.clock, now) if touched else 0
             out[path] = clocks.backward_decay(hops)
         return out

@@ -1,7 +1,9 @@
 """Command line: parse, dispatch, and map failures to exit codes.
 
 Exit codes: 0 ok; 1 a known failure (or a push that must yield); 2 bad usage or config;
-3 an internal error (a crash log is written); 4 the ledger cannot be used; 130 Ctrl-C.
+3 an internal error (a crash log is written under $XDG_STATE_HOME/proximity); 4 the ledger
+cannot be used (any database error: busy, read-only, full, I/O, corrupt, each said as what it
+is); 130 Ctrl-C. Hook stages never fail: they warn and exit 0, except the deliberate block.
 """
 
 from __future__ import annotations
@@ -99,20 +101,42 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("remote", nargs="?", default=None)
     p.add_argument("--prune", action="store_true")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list what would leave this machine (refs, paths, sizes); send nothing")
     p.add_argument("--watch", action="store_true")
     p.add_argument("--interval", type=float, default=30.0)
     return parser
 
 
+def crash_dir() -> str:
+    """A private directory for crash logs: $XDG_STATE_HOME/proximity (0700), never a
+    shared fixed path in /tmp."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "proximity")
+
+
 def _crash_log(exc: BaseException) -> str:
-    import tempfile
+    import stat
+    import time
     import traceback
 
-    path = os.path.join(tempfile.gettempdir(), "proximity-crash.log")
+    d = crash_dir()
     try:
-        with open(path, "w") as f:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return f"(no crash log: {d} is not a directory of this user)"
+        if st.st_mode & 0o077:
+            os.chmod(d, 0o700)
+        path = os.path.join(d, f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
             f.write(f"proximity {__version__}\nargv: {sys.argv}\n\n")
             f.write("".join(traceback.format_exception(exc)))
+        old = sorted(n for n in os.listdir(d) if n.startswith("crash-"))
+        for name in old[:-20]:  # keep the newest twenty
+            os.unlink(os.path.join(d, name))
     except OSError:
         return "(could not write a crash log)"
     return path
@@ -128,9 +152,31 @@ def _hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
     return None
 
 
+SKIP_IN_SEQUENCE = ("post-commit", "post-checkout")
+
+
+def _hook_skipped(stage: str) -> bool:
+    """PROXIMITY_SKIP=1, or a per-step hook inside a rebase/cherry-pick/… (post-rewrite
+    records once at the end). Decided before anything heavy is imported."""
+    if os.environ.get("PROXIMITY_SKIP") == "1":
+        return True
+    framework_step = stage == "snapshot" and not (
+        os.environ.get("PRE_COMMIT_REWRITE_COMMAND")
+        or os.environ.get("PRE_COMMIT_IS_SQUASH_MERGE"))
+    if stage not in SKIP_IN_SEQUENCE and not framework_step:
+        return False
+    from proximity import gitio
+
+    admin = gitio.find_git_dir(os.getcwd())
+    return admin is not None and gitio.operation_in_progress(admin) is not None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _hook_args(argv) or build_parser().parse_args(argv)
+    args = _hook_args(argv)
+    if args is not None and _hook_skipped(args.stage):
+        return 0
+    args = args or build_parser().parse_args(argv)
     try:
         from importlib import import_module
 
@@ -147,6 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # the one place a crash is turned into a report
+        if type(e).__module__ == "sqlite3":  # any database error: the ledger, exit 4
+            from proximity.ledger import diagnose
+
+            err = diagnose(e)
+            print(f"proximity: error: {err}", file=sys.stderr)
+            return err.exit_code
         log = _crash_log(e)
         print(f"proximity: internal error: {type(e).__name__}: {e}\n"
               f"  please report it with the log at {log}", file=sys.stderr)

@@ -66,8 +66,31 @@ def captures(name: str, source: str, node: Any) -> dict[str, list[Any]]:
     return result
 
 
+# Generated or minified sources are never parsed (a 50 MB one-line bundle took minutes and
+# gigabytes): over this many bytes, or with any line longer than LONG_LINE, a file counts
+# as "large". `configure` sets both from the config (large_bytes, long_line).
+MAX_BYTES = 2_000_000
+LONG_LINE = 5_000
+STUB = b"proximity: large untracked file"
+
+
+def configure(large_bytes: int, long_line: int) -> None:
+    global MAX_BYTES, LONG_LINE
+    MAX_BYTES, LONG_LINE = max(1, int(large_bytes)), max(1, int(long_line))
+
+
+def generated(data: bytes) -> bool:
+    """Too large or minified to parse (or proximity's own stub for a large file)."""
+    if len(data) > MAX_BYTES or data.startswith(STUB):
+        return True
+    import re
+
+    return re.search(rb"[^\n]{%d}" % (LONG_LINE + 1), data) is not None
+
+
 def parse(name: str, data: bytes) -> Any:
-    return parser(name).parse(data)
+    """A syntax tree of ``data``; an empty one for generated or minified code."""
+    return parser(name).parse(b"" if generated(data) else data)
 
 
 def text(node: Any) -> str:

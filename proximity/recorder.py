@@ -95,7 +95,7 @@ def record(ctx: Context, kind: str, agent: Snap) -> Event | None:
     ev = ctx.ledger.record(ctx.here, kind, path=agent.path, head=agent.head,
                            branch=agent.branch, snapshot=agent.snapshot, tree=agent.tree,
                            files=files, brief_from=brief, debrief=debrief,
-                           machine=ctx.cfg.machine_id)
+                           machine=ctx.cfg.machine_id, spool=True)
     if files or agent.snapshot:  # a clean worktree's tree is kept alive by HEAD itself
         with contextlib.suppress(FatalError):  # keeps the snapshot alive through `git gc`
             ctx.repo.pin(REF_PREFIX + gitio.safe_name(ctx.here), agent.snapshot or agent.tree)

@@ -7,6 +7,7 @@ from typing import Any
 from proximity.airspace import Scan
 from proximity.intervals import Range
 from proximity.model import Agent, Finding, PairResult
+from proximity.untrusted import opt_text, text
 
 SCHEMA = 1
 
@@ -20,10 +21,11 @@ def fmt_ranges(ranges: tuple[Range, ...] | list[Range]) -> str:
 
 
 def agent_json(a: Agent) -> dict[str, Any]:
-    return {"id": a.id, "branch": a.branch, "path": a.path, "head": a.head,
-            "snapshot": a.snapshot, "tree": a.tree, "remote": a.remote,
+    return {"id": a.id, "branch": opt_text(a.branch, 255), "path": text(a.path, 4096),
+            "head": a.head, "snapshot": a.snapshot, "tree": a.tree, "remote": a.remote,
             "machine": a.machine or None, "clock": a.clock, "started": a.started,
-            "subject": a.subject, "error": a.error, "operation": a.operation}
+            "subject": text(a.subject), "error": opt_text(a.error, 400),
+            "operation": a.operation}
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
@@ -65,20 +67,22 @@ def evidence_lines(p: PairResult, me: str | None = None, limit: int = 6) -> list
     for f in p.findings:
         if f.score <= 0 or f.channel == "error":
             if f.channel == "error":
-                out.append(f"  {f.detail}")
+                out.append(f"  {text(f.detail, 300)}")
             continue
         first = me is None or me != p.b
         (mine, rm), (theirs, rt) = f.side(first), f.side(not first)
+        # paths and details may come from other people's trees: printable, bounded
+        mine, theirs, detail = text(mine, 300), text(theirs, 300), text(f.detail, 300)
         if f.channel == "dependency":
-            line = f"  dependency: {f.detail}"
+            line = f"  dependency: {detail}"
         elif f.channel == "symbol":
-            line = f"  symbol: {f.detail}"
+            line = f"  symbol: {detail}"
         else:
             where = mine if mine == theirs else f"{mine} / {theirs}"
             lines = ""
             if rm or rt:
                 lines = f" lines {fmt_ranges(rm) or '-'} vs {fmt_ranges(rt) or '-'}"
-            line = f"  {f.channel}: {where}{lines} — {f.detail}"
+            line = f"  {f.channel}: {where}{lines} — {detail}"
         if line not in seen:
             seen.add(line)
             out.append(line)
@@ -88,18 +92,18 @@ def evidence_lines(p: PairResult, me: str | None = None, limit: int = 6) -> list
 
 
 def advisory_text(p: PairResult, me: str, agents: dict[str, Agent]) -> str:
-    other_id = p.b if me == p.a else p.a
-    other = agents.get(other_id)
-    branch = f" (branch {other.branch})" if other and other.branch else ""
+    other = agents.get(p.b if me == p.a else p.a)
+    other_id = text(p.b if me == p.a else p.a)
+    branch = f" (branch {text(other.branch)})" if other and other.branch else ""
     head = f"{LABEL[p.advisory]}{' (escalated: closing fast)' if p.escalated else ''}"
     lines = [f"proximity: {head} with worktree {other_id!r}{branch}: "
              f"risk {p.risk:.2f} via {top_channels(p)}"]
     lines += evidence_lines(p, me)
     if other and other.subject:
-        lines.append(f"  their last commit: {other.subject}")
+        lines.append(f"  their last commit: {text(other.subject)}")
     for who, op in sorted(p.in_progress.items()):
-        lines.append(f"  {'you are' if who == me else repr(who) + ' is'} in the middle of a "
-                     f"{op}: no block until it ends")
+        lines.append(f"  {'you are' if who == me else repr(text(who)) + ' is'} in the middle "
+                     f"of a {op}: no block until it ends")
     if p.advisory == "resolution":
         if p.yielding == me:
             lines.append(f"  → you must yield: steer away from these lines or coordinate with "
@@ -125,14 +129,15 @@ def scan_text(scan: Scan) -> str:
              f"({scan.seconds * 1000:.0f} ms)"]
     for a in scan.agents:
         tag = " [remote]" if a.remote else ""
-        err = f"  UNREADABLE: {a.error}" if a.error else ""
-        lines.append(f"  {a.id}{tag}: {a.branch or '(detached)'} at {a.path}{err}")
+        err = f"  UNREADABLE: {text(a.error, 400)}" if a.error else ""
+        lines.append(f"  {text(a.id)}{tag}: {text(a.branch or '(detached)')} at "
+                     f"{text(a.path, 400)}{err}")
     for rid in scan.retired:
-        lines.append(f"  {rid}: retired (worktree directory is gone; never blocks)")
+        lines.append(f"  {text(rid)}: retired (worktree directory is gone; never blocks)")
     for p in scan.pairs:
         ch = " ".join(f"{k}={'?' if v is None else f'{v:.2f}'}" for k, v in p.channels.items())
-        y = f" yield: {p.yielding}" if p.yielding else ""
-        lines.append(f"{p.a} ~ {p.b}: {p.advisory.upper()} risk={p.risk:.2f} "
+        y = f" yield: {text(p.yielding)}" if p.yielding else ""
+        lines.append(f"{text(p.a)} ~ {text(p.b)}: {p.advisory.upper()} risk={p.risk:.2f} "
                      f"distance={p.distance:.2f}{y}  [{ch}]")
         if not p.concurrent:
             lines.append("  (causally ordered: one has merged the other's work)")

@@ -18,6 +18,7 @@ from proximity.context import Context
 from proximity.errors import LedgerError
 from proximity.model import Agent, PairResult
 from proximity.report import fmt_ranges
+from proximity.untrusted import opt_text, text
 
 
 def _files(p: PairResult, who: str) -> list[dict[str, Any]]:
@@ -27,6 +28,7 @@ def _files(p: PairResult, who: str) -> list[dict[str, Any]]:
         if f.score <= 0 or f.channel == "error":
             continue
         mine, ranges = f.side(who == p.a)
+        mine = text(mine, 300)  # paths from other people's trees: printable, bounded
         entry = by_path.setdefault(mine, {"path": mine, "ranges": [], "channels": [],
                                           "details": []})
         for r in ranges:
@@ -34,7 +36,7 @@ def _files(p: PairResult, who: str) -> list[dict[str, Any]]:
                 entry["ranges"].append(list(r))
         if f.channel not in entry["channels"]:
             entry["channels"].append(f.channel)
-            entry["details"].append(f.detail)
+            entry["details"].append(text(f.detail, 300))
     for entry in by_path.values():
         entry["ranges"].sort()
         entry["channel"] = entry["channels"][0]
@@ -45,8 +47,8 @@ def body(p: PairResult, sender: Agent, recipient: str, kind: str, scan: Scan,
          intents: dict[str, Any]) -> dict[str, Any]:
     b: dict[str, Any] = {
         "type": kind, "advisory": p.advisory, "risk": round(p.risk, 3),
-        "escalated": p.escalated, "from": sender.id, "to": recipient,
-        "branch": sender.branch, "last_commit": sender.subject,
+        "escalated": p.escalated, "from": text(sender.id), "to": text(recipient),
+        "branch": opt_text(sender.branch), "last_commit": text(sender.subject),
         "channels": {k: v for k, v in p.channels.items() if v},
         "their_files": _files(p, sender.id), "your_files": _files(p, recipient),
         "intents": intents.get(sender.id, {}),
@@ -55,7 +57,7 @@ def body(p: PairResult, sender: Agent, recipient: str, kind: str, scan: Scan,
         mine = scan.changed.get(recipient, set())
         hot = {f["path"] for f in b["your_files"]}
         b["avoid"] = sorted(hot)
-        b["elsewhere"] = sorted(mine - hot)[:10]
+        b["elsewhere"] = [text(x, 300) for x in sorted(mine - hot)[:10]]
         b["override"] = "PROXIMITY_ALLOW=1 git push  (or git push --no-verify)"
     return b
 
@@ -114,19 +116,19 @@ def render(msg: dict[str, Any]) -> str:
     b = msg.get("body", msg)
     head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
         b.get("type", msg.get("type", "")), "MESSAGE")
-    lines = [f"proximity inbox: {head} from {b.get('from')!r} (branch {b.get('branch')}), "
-             f"risk {b.get('risk')}"]
+    lines = [f"proximity inbox: {head} from {text(b.get('from'))!r} "
+             f"(branch {text(b.get('branch'))}), risk {text(b.get('risk'), 20)}"]
     for f in b.get("their_files", [])[:4]:
         rng = fmt_ranges([(s, e) for s, e in f["ranges"]])
-        lines.append(f"  they touch {f['path']}{' lines ' + rng if rng else ''} "
-                     f"({', '.join(f.get('channels', [f.get('channel', '?')]))})")
+        lines.append(f"  they touch {text(f['path'], 300)}{' lines ' + rng if rng else ''} "
+                     f"({text(', '.join(f.get('channels', [f.get('channel', '?')])))})")
     if b.get("last_commit"):
-        lines.append(f"  their last commit: {b['last_commit']}")
+        lines.append(f"  their last commit: {text(b['last_commit'])}")
     if b.get("intents"):
-        lines.append(f"  they intend: {', '.join(sorted(b['intents']))}")
+        lines.append(f"  they intend: {text(', '.join(sorted(b['intents'])), 400)}")
     if b.get("avoid"):
-        lines.append(f"  avoid: {', '.join(b['avoid'])}")
+        lines.append(f"  avoid: {text(', '.join(b['avoid']), 400)}")
         if b.get("elsewhere"):
-            lines.append(f"  your files far from them: {', '.join(b['elsewhere'])}")
-        lines.append(f"  override: {b.get('override')}")
+            lines.append(f"  your files far from them: {text(', '.join(b['elsewhere']), 400)}")
+        lines.append(f"  override: {text(b.get('override'))}")
     return "\n".join(lines)

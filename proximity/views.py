@@ -8,6 +8,7 @@ from typing import Any
 
 from proximity import report
 from proximity.airspace import Scan
+from proximity.untrusted import text
 
 STYLE = {"clear": "green", "traffic": "yellow", "resolution": "bold red"}
 
@@ -17,6 +18,13 @@ def console(file: Any = None, width: int | None = None) -> Any:
 
     return Console(file=file or sys.stdout, width=width, no_color="NO_COLOR" in os.environ,
                    highlight=False, soft_wrap=False)
+
+
+def safe(value: object, limit: int = 200) -> str:
+    """A name, branch or path as table text: printable, bounded, no rich markup."""
+    from rich.markup import escape
+
+    return str(escape(text(value, limit)))
 
 
 def bar(risk: float, width: int = 10) -> str:
@@ -32,12 +40,13 @@ def agents_table(scan: Scan) -> Any:
         t.add_column(col, overflow="fold")
     for a in scan.agents:
         changed = scan.changed.get(a.id, set())
-        t.add_row(a.id + (" (remote)" if a.remote else ""), a.branch or "(detached)",
+        t.add_row(safe(a.id) + (" (remote)" if a.remote else ""),
+                  safe(a.branch or "(detached)"),
                   str(len(changed)) if changed else "-",
                   str(sum(a.clock.values())) if a.clock else "-",
-                  (a.error and f"[red]{a.error}[/]") or a.path)
+                  (a.error and f"[red]{safe(a.error, 400)}[/]") or safe(a.path, 400))
     for rid in scan.retired:
-        t.add_row(rid, "-", "-", "-", "[dim]retired: directory gone[/]")
+        t.add_row(safe(rid), "-", "-", "-", "[dim]retired: directory gone[/]")
     return t
 
 
@@ -51,9 +60,9 @@ def pairs_table(scan: Scan) -> Any:
         ch = " ".join(f"{k[:3]} {'?' if v is None else f'{v:.2f}'}"
                       for k, v in p.channels.items() if v is None or v > 0)
         style = STYLE[p.advisory]
-        t.add_row(f"{p.a} ~ {p.b}", f"{bar(p.risk)} {p.risk:.2f}",
+        t.add_row(f"{safe(p.a)} ~ {safe(p.b)}", f"{bar(p.risk)} {p.risk:.2f}",
                   f"[{style}]{p.advisory}{' ↑' if p.escalated else ''}[/]",
-                  p.yielding or "", ch or "-")
+                  safe(p.yielding or ""), ch or "-")
     return t
 
 
@@ -62,7 +71,7 @@ def status(scan: Scan, con: Any) -> None:
     con.print(pairs_table(scan))
     for p in scan.pairs:
         if p.advisory != "clear":
-            con.print(f"{p.a} ~ {p.b}:", style=STYLE[p.advisory])
+            con.print(f"{text(p.a)} ~ {text(p.b)}:", style=STYLE[p.advisory], markup=False)
             for line in report.evidence_lines(p, limit=4):
                 con.print(line, markup=False, highlight=False)
     n_ra = sum(p.advisory == "resolution" for p in scan.pairs)
@@ -108,22 +117,22 @@ def frame(scan: Scan, history: dict[tuple[str, str], list[float]],
         adv = {"clear": "clear", "traffic": "TA", "resolution": "RA"}[p.advisory]
         if p.escalated:
             adv += "↑"
-        pairs.add_row(f"{p.a}~{p.b}", f"{bar(p.risk, 9)} {p.risk:.2f}",
-                      Text(adv + (f" {p.yielding}" if p.yielding else ""),
+        pairs.add_row(f"{safe(p.a)}~{safe(p.b)}", f"{bar(p.risk, 9)} {p.risk:.2f}",
+                      Text(adv + (f" {text(p.yielding)}" if p.yielding else ""),
                            style=STYLE[p.advisory]),
                       f"{spark(h)}{trend(h)}", via or "-")
     agents = Text()
     for a in scan.agents:
         n = len(scan.changed.get(a.id, ()))
-        agents.append(f"{a.id}", style="bold")
-        agents.append(f" {a.branch or '(detached)'} {n}f  ")
+        agents.append(text(a.id), style="bold")
+        agents.append(f" {text(a.branch or '(detached)')} {n}f  ")
     for rid in scan.retired:
-        agents.append(f"{rid} (retired)  ", style="dim")
+        agents.append(f"{text(rid)} (retired)  ", style="dim")
     lines = []
     for m in messages[:4]:
         body = m.get("body", {})
-        lines.append(f"{m.get('type', '?'):8} {m.get('from', '?')}→{m.get('to', '?')} "
-                     f"risk {body.get('risk', '?')}")
+        lines.append(f"{text(m.get('type', '?'), 20):8} {text(m.get('from', '?'))}→"
+                     f"{text(m.get('to', '?'))} risk {text(body.get('risk', '?'), 20)}")
     n_ra = sum(p.advisory == "resolution" for p in scan.pairs)
     n_ta = sum(p.advisory == "traffic" for p in scan.pairs)
     title = (f"proximity · {len(scan.agents)} agents · {n_ra} RA · {n_ta} TA · "

@@ -78,3 +78,516 @@ def test_operation_in_progress_is_per_worktree(tmp_path):
     wt_admin = git(wt, "rev-parse", "--absolute-git-dir").stdout.strip()
     assert gitio.operation_in_progress(wt_admin) == "rebase"
     assert gitio.operation_in_progress(str(repo / ".git")) is None
+
+
+# -- plain hooks in a real repository with a real bare remote ---------------------------
+
+PY = os.environ.get("PROXIMITY_TEST_PYTHON") or __import__("sys").executable
+
+
+def hooked_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """main checkout with plain hooks (`proximity install`) and a bare origin."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    main = init_repo(tmp_path / "main", {"f.txt": BASE, "g.txt": lines(10, "g")})
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "origin", "main")
+    r = run(main, PY, "-m", "proximity", "install")
+    assert r.returncode == 0, r.stderr
+    return main, remote
+
+
+def commit(where: Path, rel: str = "n.txt", text: str | None = None,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    p = where / rel
+    p.write_text(text if text is not None else p.read_text() + "x\n" if p.exists() else "x\n")
+    git(where, "add", rel)
+    return run(where, "git", "commit", "-qm", f"edit {rel}", env=env)
+
+
+def shim(d: Path, name: str, body: str) -> None:
+    d.mkdir(exist_ok=True)
+    (d / name).write_text("#!/bin/sh\n" + body + "\n")
+    (d / name).chmod(0o755)
+
+
+def events(where: Path) -> list[dict]:  # type: ignore[type-arg]
+    import json
+
+    r = run(where, PY, "-m", "proximity", "ledger", "--json", "-n", "1000")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["events"]  # type: ignore[no-any-return]
+
+
+def test_missing_interpreter_and_stale_entry_point_never_fail_a_commit(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    bin_ = tmp_path / "bin"
+    # a stale pyenv-style python3 and an old `proximity` whose interpreter is gone
+    shim(bin_, "python3", 'echo "pyenv: python3: command not found" >&2; exit 127')
+    shim(bin_, "proximity", "exit 127")
+    env = {"PROXIMITY_PYTHON": "/nonexistent/python3",
+           "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"}
+    r = commit(main, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "proximity: warning" in r.stderr and "git goes on" in r.stderr
+    assert git(main, "log", "-1", "--format=%s").stdout.strip() == "edit n.txt"
+    # an old `proximity` that fails to import (exit 1): a warning, never a failed commit
+    shim(bin_, "proximity", 'echo "ImportError: cannot import name main" >&2; exit 1')
+    r = commit(main, env=env)
+    assert r.returncode == 0 and "proximity: warning" in r.stderr, r.stderr
+    # an interpreter without the package (a bare python): falls back, then warns
+    bare = tmp_path / "bare-python"
+    shim(tmp_path, "bare-python", f'exec {PY} -S -I "$@"')
+    env["PROXIMITY_PYTHON"] = str(bare)
+    r = commit(main, env=env)
+    assert r.returncode == 0 and "proximity: warning" in r.stderr, r.stderr
+    # a push with every fallback broken still goes through
+    p = run(main, "git", "push", "-q", "origin", "main", env=env)
+    assert p.returncode == 0, p.stderr
+
+
+def test_skip_starts_no_python_and_a_hook_starts_it_once(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    bin_ = tmp_path / "bin"
+    calls = tmp_path / "calls.log"
+    shim(bin_, "python3", f'echo "hook=$3" >>{calls}\nexec {PY} "$@"')  # -c BOOT HOOK …
+    env = {"PROXIMITY_PYTHON": "python3", "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"}
+    r = commit(main, env={**env, "PROXIMITY_SKIP": "1"})
+    assert r.returncode == 0, r.stderr
+    assert not calls.exists()
+    p = run(main, "git", "push", "-q", "origin", "main", env={**env, "PROXIMITY_SKIP": "1"})
+    assert p.returncode == 0 and not calls.exists()
+    r = commit(main, env=env)
+    assert r.returncode == 0, r.stderr
+    started = calls.read_text().splitlines()
+    # pre-commit and post-commit: one interpreter each
+    assert len(started) == 2, started
+    assert sorted(started) == ["hook=post-commit", "hook=pre-commit"], started
+
+
+def test_install_records_the_absolute_interpreter(tmp_path):
+    from proximity.commands.install import recorded_interpreter
+
+    main, _ = hooked_repo(tmp_path)
+    got = recorded_interpreter(str(main / ".git" / "hooks" / "pre-commit"))
+    assert got is not None and os.path.isabs(got) and os.path.samefile(got, PY)
+
+
+# -- a busy ledger --------------------------------------------------------------------
+
+HOLD = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+"""
+
+
+def test_a_locked_ledger_costs_a_commit_about_two_seconds_and_loses_nothing(tmp_path):
+    import time
+
+    main, _ = hooked_repo(tmp_path)
+    assert commit(main).returncode == 0  # the ledger exists
+    ledger = main / ".git" / "ecm" / "ledger.sqlite3"
+    holder = subprocess.Popen([PY, "-c", HOLD, str(ledger), "20"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        t0 = time.monotonic()
+        r = commit(main, "locked.txt", "while locked\n")
+        took = time.monotonic() - t0
+        assert r.returncode == 0, r.stderr
+        assert took < 5.5, (took, r.stderr)
+        assert "busy" in r.stderr and "queued" in r.stderr, r.stderr
+        head = git(main, "rev-parse", "HEAD").stdout.strip()
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert (main / ".git" / "ecm" / "spool.jsonl").exists()
+    # the next hook that gets the lock replays the queued event
+    assert commit(main, "after.txt", "later\n").returncode == 0
+    evs = events(main)
+    assert any(e["kind"] == "commit" and e["head"] == head for e in evs), evs[:4]
+    assert not (main / ".git" / "ecm" / "spool.jsonl").exists()
+    kinds = [e["kind"] for e in evs if e["stream"] == "main"]
+    assert kinds.count("commit") == 3, kinds
+
+
+# -- agent ids ------------------------------------------------------------------------
+
+
+def test_a_worktree_named_main_has_its_own_id_and_neither_push_is_blocked(tmp_path):
+    import json
+
+    main, _ = hooked_repo(tmp_path)
+    other = tmp_path / "elsewhere" / "main"
+    other.parent.mkdir()
+    git(main, "worktree", "add", "-q", "-b", "feat/m", str(other))
+    upper = tmp_path / "Main"
+    git(main, "worktree", "add", "-q", "-b", "feat/upper", str(upper))
+    assert commit(main, "f.txt", BASE.replace("line 3\n", "main 3\n")).returncode == 0
+    assert commit(other, "g.txt", lines(10, "g").replace("g 9\n", "m 9\n")).returncode == 0
+    scan = run(main, PY, "-m", "proximity", "scan", "--json")
+    ids = sorted(a["id"] for a in json.loads(scan.stdout)["agents"])
+    assert len(ids) == 3 and len(set(ids)) == 3 and "main" in ids, ids
+    assert len({i.lower() for i in ids}) == 3
+    # stable across runs
+    again = run(main, PY, "-m", "proximity", "scan", "--json")
+    assert sorted(a["id"] for a in json.loads(again.stdout)["agents"]) == ids
+    streams = {e["stream"] for e in events(main)}
+    assert len(streams) >= 2 and "main" in streams
+    for where, ref in ((main, "main"), (other, "feat/m")):
+        p = run(where, "git", "push", "-q", "origin", ref)
+        assert p.returncode == 0, p.stderr
+
+
+def test_worktree_ids_are_plain_names_or_unique_hashed_forms():
+    assert gitio.worktree_id("alice") == "alice"
+    ids = [gitio.worktree_id(n) for n in ("main", "Main", "MAIN", "a b", "a_b", "A_b")]
+    assert "main" not in ids and len(set(ids)) == len(ids)
+    assert len({gitio.safe_name(i).lower() for i in [*ids, "main", "a_b"]}) == len(ids) + 1
+    assert gitio.worktree_id("Main") == gitio.worktree_id("Main")
+
+
+# -- sequencer operations ---------------------------------------------------------------
+
+
+def test_a_ten_commit_rebase_records_one_snapshot_at_the_end(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    git(main, "checkout", "-q", "-b", "topic")
+    for i in range(10):
+        (main / f"t{i}.txt").write_text(f"{i}\n")
+        git(main, "add", "-A")
+        git(main, "commit", "-qm", f"topic {i}", env={"PROXIMITY_SKIP": "1"})
+    git(main, "checkout", "-q", "main", env={"PROXIMITY_SKIP": "1"})
+    assert commit(main, "f.txt", BASE.replace("line 1\n", "base moved\n"),
+                  env={"PROXIMITY_SKIP": "1"}).returncode == 0
+    git(main, "checkout", "-q", "topic", env={"PROXIMITY_SKIP": "1"})
+    before = {e["seq"] for e in events(main)}
+    r = run(main, "git", "rebase", "-q", "main")
+    assert r.returncode == 0, r.stderr
+    new = [e for e in events(main) if e["seq"] not in before]
+    kinds = [e["kind"] for e in new]
+    assert kinds.count("rewrite") == 1, kinds
+    assert "commit" not in kinds, kinds
+    assert len(new) <= 2, kinds  # the rebase's first checkout may record once
+    assert new[0]["head"] == git(main, "rev-parse", "HEAD").stdout.strip()
+
+
+# -- bounded resources ------------------------------------------------------------------
+
+
+def _objects_bytes(repo: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(repo / ".git" / "objects"):
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+def _largest_object(repo: Path) -> int:
+    out = git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectsize)").stdout
+    return max(int(x) for x in out.split())
+
+
+def test_a_growing_200_mb_untracked_file_is_never_hashed(tmp_path):
+    import json
+
+    main, _ = hooked_repo(tmp_path)
+    assert commit(main).returncode == 0
+    before = _objects_bytes(main)
+    big = main / "dump.bin"
+    for i in range(3):
+        with open(big, "ab") as f:  # sparse: 200 MB and growing, nothing to write
+            f.truncate(200_000_000 + i * 1_000_000)
+            f.seek(0, 2)
+            f.write(os.urandom(4096))
+        assert commit(main, "f.txt", BASE + f"{i}\n").returncode == 0
+    grown = _objects_bytes(main) - before
+    assert grown < 5_000_000, grown
+    assert _largest_object(main) < 1_000_000
+    # still visible: the snapshot holds a stub naming size and mtime, kind "large"
+    ev = next(e for e in events(main) if e["stream"] == "main" and e["kind"] == "commit")
+    stub = git(main, "show", f"{ev['tree']}:dump.bin").stdout
+    assert stub.startswith(gitio.LARGE_STUB) and "size=202" in stub, stub
+    scan = run(main, PY, "-m", "proximity", "scan", "--json")
+    assert scan.returncode == 0, scan.stderr
+    json.loads(scan.stdout)
+
+
+def test_a_50_mb_one_line_bundle_is_not_parsed(tmp_path):
+    import time
+
+    from proximity import imports, parsers
+
+    main, _ = hooked_repo(tmp_path)
+    wt = tmp_path / "wt"
+    git(main, "worktree", "add", "-q", "-b", "feat/b", str(wt))
+    with open(wt / "bundle.min.js", "wb") as f:
+        chunk = b"import a from './a';var x=function(){return 1};" * 1000
+        for _ in range(50_000_000 // len(chunk)):
+            f.write(chunk)
+    # a tracked minified file under the size limit: one line longer than long_line
+    (main / "vendor.min.js").write_text("import b from './b';" + "var y=2;" * 2000 + "\n")
+    t0 = time.monotonic()
+    r = commit(main, "vendor.min.js", (main / "vendor.min.js").read_text())
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 20
+    t0 = time.monotonic()
+    assert imports.extract("vendor.min.js", (main / "vendor.min.js").read_bytes()) == []
+    assert parsers.generated(b"x" * 60_000_000) and time.monotonic() - t0 < 1
+    assert imports.extract("ok.js", b"import b from './b';\n") == [["js", "./b"]]
+
+
+# -- truthful diagnosis -----------------------------------------------------------------
+
+
+def _can_unshare_mounts() -> bool:
+    import shutil
+
+    if shutil.which("unshare") is None:
+        return False
+    r = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+                       capture_output=True)
+    return r.returncode == 0
+
+
+needs_mounts = __import__("pytest").mark.skipif(
+    not _can_unshare_mounts(), reason="needs a private mount namespace (unshare -m, mount): "
+    "a read-only mount or a full file system is the only fault root cannot bypass")
+
+
+def _ledger_state(ledger: Path) -> tuple[str, int]:
+    import sqlite3
+
+    db = sqlite3.connect(ledger)
+    try:
+        return (db.execute("PRAGMA integrity_check").fetchone()[0],
+                db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    finally:
+        db.close()
+
+
+def _in_namespace(setup: str, cwd: Path, *cmd: str) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` in a private mount namespace after ``setup`` (sh) mounted things."""
+    return run(cwd, "unshare", "-m", "sh", "-c", f'set -e; {setup}; set +e; exec "$@"', "sh",
+               *cmd)
+
+
+@needs_mounts
+def test_a_read_only_ledger_directory_is_called_read_only_not_corrupt(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    assert commit(main).returncode == 0
+    ecm = main / ".git" / "ecm"
+    before = _ledger_state(ecm / "ledger.sqlite3")
+    ro = f"mount --bind {ecm} {ecm}; mount -o remount,ro,bind {ecm}"
+    (main / "n.txt").write_text("ro\n")
+    git(main, "add", "n.txt")
+    r = _in_namespace(ro, main, "git", "commit", "-qm", "on a read-only ledger")
+    assert r.returncode == 0, r.stderr
+    assert "read-only" in r.stderr and "corrupt" not in r.stderr and "mv " not in r.stderr
+    r = _in_namespace(ro, main, PY, "-m", "proximity", "ledger")
+    assert r.returncode == 4, r.stderr
+    assert "read-only" in r.stderr and "intact" in r.stderr and "mv " not in r.stderr
+    assert "Traceback" not in r.stderr and "crash" not in r.stderr
+    assert _ledger_state(ecm / "ledger.sqlite3") == before
+
+
+@needs_mounts
+def test_a_full_ledger_disk_is_called_full_not_corrupt(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    assert commit(main).returncode == 0
+    ecm = main / ".git" / "ecm"
+    run(main, PY, "-c", "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute("
+        "'PRAGMA wal_checkpoint(TRUNCATE)')", str(ecm / "ledger.sqlite3"))
+    before = _ledger_state(ecm / "ledger.sqlite3")
+    size = sum(p.stat().st_size for p in ecm.rglob("*") if p.is_file())
+    save = tmp_path / "saved-ecm"
+    full = (f"cp -a {ecm} {save}; mount -t tmpfs -o size={size // 1024 + 256}k tmpfs {ecm}; "
+            f"cp -a {save}/. {ecm}/; dd if=/dev/zero of={ecm}/fill bs=4k 2>/dev/null || true")
+    check = (f'{PY} -m proximity snapshot; echo "rc=$?"; rm -f {ecm}/fill; '
+             f'{PY} -c "import sqlite3; d=sqlite3.connect(\'{ecm}/ledger.sqlite3\'); '
+             f'print(\'check=\' + d.execute(\'PRAGMA integrity_check\').fetchone()[0])"')
+    (main / "n.txt").write_text("full\n")
+    r = _in_namespace(full, main, "sh", "-c", check)
+    assert "rc=4" in r.stdout, (r.stdout, r.stderr)
+    assert "full" in r.stderr and "corrupt" not in r.stderr and "mv " not in r.stderr, r.stderr
+    assert "check=ok" in r.stdout, r.stdout
+    # a commit on the full disk goes through with the same diagnosis as a warning
+    git(main, "add", "n.txt")
+    r = _in_namespace(full, main, "git", "commit", "-qm", "on a full disk")
+    assert r.returncode == 0, r.stderr
+    assert "full" in r.stderr and "corrupt" not in r.stderr, r.stderr
+    assert _ledger_state(ecm / "ledger.sqlite3") == before
+
+
+def test_corrupt_pages_exit_4_with_the_recovery_hint(tmp_path):
+    import sqlite3
+
+    main, _ = hooked_repo(tmp_path)
+    for i in range(30):
+        assert commit(main, "n.txt", f"{i}\n" * 200, env={"PROXIMITY_SKIP": "1"}
+                      ).returncode == 0
+        run(main, PY, "-m", "proximity", "snapshot")
+    ledger = main / ".git" / "ecm" / "ledger.sqlite3"
+    db = sqlite3.connect(ledger)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    npages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.close()
+    with open(ledger, "r+b") as f:  # scribble over every page but the first
+        for n in range(1, npages):
+            f.seek(n * page + 100)
+            f.write(b"\xde\xad\xbe\xef" * 64)
+    r = run(main, PY, "-m", "proximity", "ledger")
+    assert r.returncode == 4, (r.returncode, r.stderr)
+    assert "corrupt" in r.stderr and "mv " in r.stderr and "integrity" in r.stderr
+    assert "crash" not in r.stderr and "Traceback" not in r.stderr
+    c = commit(main, "n.txt", "after\n")  # whatever the hooks meet, git goes on
+    assert c.returncode == 0 and "Traceback" not in c.stderr, c.stderr
+    d = run(main, PY, "-m", "proximity", "doctor")
+    assert d.returncode == 1 and "corrupt" in d.stdout and "mv " in d.stdout, d.stdout
+
+
+def test_doctor_checks_where_git_reads_hooks_the_config_and_the_interpreter(tmp_path):
+    import json
+
+    main, _ = hooked_repo(tmp_path)
+
+    def doctor(env: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+        r = run(main, PY, "-m", "proximity", "doctor", "--json", env=env)
+        return {c["check"]: c for c in json.loads(r.stdout)["checks"]}
+
+    ok = doctor()
+    assert ok["hooks"]["status"] == "ok" and ok["hook interpreter"]["status"] == "ok"
+    assert ok["config"]["status"] == "ok"
+    # an interpreter without the package (and so without pygit2)
+    shim(tmp_path, "bare-python", f'exec {PY} -S -I "$@"')
+    bad = doctor({"PROXIMITY_PYTHON": str(tmp_path / "bare-python")})
+    assert bad["hook interpreter"]["status"] == "fail"
+    assert "proximity" in bad["hook interpreter"]["detail"]
+    gone = doctor({"PROXIMITY_PYTHON": "/nonexistent/python3"})
+    assert gone["hook interpreter"]["status"] == "fail"
+    # an invalid config
+    (main / ".proximity.toml").write_text("tau_ta = 'high'\n")
+    assert doctor()["config drift"]["status"] == "warn"  # not the policy until committed
+    git(main, "add", ".proximity.toml")
+    git(main, "commit", "-qm", "bad config", "--no-verify")
+    assert doctor()["config"]["status"] == "fail"
+    git(main, "rm", "-q", ".proximity.toml")
+    git(main, "commit", "-qm", "drop it", "--no-verify")
+    # git reads hooks elsewhere: ours never run
+    git(main, "config", "core.hooksPath", ".husky")
+    moved = doctor()
+    assert moved["hooks"]["status"] == "fail" and ".husky" in moved["hooks"]["detail"]
+
+
+def test_a_hung_git_is_stopped_and_the_commit_goes_on(tmp_path):
+    import time
+
+    main, _ = hooked_repo(tmp_path)
+    (main / "n.txt").write_text("hang\n")
+    git(main, "add", "n.txt")
+    # a clean filter that never returns (as on a stuck network file system), met only by
+    # the snapshot's `git add -A` of an untracked file
+    git(main, "config", "filter.hang.clean", "sleep 60")
+    (main / ".gitattributes").write_text("*.hang filter=hang\n")
+    (main / "x.hang").write_text("x\n")
+    t0 = time.monotonic()
+    r = run(main, "git", "commit", "-qm", "hung", env={"PROXIMITY_GIT_TIMEOUT": "1"})
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 15
+    assert "took longer than 1 s" in r.stderr and "proximity: warning" in r.stderr
+    leftover = run(main, "pgrep", "-f", "sleep 60")
+    assert leftover.stdout.strip() == "" or leftover.returncode != 0
+
+
+def test_snapshot_objects_do_not_pile_up_loose(tmp_path):
+    from proximity import gitio as g
+
+    main, _ = hooked_repo(tmp_path)
+    for i in range(300):  # many distinct untracked files: many new loose blobs
+        (main / f"u{i}.txt").write_text(f"{i}\n")
+    assert commit(main).returncode == 0
+    repo = g.Repo(str(main))
+    packed = repo.pack_loose_objects(limit=1)
+    assert packed >= 300
+    loose = git(main, "count-objects", "-v").stdout
+    assert "\ncount: 0\n" in "\n" + loose, loose
+    assert git(main, "fsck", "--connectivity-only").returncode == 0
+
+
+def test_the_ledger_does_not_grow_per_commit_with_untracked_files(tmp_path):
+    import sqlite3
+
+    main, _ = hooked_repo(tmp_path)
+    (main / "junk").mkdir()
+    for i in range(2000):
+        (main / "junk" / f"out{i}.txt").write_text(f"{i}\n")
+    assert commit(main).returncode == 0
+    ledger = main / ".git" / "ecm" / "ledger.sqlite3"
+
+    def size() -> tuple[int, int]:
+        db = sqlite3.connect(ledger)
+        try:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            rows = db.execute("SELECT COUNT(*) FROM cache").fetchone()[0]
+            used = db.execute("SELECT SUM(length(files)) FROM events").fetchone()[0]
+            return rows, used
+        finally:
+            db.close()
+
+    rows0, used0 = size()
+    for i in range(3):
+        assert commit(main, "n.txt", f"{i}\n").returncode == 0
+    rows1, used1 = size()
+    assert used1 - used0 < 3 * 2 * 500, (used0, used1)  # deltas, not 2000 paths per event
+    assert rows1 - rows0 < 50, (rows0, rows1)
+    # recency still knows the untracked files' age: they were set by the first event
+    from proximity.ledger import Ledger
+
+    led = Ledger(str(main / ".git" / "ecm"))
+    try:
+        current = led.current_files("main")
+        assert len(current) >= 2000
+        w = led.recency("main", {p: current[p] for p in list(current)[:5]})
+        assert all(0 < v < 1 for v in w.values()), w
+    finally:
+        led.close()
+
+
+def test_in_process_hooks_skip_steps_of_a_rebase(tmp_path, monkeypatch):
+    from proximity.main import main as cli
+
+    repo = _diverged(tmp_path)
+    assert git(repo, "rebase", "other", check=False).returncode != 0
+    monkeypatch.chdir(repo)
+    assert cli(["hook", "post-commit"]) == 0
+    assert not (repo / ".git" / "ecm").exists()  # skipped before opening anything
+    git(repo, "rebase", "--abort")
+    assert cli(["hook", "post-commit"]) == 0
+    assert (repo / ".git" / "ecm" / "ledger.sqlite3").exists()
+
+
+def test_the_crash_log_is_private(tmp_path, monkeypatch):
+    import stat
+
+    from proximity import main as m
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    path = m._crash_log(RuntimeError("boom"))
+    assert path.startswith(str(tmp_path / "state" / "proximity")), path
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    assert "boom" in Path(path).read_text()
+    # a planted symlink in place of the directory is refused, its target untouched
+    target = tmp_path / "victim"
+    target.mkdir()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state2"))
+    (tmp_path / "state2").mkdir()
+    (tmp_path / "state2" / "proximity").symlink_to(target)
+    assert "no crash log" in m._crash_log(RuntimeError("boom"))
+    assert list(target.iterdir()) == []

@@ -209,3 +209,49 @@ def test_non_finite_config_is_a_one_line_error_naming_the_key(tmp_path):
         r = run(main, sys.executable, "-m", "proximity", "scan")
         assert r.returncode == 2, (value, r.stderr)
         assert "near_lines" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_doctor_shows_where_the_policy_comes_from_and_drift(space, capsys):
+    import json
+
+    from proximity.main import main as cli
+
+    sp = space({".proximity.toml": "tau_ra = 0.8\nnotify = 'echo hi'\n", "f.txt": "x\n"})
+    b = sp.wt("b")
+    sp.write(b, ".proximity.toml", "tau_ra = 0.95\n")
+    git(sp.main, "config", "proximity.nearLines", "3")
+    cli(["doctor", "--json", "-C", str(b)])
+    rows = [r for r in json.loads(capsys.readouterr().out)["checks"]
+            if r["check"].startswith("config")]
+    text = json.dumps(rows)
+    assert ".proximity.toml committed at the main checkout's HEAD" in text
+    assert "git config (repository)" in text
+    assert "'notify' ignored" in text
+    drift = next(r for r in rows if r["check"] == "config drift")
+    assert "tau_ra" in drift["detail"] and drift["status"] == "warn"
+
+
+def test_who_reached_the_contested_file_first_has_right_of_way(space, scan_json, capsys):
+    from proximity.main import main as cli
+
+    sp = space({"f.txt": lines(30), "g.txt": "g\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    for wt in (a, b):  # a enters the ledger first…
+        assert cli(["snapshot", "-C", str(wt)]) == 0
+    sp.write(a, "g.txt", "a elsewhere\n")
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    sp.write(b, "f.txt", lines(30).replace("line 9\n", "B\n"))  # …but b reaches f.txt first
+    assert cli(["snapshot", "-C", str(b)]) == 0
+    sp.write(a, "f.txt", lines(30).replace("line 9\n", "A\n"))
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["advisory"] == "resolution" and p["yielding"] == "a"
+    # reverting ends b's claim: when b comes back later, a was there first
+    sp.write(b, "f.txt", lines(30))
+    assert cli(["snapshot", "-C", str(b)]) == 0
+    sp.write(b, "f.txt", lines(30).replace("line 9\n", "B again\n"))
+    assert cli(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["yielding"] == "b"

@@ -18,7 +18,9 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([PY, "-m", "proximity", *args], capture_output=True, text=True)
 
 
-def machines(tmp_path: Path, toml: str = "") -> tuple[Path, Path, Path]:
+def machines(tmp_path: Path, toml: str = "", sync: bool = False) -> tuple[Path, Path, Path]:
+    """A bare remote and two clones with hooks; ``sync``: the pre-push hook syncs (a key only
+    the user's own git config may set)."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     seed = tmp_path / "seed"
@@ -34,6 +36,8 @@ def machines(tmp_path: Path, toml: str = "") -> tuple[Path, Path, Path]:
         clone = tmp_path / name
         git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(clone))
         assert cli("install", "-C", str(clone)).returncode == 0
+        if sync:
+            git(clone, "config", "proximity.sync", "true")
         out.append(clone)
     return remote, out[0], out[1]
 
@@ -91,7 +95,7 @@ def test_two_machines_same_lines_same_yielding_agent_then_prune(tmp_path):
 
 
 def test_remote_that_rejects_custom_refs_never_breaks_the_push(tmp_path):
-    remote, m1, _ = machines(tmp_path, toml="sync = true\n")
+    remote, m1, _ = machines(tmp_path, sync=True)
     hook = remote / "hooks" / "pre-receive"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text("#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/heads/*) ;; "

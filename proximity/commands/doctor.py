@@ -6,11 +6,12 @@ import argparse
 import json
 import os
 import sqlite3
+from typing import Any
 
-from proximity import gitio
-from proximity.commands.install import HOOKS, is_ours
+from proximity import config, gitio
+from proximity.commands.install import HOOKS, interpreter, is_ours, recorded_interpreter, script
 from proximity.errors import FatalError, LedgerError
-from proximity.ledger import FILENAME, Ledger, recovery_hint
+from proximity.ledger import FILENAME, Ledger, diagnose, integrity_says, recovery_hint
 
 
 def checks(repo_path: str | None) -> list[dict[str, str]]:
@@ -32,6 +33,7 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
         add("repository", False, str(e))
         return out
     add("repository", True, repo.common)
+    out.extend(policy_checks(repo))
     path = os.path.join(repo.ecm_dir, FILENAME)
     if not os.path.exists(path):
         add("ledger", None, f"no ledger yet at {path}; the first hook or "
@@ -40,41 +42,142 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
         try:
             led = Ledger(repo.ecm_dir, create=False)
             try:
-                result = led.integrity()
+                said = integrity_says(path)
+                result = said if said is not None else led.integrity()
                 n = led.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
                 streams = led.streams()
+                queued = led.spooled()
             finally:
                 led.close()
             if result == "ok":
-                add("ledger", True, f"{path}: integrity ok, {n} events, {len(streams)} streams")
+                add("ledger", True, f"{path}: integrity ok, {n} events, {len(streams)} streams"
+                    + (f", {queued} queued while it was busy (the next hook records them)"
+                       if queued else ""))
             else:
-                add("ledger", False, f"{path}: integrity check says {result}; "
+                add("ledger", False, f"{path}: corrupt (integrity check: {result}); "
                     f"{recovery_hint(path)}")
-        except (LedgerError, sqlite3.DatabaseError) as e:
-            add("ledger", False, str(e) if isinstance(e, LedgerError) else
-                f"{path}: {e}; {recovery_hint(path)}")
-    hooks_dir = os.path.join(repo.common, "hooks")
+        except (LedgerError, sqlite3.Error) as e:
+            add("ledger", False, str(diagnose(e, path)))
+    out.extend(hook_checks(repo))
+    for wt in repo.worktrees():
+        if wt.prunable:
+            add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
+                "(`git worktree prune` and `proximity gc` clean it up)")
+    return out
+
+
+def policy_checks(repo: gitio.Repo) -> list[dict[str, str]]:
+    """Where the airspace's policy comes from, keys it ignored, and drift: this worktree's
+    own config file differing from the policy (it takes effect only once committed on the
+    main checkout)."""
+    out: list[dict[str, str]] = []
+
+    def add(name: str, ok: bool | None, detail: str) -> None:
+        out.append({"check": name, "status": _status(ok), "detail": detail})
+
+    try:
+        policy = config.load_policy(*gitio.policy_inputs(repo))
+    except FatalError as e:
+        add("config", False, f"{e} (hooks and commands stop at this error)")
+        return out
+    add("config", True, "policy from " + "; ".join(policy.sources))
+    for w in policy.warnings:
+        add("config", None, w)
+    try:
+        here = config.load(repo.workdir)
+    except FatalError as e:
+        add("config drift", None, f"this worktree's config file does not parse: {e} (the "
+            "policy above is in force)")
+        return out
+    trusted = set(config.TRUSTED_ONLY)
+    differ = sorted(k for k in config.Config._fields
+                    if k not in trusted and getattr(here, k) != getattr(config.Config(), k)
+                    and getattr(here, k) != getattr(policy.config, k))
+    if differ:
+        add("config drift", None, f"this worktree's config file sets {', '.join(differ)} "
+            "differently from the policy in force; it takes effect only once committed on "
+            "the main checkout")
+    return out
+
+
+def _status(ok: bool | None) -> str:
+    return {True: "ok", False: "fail", None: "warn"}[ok]
+
+
+def hook_checks(repo: gitio.Repo) -> list[dict[str, str]]:
+    """Where git really reads hooks from, whether ours are there and current, and whether
+    their interpreter starts and imports proximity and pygit2."""
+    out: list[dict[str, str]] = []
+
+    def add(name: str, ok: bool | None, detail: str) -> None:
+        out.append({"check": name, "status": _status(ok), "detail": detail})
+
+    proc = gitio.git(["rev-parse", "--git-path", "hooks"], cwd=repo.workdir, ok=(0, 128))
+    real = proc.stdout.decode("utf-8", "surrogateescape").strip()
+    hooks_dir = os.path.realpath(os.path.join(repo.workdir, real)) if real else \
+        os.path.join(repo.common, "hooks")
+    default = os.path.realpath(os.path.join(repo.common, "hooks"))
     plain = [h for h in HOOKS if is_ours(os.path.join(hooks_dir, h))]
     precommit = [h for h in HOOKS if _is_precommit(os.path.join(hooks_dir, h))]
-    cfg = os.path.join(repo.workdir, ".pre-commit-config.yaml")
-    uses_pc = "proximity-" in _read(cfg)
+    uses_pc = "proximity-" in _read(os.path.join(repo.workdir, ".pre-commit-config.yaml"))
+    stranded = [h for h in HOOKS if is_ours(os.path.join(default, h))]
+    if hooks_dir != default and stranded and not plain:
+        add("hooks", False, f"git reads hooks from {hooks_dir} (core.hooksPath), but "
+            f"proximity's are in {default}: they never run. Add `proximity hook <stage>` "
+            "to the hooks there, or `proximity install --force`")
+        return out
     if plain:
-        add("hooks", len(plain) == len(HOOKS) or None,
-            f"plain hooks: {', '.join(plain)}" + ("" if len(plain) == len(HOOKS) else
-                                                  " (run `proximity install` for all)"))
+        foreign = [h for h in HOOKS if h not in plain
+                   and os.path.lexists(os.path.join(hooks_dir, h))]
+        missing = [h for h in HOOKS if h not in plain and h not in foreign]
+        ok: bool | None = len(plain) == len(HOOKS)
+        detail = f"plain hooks in {hooks_dir}: {', '.join(plain)}"
+        if foreign:
+            detail += f"; not ours: {', '.join(foreign)}"
+        if missing:
+            detail += f"; missing: {', '.join(missing)}"
+        if not ok:
+            detail += " (run `proximity install`)"
+            ok = None
+        add("hooks", ok, detail)
+        add_interpreter(add, os.path.join(hooks_dir, plain[0]))
     elif precommit and uses_pc:
         missing = sorted(set(HOOKS) - set(precommit))
         add("hooks", not missing or None, "pre-commit hooks: " + ", ".join(precommit) + (
             f"; not installed: {', '.join(missing)} (pre-commit install -t <type>)"
             if missing else ""))
     else:
-        add("hooks", None, "no proximity hooks installed: `proximity install` or add the "
-            "proximity ids to .pre-commit-config.yaml")
-    for wt in repo.worktrees():
-        if wt.prunable:
-            add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
-                "(`git worktree prune` and `proximity gc` clean it up)")
+        add("hooks", None, f"no proximity hooks in {hooks_dir}: `proximity install` or "
+            "add the proximity ids to .pre-commit-config.yaml")
     return out
+
+
+def add_interpreter(add: Any, hook_path: str) -> None:
+    """The interpreter an installed hook starts: present, and importing proximity and
+    pygit2; and whether the hook script is the current one."""
+    import subprocess
+
+    python = recorded_interpreter(hook_path) or "python3"
+    python = os.environ.get("PROXIMITY_PYTHON") or python
+    try:
+        proc = subprocess.run([python, "-c", "import proximity, pygit2; "
+                               "print(proximity.__version__)"], capture_output=True,
+                              text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as e:
+        add("hook interpreter", False, f"{python} cannot start ({e}); the hooks warn and "
+            "skip. Rerun `proximity install` with a working Python")
+        return
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["exit " + str(proc.returncode)])[-1]
+        add("hook interpreter", False, f"{python} cannot import proximity and pygit2 "
+            f"({last}); the hooks warn and skip. Install them there, or rerun "
+            "`proximity install` from a Python that has them")
+        return
+    add("hook interpreter", True, f"{python}: proximity {proc.stdout.strip()}, pygit2 ok")
+    recorded = recorded_interpreter(hook_path) or interpreter()
+    if _read(hook_path) != script(recorded):
+        add("hook script", None, f"{hook_path} is an older proximity hook; rerun "
+            "`proximity install`")
 
 
 def _read(path: str) -> str:

@@ -7,7 +7,10 @@ guard     pre-push: exit 1 when an RA says this worktree must yield, unless
           PROXIMITY_ALLOW=1.
 
 Every stage fails open: an internal error prints a warning and exits 0, because the tool
-must never break git. The only non-zero exit is the deliberate block.
+must never break git. The only non-zero exit is the deliberate block (1, or the code the hook
+script asks for in PROXIMITY_BLOCKED_EXIT so it can tell a block from a Python that failed).
+A hook waits at most WAIT_BUDGET seconds in total for a busy ledger; an event that cannot
+be written in time is queued in the ledger's spool and recorded by the next writer.
 """
 
 from __future__ import annotations
@@ -63,10 +66,20 @@ def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
 GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
 
 
+WAIT_BUDGET = 2.0  # seconds a hook may wait, in total, for a busy ledger
+
+
+def queued(ev: object) -> None:
+    if getattr(ev, "seq", None) == 0:
+        err("proximity: warning: the ledger is busy (another process holds it); this "
+            "event is queued and the next hook records it")
+
+
 def snapshot(ctx: context.Context, kind: str) -> None:
     ev = recorder.record_here(ctx, kind, recorder.index_override())
+    queued(ev)
     deliver(ctx)
-    if ev is not None and ctx.ledger is not None and ev.seq % GC_EVERY == 0:
+    if ev is not None and ctx.ledger is not None and ev.seq and ev.seq % GC_EVERY == 0:
         live = {w.id for w in ctx.repo.worktrees() if not w.prunable}
         ctx.ledger.gc(ctx.cfg.retain_events, live)
 
@@ -136,8 +149,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
     me = next((a for a in agents if a.id == ctx.here), None)
     if me is not None and me.error is None:
-        recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
-                                                 me.snapshot, me.tree))
+        queued(recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
+                                                        me.snapshot, me.tree)))
     pushed = pushed_refs(_read_stdin(), dict(os.environ)) if stage == "guard" else None
     runs = [agents]
     if me is not None and pushed is not None:
@@ -150,7 +163,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
             deliver(ctx)
             return 0
     results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
-                                in_hook=True, record=i == 0) for i, run in enumerate(runs)]
+                                in_hook=True, record=i == 0,
+                                remote=stage == "guard") for i, run in enumerate(runs)]
 
     def weight(r: Scan) -> tuple[bool, float]:  # a run where we must yield decides
         mine = r.involving(ctx.here)
@@ -188,11 +202,24 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     return 1
 
 
+def blocked_exit() -> int:
+    """The exit code of a deliberate block: 1, or the distinct code the hook script asks
+    for (PROXIMITY_BLOCKED_EXIT), so that it can tell a block from a Python that failed."""
+    try:
+        code = int(os.environ.get("PROXIMITY_BLOCKED_EXIT", "1"))
+    except ValueError:
+        return 1
+    return code if 0 < code < 126 else 1
+
+
 def run(args: argparse.Namespace) -> int:
     stage = STAGE.get(args.stage, args.stage)
     kind = _kind(args.stage, list(args.args))
     if os.environ.get("PROXIMITY_SKIP") == "1":
         return 0
+    from proximity import ledger
+
+    ledger.wait_budget(WAIT_BUDGET)
     try:
         ctx = context.open_context(os.getcwd(), check_git=stage != "snapshot")
     except FatalError as e:
@@ -210,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
         if stage == "snapshot":
             snapshot(ctx, kind)
             return 0
-        return check(ctx, stage, kind)
+        return blocked_exit() if check(ctx, stage, kind) else 0
     except FatalError as e:
         err(f"proximity: warning: {e} (hook skipped; git goes on)")
         return 0

@@ -16,10 +16,46 @@ MARK = "# proximity git hook"
 CHAINED = ".pre-proximity"
 
 
-def script() -> str:
+def interpreter() -> str:
+    """The interpreter the hooks start: the absolute one running this install (so a later
+    PATH change cannot pick a stale one), else python3 from PATH."""
+    exe = sys.executable
+    if exe and os.path.isabs(exe) and os.access(exe, os.X_OK):
+        return exe
+    return "python3"
+
+
+def script(python: str | None = None) -> str:
+    import shlex
+
     text = resources.files("proximity").joinpath("assets/proximity-hook").read_text()
-    return text.replace('PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-python3}',
-                        f'PROXIMITY_PYTHON=${{PROXIMITY_PYTHON:-{sys.executable}}}')
+    default = 'PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-python3}'
+    if default not in text:  # pragma: no cover - the asset and this line change together
+        raise FatalError("the packaged hook script is damaged; reinstall proximity")
+    return text.replace(default, 'PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-'
+                        f'{shlex.quote(python or interpreter())}}}')
+
+
+def recorded_interpreter(path: str) -> str | None:
+    """The interpreter an installed hook script starts (None: not one of ours)."""
+    import shlex
+
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read(8000)
+    except OSError:
+        return None
+    if MARK not in text:
+        return None
+    for line in text.splitlines():
+        if line.startswith("PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-") and line.endswith("}"):
+            word = line[len("PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-"):-1]
+            try:
+                parts = shlex.split(word)
+            except ValueError:
+                return None
+            return parts[0] if parts else None
+    return None
 
 
 def hooks_dir(repo: gitio.Repo, force: bool) -> str:
@@ -51,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return uninstall(repo)
     d = hooks_dir(repo, args.force)
     os.makedirs(d, exist_ok=True)
-    body = script()
+    python = interpreter()
+    body = script(python)
     for name in HOOKS:
         path = os.path.join(d, name)
         if os.path.lexists(path) and not is_ours(path):
@@ -65,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
             f.write(body)
         os.chmod(tmp, 0o755)
         os.replace(tmp, path)
-    print(f"installed proximity hooks in {d}: {', '.join(HOOKS)}")
+    print(f"installed proximity hooks in {d}: {', '.join(HOOKS)} (they start {python}; "
+          "PROXIMITY_PYTHON overrides it)")
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from proximity import context, embedding, report
 from proximity.airspace import Scan
+from proximity.untrusted import opt_text, text
 
 MAX_FILES = 4000  # the agents' files and their neighbours always; a stable sample of the rest
 
@@ -46,14 +47,16 @@ def data(result: Scan, repo_name: str) -> dict[str, Any]:
                 pos = (round(pos[0] + spread * u[0], 5), round(pos[1] + spread * u[1], 5),
                        round(pos[2] + spread * u[2], 5))
             taken.append(pos)
-        agents.append({"id": a.id, "branch": a.branch, "remote": a.remote, "files": changed[a.id],
+        agents.append({"id": text(a.id), "branch": opt_text(a.branch), "remote": a.remote,
+                       "files": [text(p, 300) for p in changed[a.id]],
                        "position": None if pos is None else dict(zip("xyz", pos, strict=True))})
-    links = [{"a": p.a, "b": p.b, "risk": round(p.risk, 4), "advisory": p.advisory,
-              "yielding": p.yielding, "channels": report.pair_json(p)["channels"],
+    links = [{"a": text(p.a), "b": text(p.b), "risk": round(p.risk, 4), "advisory": p.advisory,
+              "yielding": opt_text(p.yielding), "channels": report.pair_json(p)["channels"],
               "where": [x.strip() for x in report.evidence_lines(p, limit=3)]}
              for p in result.pairs]
-    return {"schema": 1, "repo": repo_name,
-            "files": [{"path": p, "x": c[0], "y": c[1], "z": c[2], "agents": by_file.get(p, [])}
+    return {"schema": 1, "repo": text(repo_name),
+            "files": [{"path": text(p, 300), "x": c[0], "y": c[1], "z": c[2],
+                       "agents": [text(x) for x in by_file.get(p, [])]}
                       for p, c in coords.items()],
             "agents": agents, "links": links}
 
