@@ -261,7 +261,9 @@ def fit(obs: Sequence[Obs], strength: float = 4.0, rounds: int = 60
     for key, s in first.items():
         if stats[key]["n"] == 0:
             stats[key] = dict(s)
-    p = {key: (s["k"] + a0) / (s["n"] + a0 + b0) for key, s in first.items()}
+    # git's merge defines a textual collision: its class is its observed rate, unsmoothed
+    p = {key: s["k"] / s["n"] if key[0] in AUTHORITATIVE and s["n"] else
+         (s["k"] + a0) / (s["n"] + a0 + b0) for key, s in first.items()}
     for _ in range(rounds):
         num: dict[Key, float] = defaultdict(float)
         den: dict[Key, float] = defaultdict(float)
@@ -279,8 +281,8 @@ def fit(obs: Sequence[Obs], strength: float = 4.0, rounds: int = 60
                 den[key] += o.weight
                 if o.label:
                     num[key] += o.weight * min(1.0, p[key] / total)
-        new = {key: (num[key] + a0) / (den[key] + a0 + b0) if den[key] else p[key]
-               for key in p}
+        new = {key: (num[key] + a0) / (den[key] + a0 + b0)
+               if den[key] and key[0] not in AUTHORITATIVE else p[key] for key in p}
         new = monotone(new, {k: v["n"] for k, v in stats.items()})
         if max(abs(new[k] - p[k]) for k in p) < 1e-6:
             p = new
