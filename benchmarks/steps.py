@@ -110,6 +110,19 @@ def summary(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def sweep(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What another traffic threshold would give on the same risks (the scan's own R)."""
+    rows = list(rows)
+    out = []
+    for tau in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35):
+        marked = [{**r, "advisory": "resolution" if r["advisory"] == "resolution" else
+                   "traffic" if r["risk"] >= tau else "clear"} for r in rows]
+        s = summary(marked)
+        out.append({"tau_ta": tau, "ta_or_ra_never": s["ta_or_ra_never"],
+                    "warned_before_first_conflict": s["warned_before_first_conflict"]})
+    return out
+
+
 def _share(rows: list[dict[str, Any]], adv: str) -> float | None:
     return round(sum(r["advisory"] == adv for r in rows) / len(rows), 4) if rows else None
 
@@ -157,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "held_out": summary(r for r in rows if r["repo"] not in replay.FIT),
         "per_repo": {n: summary(r for r in rows if r["repo"] == n)
                      for n in sorted({r["repo"] for r in rows})},
+        "tau_ta_sweep_held_out": sweep(r for r in rows if r["repo"] not in replay.FIT),
+        "tau_ta_sweep_overall": sweep(rows),
         "fit_repos": list(replay.FIT), "errors": errors,
         "false_ra_examples": [[r["id"], r["step"], r["top"][:2]] for r in rows
                               if r["advisory"] == "resolution" and not r["conflict_now"]][:10],
