@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -376,17 +377,25 @@ class Repo:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-            self.pack_loose_objects()
+            with contextlib.suppress(FatalError, OSError):  # housekeeping never fails it
+                self.pack_loose_objects()
 
     def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
                          ) -> dict[str, os.stat_result]:
         """Untracked files (not in the user's index) larger than ``large_bytes``: new ones
-        (not in the shadow either) and shadow entries whose file changed since."""
-        out = git(["ls-files", "-z", "--others", "--exclude-standard"], cwd=wt.path,
-                  env=env).stdout
-        cands = [p for p in out.split(b"\0") if p]
-        cands += [p for p in git(["diff-files", "-z", "--name-only"], cwd=wt.path, env=env,
-                                 ok=(0, 1)).stdout.split(b"\0") if p]
+        (not in the shadow either) and the shadow's own untracked entries, which may have
+        grown since. Index reads and a walk git does anyway; no content is read."""
+        def listing(args: list[str], index: str) -> set[bytes]:
+            out = git(["ls-files", "-z", *args], cwd=wt.path, env={"GIT_INDEX_FILE": index},
+                      ok=(0, 1)).stdout
+            return {p for p in out.split(b"\0") if p}
+
+        tmp_index = env["GIT_INDEX_FILE"]
+        cands = listing(["--others", "--exclude-standard"], tmp_index)
+        theirs = listing([], user_index) if os.path.exists(user_index) else set()
+        if os.path.exists(tmp_index):
+            cands |= listing([], tmp_index) - theirs
+        cands -= theirs  # a large file the user has staged is theirs to hash
         large: dict[str, os.stat_result] = {}
         root = os.fsencode(wt.path)
         for raw in cands:
@@ -394,17 +403,8 @@ class Repo:
                 st = os.lstat(os.path.join(root, raw))
             except OSError:
                 continue
-            import stat as stat_mod
-
-            if stat_mod.S_ISREG(st.st_mode) and st.st_size > self.large_bytes:
+            if stat.S_ISREG(st.st_mode) and st.st_size > self.large_bytes:
                 large[raw.decode("utf-8", "surrogateescape")] = st
-        if not large:
-            return large
-        # a large file the user has staged is theirs to hash: keep it
-        tracked = git(["ls-files", "-z", "--", *(":(literal)" + p for p in large)], cwd=wt.path,
-                      env={"GIT_INDEX_FILE": user_index}, ok=(0, 1)).stdout
-        for p in tracked.split(b"\0"):
-            large.pop(p.decode("utf-8", "surrogateescape"), None)
         return large
 
     def _add_stubs(self, wt: WorktreeInfo, env: Mapping[str, str],
@@ -634,6 +634,16 @@ def agent_id(gitdir: str, common: str) -> str:
     if os.path.realpath(gitdir) == os.path.realpath(common):
         return MAIN_ID
     return worktree_id(os.path.basename(os.path.normpath(gitdir)))
+
+
+def steps_left(admin_dir: str) -> int:
+    """Steps a cherry-pick or revert range still has to make, the current one included
+    (its ``sequencer/todo``); 0 when there is none."""
+    try:
+        todo = _read(os.path.join(admin_dir, "sequencer", "todo"))
+    except OSError:
+        return 0
+    return sum(1 for ln in todo.splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
 
 
 def find_git_dir(start: str) -> str | None:

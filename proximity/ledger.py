@@ -53,6 +53,7 @@ PAIR_CACHE_MAX = 20_000  # version -> SQL bringing version-1 up to version
 
 SPOOL = "spool.jsonl"  # events that found the ledger busy, replayed by the next writer
 FILES_CACHE = "stream-files"  # cache kind: each stream's current changed-files map
+GENERATIONAL = ("edges:",)  # cache key families where a new generation replaces the old
 BUSY_WAIT = 30.0  # seconds a command waits for the write lock
 _deadline: float | None = None  # a hook's total budget for waiting (monotonic time)
 _opened: list[str] = []  # ledger paths this process opened (for diagnosing a stray error)
@@ -295,20 +296,29 @@ class Ledger:
         except sqlite3.Error as e:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
+            self._claimed = []  # claimed spool files stay for the next writer
             raise diagnose(e, self.path) from e
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
+            self._claimed = []
             raise
         else:
+            # replayed spool files leave the spool while we still hold the write lock, so
+            # the next writer cannot replay them twice; back they go if the commit fails
+            parked = self._park_claimed()
             try:
                 self.db.execute("COMMIT")
             except sqlite3.Error as e:
                 with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
-                self._claimed = []  # the claimed spool files stay for the next writer
+                for claim, away in parked:
+                    with contextlib.suppress(OSError):
+                        os.rename(away, claim)
                 raise diagnose(e, self.path) from e
-            self._drop_claimed()
+            for _claim, away in parked:
+                with contextlib.suppress(OSError):
+                    os.unlink(away)
 
     # -- streams and events -----------------------------------------------------------
     def streams(self) -> dict[str, dict[str, Any]]:
@@ -506,15 +516,17 @@ class Ledger:
     def replay(self) -> int:
         """Insert the spooled events now (a command with time to wait does this)."""
         with self.tx() as db:
-            n = self._replay(db)
-        self._drop_claimed()
-        return n
+            return self._replay(db)
 
-    def _drop_claimed(self) -> None:
+    def _park_claimed(self) -> list[tuple[str, str]]:
+        parked = []
         for name in self._claimed:
+            away = os.path.join(self.dir, ".replayed-" + os.path.basename(name))
             with contextlib.suppress(OSError):
-                os.unlink(name)
+                os.rename(name, away)
+                parked.append((name, away))
         self._claimed = []
+        return parked
 
     def retire(self, stream: str) -> None:
         with self.tx() as db:
@@ -606,7 +618,18 @@ class Ledger:
     # -- inbox --------------------------------------------------------------------------
     def post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
              hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
-        """Queue a message unless the same pair/type was posted within the cooldown."""
+        """Queue a message unless the same pair/type was posted within the cooldown.
+
+        None also when the ledger stays busy past the wait budget: a message is advice (the
+        hook prints the advisory itself), and a lock held by someone else must never turn a
+        guard's decision into an error."""
+        try:
+            return self._post(recipient, sender, kind, body, hops, cooldown_s, cooldown_hops)
+        except LedgerBusy:
+            return None
+
+    def _post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
+              hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
         now = time.time()
         with self.tx() as db:
             last = db.execute(
@@ -677,9 +700,19 @@ class Ledger:
         """Persist the entries added since loading; ``replace`` drops the kind's others."""
         if not data.added:
             return
+        # keys "<name>:<format>:<generation>:…" of a generational family (import edges,
+        # keyed by the reference tree): a new generation supersedes the older ones, so
+        # these rows do not pile up per commit with every changed or untracked file
+        gens = {tuple(k.split(":", 3)[:3]) for k in data.added
+                if k.startswith(GENERATIONAL) and k.count(":") >= 3}
         with self.tx() as db:
             if replace:
                 db.execute("DELETE FROM cache WHERE kind=?", (kind,))
+            for name, fmt, gen in gens if len(gens) == 1 else ():
+                db.execute("DELETE FROM cache WHERE kind=? AND key >= ? AND key < ? AND "
+                           "substr(key, 1, ?) != ?",
+                           (kind, f"{name}:", f"{name};", len(f"{name}:{fmt}:{gen}:"),
+                            f"{name}:{fmt}:{gen}:"))
             db.executemany("INSERT OR REPLACE INTO cache VALUES (?,?,?)",
                            [(kind, k, json.dumps(data[k])) for k in data.added])
         data.added.clear()

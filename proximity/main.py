@@ -168,7 +168,14 @@ def _hook_skipped(stage: str) -> bool:
     from proximity import gitio
 
     admin = gitio.find_git_dir(os.getcwd())
-    return admin is not None and gitio.operation_in_progress(admin) is not None
+    if admin is None:
+        return False
+    op = gitio.operation_in_progress(admin)
+    if op in ("cherry-pick", "revert"):
+        # CHERRY_PICK_HEAD/REVERT_HEAD stand while each picked commit is made: a single
+        # pick records; a range records its last step only (nothing fires after it)
+        return gitio.steps_left(admin) > 1
+    return op is not None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

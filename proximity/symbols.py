@@ -1,296 +1,280 @@
 """Symbol channel: a read/write hazard at a distance.
 
-For each changed file, compare the definitions in the base blob and the new blob: a symbol
-is ``removed``, changed in ``signature``, in ``value`` (module-level constants), or only in
-``body``. Then collect the identifiers used in the *added* lines of the other side. A hit is
-one side changing the interface of a symbol that the other side's new code uses:
+One side (the writer) changes definitions (``symdefs``); the other side's *new* code (its
+added lines, or the whole of a file it added) refers to some of them, resolved through its
+own imports by the project's resolver (``symrefs``). Only a reference that resolves to the
+changed definition counts; a bare name that happens to match never does. Each hit has an
+evidence class, and its value is the calibrated probability of that class
+(``calibration.probability("symbol", kind, default)``) times both sides' recency weights:
 
-* removed / signature / value change used by the other side: 1.0
-* a definition in the same file that uses such a changed symbol (``indirect``: the
-  behaviour of ``total()`` changes when the constant it reads does): 0.5
-* body-only change used by the other side: 0.2 (behaviour may shift; callers still fit)
-* both only reading a symbol: 0
+* ``incompatible-call``: a signature changed and a call in the other side's new code no
+  longer binds (Python's binding rules; JS/TS required parameters; Go/Rust any parameter
+  change). A call that still binds, or a reference that is not a call, is compatible: no
+  finding. A call through ``*args``/``**kwargs`` cannot be checked: ``body-used``;
+* ``removed-used``: the definition is gone and no alias, re-export or module ``__getattr__``
+  keeps its name resolving;
+* ``module-moved``: a Python/JS/TS module renamed or deleted, imported at its old path;
+* ``incompatible-method-call``: as above, for ``obj.meth(...)`` on a receiver of unknown type
+  in a file that imports the module defining ``meth``;
+* ``value-used``, ``indirect`` (a definition that reads a changed one), ``body-used``.
 
-damped by how the two files relate (same file or an import between them: 1.0; two hops: 0.6;
-same directory: 0.8; unrelated: 0.25, a name coincidence is likely) and, unless an import
-ties the two files, for ambient names (``get``, ``run``, ``__init__``…) that occur
-everywhere (x0.3).
-
-Definitions and identifier positions are cached per blob id, so a scan re-parses only
-blobs it has not seen.
+Type-only uses (annotations, ``if TYPE_CHECKING:`` imports, TS ``import type``) are not
+collisions unless the definition is removed. A file that does not parse is unknown: when the
+channel found nothing and such a file mattered, its value is ``None``, never 0.
 """
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import posixpath
-import warnings
 from collections.abc import Callable
 from typing import Any
 
-from proximity import intervals, parsers
+from proximity import calibration, intervals, parsers, pysyms, symdefs
 from proximity.model import FileChange, Finding, WorkingSet
+from proximity.resolve import Resolver
+from proximity.symdefs import Changed, WriterFile
+from proximity.symrefs import UNKNOWN, Reader
 
+FORMAT = symdefs.FORMAT
+DEFAULTS = {"incompatible-call": 0.9, "removed-used": 0.9, "module-moved": 0.9,
+            "incompatible-method-call": 0.6, "value-used": 0.5, "indirect": 0.4,
+            "body-used": 0.12}
+# method names too common to tie a receiver of unknown type to one class
 AMBIENT = frozenset((
-    "__init__", "__call__", "__repr__", "__str__", "__eq__", "__hash__", "self", "cls", "this",
-    "get", "set", "run", "main", "init", "new", "New", "String", "Error", "close", "open",
-    "read", "write", "start", "stop", "name", "value", "data", "key", "id", "type", "len", "str",
-    "int", "list", "dict", "print", "super", "test", "setUp", "tearDown", "err", "ctx", "fmt",
-    "log", "Ok", "Some", "None", "Err", "Vec", "map",
+    "get", "set", "run", "main", "init", "new", "close", "open", "read", "write", "start",
+    "stop", "update", "append", "add", "remove", "pop", "keys", "values", "items", "copy",
+    "clear", "format", "join", "split", "call", "apply", "send", "String", "Error", "len",
+    "log", "info", "debug", "warn", "warning", "error", "push", "map", "filter", "forEach",
+    "then", "catch", "toString", "replace", "strip", "lower", "upper", "encode", "decode",
+    "sort", "extend", "insert", "index", "count", "find", "match", "test", "exec", "reduce",
+    "slice", "trim", "Close", "Write", "Read", "Len", "Get", "Set", "Run", "Start", "Stop",
 ))
-FORMAT = "s2"  # bump when analysis changes, so cached results of older versions are unused
-INTERFACE = {"removed": 1.0, "signature": 1.0, "value": 1.0, "indirect": 0.5, "body": 0.2}
-
-TS_DEFS = {
-    "javascript": ("function_declaration", "generator_function_declaration", "class_declaration",
-                   "method_definition", "variable_declarator"),
-    "typescript": ("function_declaration", "class_declaration", "method_definition",
-                   "variable_declarator", "interface_declaration", "type_alias_declaration",
-                   "enum_declaration", "abstract_class_declaration", "method_signature"),
-    "go": ("function_declaration", "method_declaration", "type_spec", "const_spec", "var_spec"),
-    "rust": ("function_item", "struct_item", "enum_item", "const_item", "static_item",
-             "trait_item", "type_item", "function_signature_item"),
-}
-TS_DEFS["tsx"] = TS_DEFS["typescript"]
-IDENT_TYPES = frozenset(("identifier", "property_identifier", "field_identifier",
-                         "type_identifier", "shorthand_property_identifier",
-                         "shorthand_property_identifier_pattern", "package_identifier"))
-
-Defs = dict[str, list[Any]]  # name -> [kind, signature hash, body hash, first, last line]
-Idents = list[tuple[str, int]]  # (name, 1-based line)
+FAMILY = {"python": "py", "javascript": "js", "typescript": "js", "tsx": "js", "go": "go",
+          "rust": "rs"}
+Hit = tuple[float, str, str]  # score, kind, detail
 
 
-def _h(s: str) -> str:
-    return hashlib.blake2b(" ".join(s.split()).encode(), digest_size=8).hexdigest()
+def _target(wf: WriterFile) -> str:
+    return "go:" + posixpath.dirname(wf.path) if wf.lang == "go" else wf.path
 
 
-def _py(data: bytes) -> tuple[Defs, Idents]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = ast.parse(data)
-    defs: Defs = {}
-    for node in tree.body:
-        _py_def(node, "", defs)
-    idents: Idents = []
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name):
-            idents.append((n.id, n.lineno))
-        elif isinstance(n, ast.Attribute):
-            idents.append((n.attr, getattr(n, "end_lineno", n.lineno) or n.lineno))
-        elif isinstance(n, ast.ImportFrom):
-            idents.extend((a.name, n.lineno) for a in n.names)
-        elif isinstance(n, ast.keyword) and n.arg:
-            idents.append((n.arg, n.value.lineno))
-    return defs, idents
+def _lookup(wf: WriterFile, qual: tuple[str, ...]) -> tuple[str, bool] | None:
+    """The longest prefix of ``qual`` that names a base definition of the file."""
+    if qual and qual[0] not in wf.old_defs and qual[0] in wf.aliases:
+        qual = (wf.aliases[qual[0]], *qual[1:])  # export default area / export {a as b}
+    for k in range(len(qual), 0, -1):
+        q = ".".join(qual[:k])
+        if q in wf.old_defs or q in wf.changed:
+            return q, k == len(qual)
+    return None
 
 
-def _py_def(node: ast.AST, prefix: str, defs: Defs) -> None:
-    span = [getattr(node, "lineno", 0), getattr(node, "end_lineno", 0) or 0]
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        sig = ast.unparse(node.args) + "->" + (ast.unparse(node.returns) if node.returns else "")
-        sig += "|" + ",".join(ast.unparse(d) for d in node.decorator_list)
-        defs[prefix + node.name] = ["function", _h(sig),
-                                    _h(ast.dump(ast.Module(node.body, []))), *span]
-    elif isinstance(node, ast.ClassDef):
-        bases = ",".join(ast.unparse(b) for b in node.bases)
-        defs[prefix + node.name] = ["class", _h(bases), _h(ast.dump(node)), *span]
-        for child in node.body:
-            _py_def(child, prefix + node.name + ".", defs)
-    elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not prefix:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        value = ast.unparse(node.value) if node.value is not None else ""
-        for t in targets:
-            if isinstance(t, ast.Name):
-                defs[t.id] = ["constant", _h(value), _h(value), *span]
+def _js_binds(params: dict[str, Any], call: list[Any], ts: bool) -> str | None:
+    if call[2]:
+        return None
+    shape = params["js"]
+    need = max((i + 1 for i, (_, req) in enumerate(shape) if req), default=0)
+    if call[0] < need:
+        return f"missing required '{shape[call[0]][0]}'"
+    if ts and call[0] > len(shape) and not params["rest"]:
+        return f"{call[0]} arguments, at most {len(shape)} accepted"
+    return ""
 
 
-def _ts(lang: str, data: bytes) -> tuple[Defs, Idents]:
-    tree = parsers.parse(lang, data)
-    defs: Defs = {}
-    idents: Idents = []
-    wanted = TS_DEFS[lang]
-    stack = [(tree.root_node, "")]
-    while stack:
-        node, prefix = stack.pop()
-        t = node.type
-        if t in IDENT_TYPES:
-            idents.append((parsers.text(node), node.start_point[0] + 1))
-        name_prefix = prefix
-        if t in wanted:
-            name_node = node.child_by_field_name("name")
-            if name_node is not None and name_node.type in IDENT_TYPES | {"identifier"}:
-                name = parsers.text(name_node)
-                body = node.child_by_field_name("body") or node.child_by_field_name("value")
-                full = parsers.text(node)
-                span = [node.start_point[0] + 1, node.end_point[0] + 1]
-                if body is not None:
-                    sig = full[: body.start_byte - node.start_byte]
-                    kind = "function" if "function" in t or "method" in t else "symbol"
-                    if t in ("variable_declarator", "const_spec", "var_spec", "const_item",
-                             "static_item"):
-                        kind, sig = "constant", full
-                        if t == "variable_declarator" and body.type in (
-                                "arrow_function", "function_expression", "function"):
-                            kind = "function"  # const f = (a, b) => …: a function
-                            sig = full[: body.start_byte - node.start_byte] + _params(body)
-                    defs[prefix + name] = [kind, _h(sig), _h(parsers.text(body)), *span]
-                else:
-                    defs[prefix + name] = ["symbol", _h(full), _h(full), *span]
-                if "class" in t or t in ("struct_item", "trait_item", "impl_item"):
-                    name_prefix = prefix + name + "."
-        stack.extend((c, name_prefix) for c in node.children)
-    return defs, idents
+def _js_sig(qual: str, params: dict[str, Any]) -> str:
+    parts = [n + ("" if req else "?") for n, req in params["js"]]
+    return f"{qual}({', '.join(parts + (['...rest'] if params['rest'] else []))})"
 
 
-def _params(fn: Any) -> str:
-    params = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
-    return parsers.text(params) if params is not None else ""
+def _binding(ch: Changed, wf: WriterFile, call: list[Any], via_class: bool
+             ) -> tuple[str | None, str | None, str]:
+    """(why the call no longer binds, why it did not bind before, signature for messages)."""
+    old, new = ch.old[5], (ch.new or ch.old)[5]
+    if wf.lang == "python" and old is not None and new is not None:
+        return (pysyms.binds(new, call, via_class), pysyms.binds(old, call, via_class),
+                pysyms.signature(ch.qual, new))
+    if FAMILY[wf.lang] == "js" and old is not None and new is not None:
+        ts = wf.lang != "javascript"
+        return _js_binds(new, call, ts), _js_binds(old, call, ts), _js_sig(ch.qual, new)
+    return "its parameters changed", "", ch.qual + "(…)"
 
 
-def analyse(path: str, data: bytes) -> dict[str, Any]:
-    lang = parsers.language_of(path)
-    if lang is None or b"\0" in data[:8000]:
-        return {"defs": {}, "idents": []}
-    try:
-        defs, idents = _py(data) if lang == "python" else _ts(lang, data)
-    except (SyntaxError, ValueError, RecursionError):
-        try:
-            defs, idents = _ts("python", data) if lang == "python" else ({}, [])
-        except Exception:
-            defs, idents = {}, []
-    return {"defs": defs, "idents": [list(x) for x in idents]}
+def evaluate(ch: Changed, wf: WriterFile, call: list[Any] | None, exact: bool,
+             via_class: bool, unknown_receiver: bool, type_only: bool, at: str
+             ) -> tuple[str, str] | None:
+    """(evidence class, detail) for one reference to one changed definition, or None."""
+    where = wf.path
+    if type_only:
+        if ch.how != "removed":
+            return None
+        return "indirect", f"{ch.qual} was removed from {where}; {at} uses it as a type only"
+    if ch.how == "removed":
+        kind = "incompatible-method-call" if unknown_receiver else "removed-used"
+        return kind, (f"{ch.qual} was removed from {where} (no alias or re-export keeps the "
+                      f"name); new code at {at} uses it")
+    if ch.how == "signature":
+        if call is None or not exact:
+            return None  # passed as a value: still there, nothing to bind
+        why, before, sig = _binding(ch, wf, call, via_class)
+        if why is None:
+            return "body-used", (f"{sig} in {where} (signature changed): the call at {at} "
+                                 "passes *args/**kwargs, so whether it still binds is unknown")
+        if why == "" or (before is not None and before != ""):
+            return None  # still binds (or never did: not this change's doing)
+        kind = "incompatible-method-call" if unknown_receiver else "incompatible-call"
+        recv = " (a method call on a receiver of unknown type)" if unknown_receiver else ""
+        return kind, (f"{sig} in {where} (signature changed): the call at {at}{recv} "
+                      f"no longer binds ({why})")
+    if unknown_receiver:
+        return None
+    if ch.how == "value":
+        return "value-used", f"{ch.qual} in {where} changed value; new code at {at} reads it"
+    if ch.how == "indirect":
+        return "indirect", (f"{ch.qual} in {where} reads {', '.join(ch.reads)}, whose "
+                            f"value changed (indirect); new code at {at} uses it")
+    return "body-used", (f"{ch.qual} in {where}: body changed (callers still fit); "
+                         f"new code at {at} uses it")
 
 
-def _get(cache: dict[str, Any], read: Callable[[str], bytes], path: str, oid: str
-         ) -> dict[str, Any]:
-    if not oid:
-        return {"defs": {}, "idents": []}
-    key = f"{FORMAT}:{parsers.language_of(path)}:{oid}"
-    hit = cache.get(key)
-    if hit is None:
-        hit = analyse(path, read(oid))
-        cache[key] = hit
-    return hit
+class _Writer:
+    """One side's changes, indexed for look-up by resolved target."""
+
+    def __init__(self, ws: WorkingSet, read: Callable[[str], bytes],
+                 cache: dict[str, Any]) -> None:
+        self.ws = ws
+        self.files = symdefs.writer_files(ws, read, cache)
+        self.by_target = {_target(wf): wf for wf in self.files if wf.changed}
+        self.moved = {wf.moved_from: wf for wf in self.files if wf.moved_from}
+        self.unknown = [wf.path for wf in self.files if wf.unknown]
+        self.methods: dict[str, list[tuple[Changed, WriterFile]]] = {}
+        self.shorts: set[str] = set()
+        for wf in self.files:
+            for q, ch in wf.changed.items():
+                parts = q.split(".")
+                self.shorts.update(parts)
+                if len(parts) > 1 and ch.how in ("removed", "signature") and \
+                        parts[-1] not in AMBIENT and not parts[-1].startswith("__"):
+                    self.methods.setdefault(parts[-1], []).append((ch, wf))
+
+    def __bool__(self) -> bool:
+        return bool(self.by_target or self.moved)
 
 
-# Per-change results depend only on the change (blob ids are content addresses), so they
-# are shared by every pair a scan compares: one computation per agent and file, not per pair.
-_MEMO: dict[tuple[str, FileChange], Any] = {}
-_MEMO_MAX = 50_000
-
-
-def _memo(kind: str, fc: FileChange, compute: Callable[[], Any]) -> Any:
-    key = (kind, fc)
-    hit = _MEMO.get(key)
-    if hit is None:
-        if len(_MEMO) > _MEMO_MAX:
-            _MEMO.clear()
-        hit = _MEMO[key] = compute()
-    return hit
-
-
-def changed_defs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
-                 ) -> dict[str, str]:
-    """qualified name -> how it changed (removed | signature | value | body | indirect)."""
-    if fc.kind != "text" or parsers.language_of(fc.path) is None:
-        return {}
-    return _memo("defs", fc, lambda: _changed_defs(fc, read, cache))  # type: ignore[no-any-return]
-
-
-def _changed_defs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
-                  ) -> dict[str, str]:
-    old = _get(cache, read, fc.path, fc.old_oid)["defs"]
-    new_info = _get(cache, read, fc.dest, fc.new_oid)
-    new = new_info["defs"]
-    out: dict[str, str] = {}
-    for name, (kind, sig, body, *_) in old.items():
-        if name not in new:
-            out[name] = "removed"
-        elif new[name][1] != sig:
-            out[name] = "value" if kind == "constant" else "signature"
-        elif new[name][2] != body:
-            out[name] = "body"
-    # one level of propagation inside the file: a definition whose body reads a symbol
-    # whose interface changed behaves differently too (total() reads RATE)
-    hard = {q.rsplit(".", 1)[-1] for q, how in out.items() if how != "body"}
-    if hard:
-        for name, (_, _, _, *span) in new.items():
-            if name in out or len(span) < 2:
-                continue
-            lo, hi = span
-            if any(n in hard and lo <= line <= hi and n != name.rsplit(".", 1)[-1]
-                   for n, line in new_info["idents"]):
-                out[name] = "indirect"
-    return out
-
-
-def uses(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
-         ) -> dict[str, int]:
-    """identifier -> first line where the added lines of this change use it."""
-    if fc.kind != "text" or not fc.new_oid or parsers.language_of(fc.dest) is None:
-        return {}
-    return _memo("uses", fc, lambda: _uses(fc, read, cache))  # type: ignore[no-any-return]
-
-
-def _uses(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
-          ) -> dict[str, int]:
-    idents = _get(cache, read, fc.dest, fc.new_oid)["idents"]
-    spans = intervals.pad(r for r in fc.new_ranges if r[1] >= r[0])
-    out: dict[str, int] = {}
+def _spans(fc: FileChange) -> list[tuple[int, int]]:
     if fc.status == "A":
-        spans = [(0, 10**12)]
-    for name, line in idents:
-        for lo, hi in spans:
-            if lo < line < hi:
-                out.setdefault(name, line)
-                break
+        return [(0, 10**12)]
+    return intervals.pad(r for r in fc.new_ranges if r[1] >= r[0])
+
+
+def _reader_files(ws: WorkingSet) -> list[tuple[FileChange, str]]:
+    out = []
+    for fc in ws.files.values():
+        lang = parsers.language_of(fc.dest)
+        if fc.kind == "text" and fc.new_oid and fc.status != "D" and lang is not None:
+            out.append((fc, lang))
     return out
-
-
-def _relation(graph: Any, f: str, g: str) -> float:
-    if f == g:
-        return 1.0
-    if graph is not None and (graph.imports(f, g) or graph.imports(g, f)):
-        return 1.0
-    if posixpath.dirname(f) == posixpath.dirname(g):
-        return 0.8
-    if graph is not None and graph.neighbors(f) & graph.neighbors(g):
-        return 0.6
-    return 0.25
 
 
 def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSet,
-             cache: dict[str, Any], graph: Any) -> list[Finding]:
-    changed: dict[str, list[tuple[str, str, str]]] = {}
-    for fc in writer.files.values():
-        for qual, how in changed_defs(fc, read, cache).items():
-            short = qual.rsplit(".", 1)[-1]
-            changed.setdefault(short, []).append((qual, how, fc.dest))
-    if not changed:
-        return []
-    found: list[Finding] = []
-    for fc in reader.files.values():
-        own = set(changed_defs(fc, read, cache)) if fc.status != "A" else set()
-        for name, line in uses(fc, read, cache).items():
-            for qual, how, where in changed.get(name, ()):
-                if qual in own and where == fc.dest:
+             cache: dict[str, Any], graph: Any, resolver: Resolver
+             ) -> tuple[list[Finding], bool]:
+    """Findings of ``writer``'s changes used by ``reader``'s new code; and whether a file
+    the answer depends on could not be analysed."""
+    w = _Writer(writer, read, cache)
+    rfiles = _reader_files(reader)
+    unknown = any(fc.dest == p or graph is None or graph.imports(fc.dest, p)
+                  for p in w.unknown for fc, _ in rfiles)
+    if not w:
+        return [], unknown
+    own = {wf.path: wf.changed for wf in symdefs.writer_files(reader, read, cache)}
+    best: dict[tuple[str, str, str], Finding] = {}
+    for fc, lang in rfiles:
+        facts = symdefs.facts(cache, read, fc.dest, fc.new_oid)
+        if facts is None:
+            unknown = unknown or graph is None or fc.dest in w.by_target or any(
+                graph.imports(fc.dest, wf.path) for wf in w.files)
+            continue
+        spans = _spans(fc)
+        locals_ = {b[0] for b in facts["binds"]}
+        rd = Reader(fc.dest, lang, facts, resolver)
+        for chain, line, call, type_only in facts["refs"]:
+            if not (w.shorts.intersection(chain) or chain[0] in locals_):
+                continue
+            if not any(lo < line < hi for lo, hi in spans):
+                continue
+            got = rd.target_of(chain)
+            if got is None:
+                continue
+            target, qual, via_class = got
+            at = f"{fc.dest}:{line}"
+            hits: list[tuple[Changed, WriterFile, bool, bool, list[Any] | None]] = []
+            if target in w.moved:
+                wf = w.moved[target]
+                to = f"renamed to {wf.moved_to}" if wf.moved_to else "deleted"
+                _keep(best, Finding("symbol", _score("module-moved", writer, reader, wf, fc),
+                                    target, fc.dest, (), ((line, line),),
+                                    f"module {target} was {to}; new code at {at} still "
+                                    "imports it from its old path", kind="module-moved"))
+                continue
+            if target == UNKNOWN:
+                for ch, wf in w.methods.get(qual[0], ()):
+                    if FAMILY[wf.lang] == FAMILY[lang] and _target(wf) in rd.imported():
+                        hits.append((ch, wf, True, True, call))
+            elif target in w.by_target:
+                wf = w.by_target[target]
+                found = _lookup(wf, qual)
+                if found is None:
                     continue
-                rel = _relation(graph, where, fc.dest)
-                s = INTERFACE[how] * rel
-                if rel < 1.0 and (name in AMBIENT or len(name) <= 2):
-                    s *= 0.3  # a common name, and no import ties the two files: coincidence?
-                s *= writer.weight(where) * reader.weight(fc.dest)
-                found.append(Finding(
-                    "symbol", s, where, fc.dest, (), ((line, line),),
-                    f"{qual} ({how} change) in {where} is used by new code at "
-                    f"{fc.dest}:{line}"))
-    return found
+                q, exact = found
+                chg = wf.changed.get(q)
+                if exact and call is not None and wf.old_defs.get(q, [""])[0] == "class":
+                    init = wf.changed.get(q + (".__init__" if wf.lang == "python"
+                                               else ".constructor"))
+                    if init is not None and init.how == "signature":
+                        chg, via_class = init, False
+                if chg is not None and not (fc.dest == wf.path and q in own.get(fc.dest, {})):
+                    hits.append((chg, wf, exact, False, call))
+            for ch, wf, exact, unknown_recv, c in hits:
+                got2 = evaluate(ch, wf, c, exact, via_class, unknown_recv,
+                                bool(type_only or _type_only_bind(facts, chain[0])), at)
+                if got2 is None:
+                    continue
+                kind, detail = got2
+                span = (ch.new or ch.old)[3:5]
+                _keep(best, Finding("symbol", _score(kind, writer, reader, wf, fc), wf.path,
+                                    fc.dest, (tuple(span),), ((line, line),), detail,
+                                    kind=kind), ch.qual)
+    return list(best.values()), unknown
+
+
+def _type_only_bind(facts: dict[str, Any], local: str) -> bool:
+    recs = [b for b in facts["binds"] if b[0] == local]
+    return bool(recs) and all(b[6] for b in recs)
+
+
+def _score(kind: str, writer: WorkingSet, reader: WorkingSet, wf: WriterFile,
+           fc: FileChange) -> float:
+    p = calibration.probability("symbol", kind, DEFAULTS[kind])
+    return p * writer.weight(wf.path) * reader.weight(fc.dest)
+
+
+def _keep(best: dict[tuple[str, str, str], Finding], f: Finding, qual: str = "") -> None:
+    key = (f.path_a, qual, f.path_b)
+    if key not in best or f.score > best[key].score:
+        best[key] = f
 
 
 def channel(read: Callable[[str], bytes], a: WorkingSet, b: WorkingSet,
-            cache: dict[str, Any], graph: Any = None) -> tuple[float, list[Finding]]:
-    findings = _one_way(read, a, b, cache, graph)
-    findings += [f.swapped() for f in _one_way(read, b, a, cache, graph)]
+            cache: dict[str, Any], graph: Any = None, resolver: Resolver | None = None
+            ) -> tuple[float | None, list[Finding]]:
+    """The symbol channel for one pair: the strongest finding both ways, or ``None`` when
+    nothing was found and a file it needed did not parse."""
+    if resolver is None:
+        resolver = Resolver({p for ws in (a, b) for fc in ws.files.values() for p in fc.paths})
+    fa, ua = _one_way(read, a, b, cache, graph, resolver)
+    fb, ub = _one_way(read, b, a, cache, graph, resolver)
+    findings = [x for x in fa + [f.swapped() for f in fb] if x.score > 0]
     findings.sort(key=lambda f: -f.score)
-    return (findings[0].score if findings else 0.0), findings[:5]
+    if not findings:
+        return (None if ua or ub else 0.0), []
+    return findings[0].score, findings[:5]

@@ -278,6 +278,29 @@ def test_a_ten_commit_rebase_records_one_snapshot_at_the_end(tmp_path):
     assert new[0]["head"] == git(main, "rev-parse", "HEAD").stdout.strip()
 
 
+def test_a_cherry_pick_range_records_its_last_step_only(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    git(main, "checkout", "-q", "-b", "topic", env={"PROXIMITY_SKIP": "1"})
+    for i in range(4):
+        (main / f"c{i}.txt").write_text(f"{i}\n")
+        git(main, "add", "-A")
+        git(main, "commit", "-qm", f"pick {i}", env={"PROXIMITY_SKIP": "1"})
+    git(main, "checkout", "-q", "main", env={"PROXIMITY_SKIP": "1"})
+    before = {e["seq"] for e in events(main)}
+    r = run(main, "git", "cherry-pick", "main..topic")
+    assert r.returncode == 0, r.stderr
+    new = [e for e in events(main) if e["seq"] not in before]
+    assert [e["kind"] for e in new] == ["commit"], new
+    assert new[0]["head"] == git(main, "rev-parse", "HEAD").stdout.strip()
+    # a single cherry-pick records its commit
+    git(main, "checkout", "-q", "-b", "one", "HEAD~4", env={"PROXIMITY_SKIP": "1"})
+    before = {e["seq"] for e in events(main)}
+    r = run(main, "git", "cherry-pick", "topic")
+    assert r.returncode == 0, r.stderr
+    new = [e for e in events(main) if e["seq"] not in before]
+    assert [e["kind"] for e in new] == ["commit"], new
+
+
 # -- bounded resources ------------------------------------------------------------------
 
 
@@ -297,9 +320,10 @@ def test_a_growing_200_mb_untracked_file_is_never_hashed(tmp_path):
     import json
 
     main, _ = hooked_repo(tmp_path)
+    big = main / "dump.bin"
+    big.write_bytes(b"small at first\n")  # snapshotted (hashed) while it is small
     assert commit(main).returncode == 0
     before = _objects_bytes(main)
-    big = main / "dump.bin"
     for i in range(3):
         with open(big, "ab") as f:  # sparse: 200 MB and growing, nothing to write
             f.truncate(200_000_000 + i * 1_000_000)
@@ -493,7 +517,7 @@ def test_a_hung_git_is_stopped_and_the_commit_goes_on(tmp_path):
     git(main, "add", "n.txt")
     # a clean filter that never returns (as on a stuck network file system), met only by
     # the snapshot's `git add -A` of an untracked file
-    git(main, "config", "filter.hang.clean", "sleep 60")
+    git(main, "config", "filter.hang.clean", "sleep 61.2345")
     (main / ".gitattributes").write_text("*.hang filter=hang\n")
     (main / "x.hang").write_text("x\n")
     t0 = time.monotonic()
@@ -501,8 +525,12 @@ def test_a_hung_git_is_stopped_and_the_commit_goes_on(tmp_path):
     assert r.returncode == 0, r.stderr
     assert time.monotonic() - t0 < 15
     assert "took longer than 1 s" in r.stderr and "proximity: warning" in r.stderr
-    leftover = run(main, "pgrep", "-f", "sleep 60")
-    assert leftover.stdout.strip() == "" or leftover.returncode != 0
+    for _ in range(50):  # the stuck process was killed with the git that started it
+        if run(main, "pgrep", "-f", "sleep 61.2345").returncode != 0:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the hung filter process is still running")
 
 
 def test_snapshot_objects_do_not_pile_up_loose(tmp_path):
@@ -524,9 +552,10 @@ def test_the_ledger_does_not_grow_per_commit_with_untracked_files(tmp_path):
     import sqlite3
 
     main, _ = hooked_repo(tmp_path)
+    git(main, "worktree", "add", "-q", "-b", "feat/w", str(tmp_path / "w"))  # a pair to scan
     (main / "junk").mkdir()
-    for i in range(2000):
-        (main / "junk" / f"out{i}.txt").write_text(f"{i}\n")
+    for i in range(2000):  # generated sources and plain junk
+        (main / "junk" / f"out{i}.{'py' if i % 2 else 'txt'}").write_text(f"X{i} = {i}\n")
     assert commit(main).returncode == 0
     ledger = main / ".git" / "ecm" / "ledger.sqlite3"
 
@@ -591,3 +620,64 @@ def test_the_crash_log_is_private(tmp_path, monkeypatch):
     (tmp_path / "state2" / "proximity").symlink_to(target)
     assert "no crash log" in m._crash_log(RuntimeError("boom"))
     assert list(target.iterdir()) == []
+
+
+def test_a_locked_ledger_does_not_turn_the_guard_off(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        git(main, "worktree", "add", "-q", "-b", br, str(wt))
+    assert commit(a, "f.txt", BASE.replace("line 10\n", "line 10 by a\n")).returncode == 0
+    assert commit(b, "f.txt", BASE.replace("line 10\n", "line 10 by b\n")).returncode == 0
+    ledger = main / ".git" / "ecm" / "ledger.sqlite3"
+    holder = subprocess.Popen([PY, "-c", HOLD, str(ledger), "30"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        p = run(b, "git", "push", "-q", "origin", "feat/b")
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+
+
+RECORD = """
+import sys
+from proximity import ledger
+ledger.wait_budget(0.3)
+led = ledger.Ledger(sys.argv[1])
+for i in range(5):
+    ev = led.record(sys.argv[2], "commit", path="/x", head=None, branch=None, snapshot=None,
+                    tree=None, files={f"f{i}": "1" * 40}, spool=True)
+led.close()
+"""
+
+
+def test_events_queued_while_busy_are_all_replayed_once(tmp_path):
+    import sqlite3
+
+    from proximity.ledger import Ledger
+
+    ecm = tmp_path / "ecm"
+    Ledger(str(ecm)).close()
+    holder = subprocess.Popen([PY, "-c", HOLD, str(ecm / "ledger.sqlite3"), "3"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    writers = [subprocess.Popen([PY, "-c", RECORD, str(ecm), f"w{n}"]) for n in range(6)]
+    for w in writers:
+        assert w.wait(timeout=60) == 0
+    holder.wait(timeout=30)
+    holder.stdout.close()
+    led = Ledger(str(ecm))
+    try:
+        assert led.spooled() > 0  # the writers gave up waiting and queued
+        led.replay()
+        assert led.spooled() == 0
+    finally:
+        led.close()
+    db = sqlite3.connect(ecm / "ledger.sqlite3")
+    rows = db.execute("SELECT stream, COUNT(*) FROM events GROUP BY stream").fetchall()
+    db.close()
+    assert sorted(rows) == [(f"w{n}", 5) for n in range(6)], rows

@@ -49,7 +49,9 @@ def test_python_signature_change_vs_new_call(space, scan_json, capsys):
     sp.write(b, "report.py", "import lib\n\n\ndef summary():\n    return lib.area(1, 2)\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert p["channels"]["conflict"] == 0.0  # git merges this cleanly
-    assert p["channels"]["symbol"] == 1.0 and p["advisory"] == "resolution"
+    # a call that no longer binds: the calibrated value of incompatible-call (default 0.9)
+    assert p["channels"]["symbol"] == pytest.approx(0.9) and p["advisory"] == "resolution"
+    assert f[0]["kind"] == "incompatible-call" and "missing required 'unit'" in f[0]["detail"]
     assert "area" in f[0]["detail"] and "signature" in f[0]["detail"]
     assert f[0]["path_a"] == "lib.py" and f[0]["path_b"] == "report.py"
     assert f[0]["ranges_b"] == [[5, 5]]  # the using line
@@ -155,7 +157,10 @@ def test_go_import_resolves_through_go_mod(space, scan_json, capsys):
     sp.write(b, "cmd/main.go", 'package main\n\nimport "example.com/app/shop"\n\n'
                                "func main() { _ = shop.Price(2) }\n")
     p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
-    assert p["channels"]["dependency"] == pytest.approx(1.0)
+    dep = next(f for f in p["findings"] if f["channel"] == "dependency")
+    assert dep["kind"] == "import-1"  # a direct import, resolved through go.mod
+    assert {dep["path_a"], dep["path_b"]} == {"shop/price.go", "cmd/main.go"}
+    assert 0 < p["channels"]["dependency"] < 0.1  # an import alone is a few percent
 
 
 RS_LIB = "pub fn parse(s: &str) -> i32 {\n    s.len() as i32\n}\n"

@@ -40,8 +40,12 @@ def test_watch_frame_fits_80_columns(airspace):
     text = buf.getvalue()
     assert "\x1b[" not in text  # a StringIO is not a terminal: plain text
     assert all(len(line) <= 80 for line in text.splitlines())
-    for name in ("alice", "bob", "carol", "RA bob", "RA carol", "TA"):
+    for name in ("alice", "bob", "carol", "RA bob", "TA"):
         assert name in text
+    # carol's new call of find_user no longer binds after alice's change: an RA at a
+    # distance; carol's intent on bob's file is traffic
+    assert re.search(r"alice~carol .* RA ", text)
+    assert re.search(r"bob~carol .* TA ", text)
     assert "alice~bob" in text
 
 
@@ -87,7 +91,9 @@ def test_view_in_headless_chromium(airspace, tmp_path):
     assert state["agents"] == 3  # alice, bob, carol (main has no changes to place)
     assert state["links"] == 3
     assert "Uncaught" not in dom.stderr
-    assert dom.stdout.count('<td class="resolution">') == 2  # the pair table: two RAs
+    # the pair table: two RAs (alice~bob, alice~carol) and one traffic pair (bob~carol)
+    assert dom.stdout.count('<td class="resolution">') == 2
+    assert dom.stdout.count('<td class="traffic">') == 1
     shot = tmp_path / "view.png"
     subprocess.run([exe, *CHROME_FLAGS, f"--user-data-dir={profile}", "--window-size=1200,700",
                     f"--screenshot={shot}", out.as_uri()], capture_output=True, timeout=120)

@@ -18,5 +18,6 @@ def run(ev: Evidence) -> Result:
     pw.ensure_graph(ev.agents)
     edges = [] if pw.deferred else pw.agent_edges(ev.a, ev.wa) + pw.agent_edges(ev.b, ev.wb)
     view = depgraph.View(pw.graph, edges)
-    value, findings = symbols.channel(pw.repo.blob, ev.wa, ev.wb, pw.facts.symbols_cache, view)
+    value, findings = symbols.channel(pw.repo.blob, ev.wa, ev.wb, pw.facts.symbols_cache, view,
+                                      pw.resolver())
     return Result(value, list(findings))

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import textwrap
 
-from proximity import context, gitio, report
+from proximity import context, gitio, recorder, report
 
 MODELS = '''\
 """Data models."""
@@ -73,26 +73,37 @@ def build(root: str) -> str:
     g("commit", "-q", "-m", "shop: models, views, helpers")
     for name in ("alice", "bob", "carol"):
         g("worktree", "add", "-q", "-b", f"feature/{name}", os.path.join(root, name))
-    # alice changes the signature of User.save and commits it
+    # alice makes find_user take a tenant, validates on save, and commits it
     alice = os.path.join(root, "alice")
     write(alice, "app/models.py", MODELS.replace(
         "    def save(self, db):\n        db.put(self.name, self.email)",
-        "    def save(self, db, *, validate=True):\n        if validate:\n"
-        "            assert '@' in self.email\n        db.put(self.name, self.email)"))
-    g("commit", "-q", "-am", "models: validate e-mail on save", cwd=alice)
+        "    def save(self, db):\n        assert '@' in self.email\n"
+        "        db.put(self.name, self.email)").replace(
+        "def find_user(db, name):\n    return db.get(name)",
+        "def find_user(db, name, *, tenant):\n    return db.get((tenant, name))"))
+    g("commit", "-q", "-am", "models: users belong to a tenant; validate e-mail on save",
+      cwd=alice)
     # bob edits the very same lines, uncommitted
     bob = os.path.join(root, "bob")
     write(bob, "app/models.py", MODELS.replace(
         "        db.put(self.name, self.email)", "        db.put(self.name.strip(), self.email)"))
-    # carol works in views, calling User.save from new code (uncommitted)
+    # carol works in views: new code calls find_user the old way (uncommitted), and she
+    # declares that she will touch the models next
     carol = os.path.join(root, "carol")
     write(carol, "app/views.py", VIEWS + textwrap.dedent('''
 
-        def register(db, user):
-            user.save(db)
+        def register(db, name):
+            user = find_user(db, name)
             return show(db, user.name)
     '''))
     write(carol, "lib/util.py", UTIL + "\n\ndef titleize(text):\n    return text.title()\n")
+    ctx = context.open_context(carol, need_ledger=True)
+    try:
+        assert ctx.ledger is not None
+        ev = recorder.record_here(ctx, "intent")
+        ctx.ledger.set_intents(ctx.here, {"app/models.py": None}, ev.clock if ev else {})
+    finally:
+        ctx.close()
     return main
 
 

@@ -55,7 +55,13 @@ def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
     printed as advisories (marked delivered without repeating them)."""
     if ctx.ledger is None:
         return
-    msgs = [m for m in ctx.ledger.take(ctx.here) if m["id"] not in (shown or set())]
+    from proximity.errors import LedgerBusy
+
+    try:
+        taken = ctx.ledger.take(ctx.here)
+    except LedgerBusy:
+        return  # they stay undelivered: the next hook shows them
+    msgs = [m for m in taken if m["id"] not in (shown or set())]
     if msgs:
         from proximity import triggers
 

@@ -1,0 +1,284 @@
+"""Python definitions, imports, references and call binding, for the symbol channel.
+
+``analyse`` turns one blob into plain, cacheable data (``None`` when it does not parse: the
+channel then knows nothing about that file, it never reads it as "everything removed"):
+
+* ``defs``: qualified name -> ``[kind, signature hash, body hash, first, last, params]``;
+  ``params`` is the binding shape of a function (see ``binds``);
+* ``binds``: ``[local, kind, module, level, name, line, type_only]`` per imported name
+  (``kind`` "mod" for ``import a.b [as m]``, "from" for ``from m import name [as x]``);
+* ``refs``: ``[chain, line, call, type_only]`` for each dotted name the code uses
+  (``lib.area(1, 2)`` -> ``["lib", "area"]`` with its call shape); a receiver that is not a
+  name (``f().meth()``) is ``"?"``;
+* ``exports``: names the module still offers besides its definitions (imports, re-exports);
+  ``dynamic``: a module ``__getattr__`` or a star import makes every name resolve.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import warnings
+from typing import Any
+
+Call = list[Any]  # [positional count, keyword names, *args used, **kwargs used]
+
+
+def h(s: str) -> str:
+    return hashlib.blake2b(" ".join(s.split()).encode(), digest_size=8).hexdigest()
+
+
+def analyse(data: bytes) -> dict[str, Any] | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False}
+    _defs(tree.body, "", out)
+    try:
+        _Refs(out).visit(tree)
+    except RecursionError:
+        return None
+    return out
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, in_class: bool) -> dict[str, Any]:
+    a = fn.args
+    pos = a.posonlyargs + a.args
+    firstdef = len(pos) - len(a.defaults)
+    shape = [[p.arg, i >= firstdef] for i, p in enumerate(pos)]
+    decos = {ast.unparse(d).rsplit(".", 1)[-1] for d in fn.decorator_list}
+    method = ""
+    if in_class:
+        method = "static" if "staticmethod" in decos else (
+            "class" if "classmethod" in decos else "inst")
+    return {"pos": shape[: len(a.posonlyargs)], "args": shape[len(a.posonlyargs):],
+            "var": a.vararg is not None,
+            "kwonly": [[p.arg, d is not None] for p, d in zip(a.kwonlyargs, a.kw_defaults,
+                                                              strict=True)],
+            "kw": a.kwarg is not None, "method": method,
+            "property": bool(decos & {"property", "cached_property", "setter"})}
+
+
+def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
+    defs = out["defs"]
+    for node in body:
+        span = [node.lineno, node.end_lineno or node.lineno]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = _params(node, bool(prefix))
+            rest = [ast.unparse(d) for d in node.decorator_list]
+            rest += [ast.dump(x) for x in node.body]
+            rest.append(ast.unparse(node.args) + "->" + (
+                ast.unparse(node.returns) if node.returns else ""))
+            defs[prefix + node.name] = ["method" if prefix else "function",
+                                        h(json.dumps(params)), h("|".join(rest)), *span, params]
+            if not prefix and node.name == "__getattr__":
+                out["dynamic"] = True
+        elif isinstance(node, ast.ClassDef):
+            bases = ",".join(ast.unparse(b) for b in [*node.bases, *node.keywords])
+            defs[prefix + node.name] = ["class", h(bases), h(ast.dump(node)), *span, None]
+            _defs(node.body, prefix + node.name + ".", out)
+            init = prefix + node.name + ".__init__"
+            if init not in defs and _is_dataclass(node):
+                params = _fields(node)
+                defs[init] = ["method", h(json.dumps(params)), "", *span, params]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            text = ast.unparse(value) if value is not None else ""
+            kind = "alias" if isinstance(value, (ast.Name, ast.Attribute)) else "constant"
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    defs[prefix + t.id] = [kind, h(text), h(text), *span, None]
+        elif isinstance(node, (ast.If, ast.Try, ast.With)) and not prefix:
+            for part in ("body", "orelse", "finalbody", "handlers"):
+                sub = getattr(node, part, None) or []
+                for s in sub:
+                    _defs(s.body if isinstance(s, ast.ExceptHandler) else [s], prefix, out)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not prefix:
+            for alias in node.names:
+                if alias.name == "*":
+                    out["dynamic"] = True
+                else:
+                    out["exports"].append(alias.asname or alias.name.split(".")[0])
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    for d in node.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        name = ast.unparse(target).rsplit(".", 1)[-1]
+        if name in ("dataclass", "define", "frozen", "mutable", "attrs", "s"):
+            return not (isinstance(d, ast.Call) and any(
+                k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in d.keywords))
+    return False
+
+
+def _fields(node: ast.ClassDef) -> dict[str, Any]:
+    """The generated ``__init__`` of a dataclass: its annotated fields, in order."""
+    args: list[list[Any]] = [["self", False]]
+    for s in node.body:
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and \
+                "ClassVar" not in ast.unparse(s.annotation):
+            args.append([s.target.id, s.value is not None])
+    return {"pos": [], "args": args, "var": False, "kwonly": [], "kw": False,
+            "method": "inst", "property": False}
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def chain(node: ast.expr) -> list[str] | None:
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        base = chain(node.value)
+        return [*(base if base is not None else ["?"]), node.attr]
+    return None
+
+
+class _Refs(ast.NodeVisitor):
+    def __init__(self, out: dict[str, Any]) -> None:
+        self.binds: list[Any] = out["binds"]
+        self.refs: list[Any] = out["refs"]
+        self.type_only = False
+
+    def _typed(self, node: ast.AST | None) -> None:
+        if node is None:
+            return
+        old, self.type_only = self.type_only, True
+        self.visit(node)
+        self.type_only = old
+
+    def visit_If(self, node: ast.If) -> None:
+        if _type_checking(node.test):
+            for s in node.body:
+                self._typed(s)
+            for s in node.orelse:
+                self.visit(s)
+        else:
+            self.generic_visit(node)
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self._typed(node.annotation)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for d in node.decorator_list:
+            self.visit(d)
+        self.visit(node.args)
+        self._typed(node.returns)
+        for s in node.body:
+            self.visit(s)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._typed(node.annotation)
+        self.visit(node.target)
+        if node.value is not None:
+            self.visit(node.value)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            local = a.asname or a.name.split(".")[0]
+            self.binds.append([local, "mod", a.name, 0, "" if a.asname else a.name,
+                               node.lineno, self.type_only])
+            self.refs.append([[a.asname] if a.asname else a.name.split("."), node.lineno,
+                              None, self.type_only])
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for a in node.names:
+            if a.name == "*":
+                continue
+            local = a.asname or a.name
+            self.binds.append([local, "from", node.module or "", node.level, a.name,
+                               node.lineno, self.type_only])
+            self.refs.append([[local], node.lineno, None, self.type_only])
+
+    def visit_Call(self, node: ast.Call) -> None:
+        c = chain(node.func)
+        if c is None:
+            self.visit(node.func)
+        else:
+            self.refs.append([c, node.func.end_lineno or node.lineno, _call(node),
+                              self.type_only])
+            self._inner(node.func)
+        for x in node.args:
+            self.visit(x)
+        for k in node.keywords:
+            self.visit(k.value)
+
+    def _inner(self, node: ast.expr) -> None:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        if not isinstance(node, ast.Name):
+            self.visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        c = chain(node)
+        if c is not None and isinstance(node.ctx, ast.Load):
+            self.refs.append([c, node.end_lineno or node.lineno, None, self.type_only])
+        self._inner(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.refs.append([[node.id], node.lineno, None, self.type_only])
+
+
+def _call(node: ast.Call) -> Call:
+    star = any(isinstance(a, ast.Starred) for a in node.args)
+    npos = sum(1 for a in node.args if not isinstance(a, ast.Starred))
+    kws = [k.arg for k in node.keywords if k.arg]
+    return [npos, kws, star, any(k.arg is None for k in node.keywords)]
+
+
+def binds(params: dict[str, Any], call: Call, explicit_self: bool = False) -> str | None:
+    """Why ``call`` does not bind to ``params`` ("" when it binds; None: cannot tell, the
+    call passes ``*args``/``**kwargs``). Methods reached through an instance drop ``self``."""
+    npos, kws, star, dstar = call
+    if star or dstar:
+        return None
+    pos = [*params["pos"], *params["args"]]
+    n_posonly = len(params["pos"])
+    if params.get("method") in ("inst", "class") and not (
+            explicit_self and params["method"] == "inst") and pos:
+        if n_posonly:
+            n_posonly -= 1
+        pos = pos[1:]
+    bound: set[str] = set()
+    if npos > len(pos) and not params["var"]:
+        return f"{npos} positional arguments, at most {len(pos)} accepted"
+    bound.update(name for name, _ in pos[:npos])
+    names = {name for name, _ in pos[n_posonly:]} | {name for name, _ in params["kwonly"]}
+    for k in kws:
+        if k in names:
+            if k in bound:
+                return f"'{k}' given twice"
+            bound.add(k)
+        elif not params["kw"]:
+            return f"unexpected keyword '{k}'"
+    for name, has_default in [*pos, *params["kwonly"]]:
+        if not has_default and name not in bound:
+            return f"missing required '{name}'"
+    return ""
+
+
+def signature(name: str, params: dict[str, Any]) -> str:
+    """``greet(name, *, loud)`` for messages."""
+    parts = [n + ("=…" if d else "") for n, d in params["pos"]]
+    if params["pos"]:
+        parts.append("/")
+    parts += [n + ("=…" if d else "") for n, d in params["args"]]
+    if params["var"]:
+        parts.append("*args")
+    elif params["kwonly"]:
+        parts.append("*")
+    parts += [n + ("=…" if d else "") for n, d in params["kwonly"]]
+    if params["kw"]:
+        parts.append("**kwargs")
+    return f"{name}({', '.join(parts)})"

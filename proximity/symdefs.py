@@ -1,0 +1,172 @@
+"""What one side changed, definition by definition (the writer's half of the symbol channel).
+
+Each blob is analysed once (by blob id, in the ledger cache) into plain data: Python by
+``pysyms``, JavaScript/TypeScript/Go/Rust by ``tssyms``. A blob that does not parse (a
+half-typed line, leftover conflict markers) is ``None``: unknown, never "everything removed".
+
+Comparing a file's base blob with its new blob gives, per qualified definition, how it
+changed: ``removed`` (and no alias, re-export or module ``__getattr__`` keeps the name
+resolving), ``signature`` (its parameters), ``value`` (a module constant), ``body``, or
+``indirect`` (its body reads a constant of the file whose value changed). A Python or
+JS/TS module renamed or deleted is a ``moved`` module unless a shim stays at its old path.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from proximity import parsers, pysyms
+from proximity.model import FileChange, WorkingSet
+
+FORMAT = "s3"  # bump when analysis changes, so cached results of older versions are unused
+MODULE_LANGS = ("python", "javascript", "typescript", "tsx")
+Facts = dict[str, Any]
+
+
+def analyse(path: str, data: bytes) -> Facts | None:
+    lang = parsers.language_of(path)
+    if lang is None or b"\0" in data[:8000]:
+        return None
+    if lang == "python":
+        return pysyms.analyse(data)
+    from proximity import tssyms
+
+    try:
+        return tssyms.analyse(lang, data)
+    except Exception:  # a grammar surprise must not stop a hook: this file is unknown
+        return None
+
+
+def facts(cache: dict[str, Any], read: Callable[[str], bytes], path: str, oid: str
+          ) -> Facts | None:
+    """The analysis of one blob (``None``: it does not parse); an empty blob id is empty."""
+    if not oid:
+        return {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False}
+    key = f"{FORMAT}:{parsers.language_of(path)}:{oid}"
+    hit = cache.get(key)
+    if hit is None:
+        got = analyse(path, read(oid))
+        hit = {"bad": True} if got is None else got
+        cache[key] = hit
+    return None if hit.get("bad") else hit
+
+
+@dataclass
+class Changed:
+    """One definition the writer changed."""
+
+    qual: str
+    how: str  # removed | signature | value | body | indirect
+    old: list[Any]  # the base definition [kind, sig, body, first, last, params]
+    new: list[Any] | None
+    reads: tuple[str, ...] = ()  # for indirect: the changed definitions it reads
+
+
+@dataclass
+class WriterFile:
+    path: str  # the path definitions are reached through (the new path)
+    lang: str
+    unknown: bool = False  # the base or the new blob does not parse
+    changed: dict[str, Changed] = field(default_factory=dict)
+    old_defs: dict[str, list[Any]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # exported name -> definition
+    moved_from: str = ""  # a module renamed or deleted: its old path
+    moved_to: str = ""  # "" for a deletion
+
+
+def _resolves(name: str, new: Facts) -> bool:
+    """Does a top-level ``name`` still resolve in the module (alias, re-export, __getattr__)?"""
+    exports = new.get("exports") or []
+    return name in new["defs"] or name in exports or bool(new.get("dynamic"))
+
+
+def compare(old: Facts, new: Facts) -> dict[str, Changed]:
+    out: dict[str, Changed] = {}
+    nd = new["defs"]
+    for qual, od in old["defs"].items():
+        nw = nd.get(qual)
+        top = "." not in qual
+        if nw is None:
+            if top and _resolves(qual, new):
+                continue
+            if not top and nd.get(qual.rsplit(".", 1)[0], [""])[0] != "class":
+                continue  # the class went too (or is an alias now): judged as the class
+            out[qual] = Changed(qual, "removed", od, None)
+        elif nw[0] == "alias" and od[0] != "alias":
+            continue  # old = new: the name still resolves to a definition
+        elif od[0] in ("constant", "alias"):
+            if nw[1] != od[1]:
+                out[qual] = Changed(qual, "value", od, nw)
+        elif od[0] in ("function", "method"):
+            if nw[1] != od[1]:
+                out[qual] = Changed(qual, "signature", od, nw)
+            elif nw[2] != od[2]:
+                out[qual] = Changed(qual, "body", od, nw)
+        elif nw[1] != od[1] or nw[2] != od[2]:
+            out[qual] = Changed(qual, "body", od, nw)
+    # one level inside the file: a definition whose body reads a constant whose value
+    # changed behaves differently too (total() reads RATE); callers of a changed signature
+    # in the same file are the writer's own to fix (and a compatible change is no change)
+    hard = {q for q, c in out.items() if c.how == "value" and "." not in q}
+    if hard:
+        reads: dict[str, set[str]] = {}
+        spans = [(q, d[3], d[4]) for q, d in nd.items() if q not in out]
+        for chain, line, _call, _to in new["refs"]:
+            if chain[0] not in hard:
+                continue
+            for q, lo, hi in spans:
+                if lo <= line <= hi and q.split(".")[0] != chain[0]:
+                    reads.setdefault(q, set()).add(chain[0])
+        for q, names in reads.items():
+            if q in old["defs"]:
+                out[q] = Changed(q, "indirect", old["defs"][q], nd[q], tuple(sorted(names)))
+    return out
+
+
+def writer_files(ws: WorkingSet, read: Callable[[str], bytes], cache: dict[str, Any]
+                 ) -> list[WriterFile]:
+    out = []
+    for fc in ws.files.values():
+        lang = parsers.language_of(fc.path) or parsers.language_of(fc.dest)
+        if fc.kind != "text" or lang is None:
+            continue
+        wf = WriterFile(fc.dest, lang)
+        if fc.status in ("R", "D") and lang in MODULE_LANGS:
+            shim = ws.files.get(fc.path)
+            if shim is None or shim is fc or shim.status == "D":
+                wf.moved_from, wf.moved_to = fc.path, (fc.dest if fc.status == "R" else "")
+        if fc.status not in ("A", "D") and parsers.language_of(fc.dest) == lang:
+            got = _memo("w", fc, functools.partial(_compare_blobs, fc, read, cache))
+            if got is None:
+                wf.unknown = True
+            else:
+                wf.old_defs, wf.changed, wf.aliases = got
+        out.append(wf)
+    return out
+
+
+def _compare_blobs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
+                   ) -> tuple[dict[str, list[Any]], dict[str, Changed], dict[str, str]] | None:
+    old = facts(cache, read, fc.path, fc.old_oid)
+    new = facts(cache, read, fc.dest, fc.new_oid)
+    if old is None or new is None:
+        return None
+    return old["defs"], compare(old, new), old.get("aliases") or {}
+
+
+# Per-change results depend only on the change (blob ids are content addresses) and, for a
+# move, on whether the same side keeps a shim; shared by every pair a scan compares.
+_MEMO: dict[tuple[str, FileChange], Any] = {}
+_MEMO_MAX = 50_000
+
+
+def _memo(kind: str, fc: FileChange, compute: Callable[[], Any]) -> Any:
+    key = (kind, fc)
+    if key not in _MEMO:
+        if len(_MEMO) > _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[key] = compute()
+    return _MEMO[key]

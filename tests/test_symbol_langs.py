@@ -1,0 +1,176 @@
+"""Issue 10: name resolution and compatibility in the symbol channel for JS/TS, Go and Rust."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import git, pair
+
+JS_LIB = '''export function area(w, h) {
+  return w * h;
+}
+
+export function legacy() {
+  return "old";
+}
+'''
+
+
+def sym(r, a="a", b="b"):
+    p = pair(r, a, b)
+    return p, [f for f in p["findings"] if f["channel"] == "symbol"]
+
+
+def two(space, files):
+    sp = space(files)
+    return sp, sp.wt("a"), sp.wt("b")
+
+
+@pytest.mark.parametrize(("new_sig", "risky"), [
+    ("area(w, h, depth)", True),  # a required parameter the call does not pass
+    ("area(w, h, depth = 1)", False),  # a default: the call still fits
+    ("area(w, h, ...more)", False),  # a rest parameter
+])
+def test_js_parameter_added(space, scan_json, capsys, new_sig, risky):
+    sp, a, b = two(space, {"src/lib.js": JS_LIB, "src/ui/page.js": "export const x = 1;\n"})
+    sp.write(a, "src/lib.js", JS_LIB.replace("area(w, h)", new_sig))
+    sp.write(b, "src/ui/page.js", "import { area as size } from '../lib.js';\n"
+                                  "export const x = size(2, 3);\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    if risky:
+        assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+        assert "missing required 'depth'" in f[0]["detail"] and "src/ui/page.js:2" in \
+            f[0]["detail"]
+    else:
+        assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_js_namespace_import_and_require(space, scan_json, capsys):
+    sp, a, b = two(space, {"lib.js": JS_LIB, "a.js": "module.exports = {};\n",
+                           "b.js": "module.exports = {};\n"})
+    sp.write(a, "lib.js", JS_LIB.replace("area(w, h)", "area(w, h, d)"))
+    sp.write(b, "a.js", "import * as L from './lib';\nexport const y = L.area(1, 2);\n")
+    sp.write(b, "b.js", "const { legacy } = require('./lib');\nconst z = legacy();\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution"
+    assert [x["path_b"] for x in f if x["kind"] == "incompatible-call"] == ["a.js"]
+
+
+def test_js_export_alias_keeps_a_rename_resolving(space, scan_json, capsys):
+    sp, a, b = two(space, {"lib.js": JS_LIB, "page.js": "export const x = 1;\n"})
+    sp.write(a, "lib.js", JS_LIB.replace("function legacy()", "function older()")
+             + "export { older as legacy };\n")
+    sp.write(b, "page.js", "import { legacy } from './lib.js';\nexport const x = legacy();\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_js_bare_name_in_unrelated_file_is_no_risk(space, scan_json, capsys):
+    sp, a, b = two(space, {"lib.js": JS_LIB, "other.js": "export const x = 1;\n"})
+    sp.write(a, "lib.js", JS_LIB.replace("area(w, h)", "area(w, h, d)"))
+    sp.write(b, "other.js", "function area(r) { return r * r; }\nexport const x = area(2);\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_ts_optional_parameter_is_compatible_and_import_type_is_type_only(
+        space, scan_json, capsys):
+    lib = "export interface Shape { w: number }\n\nexport function fmt(n: number): string {\n" \
+          "  return String(n);\n}\n"
+    sp, a, b = two(space, {"lib.ts": lib, "main.ts": "export {};\n"})
+    sp.write(a, "lib.ts", lib.replace("fmt(n: number)", "fmt(n: number, digits?: number)")
+             .replace("w: number", "w: number; h: number"))
+    sp.write(b, "main.ts", "import { fmt } from './lib';\nimport type { Shape } from './lib';\n"
+                           "export const s: Shape | null = null;\nconsole.log(fmt(3));\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_ts_conflict_markers_are_unknown(space, scan_json, capsys):
+    lib = "export function fmt(n: number): string {\n  return String(n);\n}\n"
+    sp, a, b = two(space, {"lib.ts": lib, "main.ts": "export {};\n"})
+    sp.write(a, "lib.ts", "<<<<<<< HEAD\n" + lib + "=======\n" + lib + ">>>>>>> x\n")
+    sp.write(b, "main.ts", "import { fmt } from './lib';\nconsole.log(fmt(3));\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["symbol"] is None and f == []
+    assert p["advisory"] != "resolution"
+
+
+def test_js_module_rename_vs_new_import(space, scan_json, capsys):
+    sp, a, b = two(space, {"src/lib.js": JS_LIB, "src/page.js": "export const x = 1;\n"})
+    git(a, "mv", "src/lib.js", "src/geometry.js")
+    sp.write(b, "src/page.js", "import { area } from './lib.js';\nexport const x = area(1, 2);\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution"
+    assert f[0]["kind"] == "module-moved" and "src/geometry.js" in f[0]["detail"]
+
+
+GO_MOD = "module example.com/app\n\ngo 1.21\n"
+GO_LIB = "package shop\n\nfunc Price(n int) int {\n\treturn n * 2\n}\n"
+GO_MAIN = 'package main\n\nimport "example.com/app/shop"\n\nfunc main() {}\n'
+
+
+def test_go_exported_param_change_vs_call_from_another_package(space, scan_json, capsys):
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB, "cmd/main.go": GO_MAIN})
+    sp.write(a, "shop/price.go", GO_LIB.replace("Price(n int)", "Price(n int, tax int)"))
+    sp.write(b, "cmd/main.go", GO_MAIN.replace("func main() {}",
+                                               "func main() {\n\t_ = shop.Price(2)\n}"))
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+    assert "Price" in f[0]["detail"] and "cmd/main.go:6" in f[0]["detail"]
+
+
+def test_go_same_name_in_another_package_is_no_risk(space, scan_json, capsys):
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB,
+                           "bank/fee.go": "package bank\n\nfunc Price(n int) int {\n"
+                                          "\treturn n\n}\n",
+                           "cmd/main.go": 'package main\n\nimport "example.com/app/bank"\n\n'
+                                          "func main() {}\n"})
+    sp.write(a, "shop/price.go", GO_LIB.replace("Price(n int)", "Price(n int, tax int)"))
+    sp.write(b, "cmd/main.go", 'package main\n\nimport "example.com/app/bank"\n\n'
+                               "func main() {\n\t_ = bank.Price(2)\n}\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+RS_LIB = "pub fn parse(s: &str) -> i32 {\n    s.len() as i32\n}\n"
+
+
+def test_rust_use_crate_path_vs_param_change(space, scan_json, capsys):
+    sp, a, b = two(space, {"src/lib.rs": "mod util;\nmod app;\n", "src/util.rs": RS_LIB,
+                           "src/app.rs": "pub fn run() {}\n"})
+    sp.write(a, "src/util.rs", RS_LIB.replace("parse(s: &str)", "parse(s: &str, base: u32)"))
+    sp.write(b, "src/app.rs", "use crate::util::parse;\n\npub fn run() {\n"
+                              "    let _ = parse(\"1\");\n}\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+    assert "src/app.rs:4" in f[0]["detail"]
+
+
+def test_js_default_import_resolves_to_the_default_export(space, scan_json, capsys):
+    lib = "export default function area(w, h) {\n  return w * h;\n}\n"
+    sp, a, b = two(space, {"lib.mjs": lib, "page.mjs": "export const x = 1;\n"})
+    sp.write(a, "lib.mjs", lib.replace("area(w, h)", "area(w, h, d)"))
+    sp.write(b, "page.mjs", "import size from './lib.mjs';\nexport const x = size(1, 2);\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+
+
+def test_js_constructor_gains_a_required_parameter(space, scan_json, capsys):
+    lib = "export class Cart {\n  constructor(owner) {\n    this.owner = owner;\n  }\n}\n"
+    sp, a, b = two(space, {"cart.js": lib, "shop.js": "export const x = 1;\n"})
+    sp.write(a, "cart.js", lib.replace("constructor(owner)", "constructor(owner, currency)"))
+    sp.write(b, "shop.js", "import { Cart } from './cart.js';\nexport const c = new Cart('me');\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+    assert "missing required 'currency'" in f[0]["detail"]
+
+
+def test_go_method_on_a_value_of_an_imported_package(space, scan_json, capsys):
+    lib = "package shop\n\ntype Cart struct{}\n\nfunc (c *Cart) Add(n int) int {\n\treturn n\n}\n"
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/cart.go": lib, "cmd/main.go": GO_MAIN})
+    sp.write(a, "shop/cart.go", lib.replace("Add(n int)", "Add(n int, qty int)"))
+    sp.write(b, "cmd/main.go", GO_MAIN.replace(
+        "func main() {}", "func main() {\n\tc := &shop.Cart{}\n\t_ = c.Add(1)\n}"))
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert f[0]["kind"] == "incompatible-method-call" and "Cart.Add" in f[0]["detail"]
+    assert p["channels"]["symbol"] == pytest.approx(0.6)

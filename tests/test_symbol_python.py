@@ -1,0 +1,284 @@
+"""Issue 10: the symbol channel resolves names and checks that calls still bind (Python)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import git, pair
+
+from proximity import pysyms
+
+LIB = '''def area(w, h):
+    return w * h
+
+
+def scale(x, k):
+    return x * k
+
+
+def legacy():
+    return "old"
+
+
+class Store:
+    def save(self, item):
+        return item
+'''
+
+
+def sym(r, a="a", b="b"):
+    p = pair(r, a, b)
+    return p, [f for f in p["findings"] if f["channel"] == "symbol"]
+
+
+def run(space, scan_json, capsys, lib_a, b_files, base=None):
+    sp = space({"lib.py": LIB, "app.py": "import lib\n", **(base or {})})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "lib.py", lib_a)
+    for rel, text in b_files.items():
+        sp.write(b, rel, text)
+    return sym(scan_json(sp.main, capsys=capsys))
+
+
+def test_parse_failure_is_unknown_not_removed(space, scan_json, capsys):
+    half = LIB.replace("def scale(x, k):", "def scale(x, k")  # half-typed line
+    p, f = run(space, scan_json, capsys, half,
+               {"app.py": "import lib\n\nX = lib.scale(2, 3) + lib.legacy()\n"})
+    assert p["channels"]["symbol"] is None and f == []
+    assert p["advisory"] != "resolution"
+
+
+def test_conflict_markers_are_unknown_not_removed(space, scan_json, capsys):
+    marked = LIB.replace("    return x * k\n", "<<<<<<< HEAD\n    return x * k\n=======\n"
+                                              "    return k * x\n>>>>>>> other\n")
+    p, f = run(space, scan_json, capsys, marked,
+               {"app.py": "from lib import scale, legacy\n\nX = scale(2, 3), legacy()\n"})
+    assert p["channels"]["symbol"] is None and f == []
+    assert p["advisory"] != "resolution"
+
+
+@pytest.mark.parametrize("new_def", [
+    "def area(w, h, unit='m'):",  # a new optional parameter
+    "def area(w, h, *, unit='m'):",  # a new keyword-only parameter with a default
+    "def area(w, h, *extra):",  # *args added
+    "def area(w, h=1, **options):",  # a default and **kwargs added
+])
+def test_compatible_signature_changes_are_no_risk(space, scan_json, capsys, new_def):
+    p, f = run(space, scan_json, capsys, LIB.replace("def area(w, h):", new_def),
+               {"app.py": "import lib\nfrom lib import area\n\nX = lib.area(1, 2)\n"
+                          "Y = area(1, h=2)\nZ = list(map(area, [1], [2]))\n"})
+    assert p["channels"]["symbol"] == 0.0 and f == []
+    assert p["advisory"] != "resolution"
+
+
+@pytest.mark.parametrize(("new_def", "call", "why"), [
+    ("def area(w, h, depth):", "area(1, 2)", "missing required 'depth'"),
+    ("def area(w, height):", "area(1, h=2)", "unexpected keyword 'h'"),
+    ("def area(w, h, /):", "area(1, h=2)", "unexpected keyword 'h'"),
+    ("def area(w, *, h):", "area(1, 2)", "2 positional arguments, at most 1 accepted"),
+])
+def test_incompatible_signature_changes_are_resolution(space, scan_json, capsys, new_def,
+                                                       call, why):
+    p, f = run(space, scan_json, capsys, LIB.replace("def area(w, h):", new_def),
+               {"app.py": f"import lib\nfrom lib import area\n\nX = {call}\n"})
+    assert p["channels"]["symbol"] == pytest.approx(0.9)
+    assert p["advisory"] == "resolution"
+    assert f[0]["kind"] == "incompatible-call" and why in f[0]["detail"]
+    assert f[0]["path_a"] == "lib.py" and f[0]["ranges_b"] == [[4, 4]]
+    assert "app.py:4" in f[0]["detail"] and "area(" in f[0]["detail"]
+
+
+def test_keyword_only_made_required(space, scan_json, capsys):
+    base = LIB.replace("def area(w, h):", "def area(w, h, *, unit='m'):")
+    sp = space({"lib.py": base, "app.py": "import lib\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "lib.py", base.replace("unit='m'", "unit"))
+    sp.write(b, "app.py", "import lib\n\nX = lib.area(1, 2)\nY = lib.area(1, 2, unit='cm')\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution"
+    assert [x["ranges_b"] for x in f] == [[[3, 3]]]  # only the call that no longer binds
+    assert "missing required 'unit'" in f[0]["detail"]
+
+
+def test_star_args_call_is_unknown_binding_low_evidence(space, scan_json, capsys):
+    p, f = run(space, scan_json, capsys, LIB.replace("def area(w, h):", "def area(w, h, d):"),
+               {"app.py": "import lib\n\nARGS = (1, 2)\nX = lib.area(*ARGS)\n"})
+    assert 0 < p["channels"]["symbol"] < 0.35
+    assert f[0]["kind"] == "body-used" and "*args" in f[0]["detail"]
+
+
+def test_alias_keeps_a_rename_resolving(space, scan_json, capsys):
+    renamed = LIB.replace("def scale(x, k):", "def resize(x, k):") + "\n\nscale = resize\n"
+    p, f = run(space, scan_json, capsys, renamed,
+               {"app.py": "from lib import scale\n\nX = scale(2, 3)\n"})
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_reexport_keeps_a_moved_function_resolving(space, scan_json, capsys):
+    sp = space({"lib.py": LIB, "app.py": "import lib\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "oldstuff.py", 'def legacy():\n    return "old"\n')
+    sp.write(a, "lib.py", "from oldstuff import legacy\n\n" + LIB.replace(
+        'def legacy():\n    return "old"\n\n\n', ""))
+    sp.write(b, "app.py", "import lib\n\nX = lib.legacy()\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_module_getattr_keeps_names_resolving(space, scan_json, capsys):
+    gone = LIB.replace('def legacy():\n    return "old"\n',
+                       'def __getattr__(name):\n    return lambda: "old"\n')
+    p, f = run(space, scan_json, capsys, gone,
+               {"app.py": "from lib import legacy\n\nX = legacy()\n"})
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_removed_without_alias_is_resolution(space, scan_json, capsys):
+    p, f = run(space, scan_json, capsys, LIB.replace("def scale(", "def resize("),
+               {"app.py": "import lib as L\n\nX = L.scale(2, 3)\n"})
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "removed-used"
+    assert "scale" in f[0]["detail"] and "app.py:3" in f[0]["detail"]
+
+
+MOVED = {"pkg/__init__.py": "", "pkg/logging.py": "def x():\n    return 1\n",
+         "pkg/core.py": "from pkg.logging import x\n"}
+
+
+def test_module_move_vs_new_import_of_old_path(space, scan_json, capsys):
+    sp = space(MOVED)
+    a, b = sp.wt("a"), sp.wt("b")
+    git(a, "mv", "pkg/logging.py", "pkg/log.py")
+    sp.write(a, "pkg/core.py", "from pkg.log import x\n")
+    sp.write(b, "tools/report.py", "from pkg.logging import x\n\nprint(x())\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["conflict"] == 0.0  # git merges it; the import breaks at run time
+    assert p["advisory"] == "resolution"
+    moved = [x for x in f if x["kind"] == "module-moved"]
+    assert moved and "pkg/logging.py" in moved[0]["detail"] and "pkg/log.py" in moved[0]["detail"]
+    assert moved[0]["path_b"] == "tools/report.py"
+
+
+def test_module_move_with_shim_is_no_risk(space, scan_json, capsys):
+    sp = space(MOVED)
+    a, b = sp.wt("a"), sp.wt("b")
+    git(a, "mv", "pkg/logging.py", "pkg/log.py")
+    sp.write(a, "pkg/logging.py", "from pkg.log import *  # noqa: F403\n")
+    sp.write(b, "tools/report.py", "from pkg.logging import x\n\nprint(x())\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert not [x for x in f if x["kind"] == "module-moved"]
+    assert p["advisory"] != "resolution"
+
+
+def test_stdlib_import_is_not_a_moved_package_module(space, scan_json, capsys):
+    sp = space(MOVED)
+    a, b = sp.wt("a"), sp.wt("b")
+    git(a, "mv", "pkg/logging.py", "pkg/log.py")
+    sp.write(b, "tools/report.py", "import logging\n\nlogging.info('x')\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_type_only_use_of_changed_class_is_no_risk(space, scan_json, capsys):
+    changed = LIB.replace("class Store:", "class Store(dict):").replace(
+        "        return item", "        return [item]")
+    p, f = run(space, scan_json, capsys, changed, {
+        "app.py": "from __future__ import annotations\n\nfrom typing import TYPE_CHECKING\n\n"
+                  "if TYPE_CHECKING:\n    from lib import Store\n\n\n"
+                  "def keep(s: Store) -> Store:\n    return s\n"})
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_bare_name_coincidence_is_no_risk(space, scan_json, capsys):
+    tools = "def apply(fn):\n    return fn()\n\n\ndef keys(d):\n    return list(d)\n"
+    sp = space({"tools/fx.py": tools, "web/views.py": "X = 1\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "tools/fx.py", tools.replace("apply(fn)", "apply(fn, retries)").replace(
+        "keys(d)", "keys(d, sort)"))
+    sp.write(b, "web/views.py", "X = 1\n\n\ndef apply(req):\n    return req\n\n\n"
+                                "Y = apply(1)\nZ = {}.keys()\nW = sorted({'a': 1}.keys())\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_method_call_through_imported_class_is_lower_confidence(space, scan_json, capsys):
+    p, f = run(space, scan_json, capsys, LIB.replace("def save(self, item):",
+                                                     "def save(self, item, db):"),
+               {"app.py": "from lib import Store\n\ns = Store()\ns.save(1)\n"})
+    assert f[0]["kind"] == "incompatible-method-call"
+    assert p["channels"]["symbol"] == pytest.approx(0.6)
+    assert "missing required 'db'" in f[0]["detail"]
+
+
+@pytest.mark.parametrize(("params", "call", "explicit_self", "ok"), [
+    ("a, b", "f(1, 2)", False, ""),
+    ("a, b", "f(1)", False, "missing required 'b'"),
+    ("a, /, b", "f(a=1, b=2)", False, "unexpected keyword 'a'"),
+    ("a, /, b, **kw", "f(1, a=1, b=2)", False, ""),
+    ("a, *, b=1", "f(1, b=2)", False, ""),
+    ("a, *, b", "f(1)", False, "missing required 'b'"),
+    ("a, *args", "f(1, 2, 3)", False, ""),
+    ("a", "f(1, a=2)", False, "'a' given twice"),
+    ("a", "f(*x)", False, None),
+    ("a", "f(**x)", False, None),
+    ("self, a", "o.f(1)", False, ""),
+    ("self, a", "C.f(o, 1)", True, ""),
+])
+def test_binding_rules(params, call, explicit_self, ok):
+    import ast
+
+    mod = pysyms.analyse(f"class C:\n    def f({params}):\n        pass\n".encode())
+    assert mod is not None
+    shape = mod["defs"]["C.f"][5]
+    node = ast.parse(call).body[0].value  # type: ignore[attr-defined]
+    if not params.startswith("self"):
+        shape = {**shape, "method": ""}
+    assert pysyms.binds(shape, pysyms._call(node), explicit_self) == ok
+
+
+@pytest.mark.parametrize("use", [
+    "from . import geo\n\nX = geo.area(1, 2)\n",  # from pkg import mod; mod.name
+    "from .geo import area as size\n\nX = size(1, 2)\n",  # relative import with alias
+    "import pkg.geo\n\nX = pkg.geo.area(1, 2)\n",  # dotted module attribute
+    "from pkg.geo import Shape\n\nX = Shape.area(1, 2)\n",  # Class.method
+])
+def test_references_resolve_through_imports(space, scan_json, capsys, use):
+    geo = "def area(w, h):\n    return w * h\n\n\nclass Shape:\n    @staticmethod\n" \
+          "    def area(w, h):\n        return w * h\n"
+    sp = space({"pkg/__init__.py": "", "pkg/geo.py": geo, "pkg/app.py": "X = 0\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "pkg/geo.py", geo.replace("area(w, h)", "area(w, h, d)"))
+    sp.write(b, "pkg/app.py", use)
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+    assert "pkg/app.py:3" in f[0]["detail"]
+
+
+def test_class_alias_keeps_methods_resolving(space, scan_json, capsys):
+    renamed = LIB.replace("class Store:", "class Shelf:") + "\n\nStore = Shelf\n"
+    p, f = run(space, scan_json, capsys, renamed,
+               {"app.py": "from lib import Store\n\nX = Store().save(1)\n"})
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+def test_compatible_change_does_not_spread_to_callers_in_its_file(space, scan_json, capsys):
+    lib = LIB + "\n\ndef room():\n    return area(3, 4)\n"
+    p, f = run(space, scan_json, capsys, lib.replace("def area(w, h):", "def area(w, h, u=1):"),
+               {"app.py": "import lib\n\nX = lib.room()\n"}, base={"lib.py": lib})
+    assert p["channels"]["symbol"] == 0.0 and f == []
+
+
+@pytest.mark.parametrize(("field", "risky"), [("    z: int\n", True),
+                                              ("    z: int = 0\n", False)])
+def test_dataclass_field_is_a_constructor_parameter(space, scan_json, capsys, field, risky):
+    model = "from dataclasses import dataclass\n\n\n@dataclass\nclass Point:\n    x: int\n" \
+            "    y: int = 0\n"
+    sp = space({"model.py": model, "app.py": "X = 0\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "model.py", model + field)
+    sp.write(b, "app.py", "from model import Point\n\nX = Point(1)\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    kinds = [x["kind"] for x in f]
+    if risky:
+        assert p["advisory"] == "resolution" and kinds[0] == "incompatible-call"
+        assert "missing required 'z'" in f[0]["detail"]
+    else:
+        assert "incompatible-call" not in kinds and p["channels"]["symbol"] < 0.35
