@@ -247,7 +247,14 @@ def fit(obs: Sequence[Obs], strength: float = 4.0, rounds: int = 60
     # the prior: how often a pair with no exact-conflict evidence collides (now or later)
     quiet = [o for o in real if not any(c in AUTHORITATIVE for c in o.kinds)] or real
     base = sum(o.weight * o.label for o in quiet) / max(1e-9, sum(o.weight for o in quiet))
-    a0, b0 = strength * base, strength * (1 - base)
+    exe = [o for o in obs if o.source in ("semantic", "nearmiss")]
+    exe_base = sum(o.label for o in exe) / len(exe) if exe else base
+
+    def prior(key: Key) -> tuple[float, float]:
+        """Beta prior centred on the base rate of the population the class is fitted on."""
+        m = exe_base if key in executable else base
+        return strength * m, strength * (1 - m)
+
     stats: dict[Key, dict[str, float]] = defaultdict(lambda: {"n": 0.0, "k": 0.0})
     first: dict[Key, dict[str, float]] = defaultdict(lambda: {"n": 0.0, "k": 0.0})
     for o in obs:
@@ -263,7 +270,7 @@ def fit(obs: Sequence[Obs], strength: float = 4.0, rounds: int = 60
             stats[key] = dict(s)
     # git's merge defines a textual collision: its class is its observed rate, unsmoothed
     p = {key: s["k"] / s["n"] if key[0] in AUTHORITATIVE and s["n"] else
-         (s["k"] + a0) / (s["n"] + a0 + b0) for key, s in first.items()}
+         (s["k"] + prior(key)[0]) / (s["n"] + sum(prior(key))) for key, s in first.items()}
     for _ in range(rounds):
         num: dict[Key, float] = defaultdict(float)
         den: dict[Key, float] = defaultdict(float)
@@ -281,7 +288,7 @@ def fit(obs: Sequence[Obs], strength: float = 4.0, rounds: int = 60
                 den[key] += o.weight
                 if o.label:
                     num[key] += o.weight * min(1.0, p[key] / total)
-        new = {key: (num[key] + a0) / (den[key] + a0 + b0)
+        new = {key: (num[key] + prior(key)[0]) / (den[key] + sum(prior(key)))
                if den[key] and key[0] not in AUTHORITATIVE else p[key] for key in p}
         new = monotone(new, {k: v["n"] for k, v in stats.items()})
         if max(abs(new[k] - p[k]) for k in p) < 1e-6:
