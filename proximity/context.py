@@ -129,11 +129,12 @@ def run_scan(ctx: Context, *, focus: str | None = None,
     f = facts(ctx, what_if)
     f.defer_cold_graph = in_hook and ctx.ledger is not None
     if remote and has_remote_refs(ctx):
+        from proximity import inbound
         from proximity import remote as remote_mod
 
         try:
             f.machine = remote_mod.machine_id(ctx)
-            f.remote = remote_mod.agents(ctx)
+            f.remote = inbound.agents(ctx)
         except (OSError, FatalError) as e:
             from proximity.untrusted import text
 
@@ -142,10 +143,10 @@ def run_scan(ctx: Context, *, focus: str | None = None,
     if agents is None:
         agents, retired = live_agents(ctx.repo, known=f.pair_cache)
     if in_hook and f.remote:
-        from proximity import remote as remote_mod
+        from proximity import inbound
 
-        f.remote = remote_mod.near(ctx, f.remote, next((a for a in agents if a.id == focus),
-                                                       None))
+        f.remote = inbound.near(ctx, f.remote, next((a for a in agents if a.id == focus),
+                                                    None))
     t2 = time.perf_counter()
     agents = [_with_ledger(a, f) for a in agents]
     result = scan(ctx.repo, ctx.cfg, f, focus=focus, agents=agents, retired=retired)

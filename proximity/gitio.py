@@ -813,3 +813,77 @@ def policy_inputs(repo: Repo) -> tuple[list[tuple[str, bytes]], list[tuple[str, 
     shared = _config_entries(["--file", os.path.join(repo.common, "config")], repo.common)
     everything = _config_entries([], repo.workdir)
     return committed, shared, everything, "the main checkout's HEAD"
+
+# -- pre-edit check (`proximity check`): one path at a time, git CLI only -----------------
+# A check runs before every edit an agent makes, so it never loads libgit2 and never
+# snapshots a whole worktree: it asks git for the few facts one path needs.
+
+DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "-U0")
+
+
+def untracked(worktree: str, paths: Sequence[str] = ()) -> list[str]:
+    """Untracked, not ignored files (what `add -A` would add), limited to ``paths``."""
+    out = git(["ls-files", "-z", "--others", "--exclude-standard", "--", *paths],
+              cwd=worktree).stdout
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def new_file_diff(worktree: str, path: str) -> str:
+    """The whole of an untracked file as an addition (`git diff --no-index`)."""
+    return git([*DIFF_ARGS, "--no-index", "--", "/dev/null", path], cwd=worktree,
+               ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
+    """`git diff -U0` between two tree-ishes, limited to ``paths`` (for message hunks)."""
+    return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd,
+               ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
+    """Start a git command without waiting for it (see git_finish)."""
+    try:
+        return subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
+                                env=clean_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError as e:
+        raise FatalError(f"cannot run git: {e}") from e
+
+
+def git_finish(proc: subprocess.Popen[bytes], ok: tuple[int, ...] = (0, 1)) -> bytes | None:
+    """Its stdout, or None when it failed."""
+    data, _ = proc.communicate()
+    return data if proc.returncode in ok else None
+
+
+def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1)
+             ) -> list[bytes | None]:
+    """Run several git commands at once (processes, not threads): stdout of each, or None
+    when it failed. A check's facts come from a handful of small, independent git calls."""
+    procs = []
+    try:
+        for args, cwd in jobs:
+            procs.append(git_start(args, cwd))
+    except FatalError:
+        for p in procs:
+            p.kill()
+        raise
+    return [git_finish(p, ok) for p in procs]
+
+
+def blob_args(commit: str | None, path: str) -> list[str]:
+    """`git cat-file blob COMMIT:PATH` (fails, exit 128, when the path is not there)."""
+    return ["cat-file", "blob", f"{commit or EMPTY_TREE}:{path}"]
+
+
+def live_diff_args(base: str | None, paths: Sequence[str] = ()) -> list[str]:
+    return [*DIFF_ARGS, base or EMPTY_TREE, *(["--", *paths] if paths else [])]
+
+
+def tree_diff_args(old: str | None, new: str) -> list[str]:
+    return [*DIFF_ARGS, old or EMPTY_TREE, new]
+
+
+def file_diff_args(old: str, new: str) -> list[str]:
+    """`git diff --no-index -U0` of two files (either may be /dev/null)."""
+    return [*DIFF_ARGS, "--no-index", "--", old, new]

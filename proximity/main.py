@@ -80,6 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH[:LINES]")
     p.add_argument("--clear", action="store_true", help="forget earlier intents first")
 
+    p = sub.add_parser("check", help="may this worktree edit these lines now? (allow, ask "
+                       "or deny, naming the sibling and showing its hunk)")
+    _add_common(p)
+    p.add_argument("paths", nargs="*", metavar="PATH[:START-END]")
+    p.add_argument("--deny-on", choices=("ra", "ta", "never"), default=None,
+                   help="deny on a certain conflict (ra, default), on any traffic (ta), or "
+                   "never (only ask); default from git config proximity.checkPolicy")
+    p.add_argument("--hook", default=None, metavar="HARNESS",
+                   choices=("claude", "claude-post", "gemini", "gemini-post"),
+                   help="read an agent harness's tool event on stdin and answer in its "
+                   "format (claude: PreToolUse, claude-post: PostToolUse; gemini: "
+                   "BeforeTool, gemini-post: AfterTool)")
+
+    p = sub.add_parser("mcp", help="Model Context Protocol server on stdio (tools: check, "
+                       "status, intend, inbox)")
+    p.add_argument("-C", "--repo", default=None, help="run as if started in this directory")
+
     p = sub.add_parser("inbox", help="messages for this worktree")
     _add_common(p)
     p.add_argument("--all", action="store_true", help="include delivered messages")
@@ -178,12 +195,31 @@ def _hook_skipped(stage: str) -> bool:
     return op is not None
 
 
+def _check_hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
+    """`proximity check --hook NAME [--deny-on P]` runs before every agent edit: parsed
+    without building the whole parser."""
+    rest = list(argv[1:])
+    if not argv or argv[0] != "check" or rest[:1] != ["--hook"] or len(rest) not in (2, 4):
+        return None
+    deny_on = None
+    if len(rest) == 4:
+        if rest[2] != "--deny-on" or rest[3] not in ("ra", "ta", "never"):
+            return None
+        deny_on = rest[3]
+    if rest[1] not in ("claude", "claude-post", "gemini", "gemini-post"):
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(command="check", hook=rest[1], deny_on=deny_on,  # type: ignore[return-value]
+                           paths=[], json=False, repo=None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _hook_args(argv)
     if args is not None and _hook_skipped(args.stage):
         return 0
-    args = args or build_parser().parse_args(argv)
+    args = args or _check_hook_args(argv) or build_parser().parse_args(argv)
     try:
         from importlib import import_module
 

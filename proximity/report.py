@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from proximity.airspace import Scan
@@ -91,7 +92,8 @@ def evidence_lines(p: PairResult, me: str | None = None, limit: int = 6) -> list
     return out
 
 
-def advisory_text(p: PairResult, me: str, agents: dict[str, Agent]) -> str:
+def advisory_text(p: PairResult, me: str, agents: dict[str, Agent],
+                  their_hunks: Mapping[str, str] | None = None) -> str:
     other = agents.get(p.b if me == p.a else p.a)
     other_id = text(p.b if me == p.a else p.a)
     branch = f" (branch {text(other.branch)})" if other and other.branch else ""
@@ -99,6 +101,9 @@ def advisory_text(p: PairResult, me: str, agents: dict[str, Agent]) -> str:
     lines = [f"proximity: {head} with worktree {other_id!r}{branch}: "
              f"risk {p.risk:.2f} via {top_channels(p)}"]
     lines += evidence_lines(p, me)
+    for path, hunk in list((their_hunks or {}).items())[:3]:  # bounded by hunks.of_pair
+        lines.append(f"  their change in {text(path, 300)}:")
+        lines += [f"    {text(ln, 300)}" for ln in hunk.split("\n")]
     if other and other.subject:
         lines.append(f"  their last commit: {text(other.subject)}")
     for who, op in sorted(p.in_progress.items()):

@@ -12,7 +12,7 @@ import shlex
 import subprocess
 from typing import Any
 
-from proximity import risk
+from proximity import hunks, risk
 from proximity.airspace import Scan
 from proximity.context import Context
 from proximity.errors import LedgerError
@@ -62,6 +62,13 @@ def body(p: PairResult, sender: Agent, recipient: str, kind: str, scan: Scan,
     return b
 
 
+def add_hunks(msg: dict[str, Any], their: dict[str, str]) -> None:
+    """The sender's hunk (bounded excerpt of its diff) next to each of its contested files."""
+    for f in msg.get("their_files", []):
+        if their.get(f["path"]):
+            f["hunk"] = their[f["path"]]
+
+
 def plan(scan: Scan) -> list[tuple[str, str, str, PairResult]]:
     """(recipient, sender, type, pair) for every advisory that calls for a message."""
     out = []
@@ -90,6 +97,7 @@ def fire(ctx: Context, scan: Scan) -> list[dict[str, Any]]:
         if sender not in agents:
             continue
         msg = body(p, agents[sender], recipient, kind, scan, intents)
+        add_hunks(msg, hunks.of_pair(ctx.repo, p, agents[sender]))
         hops = float(sum(agents[recipient].clock.values()) if recipient in agents else 0)
         try:
             mid = ctx.ledger.post(recipient, sender, kind, msg, hops,
@@ -122,6 +130,9 @@ def render(msg: dict[str, Any]) -> str:
         rng = fmt_ranges([(s, e) for s, e in f["ranges"]])
         lines.append(f"  they touch {text(f['path'], 300)}{' lines ' + rng if rng else ''} "
                      f"({text(', '.join(f.get('channels', [f.get('channel', '?')])))})")
+        if f.get("hunk"):
+            lines += [f"    {text(ln, 300)}"
+                      for ln in hunks.clip(str(f["hunk"]), 12, 1200).split("\n")]
     if b.get("last_commit"):
         lines.append(f"  their last commit: {text(b['last_commit'])}")
     if b.get("intents"):

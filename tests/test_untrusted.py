@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from test_sync import cli, machines
 
 from proximity import context, untrusted
-from proximity import remote as remote_mod
+from proximity import inbound as remote_mod
 
 PY = sys.executable
 # C0 except \t \n, DEL, C1 (as UTF-8), bidi overrides/isolates (as UTF-8)
@@ -205,6 +205,9 @@ def test_times_are_bounded_by_what_this_machine_saw(world: World):
 
 def test_thousands_of_refs_are_bounded_and_cheap(tmp_path: Path):
     w = World(tmp_path)
+    # an established teammate, known before the flood of new machine ids
+    publish_raw(w.bare, w.base, {"team/w0": json.dumps(meta("team", "w0")).encode()})
+    assert run("sync", "-C", str(w.m1)).returncode == 0
     refs = {f"crowd{i // 50}/w{i % 50}": json.dumps(meta(f"crowd{i // 50}", f"w{i % 50}"))
             .encode() for i in range(1500)}
     refs.update({f"greedy/w{i}": json.dumps(meta("greedy", f"w{i}")).encode()
@@ -218,6 +221,7 @@ def test_thousands_of_refs_are_bounded_and_cheap(tmp_path: Path):
     try:
         found = remote_mod.agents(ctx, include_stale=True)
         assert sum(a.machine == "greedy" for a in found) <= untrusted.MAX_REFS_PER_MACHINE
+        assert "team/w0" in {a.id for a in found}  # not crowded out by the newcomers
     finally:
         ctx.close()
     # the guard still blocks the real local collision, and pays for no remote pair

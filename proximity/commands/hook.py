@@ -141,8 +141,9 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     """
     from dataclasses import replace
 
-    from proximity import report, triggers
+    from proximity import hunks, report, triggers
     from proximity.airspace import live_agents
+    from proximity.untrusted import text
 
     if stage == "guard" and ctx.cfg.sync:
         from proximity import remote
@@ -189,7 +190,8 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     for p in result.involving(ctx.here):
         if p.advisory == "clear" and not p.escalated:
             continue
-        err(report.advisory_text(p, ctx.here, by_id))
+        other = by_id.get(p.b if p.a == ctx.here else p.a)
+        err(report.advisory_text(p, ctx.here, by_id, hunks.of_pair(ctx.repo, p, other)))
         if p.advisory == "resolution" and p.yielding == ctx.here:
             must_yield.append(p)
     if not must_yield:
@@ -202,7 +204,7 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
         return 0
     what = "push" if stage == "guard" else "commit"
     err(f"proximity: {what} blocked: this worktree must yield to "
-        f"{', '.join(repr(p.b if p.a == ctx.here else p.a) for p in must_yield)}. "
+        f"{', '.join(repr(text(p.b if p.a == ctx.here else p.a)) for p in must_yield)}. "
         f"Move your change away from their lines, or coordinate and override with "
         f"PROXIMITY_ALLOW=1 git {what} (or --no-verify).")
     return 1

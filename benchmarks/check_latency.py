@@ -1,0 +1,133 @@
+"""Latency of `proximity check` as a process (what an agent's pre-edit hook pays), next to
+the interpreter's own start-up, measured in the same run on the same generated repository.
+
+    python benchmarks/check_latency.py --files 10000 --worktrees 8 --runs 40
+
+Cases, run from the first worktree (its neighbour edits a file it also edits):
+  python -c pass / python -c "import proximity"   the floor
+  check, plain lines     lines with no definition in them (no symbol check)
+  check, function body   lines inside a function: the symbol check reads siblings' diffs
+  check, contested       lines a sibling changed (uncommitted): deny, with its hunk
+  hook claude (Edit)     the Claude Code PreToolUse hook on an Edit event on stdin
+  in-process             the same check called in one warm interpreter (no start-up, no
+                         imports): the floor a resident service could reach
+Reports p50 and p95 in milliseconds; the cases are interleaved round by round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+sys.path.insert(0, os.path.dirname(__file__))
+from genrepo import ENV, generate, module_paths
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    k = max(0, min(len(s) - 1, round(q * (len(s) - 1))))
+    return s[k]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--worktrees", type=int, default=8)
+    ap.add_argument("--changes", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--fresh-install", action="store_true",
+                    help="measure a normal (non-editable) `pip install .` in a throwaway venv")
+    ap.add_argument("--json", default=None, help="write the figures here")
+    a = ap.parse_args(argv)
+    py = a.python
+    with tempfile.TemporaryDirectory() as tmp:
+        if a.fresh_install:
+            from hook_cost import fresh_install
+
+            py = fresh_install(tmp)
+            print(f"measuring a fresh install: {py}", file=sys.stderr)
+        t0 = time.perf_counter()
+        tmp = os.path.join(tmp, "repo")
+        os.makedirs(tmp)
+        generate(tmp, a.files, a.worktrees, a.changes)
+        print(f"generated {a.files} files x {a.worktrees} worktrees in "
+              f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        wt = os.path.join(tmp, "wt00")
+        paths = module_paths(a.files)
+        # wt00 edits paths[0..changes-1]; wt01 starts at paths[changes-1]: shared file
+        shared = paths[a.changes - 1]
+        with open(os.path.join(tmp, "wt01", shared)) as f:
+            n_lines = f.read().count("\n")
+        quiet = next(p for p in paths[a.changes * a.worktrees + 10:] if p.endswith(".py"))
+        with open(os.path.join(wt, quiet)) as f:
+            src = f.read().split("\n")
+        body = src.index("def func0(x, y=0):") + 2  # first line of func0's body
+        blank = src.index("def func1(x, y=0):")  # the blank line just above func1
+        event = json.dumps({
+            "session_id": "bench", "cwd": wt, "hook_event_name": "PreToolUse",
+            "tool_name": "Edit", "tool_input": {"file_path": os.path.join(wt, quiet),
+                                                "old_string": "    z = x * 0 + y\n",
+                                                "new_string": "    z = x + y\n"}})
+        cmd = [py, "-m", "proximity", "check", "--json"]
+        cases: dict[str, tuple[list[str], str | None]] = {
+            "python -c pass": ([py, "-c", "pass"], None),
+            "python -c 'import proximity'": ([py, "-c", "import proximity"], None),
+            "check, plain lines": ([*cmd, f"{quiet}:{blank}"], None),
+            "check, function body": ([*cmd, f"{quiet}:{body}-{body + 1}"], None),
+            "check, contested (deny)": ([*cmd, f"{shared}:{n_lines - 1}-{n_lines}"], None),
+            "hook claude (Edit)": ([py, "-m", "proximity", "check", "--hook", "claude"], event),
+        }
+        env = dict(ENV)
+        for args, stdin in cases.values():  # warm caches once, and check it answers
+            out = subprocess.run(args, cwd=wt, env=env, input=stdin, capture_output=True,
+                                 text=True, check=False)
+            if out.returncode not in (0, 1):
+                raise SystemExit(f"{args}: exit {out.returncode}: {out.stderr}")
+        decisions = {}
+        times: dict[str, list[float]] = {k: [] for k in cases}
+        for _ in range(a.runs):
+            for name, (args, stdin) in cases.items():
+                t = time.perf_counter()
+                out = subprocess.run(args, cwd=wt, env=env, input=stdin, capture_output=True,
+                                     text=True, check=False)
+                times[name].append((time.perf_counter() - t) * 1000)
+                if name.startswith(("check", "hook")):
+                    d = json.loads(out.stdout)
+                    decisions[name] = d.get("decision") or d["hookSpecificOutput"][
+                        "permissionDecision"]
+        # the same check inside one warm process: what a resident service would pay
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from proximity import precheck
+
+        for name, spec in (("in-process, plain lines", f"{quiet}:{blank}"),
+                           ("in-process, contested", f"{shared}:{n_lines - 1}-{n_lines}")):
+            target = [precheck.parse_spec(spec)]
+            precheck.check(wt, target)
+            times[name] = []
+            for _ in range(a.runs):
+                t = time.perf_counter()
+                decisions[name] = precheck.check(wt, target).decision
+                times[name].append((time.perf_counter() - t) * 1000)
+    rows = {k: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(pct(v, 0.95), 1),
+                "decision": decisions.get(k)} for k, v in times.items()}
+    print(f"{a.files} files x {a.worktrees} worktrees, {a.runs} runs per case")
+    print(f"{'case':32} {'p50 ms':>8} {'p95 ms':>8}  decision")
+    for k, r in rows.items():
+        print(f"{k:32} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f}  {r['decision'] or ''}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"files": a.files, "worktrees": a.worktrees, "runs": a.runs,
+                       "cases": rows}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

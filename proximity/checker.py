@@ -1,0 +1,167 @@
+"""The pre-edit decision: may this worktree edit these lines now? Plain data in, decision out.
+
+Evidence, per sibling worktree and path (all in the pair's base coordinates):
+
+* ``conflict`` (RA level): the sibling changed the same or touching base lines (no
+  unchanged line between, as git's merge sees it), or the request covers the whole file
+  and the sibling changed it: the merge would conflict.
+* ``near`` (TA): the sibling changed lines within ``NEAR`` unchanged lines of the request.
+* ``same-file`` (TA): the sibling changed this file elsewhere.
+* ``intent`` (TA): the sibling declared it will touch this file (`proximity intend`).
+* ``symbol`` (TA): a definition in the requested lines is used by the sibling's new code.
+
+Policy (``deny_on``): ``ra`` denies on conflict and asks on traffic (the default); ``ta``
+denies on any evidence; ``never`` only asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from proximity import hunks, intervals
+from proximity.hunks import FileDiff
+from proximity.intervals import Range
+
+ALLOW, ASK, DENY = "allow", "ask", "deny"
+RA, TA = "ra", "ta"
+POLICIES = ("ra", "ta", "never")
+NEAR = 3  # unchanged lines between two changes that still count as "near"
+
+
+class Use(NamedTuple):
+    """The sibling's new code uses ``symbol`` (defined in the requested lines)."""
+
+    symbol: str
+    path: str
+    line: int
+    hunk: tuple[hunks.Hunk, ...] = ()
+
+
+class Side(NamedTuple):
+    """What one sibling worktree does to one requested path."""
+
+    agent: str
+    branch: str | None
+    path: str
+    mine: tuple[Range, ...] | None  # the requested lines, base coordinates; None: whole file
+    requested: tuple[Range, ...] | None  # the same, as the caller gave them (current file)
+    diff: FileDiff | None = None  # the sibling's change of the path since the pair's base
+    intent: tuple[Range, ...] | None = None
+    has_intent: bool = False
+    uses: tuple[Use, ...] = ()
+
+
+class Conflict(NamedTuple):
+    agent: str
+    branch: str | None
+    path: str
+    ranges: tuple[Range, ...]
+    hunk: str
+    level: str  # ra | ta
+    evidence: str  # conflict | near | same-file | intent | symbol
+    detail: str
+
+
+class Decision(NamedTuple):
+    decision: str
+    reason: str
+    conflicts: tuple[Conflict, ...]
+
+
+def fmt_ranges(ranges: Sequence[Range]) -> str:
+    """Like report.fmt_ranges, without importing the scan machinery into a hook."""
+    parts = [f"after line {s - 1}" if e < s else (f"{s}" if s == e else f"{s}-{e}")
+             for s, e in ranges[:6]]
+    return ", ".join(parts) + (f" (+{len(ranges) - 6})" if len(ranges) > 6 else "")
+
+
+def _lines(r: Sequence[Range] | None) -> str:
+    if r is None:
+        return "the whole file"
+    one = len(r) == 1 and r[0][0] == r[0][1]
+    return f"line{'' if one else 's'} {fmt_ranges(list(r)) or '-'}"
+
+
+def evidence(side: Side) -> list[Conflict]:
+    """Every piece of evidence one sibling gives against one request."""
+    out: list[Conflict] = []
+    who = f"worktree {side.agent!r}" + (f" (branch {side.branch})" if side.branch else "")
+    d = side.diff
+    if d is not None and d.changed:
+        theirs = d.base_ranges()
+        if theirs is None or side.mine is None:
+            hit = list(d.hunks)
+            out.append(Conflict(side.agent, side.branch, side.path, tuple(h.base for h in hit),
+                                hunks.excerpt(hit) or "(binary change)", RA, "conflict",
+                                f"{who} changed {side.path}"
+                                f"{' (binary)' if theirs is None else ''}; an edit of "
+                                f"{_lines(side.requested)} would conflict at merge"))
+        else:
+            hit = hunks.contested(d, side.mine)
+            if hit:
+                rs = tuple(h.base for h in hit)
+                out.append(Conflict(side.agent, side.branch, side.path, rs, hunks.excerpt(hit),
+                                    RA, "conflict",
+                                    f"{who} changed {side.path} {_lines(rs)} (live work, "
+                                    f"uncommitted included); your {_lines(side.requested)} "
+                                    "touch that change: git's merge would conflict"))
+            else:
+                g = intervals.gap(theirs, list(side.mine))
+                near = hunks.nearest(d, side.mine, 2)
+                kind = "near" if g is not None and g <= NEAR else "same-file"
+                where = (f"{g} unchanged line{'s' if g != 1 else ''} from your "
+                         f"{_lines(side.requested)}" if kind == "near" else
+                         f"in the same file as your {_lines(side.requested)}")
+                out.append(Conflict(side.agent, side.branch, side.path,
+                                    tuple(h.base for h in near), hunks.excerpt(near), TA, kind,
+                                    f"{who} changed {side.path} {_lines(theirs)}, {where}"))
+    if side.has_intent:
+        out.append(Conflict(side.agent, side.branch, side.path, side.intent or (), "", TA,
+                            "intent", f"{who} declared it will touch {side.path} "
+                            f"{_lines(side.intent)} (`proximity intend`)"))
+    for u in side.uses:
+        out.append(Conflict(side.agent, side.branch, u.path, ((u.line, u.line),),
+                            hunks.excerpt(u.hunk), TA, "symbol",
+                            f"{u.symbol}, defined in your {_lines(side.requested)} of "
+                            f"{side.path}, is used by {who}'s new code at {u.path}:{u.line}"))
+    return out
+
+
+def decide(sides: Sequence[Side], deny_on: str = "ra") -> Decision:
+    """allow / ask / deny for one request, from every sibling's evidence."""
+    if deny_on not in POLICIES:
+        raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(POLICIES)})")
+    found = [c for s in sides for c in evidence(s)]
+    found.sort(key=lambda c: (c.level != RA, c.evidence != "conflict", c.agent, c.path))
+    if not found:
+        return Decision(ALLOW, "no sibling worktree is working on these lines", ())
+    top = found[0]
+    decision = DENY if deny_on == "ta" or (deny_on == "ra" and top.level == RA) else ASK
+    more = len({c.agent for c in found}) - 1
+    reason = top.detail + (f" (and {more} more worktree{'s' if more > 1 else ''})"
+                           if more > 0 else "")
+    if decision == DENY:
+        reason += (". Edit elsewhere, or coordinate with them first (`proximity inbox`, "
+                   "`proximity intend`)")
+    return Decision(decision, reason, tuple(found))
+
+
+def decision_json(d: Decision) -> dict[str, Any]:
+    return {"decision": d.decision, "reason": d.reason,
+            "conflicts": [{"agent": c.agent, "branch": c.branch, "path": c.path,
+                           "ranges": [list(r) for r in c.ranges], "hunk": c.hunk,
+                           "level": c.level, "evidence": c.evidence, "detail": c.detail}
+                          for c in d.conflicts]}
+
+
+def decision_text(d: Decision) -> str:
+    lines = [f"proximity check: {d.decision.upper()}: {d.reason}"]
+    for c in d.conflicts[:6]:
+        rng = fmt_ranges(list(c.ranges))
+        lines.append(f"  {c.agent} ({c.branch or 'detached'}) {c.path}"
+                     f"{':' + rng if rng else ''} [{c.evidence}]")
+        lines += [f"    {ln}" for ln in c.hunk.split("\n") if c.hunk]
+    if len(d.conflicts) > 6:
+        lines.append(f"  … {len(d.conflicts) - 6} more")
+    return "\n".join(lines)

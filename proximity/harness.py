@@ -1,0 +1,232 @@
+"""Agent harness adapters: one function per harness and direction.
+
+A *targets* function turns a harness's pre-edit event (JSON from stdin) into the paths and
+current-file line ranges an edit will touch; an *answer* function turns a decision into the
+JSON that harness reads back. Supported (formats confirmed from their public docs):
+
+* Claude Code: ``PreToolUse`` (Edit, MultiEdit, Write, NotebookEdit) answered with
+  ``hookSpecificOutput.permissionDecision`` allow / ask / deny; ``PostToolUse`` records.
+* Gemini CLI: ``BeforeTool`` (replace, write_file) answered with ``decision`` allow /
+  deny and ``reason``; it has no "ask", so ask becomes allow plus a ``systemMessage`` to
+  the user (Gemini CLI confirms file edits with the user itself). ``AfterTool`` records.
+
+After an edit both post hooks also hand the agent its undelivered inbox messages as
+``hookSpecificOutput.additionalContext`` (bounded), so a steer reaches it between commits.
+
+Codex CLI's hooks intercept only its shell tool and OpenCode's are JavaScript plugins, so
+those harnesses use ``proximity mcp`` instead. A hook never blocks an agent because of a
+bug of ours: any internal error answers allow, with the error as the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from proximity.intervals import Range
+
+MAX_CONTEXT = 4000  # characters of messages handed to an agent after an edit
+Targets = list[tuple[str, tuple[Range, ...] | None]]  # absolute path, current-file lines
+
+
+def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
+    """1-based line ranges where ``needle`` occurs in ``text`` (None: not found/empty)."""
+    if not needle:
+        return None
+    out: list[Range] = []
+    at = text.find(needle)
+    while at >= 0:
+        first = text.count("\n", 0, at) + 1
+        body = needle[:-1] if needle.endswith("\n") else needle
+        out.append((first, first + body.count("\n")))
+        if not every:
+            break
+        at = text.find(needle, at + len(needle))
+    return out or None
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _edits(path: str, edits: list[tuple[str, str, bool]]) -> tuple[Range, ...] | None:
+    """Ranges of each ``old_string`` in the current file; the whole file when one cannot be
+    placed (a new file, or text that is nowhere). An edit that matches only text an earlier
+    edit of the same call produced lies in that earlier edit's lines already."""
+    text = _read(path)
+    if text is None:
+        return None
+    now = text
+    out: list[Range] = []
+    for old, new, every in edits:
+        found = lines_of(text, old, every)
+        if found is None and (not old or old not in now):
+            return None
+        out += found or []
+        now = now.replace(old, new) if every else now.replace(old, new, 1)
+    return tuple(sorted(set(out))) or None
+
+
+def _abs(event: dict[str, Any], path: str) -> str:
+    return os.path.join(str(event.get("cwd") or os.getcwd()), path)
+
+
+# -- Claude Code -------------------------------------------------------------------------
+def claude_targets(event: dict[str, Any]) -> Targets:
+    tool = event.get("tool_name", "")
+    ti = event.get("tool_input") or {}
+    if tool == "NotebookEdit":
+        return [(_abs(event, ti["notebook_path"]), None)]
+    if tool not in ("Edit", "MultiEdit", "Write"):
+        return []
+    path = _abs(event, ti["file_path"])
+    if tool == "Write":
+        return [(path, None)]
+    edits = ti.get("edits") if tool == "MultiEdit" else [ti]
+    triples = [(str(e.get("old_string", "")), str(e.get("new_string", "")),
+                bool(e.get("replace_all"))) for e in edits or []]
+    return [(path, _edits(path, triples))]
+
+
+def claude_answer(decision: str, reason: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                   "permissionDecision": decision,
+                                   "permissionDecisionReason": reason}}
+
+
+# -- Gemini CLI --------------------------------------------------------------------------
+def gemini_targets(event: dict[str, Any]) -> Targets:
+    tool = event.get("tool_name", "")
+    ti = event.get("tool_input") or {}
+    if tool not in ("replace", "write_file"):
+        return []
+    path = _abs(event, ti["file_path"])
+    if tool == "write_file":
+        return [(path, None)]
+    every = int(ti.get("expected_replacements") or 1) > 1
+    return [(path, _edits(path, [(str(ti.get("old_string", "")),
+                                   str(ti.get("new_string", "")), every)]))]
+
+
+def gemini_answer(decision: str, reason: str) -> dict[str, Any]:
+    if decision == "deny":
+        return {"decision": "deny", "reason": reason}
+    if decision == "ask":
+        return {"decision": "allow", "systemMessage": f"proximity: {reason}"}
+    return {"decision": "allow"}
+
+
+PRE: dict[str, tuple[Callable[[dict[str, Any]], Targets],
+                     Callable[[str, str], dict[str, Any]]]] = {
+    "claude": (claude_targets, claude_answer),
+    "gemini": (gemini_targets, gemini_answer),
+}
+POST: dict[str, Callable[[dict[str, Any]], Targets]] = {
+    "claude-post": claude_targets, "gemini-post": gemini_targets,
+}
+
+
+# -- running ---------------------------------------------------------------------------
+def _existing_dir(path: str) -> str:
+    d = os.path.dirname(path)
+    while d and not os.path.isdir(d):
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return d or os.getcwd()
+
+
+def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[str, Any]:
+    """The harness answer for one pre-edit event (allow on any internal error)."""
+    targets_of, answer = PRE[name]
+    try:
+        if os.environ.get("PROXIMITY_SKIP") == "1":
+            return answer("allow", "proximity: PROXIMITY_SKIP=1")
+        targets = targets_of(event)
+        if not targets:
+            return answer("allow", "proximity: not a file edit")
+        from proximity import checker
+        from proximity.errors import NotARepository
+        from proximity.precheck import check
+
+        by_dir: dict[str, Targets] = {}
+        for path, ranges in targets:
+            by_dir.setdefault(_existing_dir(path), []).append((path, ranges))
+        decisions = []
+        for start, items in by_dir.items():
+            try:
+                decisions.append(check(start, items, deny_on, cwd=start))
+            except NotARepository:
+                continue
+        if not decisions:
+            return answer("allow", "proximity: not inside a git worktree")
+        order = {checker.DENY: 0, checker.ASK: 1, checker.ALLOW: 2}
+        d = min(decisions, key=lambda x: order[x.decision])
+        return answer(d.decision, "proximity: " + _with_hunk(d))
+    except Exception as e:  # never block an agent because of our bug
+        return answer("allow", f"proximity check failed ({type(e).__name__}: {e}); "
+                      "allowing the edit")
+
+
+def _with_hunk(d: Any) -> str:
+    """The reason, plus the other side's hunk for the first contested path (bounded)."""
+    text = str(d.reason)
+    if d.conflicts and d.conflicts[0].hunk:
+        c = d.conflicts[0]
+        text += f"\nTheir change ({c.agent}, {c.path}):\n{c.hunk}"
+    return text
+
+
+def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Record the worktree that was just written, so siblings see it at once; hand the
+    agent its undelivered messages (steer / hold / transmit, with the sender's hunk)."""
+    msgs: list[dict[str, Any]] = []
+    try:
+        if os.environ.get("PROXIMITY_SKIP") == "1":
+            return {}
+        targets = POST[name](event) if event.get("tool_input") else []
+        starts = {_existing_dir(p) for p, _ in targets} or {str(event.get("cwd") or ".")}
+        from proximity import context, recorder
+
+        for start in starts:
+            ctx = context.open_context(start, check_git=False)
+            try:
+                recorder.record_here(ctx, "snapshot")
+                if ctx.ledger is not None:
+                    msgs += ctx.ledger.take(ctx.here)
+            finally:
+                ctx.close()
+    except Exception as e:
+        print(f"proximity: warning: could not record the edit: {type(e).__name__}: {e}",
+              file=sys.stderr)
+    if not msgs:
+        return {}
+    from proximity import triggers
+
+    text = "\n".join(triggers.render(m) for m in msgs)[:MAX_CONTEXT]
+    event_name = "PostToolUse" if name == "claude-post" else "AfterTool"
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
+
+
+def run(name: str, stdin: str, deny_on: str | None = None) -> int:
+    """``proximity check --hook NAME``: read the event, print the answer, exit 0."""
+    try:
+        event = json.loads(stdin) if stdin.strip() else {}
+        if not isinstance(event, dict):
+            raise ValueError("the event is not a JSON object")
+    except ValueError as e:
+        event = {}
+        if name in PRE:
+            print(json.dumps(PRE[name][1]("allow", f"proximity: unreadable hook event ({e})")))
+            return 0
+    out = post(name, event) if name in POST else pre(name, event, deny_on)
+    print(json.dumps(out))
+    return 0

@@ -1,0 +1,150 @@
+"""`proximity mcp`: a Model Context Protocol server on stdio (official `mcp` SDK).
+
+Tools: ``check`` (may I edit these lines?), ``status`` (pairs involving this worktree),
+``intend`` (declare what I will touch) and ``inbox`` (messages for me). Every result is
+JSON that names the other agent and shows its hunk. The SDK is imported only here, so
+the git hooks and ``proximity check --hook`` never pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+from pydantic import Field
+
+INSTRUCTIONS = (
+    "proximity is collision avoidance for agents working one git repository in parallel "
+    "worktrees. Before editing lines, call `check` with PATH:START-END; on 'ask' or 'deny' "
+    "read the other agent's hunk and coordinate (or edit elsewhere). Call `intend` with the "
+    "files you are about to work on, and read `inbox` for messages from other agents."
+)
+
+Paths = Annotated[list[str], Field(
+    description="files to check, relative to the worktree root or absolute, each optionally "
+    "with 1-based line ranges: 'src/app.py:40-60', 'src/app.py:3,10-12', or 'README.md' for "
+    "the whole file", min_length=1)]
+Repo = Annotated[str | None, Field(
+    description="a directory inside the worktree to act for (default: where the server runs)")]
+
+
+def _where(repo: str | None, default: str) -> str:
+    return os.path.abspath(repo or default)
+
+
+def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str
+               ) -> dict[str, Any]:
+    from proximity import checker
+    from proximity.precheck import check, parse_spec
+
+    where = _where(repo, default)
+    d = check(where, [parse_spec(s) for s in paths], deny_on)
+    return checker.decision_json(d)
+
+
+def status_tool(repo: str | None, default: str) -> dict[str, Any]:
+    from proximity import context, hunks, report
+
+    ctx = context.open_context(_where(repo, default))
+    try:
+        result = context.run_scan(ctx, focus=ctx.here)
+        by_id = {a.id: a for a in result.agents}
+        pairs = []
+        for p in result.involving(ctx.here):
+            other_id = p.b if p.a == ctx.here else p.a
+            other = by_id.get(other_id)
+            pairs.append({
+                "agent": other_id, "branch": other.branch if other else None,
+                "advisory": p.advisory, "risk": round(p.risk, 3),
+                "yielding": p.yielding, "channels": {k: v for k, v in p.channels.items() if v},
+                "evidence": [ln.strip() for ln in report.evidence_lines(p, ctx.here)],
+                "their_hunks": hunks.of_pair(ctx.repo, p, other),
+                "last_commit": other.subject if other else "",
+            })
+    finally:
+        ctx.close()
+    return {"agent": ctx.here, "pairs": pairs}
+
+
+def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
+                ) -> dict[str, Any]:
+    from proximity import context, recorder
+    from proximity.commands.scan import parse_intent
+
+    ctx = context.open_context(_where(repo, default), need_ledger=True)
+    try:
+        assert ctx.ledger is not None
+        items = dict(parse_intent(s) for s in paths)
+        clock: dict[str, int] = {}
+        if items or clear:
+            ev = recorder.record_here(ctx, "intent")
+            clock = ev.clock if ev else {}
+        ctx.ledger.set_intents(ctx.here, items, clock, clear=clear)
+        current = ctx.ledger.intents().get(ctx.here, {})
+    finally:
+        ctx.close()
+    return {"agent": ctx.here, "intents": {p: r for p, (r, _) in current.items()}}
+
+
+def inbox_tool(include_delivered: bool, repo: str | None, default: str) -> dict[str, Any]:
+    from proximity import context, triggers
+
+    ctx = context.open_context(_where(repo, default), need_ledger=True)
+    try:
+        assert ctx.ledger is not None
+        msgs = (ctx.ledger.messages(ctx.here, 50) if include_delivered
+                else ctx.ledger.take(ctx.here))
+    finally:
+        ctx.close()
+    return {"agent": ctx.here, "messages": [{**m, "text": triggers.render(m)} for m in msgs]}
+
+
+def build(default: str) -> Any:
+    """The server, acting for the worktree that contains ``default`` unless told otherwise."""
+    from mcp.server.mcpserver import MCPServer
+
+    from proximity import __version__
+
+    server = MCPServer("proximity", version=__version__, instructions=INSTRUCTIONS)
+
+    @server.tool(description="May this worktree edit these lines now? Answers 'allow', "
+                 "'ask' or 'deny' with the reason and, for each sibling worktree in the way, "
+                 "its agent id, branch, path, line ranges and the hunk it changed (its live "
+                 "work, uncommitted included).")
+    def check(paths: Paths,
+              deny_on: Annotated[str | None, Field(
+                  description="'ra': deny only where the merge would conflict (default), "
+                  "'ta': deny on any traffic, 'never': only ask",
+                  pattern="^(ra|ta|never)$")] = None,
+              repo: Repo = None) -> dict[str, Any]:
+        return check_tool(paths, deny_on, repo, default)
+
+    @server.tool(description="Collision risk between this worktree and each sibling: "
+                 "advisory (clear / traffic / resolution), risk, channels, evidence, who must "
+                 "yield, and the other agent's hunks for the contested lines.")
+    def status(repo: Repo = None) -> dict[str, Any]:
+        return status_tool(repo, default)
+
+    @server.tool(description="Declare the files (and lines) this worktree is about to "
+                 "touch, so sibling agents see it before you edit. Returns the current "
+                 "intents.")
+    def intend(paths: Annotated[list[str], Field(
+                   description="PATH or PATH:START-END entries")] = [],  # noqa: B006
+               clear: Annotated[bool, Field(
+                   description="forget earlier intents first")] = False,
+               repo: Repo = None) -> dict[str, Any]:
+        return intend_tool(list(paths), clear, repo, default)
+
+    @server.tool(description="Messages for this worktree from other agents (transmit, "
+                 "steer, hold), each naming the sender and showing its hunk. New messages "
+                 "are marked delivered unless include_delivered is set.")
+    def inbox(include_delivered: Annotated[bool, Field(
+                  description="also list messages already delivered")] = False,
+              repo: Repo = None) -> dict[str, Any]:
+        return inbox_tool(include_delivered, repo, default)
+
+    return server
+
+
+def serve(default: str) -> None:
+    build(default).run("stdio")

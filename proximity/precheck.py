@@ -1,0 +1,303 @@
+"""The pre-edit check's facts: may this worktree edit these lines now?
+
+In process, without a scan or a snapshot: for each sibling worktree, only its change of the
+requested paths (its files on disk against the blobs of the pair's merge base, with git's own
+diff; committed, staged, unstaged and untracked work alike), its declared intents from the
+ledger, and — only when the requested lines hold a definition's header — the identifiers its
+new code uses (its last recorded state: a tree-to-tree diff).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from proximity import checker, gitio, hunks
+from proximity.errors import ConfigError, FatalError, LedgerError
+from proximity.intervals import Range
+
+if TYPE_CHECKING:
+    from proximity.ledger import Ledger
+
+SPEC = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
+MAX_SYMBOLS = 40
+MAX_SCAN_BYTES = 256 * 1024
+
+
+class Target(NamedTuple):
+    path: str  # relative to the worktree root, '/'-separated
+    ranges: tuple[Range, ...] | None  # lines of the current file; None: the whole file
+
+
+def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
+    """``path`` or ``path:10-20,30`` -> (path, ranges or None for the whole file)."""
+    m = SPEC.match(spec)
+    if not m:
+        return spec, None
+    out = []
+    for part in m.group(2).split(","):
+        lo, _, hi = part.partition("-")
+        s, e = int(lo), int(hi or lo)
+        if e < s or s < 1:
+            raise FatalError(f"bad line range {part!r} in {spec!r} (want START-END, 1-based)")
+        out.append((s, e))
+    return m.group(1), tuple(out)
+
+
+def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
+    full = os.path.realpath(os.path.join(cwd, path))
+    rel = os.path.relpath(full, repo.workdir)
+    if rel == "." or rel.startswith(".." + os.sep) or rel == "..":
+        raise FatalError(f"{path} is outside this worktree ({repo.workdir})")
+    return rel.replace(os.sep, "/")
+
+
+def deny_policy(given: str | None) -> str:
+    """``--deny-on`` or git config ``proximity.checkPolicy`` (given), else ``ra``."""
+    value = given or "ra"
+    if value not in checker.POLICIES:
+        raise ConfigError(f"proximity.checkPolicy = {value!r}: want one of "
+                          f"{', '.join(checker.POLICIES)}")
+    return value
+
+
+# -- facts ----------------------------------------------------------------------------
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _ignored_new(worktree: str, path: str, base_blob: bytes | None) -> bool:
+    """A file the base does not have and git would not add (ignored): not their work."""
+    return base_blob is None and path not in gitio.untracked(worktree, [path]) and \
+        not _tracked(worktree, path)
+
+
+def _tracked(worktree: str, path: str) -> bool:
+    return bool(gitio.git_many([(["ls-files", "--", path], worktree)], ok=(0,))[0])
+
+
+def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | None]]:
+    """Live intents per stream (forward decay above zero)."""
+    if ledger is None:
+        return {}
+    from proximity import clocks
+
+    try:
+        items = ledger.intents()
+        now = ledger.clocks()
+    except LedgerError:
+        return {}
+    out: dict[str, dict[str, tuple[Range, ...] | None]] = {}
+    for stream, paths in items.items():
+        for path, (ranges, clock) in paths.items():
+            if clocks.forward_decay(clocks.hop_count(clock, now.get(stream, clock))) > 0:
+                out.setdefault(stream, {})[path] = tuple(ranges) if ranges else None
+    return out
+
+
+DEF_HINT = re.compile(
+    r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|async\s+|default\s+)*"
+    r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|const|let|var|static)\b"
+    r"|^[A-Za-z_][\w.]*\s*(?::[^=]*)?=[^=]")
+
+
+def _defined(worktree: str, t: Target) -> list[str]:
+    """Short names of the definitions whose header (def line, signature, constant) lies in
+    the requested lines: an edit there can change what other code relies on."""
+    from proximity import parsers
+
+    if parsers.language_of(t.path) is None:
+        return []
+    try:
+        with open(os.path.join(worktree, t.path), "rb") as f:
+            data = f.read(MAX_SCAN_BYTES + 1)
+    except OSError:
+        return []
+    if len(data) > MAX_SCAN_BYTES:
+        return []
+    rows = data.decode("utf-8", "replace").split("\n")
+    wanted = [(1, len(rows))] if t.ranges is None else list(t.ranges)
+    if not any(DEF_HINT.match(rows[i - 1]) for s, e in wanted
+               for i in range(max(1, s), min(e, len(rows)) + 1)):
+        return []  # no definition header in these lines: skip the parser entirely
+    try:
+        from proximity import symbols, symdefs
+
+        facts = symdefs.analyse(t.path, data)
+        if facts is None:
+            return []  # does not parse (half-typed): no symbol evidence, never "removed"
+        defs = facts["defs"]
+        ambient = symbols.AMBIENT
+    except Exception:  # the symbol machinery is optional evidence, never a failure
+        return []
+    names = {q.rsplit(".", 1)[-1] for q, v in defs.items()
+             if len(v) >= 5 and any(s <= int(v[3]) <= e for s, e in wanted)}
+    return sorted(n for n in names if n not in ambient and len(n) > 2)[:MAX_SYMBOLS]
+
+
+def _uses(diff_text: str, names: list[str], skip: str) -> list[checker.Use]:
+    """Where the sibling's new code (added lines of its diff) uses one of ``names``."""
+    word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    defines = re.compile(r"\b(def|class|function|func|fn|type|interface|struct|enum)\s+$")
+    found: list[checker.Use] = []
+    seen: set[tuple[str, str]] = set()
+    for path, d in hunks.parse(diff_text).items():
+        if path == skip:
+            continue  # the same file: its line evidence says more
+        for h in d.hunks:
+            line = h.new_start
+            for text in h.lines:
+                if text.startswith("-"):
+                    continue
+                body = text[1:]
+                for m in word.finditer(body):
+                    if defines.search(body[:m.start()]):
+                        continue  # their own definition of a same-named symbol
+                    if (m.group(1), path) not in seen:
+                        seen.add((m.group(1), path))
+                        found.append(checker.Use(m.group(1), path, line, (h,)))
+                line += 1
+    return found[:10]
+
+
+def _recorded(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
+    """The sibling's last recorded working tree, else its HEAD."""
+    ev = None
+    if ledger is not None:
+        try:
+            ev = ledger.last_event(w.id)
+        except LedgerError:
+            ev = None
+    if ev is not None and ev.tree and ev.head == w.head:
+        return ev.tree
+    return w.head or gitio.EMPTY_TREE
+
+
+def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
+           ) -> list[checker.Side]:
+    """Every sibling's evidence about the targets. Git's work runs as concurrent
+    processes, in three rounds: merge bases, diffs of the requested paths, and (only when
+    the requested lines define symbols) the siblings' whole diffs."""
+    me = repo.current()
+    paths = sorted({t.path for t in targets})
+    # most pairs share this worktree's HEAD as their base: read its blobs while git lists
+    # the worktrees
+    early: dict[tuple[str | None, str], subprocess.Popen[bytes]] = {
+        (me.head, p): gitio.git_start(gitio.blob_args(me.head, p), repo.workdir)
+        for p in paths} if me.head else {}
+    try:
+        siblings = [w for w in repo.worktrees()
+                    if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
+    finally:
+        prefetched = {k: gitio.git_finish(v, ok=(0,)) for k, v in early.items()}
+    if not siblings:
+        return []
+    # 1. the merge base of each pair
+    heads = sorted({w.head for w in siblings if w.head and w.head != me.head}
+                   if me.head else ())
+    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in heads])
+    base_of = {h: (out.decode().strip() or None) if out else None
+               for h, out in zip(heads, found, strict=True)}
+    if me.head:
+        base_of[me.head] = me.head
+    bases = {w.id: base_of.get(w.head) if w.head else None for w in siblings}
+    # 2. each side's change of the requested paths: the file on disk against the base's
+    # blob. Byte-identical needs no git at all; the rest is one `git diff --no-index` each
+    # (git's own diff, without reading a 10k-entry index)
+    distinct = sorted({b or "" for b in bases.values()})
+    wanted = [(b or None, p) for b in distinct for p in paths if (b or None, p) not in
+              prefetched]
+    blobs = gitio.git_many([(gitio.blob_args(b, p), repo.workdir) for b, p in wanted], ok=(0,))
+    base_blob = {**{k: v for k, v in prefetched.items() if k[0] in bases.values()},
+                 **dict(zip(wanted, blobs, strict=True))}
+    sides = [(w.id, w.path, bases[w.id]) for w in siblings] + [
+        ("", me.path, b or None) for b in distinct]
+    todo = []
+    for key, wpath, base in sides:
+        for p in paths:
+            live = os.path.join(wpath, p)
+            data = _read_bytes(live)
+            if data is not None and data != base_blob[base, p] and b"\r\n" in data:
+                data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
+            if data != base_blob[base, p] and not (
+                    os.path.exists(live) and _ignored_new(wpath, p, base_blob[base, p])):
+                todo.append((key, wpath, base, p))
+    diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
+    with tempfile.TemporaryDirectory(prefix="proximity-check-") as tmp:
+        olds: dict[tuple[str | None, str], str] = {}
+        for n, ((b, p), data) in enumerate(base_blob.items()):
+            if data is not None and any(t[2] == b and t[3] == p for t in todo):
+                olds[b, p] = os.path.join(tmp, f"{n}.base")
+                with open(olds[b, p], "wb") as f:
+                    f.write(data)
+        texts = gitio.git_many([(gitio.file_diff_args(
+            olds.get((base, p), os.devnull),
+            live if os.path.exists(live := os.path.join(wpath, p)) else os.devnull), wpath)
+            for _, wpath, base, p in todo])
+    for (key, _, base, p), text in zip(todo, texts, strict=True):
+        parsed = hunks.parse((text or b"").decode("utf-8", "replace"))
+        for d in parsed.values():
+            diffs.setdefault((key, base), {})[p] = d
+    theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
+    mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
+    # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
+    # last recorded in the ledger (hooks, PostToolUse), a tree-to-tree diff that never
+    # walks a worktree; its committed work when it has no recorded state
+    defined = {t.path: _defined(me.path, t) for t in targets}
+    uses: dict[str, dict[str, tuple[checker.Use, ...]]] = {}
+    if any(defined.values()):
+        states = {w.id: _recorded(ledger, repo, w) for w in siblings}
+        more = gitio.git_many([(gitio.tree_diff_args(bases[w.id], states[w.id]), repo.workdir)
+                               for w in siblings])
+        for w, raw in zip(siblings, more, strict=True):
+            diff_text = (raw or b"").decode("utf-8", "replace")
+            uses[w.id] = {t.path: tuple(_uses(diff_text, defined[t.path], t.path))
+                          for t in targets if defined[t.path]}
+    intents = _intents(ledger)
+    out = []
+    for w in siblings:
+        declared = intents.get(w.id, {})
+        for t in targets:
+            own = mine[bases[w.id]].get(t.path)
+            base_ranges = None if t.ranges is None else tuple(
+                hunks.to_base(t.ranges, own.hunks if own else ()))
+            out.append(checker.Side(
+                w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
+                declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ())))
+    return out
+
+
+def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
+          deny_on: str | None = None, cwd: str | None = None) -> checker.Decision:
+    """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
+    that contains ``start``."""
+    repo = gitio.Repo(start, fast=True)
+    tg = [Target(relative(repo, p, cwd or start), r) for p, r in targets]
+    cfg = None if deny_on else gitio.git_start(["config", "--get", "proximity.checkPolicy"],
+                                               repo.workdir)
+    ledger = _open_ledger(repo)
+    try:
+        sides = gather(repo, tg, ledger)
+    finally:
+        if ledger is not None:
+            ledger.close()
+        configured = gitio.git_finish(cfg) if cfg is not None else None
+    policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
+    return checker.decide(sides, policy)
+
+
+def _open_ledger(repo: gitio.Repo) -> Ledger | None:
+    from proximity.ledger import Ledger
+
+    try:
+        return Ledger(repo.ecm_dir, create=False)
+    except LedgerError:
+        return None

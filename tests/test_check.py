@@ -1,0 +1,328 @@
+"""`proximity check` and its harness hooks, on real worktrees with uncommitted work."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import lines
+
+from proximity import checker, harness, hunks
+from proximity.main import main
+
+APP = lines(40)
+LIB = "RATE = 3\n\n\ndef total(n):\n    return n * RATE\n\n\ndef other():\n    return 1\n"
+
+
+def run_check(where: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:  # type: ignore[type-arg]
+    rc = main(["check", "--json", "-C", str(where), *args])
+    out = capsys.readouterr().out
+    return rc, json.loads(out)
+
+
+def hook(where: Path, name: str, event: dict) -> dict:  # type: ignore[type-arg]
+    """Run the hook as Claude Code does: a process, the event on stdin, JSON on stdout."""
+    proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", name],
+                          input=json.dumps(event), capture_output=True, text=True,
+                          cwd=where, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def pair(space):  # type: ignore[no-untyped-def]
+    sp = space({"app.txt": APP, "lib.py": LIB, "other.txt": lines(5)})
+    a, b = sp.wt("a"), sp.wt("b")
+    return sp, a, b
+
+
+def test_uncommitted_edit_of_the_same_lines_is_denied_with_their_hunk(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 changed by b\n"))  # uncommitted
+    rc, out = run_check(a, "app.txt:10-14", capsys=capsys)
+    assert rc == 1
+    assert out["decision"] == "deny"
+    (c,) = [c for c in out["conflicts"] if c["evidence"] == "conflict"]
+    assert c["agent"] == "b" and c["branch"] == "feat/b" and c["path"] == "app.txt"
+    assert c["ranges"] == [[12, 12]]
+    assert "-line 12" in c["hunk"] and "+line 12 changed by b" in c["hunk"]
+    assert "'b'" in out["reason"]
+
+
+def test_touching_lines_conflict_but_a_gap_is_only_traffic(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 20\n", "line 20 b\n"))
+    _, out = run_check(a, "app.txt:21-22", capsys=capsys)
+    assert out["decision"] == "deny"  # adjacent: git's merge would conflict
+    _, out = run_check(a, "app.txt:23-24", capsys=capsys)
+    assert out["decision"] == "ask" and out["conflicts"][0]["evidence"] == "near"
+    assert "+line 20 b" in out["conflicts"][0]["hunk"]
+    _, out = run_check(a, "app.txt:35", capsys=capsys)
+    assert out["decision"] == "ask" and out["conflicts"][0]["evidence"] == "same-file"
+
+
+def test_own_edits_shift_lines_into_base_coordinates(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 30\n", "line 30 b\n"))
+    # a inserted five lines at the top: its line 35 is base line 30
+    sp.write(a, "app.txt", "new\n" * 5 + APP)
+    _, out = run_check(a, "app.txt:35", capsys=capsys)
+    assert out["decision"] == "deny"
+    assert out["conflicts"][0]["ranges"] == [[30, 30]]
+    _, out = run_check(a, "app.txt:30", capsys=capsys)  # base line 25
+    assert out["decision"] == "ask"
+
+
+def test_untouched_file_is_allowed(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 b\n"))
+    rc, out = run_check(a, "other.txt:1-3", capsys=capsys)
+    assert rc == 0
+    assert out == {"decision": "allow", "reason": out["reason"], "conflicts": []}
+
+
+def test_committed_sibling_work_counts_too_and_text_output_names_it(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 5\n", "line 5 committed\n"))
+    sp.commit(b, "b's change")
+    rc = main(["check", "-C", str(a), "app.txt:5"])
+    text = capsys.readouterr().out
+    assert rc == 1
+    assert "DENY" in text and "b (feat/b) app.txt:5" in text and "+line 5 committed" in text
+
+
+def test_untracked_new_file_in_a_sibling_conflicts_with_a_write_of_the_same_path(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "pkg/new.py", "x = 1\n")  # untracked in b
+    _, out = run_check(a, "pkg/new.py", capsys=capsys)
+    assert out["decision"] == "deny"
+    assert "+x = 1" in out["conflicts"][0]["hunk"]
+
+
+def test_intent_of_a_sibling_asks(pair, capsys):
+    _sp, a, b = pair
+    assert main(["intend", "-C", str(b), "other.txt:2-3"]) == 0
+    capsys.readouterr()
+    _, out = run_check(a, "other.txt:1", capsys=capsys)
+    assert out["decision"] == "ask"
+    (c,) = out["conflicts"]
+    assert c["evidence"] == "intent" and c["agent"] == "b" and c["ranges"] == [[2, 3]]
+
+
+def test_symbol_defined_in_the_lines_and_used_by_sibling_new_code_asks(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "report.py", "from lib import total\n\nprint(total(4))\n")  # untracked
+    # the symbol check reads b's work as last recorded (its hooks, PostToolUse, snapshot)
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    _, out = run_check(a, "lib.py:4-5", capsys=capsys)
+    assert out["decision"] == "ask"
+    (c,) = [c for c in out["conflicts"] if c["evidence"] == "symbol"]
+    assert c["agent"] == "b" and c["path"] == "report.py" and "total" in c["detail"]
+    assert "+print(total(4))" in c["hunk"]
+    _, out = run_check(a, "lib.py:8-9", capsys=capsys)  # other(): nobody uses it
+    assert out["decision"] == "allow"
+
+
+def test_policy_from_flag_and_git_config(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 b\n"))
+    _, out = run_check(a, "app.txt:12", "--deny-on", "never", capsys=capsys)
+    assert out["decision"] == "ask"
+    subprocess.run(["git", "config", "proximity.checkPolicy", "ta"], cwd=a, check=True)
+    _, out = run_check(a, "app.txt:30", capsys=capsys)
+    assert out["decision"] == "deny"
+    subprocess.run(["git", "config", "proximity.checkPolicy", "bogus"], cwd=a, check=True)
+    assert main(["check", "-C", str(a), "app.txt:30"]) == 2
+
+
+def test_decision_logic_on_plain_data():
+    d = hunks.parse("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -10,2 +10,3 @@\n-a\n-b\n+A\n+B\n+C\n")
+    side = checker.Side("b", "feat/b", "f", ((12, 14),), ((12, 14),), d["f"])
+    assert checker.decide([side]).decision == "deny"
+    far = side._replace(mine=((30, 31),), requested=((30, 31),))
+    assert checker.decide([far]).decision == "ask"
+    assert checker.decide([far], "ta").decision == "deny"
+    assert checker.decide([]).decision == "allow"
+    big = hunks.Hunk(1, 500, 1, 500, tuple(f"-{'x' * 300}" for _ in range(500)))
+    ex = hunks.excerpt([big])
+    assert len(ex.split("\n")) <= hunks.MAX_LINES and len(ex.encode()) <= hunks.MAX_BYTES
+
+
+# -- Claude Code hooks ---------------------------------------------------------------------
+def event(where: Path, tool: str, tool_input: dict, name: str = "PreToolUse") -> dict:  # type: ignore[type-arg]
+    return {"session_id": "s1", "transcript_path": str(where / "t.jsonl"), "cwd": str(where),
+            "permission_mode": "default", "hook_event_name": name, "tool_name": tool,
+            "tool_input": tool_input, "tool_use_id": "toolu_01"}
+
+
+def test_claude_hook_edit_of_a_sibling_line_is_denied_in_claude_format(pair):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 b\n"))
+    out = hook(a, "claude", event(a, "Edit", {
+        "file_path": str(a / "app.txt"), "old_string": "line 11\nline 12\n",
+        "new_string": "eleven\ntwelve\n"}))
+    assert set(out) == {"hookSpecificOutput"}
+    hso = out["hookSpecificOutput"]
+    assert set(hso) == {"hookEventName", "permissionDecision", "permissionDecisionReason"}
+    assert hso["hookEventName"] == "PreToolUse" and hso["permissionDecision"] == "deny"
+    assert "'b'" in hso["permissionDecisionReason"]
+    assert "+line 12 b" in hso["permissionDecisionReason"]
+
+
+def test_claude_hook_multiedit_and_write(pair):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 30\n", "line 30 b\n"))
+    out = hook(a, "claude", event(a, "MultiEdit", {"file_path": str(a / "app.txt"), "edits": [
+        {"old_string": "line 2\n", "new_string": "two\n"},
+        {"old_string": "line 28\n", "new_string": "28\n"}]}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "ask"  # 28 is near 30
+    out = hook(a, "claude", event(a, "MultiEdit", {"file_path": str(a / "app.txt"), "edits": [
+        {"old_string": "line 2\n", "new_string": "two\n"},
+        {"old_string": "line 31\n", "new_string": "31\n"}]}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"  # 31 touches 30
+    # a Write of a new file nobody else has: allow
+    out = hook(a, "claude", event(a, "Write", {"file_path": str(a / "docs" / "new.md"),
+                                               "content": "hello\n"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+    # a Write over a file the sibling changed: the whole file, deny
+    out = hook(a, "claude", event(a, "Write", {"file_path": str(a / "app.txt"),
+                                               "content": "all new\n"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_claude_hook_fails_open(pair, tmp_path):
+    _sp, a, _ = pair
+    out = hook(a, "claude", event(a, "Edit", {"nonsense": True}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert "failed" in out["hookSpecificOutput"]["permissionDecisionReason"]
+    proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", "claude"],
+                          input="not json", capture_output=True, text=True, cwd=a, check=False)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    out = hook(outside, "claude", event(outside, "Write", {"file_path": str(outside / "x"),
+                                                           "content": ""}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+    out = hook(a, "claude", event(a, "Bash", {"command": "ls"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_claude_post_tool_use_records_the_write_for_siblings(pair, capsys):
+    sp, a, b = pair
+    from proximity.ledger import Ledger
+
+    sp.write(a, "app.txt", APP.replace("line 7\n", "line 7 a\n"))
+    out = hook(a, "claude-post", event(a, "Edit", {
+        "file_path": str(a / "app.txt"), "old_string": "line 7\n", "new_string": "line 7 a\n"},
+        name="PostToolUse") | {"tool_response": {"success": True}})
+    assert out == {}
+    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=a, text=True,
+                            capture_output=True, check=True).stdout.strip()
+    led = Ledger(os.path.join(a, common, "ecm"), create=False)
+    try:
+        ev = led.last_event("a")
+    finally:
+        led.close()
+    assert ev is not None and ev.kind == "snapshot" and "app.txt" in ev.files
+    # the sibling sees it at once, in its check and in its scan
+    _, res = run_check(b, "app.txt:6-8", capsys=capsys)
+    assert res["decision"] == "deny" and res["conflicts"][0]["agent"] == "a"
+    assert main(["ledger", "--json", "-C", str(b), "-n", "1"]) == 0
+    assert '"app.txt"' in capsys.readouterr().out  # b's view of the shared ledger
+
+
+def test_gemini_hook_format(pair):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 b\n"))
+    ev = {"session_id": "s", "transcript_path": "", "cwd": str(a),
+          "hook_event_name": "BeforeTool", "timestamp": "2026-01-01T00:00:00Z",
+          "tool_name": "replace", "tool_input": {"file_path": str(a / "app.txt"),
+                                                 "old_string": "line 12\n",
+                                                 "new_string": "x\n"}}
+    out = hook(a, "gemini", ev)
+    assert out["decision"] == "deny" and "'b'" in out["reason"]
+    ev["tool_input"]["old_string"] = "line 25\n"
+    out = hook(a, "gemini", ev)
+    assert out["decision"] == "allow" and "systemMessage" in out  # ask: tell the user
+
+
+def test_lines_of_maps_old_string_to_lines():
+    text = "a\nb\nc\nb\n"
+    assert harness.lines_of(text, "b\nc\n") == [(2, 3)]
+    assert harness.lines_of(text, "b", every=True) == [(2, 2), (4, 4)]
+    assert harness.lines_of(text, "zzz") is None
+
+
+# -- messages carry the other side's hunk --------------------------------------------------
+def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
+    sp = space({"f.txt": lines(30)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "f.txt", lines(30).replace("line 10\n", "A wrote this\n"))
+    sp.commit(a, "a: rewrite line 10")
+    sp.write(b, "f.txt", lines(30).replace("line 10\n", "B wrote that\n"))
+    cwd = os.getcwd()
+    os.chdir(b)
+    try:
+        assert main(["hook", "pre-push"]) == 1  # b must yield
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err
+    assert "RESOLUTION ADVISORY" in err
+    assert "their change in f.txt:" in err and "+A wrote this" in err  # a's hunk, not b's
+    assert "+B wrote that" not in err
+    assert main(["inbox", "--json", "--all", "-C", str(a)]) == 0
+    (hold,) = json.loads(capsys.readouterr().out)["messages"]
+    assert hold["type"] == "hold"
+    assert "+B wrote that" in hold["body"]["their_files"][0]["hunk"]
+    # a's next edit (Claude Code PostToolUse) records it and hands a its message
+    out = hook(a, "claude-post", event(a, "Edit", {
+        "file_path": str(a / "f.txt"), "old_string": "line 20\n", "new_string": "20\n"},
+        name="PostToolUse"))
+    ctx_text = out["hookSpecificOutput"]["additionalContext"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    assert "HOLD COURSE" in ctx_text and "+B wrote that" in ctx_text and "-line 10" in ctx_text
+    assert main(["inbox", "-C", str(a)]) == 0
+    assert "no new messages" in capsys.readouterr().out  # delivered once
+
+
+def test_readme_documents_the_claude_settings_block_and_mcp_configuration():
+    import re
+
+    from proximity.main import _check_hook_args, build_parser
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Agent harnesses", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"### Claude Code.*?```json\n(.*?)```", section, re.S)
+    assert block is not None
+    hooks_cfg = json.loads(block.group(1))["hooks"]
+    for stage, command in (("PreToolUse", "proximity check --hook claude"),
+                           ("PostToolUse", "proximity check --hook claude-post")):
+        (entry,) = hooks_cfg[stage]
+        assert entry["matcher"] == "Edit|MultiEdit|Write|NotebookEdit"
+        assert entry["hooks"][0]["command"] == command
+        argv = command.split()[1:]
+        assert _check_hook_args(argv) is not None
+        assert build_parser().parse_args(argv).hook == argv[-1]
+    assert "claude mcp add proximity -- proximity mcp" in section
+    mcp_json = re.search(r'```json\n(\{"mcpServers".*?)```', section, re.S)
+    assert mcp_json is not None
+    assert json.loads(mcp_json.group(1))["mcpServers"]["proximity"] == {
+        "command": "proximity", "args": ["mcp"]}
+
+
+def test_multiedit_whose_second_edit_matches_text_the_first_one_wrote(tmp_path):
+    f = tmp_path / "x.txt"
+    f.write_text("a\nb\nc\nd\n")
+    ev = {"cwd": str(tmp_path), "tool_name": "MultiEdit", "tool_input": {
+        "file_path": str(f), "edits": [{"old_string": "b\n", "new_string": "B1\n"},
+                                       {"old_string": "B1\n", "new_string": "B2\n"},
+                                       {"old_string": "d\n", "new_string": "D\n"}]}}
+    assert harness.claude_targets(ev) == [(str(f), ((2, 2), (4, 4)))]
+    ev["tool_input"]["edits"].append({"old_string": "nowhere", "new_string": ""})
+    assert harness.claude_targets(ev) == [(str(f), None)]  # cannot place it: whole file

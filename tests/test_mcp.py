@@ -1,0 +1,66 @@
+"""`proximity mcp`: a real MCP session over stdio with the official SDK's client."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+from conftest import lines
+
+APP = lines(30)
+
+
+async def session(where: str, calls: list[tuple[str, dict[str, Any]]]
+                  ) -> tuple[Any, Any, list[Any]]:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "proximity", "mcp"],
+                                   cwd=where, env=dict(os.environ))
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write) as s:
+            init = await s.initialize()
+            tools = await s.list_tools()
+            results = [await s.call_tool(name, args) for name, args in calls]
+    return init, tools, results
+
+
+def payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result
+    return json.loads(result.content[0].text)  # type: ignore[no-any-return]
+
+
+def test_mcp_session_initialize_list_and_call_check(space):
+    sp = space({"app.txt": APP, "other.txt": lines(5)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 by b\n"))  # uncommitted
+    init, tools, results = anyio.run(session, str(a), [
+        ("check", {"paths": ["app.txt:11-13"]}),
+        ("check", {"paths": ["other.txt"]}),
+        ("intend", {"paths": ["other.txt:1-2"]}),
+        ("status", {}),
+        ("inbox", {}),
+    ])
+    assert init.server_info.name == "proximity"
+    by_name = {t.name: t for t in tools.tools}
+    assert set(by_name) >= {"check", "status", "intend", "inbox"}
+    schema = by_name["check"].input_schema
+    assert schema["required"] == ["paths"] and schema["properties"]["paths"]["type"] == "array"
+    assert "description" in schema["properties"]["paths"]
+
+    deny = payload(results[0])
+    assert deny["decision"] == "deny"
+    (c,) = [c for c in deny["conflicts"] if c["evidence"] == "conflict"]
+    assert c["agent"] == "b" and c["branch"] == "feat/b" and c["path"] == "app.txt"
+    assert "+line 12 by b" in c["hunk"]
+    assert payload(results[1])["decision"] == "allow"
+    assert payload(results[2]) == {"agent": "a", "intents": {"other.txt": [[1, 2]]}}
+    status = payload(results[3])
+    assert status["agent"] == "a"
+    (p,) = [p for p in status["pairs"] if p["agent"] == "b"]
+    assert p["branch"] == "feat/b"
+    assert payload(results[4]) == {"agent": "a", "messages": []}
