@@ -76,7 +76,7 @@ class Source:
         self.name, self.git_dir = name, git_dir
         self.path = os.path.join(root, name)
         if not os.path.isdir(os.path.join(self.path, ".git")):
-            os.makedirs(self.path, exist_ok=True)
+            os.makedirs(self.path, exist_ok=True)  # one per benchmark: runs never share it
             gitio.git(["init", "-q", self.path], cwd=root)
         alt = os.path.join(self.path, ".git", "objects", "info", "alternates")
         with open(alt, "w") as f:

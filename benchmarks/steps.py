@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, cs in sorted(by_repo.items()):
         if name not in want or name not in dirs:
             continue
-        src = replay.Source(name, dirs[name])
+        src = replay.Source(name, dirs[name], os.path.join(replay.OUT, "scratch-steps"))
         rnd = random.Random(f"{args.seed}:{name}")
         for c in rnd.sample(cs, min(args.pairs, len(cs))):
             try:
