@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gc", help="compact the ledger, retire removed worktrees")
     _add_common(p)
 
+    p = sub.add_parser("service", help="the resident airspace service: start, stop, status")
+    _add_common(p)
+    p.add_argument("action", choices=("start", "stop", "status"), nargs="?", default="status")
+
     p = sub.add_parser("sync", help="share snapshots with other machines through a remote")
     _add_common(p)
     p.add_argument("remote", nargs="?", default=None)

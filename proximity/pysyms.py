@@ -11,7 +11,11 @@ channel then knows nothing about that file, it never reads it as "everything rem
   (``lib.area(1, 2)`` -> ``["lib", "area"]`` with its call shape); a receiver that is not a
   name (``f().meth()``) is ``"?"``;
 * ``exports``: names the module still offers besides its definitions (imports, re-exports);
-  ``dynamic``: a module ``__getattr__`` or a star import makes every name resolve.
+  ``dynamic``: a star import, or a module ``__getattr__`` that may answer any name, makes
+  every name resolve. A ``__getattr__`` that raises ``AttributeError`` for names it does not
+  know (the usual deprecation shim) resolves only the names it mentions: string literals in
+  its body and the string keys of module-level collections it reads — those go to
+  ``exports``.
 """
 
 from __future__ import annotations
@@ -38,11 +42,39 @@ def analyse(data: bytes) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False}
     _defs(tree.body, "", out)
+    for fn in out.pop("getattr", []):
+        handled = _getattr_names(fn, tree.body)
+        if handled is None:
+            out["dynamic"] = True
+        else:
+            out["exports"].extend(sorted(handled))
     try:
         _Refs(out).visit(tree)
     except RecursionError:
         return None
     return out
+
+
+def _getattr_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: list[ast.stmt]
+                   ) -> set[str] | None:
+    """The names a module ``__getattr__`` can answer, or None when it may answer any (it
+    never raises AttributeError)."""
+    raises = any(isinstance(n, ast.Raise) and n.exc is not None
+                 and "AttributeError" in ast.unparse(n.exc) for n in ast.walk(fn))
+    if not raises:
+        return None
+    names = {n.value for n in ast.walk(fn)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and n.value.isidentifier()}
+    read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    for node in module:  # module-level tables it looks names up in
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in read for t in targets):
+                names |= {n.value for n in ast.walk(node.value)
+                          if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                          and n.value.isidentifier()}
+    return names
 
 
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, in_class: bool) -> dict[str, Any]:
@@ -76,7 +108,7 @@ def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
             defs[prefix + node.name] = ["method" if prefix else "function",
                                         h(json.dumps(params)), h("|".join(rest)), *span, params]
             if not prefix and node.name == "__getattr__":
-                out["dynamic"] = True
+                out.setdefault("getattr", []).append(node)
         elif isinstance(node, ast.ClassDef):
             bases = ",".join(ast.unparse(b) for b in [*node.bases, *node.keywords])
             defs[prefix + node.name] = ["class", h(bases), h(ast.dump(node)), *span, None]

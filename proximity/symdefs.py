@@ -21,7 +21,7 @@ from typing import Any
 from proximity import parsers, pysyms
 from proximity.model import FileChange, WorkingSet
 
-FORMAT = "s3"  # bump when analysis changes, so cached results of older versions are unused
+FORMAT = "s4"  # bump when analysis changes, so cached results of older versions are unused
 MODULE_LANGS = ("python", "javascript", "typescript", "tsx")
 Facts = dict[str, Any]
 

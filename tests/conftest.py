@@ -29,6 +29,9 @@ def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("GIT_TEMPLATE_DIR", str(tpl))
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
+    # hooks would start a resident service per test repository; tests that want one
+    # (test_service.py) turn it on and shut it down themselves
+    monkeypatch.setenv("PROXIMITY_SERVICE", "0")
     for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "PROXIMITY_ALLOW", "NO_COLOR"):
         monkeypatch.delenv(k, raising=False)
 

@@ -134,6 +134,27 @@ def test_module_getattr_keeps_names_resolving(space, scan_json, capsys):
     assert p["channels"]["symbol"] == 0.0 and f == []
 
 
+SHIM = ('_DEPRECATED = {"old_scale": "scale"}\n\n\n'
+        "def __getattr__(name):\n    if name in _DEPRECATED:\n"
+        "        return globals()[_DEPRECATED[name]]\n"
+        "    raise AttributeError(name)\n\n\n")
+SHIMMED = SHIM + LIB.replace('def legacy():\n    return "old"\n', "")
+
+
+def test_a_deprecation_getattr_resolves_only_the_names_it_knows(space, scan_json, capsys):
+    """A module __getattr__ that raises AttributeError for unknown names (click's deprecation
+    shims) keeps its own names resolving, not every removed one."""
+    p, f = run(space, scan_json, capsys, SHIMMED,
+               {"app.py": "from lib import legacy\n\nX = legacy()\n"})
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "removed-used"
+
+
+def test_a_name_the_deprecation_getattr_knows_still_resolves(space, scan_json, capsys):
+    p, f = run(space, scan_json, capsys, SHIMMED,
+               {"app.py": "from lib import old_scale\n\nX = old_scale(2, 3)\n"})
+    assert not any(x["kind"] == "removed-used" for x in f) and p["advisory"] != "resolution"
+
+
 def test_removed_without_alias_is_resolution(space, scan_json, capsys):
     p, f = run(space, scan_json, capsys, LIB.replace("def scale(", "def resize("),
                {"app.py": "import lib as L\n\nX = L.scale(2, 3)\n"})

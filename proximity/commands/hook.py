@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from proximity import context, recorder
 from proximity.errors import FatalError
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     import argparse
 
     from proximity.airspace import Scan
+    from proximity.model import Agent
 
 STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
          "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
@@ -82,12 +84,23 @@ def queued(ev: object) -> None:
 
 
 def snapshot(ctx: context.Context, kind: str) -> None:
+    if _service_records(ctx, kind):
+        deliver(ctx)
+        return
     ev = recorder.record_here(ctx, kind, recorder.index_override())
     queued(ev)
     deliver(ctx)
     if ev is not None and ctx.ledger is not None and ev.seq and ev.seq % GC_EVERY == 0:
         live = {w.id for w in ctx.repo.worktrees() if not w.prunable}
         ctx.ledger.gc(ctx.cfg.retain_events, live)
+
+
+def _service_records(ctx: context.Context, kind: str) -> bool:
+    """The resident service records this worktree (it knows what changed: the work is
+    proportional to the change); False: absent or busy (it is started for next time)."""
+    from proximity import client
+
+    return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override())
 
 
 ZERO = "0" * 40
@@ -132,19 +145,77 @@ def _read_stdin() -> str | None:
         return None
 
 
+def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
+          pushed: list[tuple[str, str]] | None,
+          agents_of: Callable[[str | None], tuple[list[Agent], list[str]]] | None = None,
+          in_hook: bool = True) -> dict[str, Any]:
+    """Record this worktree, scan its pairs (each pushed commit standing in for it), fire
+    the triggers; the verdict as plain data. The in-process hook and the resident service
+    both call this, so both paths judge alike. ``agents_of(override)``: the live agents
+    (default: snapshot every worktree now)."""
+    from dataclasses import replace
+
+    from proximity import hunks, report, triggers
+    from proximity.airspace import live_agents
+
+    if agents_of is None:
+        agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
+    else:
+        agents, retired = agents_of(override)
+    me = next((a for a in agents if a.id == ctx.here), None)
+    if me is not None and me.error is None:
+        queued(recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
+                                                        me.snapshot, me.tree)))
+    runs = [agents]
+    if me is not None and pushed is not None:
+        runs = [[replace(me, head=sha, snapshot=sha, tree=ctx.repo.commit_tree(sha),
+                         branch=ref.removeprefix("refs/heads/") or me.branch, error=None)
+                 if a.id == ctx.here else a for a in agents] for ref, sha in pushed]
+        if not runs:
+            return {"nothing": True}
+    results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
+                                in_hook=in_hook, record=i == 0, remote=stage == "guard")
+               for i, run in enumerate(runs)]
+
+    def weight(r: Scan) -> tuple[bool, float]:  # a run where we must yield decides
+        mine = r.involving(ctx.here)
+        return (any(p.advisory == "resolution" and p.yielding == ctx.here for p in mine),
+                max((p.risk for p in mine), default=0.0))
+
+    result = max(results, key=weight)
+    posted = triggers.fire(ctx, result)
+    by_id = {a.id: a for a in result.agents}
+    texts, must_yield = [], []
+    for p in result.involving(ctx.here):
+        if p.advisory == "clear" and not p.escalated:
+            continue
+        other = by_id.get(p.b if p.a == ctx.here else p.a)
+        texts.append(report.advisory_text(p, ctx.here, by_id,
+                                          hunks.of_pair(ctx.repo, p, other)))
+        if p.advisory == "resolution" and p.yielding == ctx.here:
+            must_yield.append(p.b if p.a == ctx.here else p.a)
+    return {"nothing": False, "texts": texts, "must_yield": must_yield,
+            "posted": [m["id"] for m in posted if m["recipient"] == ctx.here],
+            "graph_deferred": result.graph_deferred,
+            "pairs": [report.pair_json(p) for p in result.pairs]}
+
+
+def _ask_service(ctx: context.Context, stage: str, kind: str, override: str | None,
+                 pushed: list[tuple[str, str]] | None) -> dict[str, Any] | None:
+    """The resident service's verdict, or None (absent, busy, broken: judge in process)."""
+    from proximity import client
+
+    return client.judge(ctx.repo.common, ctx.here, stage, kind, override, pushed)
+
+
 def check(ctx: context.Context, stage: str, kind: str) -> int:
     """Record, scan the pairs involving this worktree, fire triggers, print advisories.
 
     The guard judges what is pushed, not the worktree it runs in: each pushed commit
     stands in for this worktree against the live siblings; a push that carries no work
-    (deletion, tag, a commit the remote has) is never blocked.
+    (deletion, tag, a commit the remote has) is never blocked. The resident service
+    answers when it can; otherwise the same judgement runs in process.
     """
-    from dataclasses import replace
-
-    from proximity import hunks, report, triggers
-    from proximity.airspace import live_agents
-    from proximity.untrusted import text
-
     if stage == "guard" and ctx.cfg.sync:
         from proximity import remote
 
@@ -153,47 +224,23 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
         except FatalError as e:
             err(f"proximity: warning: sync skipped: {e}")
     override = recorder.index_override() if stage == "warn" else None
-    agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
-    me = next((a for a in agents if a.id == ctx.here), None)
-    if me is not None and me.error is None:
-        queued(recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
-                                                        me.snapshot, me.tree)))
     pushed = pushed_refs(_read_stdin(), dict(os.environ)) if stage == "guard" else None
-    runs = [agents]
-    if me is not None and pushed is not None:
-        runs = [[replace(me, head=sha, snapshot=sha, tree=ctx.repo.commit_tree(sha),
-                         branch=ref.removeprefix("refs/heads/") or me.branch, error=None)
-                 if a.id == ctx.here else a for a in agents] for ref, sha in pushed]
-        if not runs:
-            err("proximity: nothing to judge in this push (deletion, tag, or commits the "
-                "remote has); guard passes.")
-            deliver(ctx)
-            return 0
-    results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
-                                in_hook=True, record=i == 0,
-                                remote=stage == "guard") for i, run in enumerate(runs)]
-
-    def weight(r: Scan) -> tuple[bool, float]:  # a run where we must yield decides
-        mine = r.involving(ctx.here)
-        return (any(p.advisory == "resolution" and p.yielding == ctx.here for p in mine),
-                max((p.risk for p in mine), default=0.0))
-
-    result = max(results, key=weight)
-    if result.graph_deferred:
+    verdict = _ask_service(ctx, stage, kind, override, pushed)
+    if verdict is None:
+        verdict = judge(ctx, stage, kind, override, pushed)
+    if verdict["nothing"]:
+        err("proximity: nothing to judge in this push (deletion, tag, or commits the "
+            "remote has); guard passes.")
+        deliver(ctx)
+        return 0
+    if verdict["graph_deferred"]:
         context.warm_up(ctx)
         err("proximity: first run: building the import graph in the background; the "
             "dependency channel is unknown until it is ready.")
-    posted = triggers.fire(ctx, result)
-    deliver(ctx, {m["id"] for m in posted if m["recipient"] == ctx.here})
-    by_id = {a.id: a for a in result.agents}
-    must_yield = []
-    for p in result.involving(ctx.here):
-        if p.advisory == "clear" and not p.escalated:
-            continue
-        other = by_id.get(p.b if p.a == ctx.here else p.a)
-        err(report.advisory_text(p, ctx.here, by_id, hunks.of_pair(ctx.repo, p, other)))
-        if p.advisory == "resolution" and p.yielding == ctx.here:
-            must_yield.append(p)
+    deliver(ctx, set(verdict["posted"]))
+    for line in verdict["texts"]:
+        err(line)
+    must_yield = verdict["must_yield"]
     if not must_yield:
         return 0
     blocking = stage == "guard" or (stage == "warn" and ctx.cfg.block_commit)
@@ -202,9 +249,11 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
     if os.environ.get("PROXIMITY_ALLOW") == "1":
         err("proximity: PROXIMITY_ALLOW=1 set: letting this through despite the advisory.")
         return 0
+    from proximity.untrusted import text
+
     what = "push" if stage == "guard" else "commit"
     err(f"proximity: {what} blocked: this worktree must yield to "
-        f"{', '.join(repr(text(p.b if p.a == ctx.here else p.a)) for p in must_yield)}. "
+        f"{', '.join(repr(text(x)) for x in must_yield)}. "
         f"Move your change away from their lines, or coordinate and override with "
         f"PROXIMITY_ALLOW=1 git {what} (or --no-verify).")
     return 1

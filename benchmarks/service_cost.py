@@ -1,0 +1,295 @@
+"""What the resident service buys: git commands with proximity's plain hooks against bare git,
+in the same run on the same generated repository, and how fast a saved file reaches the
+other worktree's inbox.
+
+    python benchmarks/service_cost.py --files 10000 --worktrees 8 --runs 11 --fresh-install
+
+Measured (medians, seconds): `git commit` bare / hooks answered by the service / hooks
+judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMITY_SKIP=1;
+`git switch` of the main checkout between two branches; `git push` of a branch that
+collides with nobody to a bare remote; a 10-commit `git rebase`. Then the time from a file
+save in one worktree to the message in the other's inbox (no git command), median and p95,
+and the service's resident memory (peak by /usr/bin/time -v, current by /proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(__file__))
+from genrepo import ENV, generate, git
+from hook_cost import fresh_install
+
+PY = sys.executable
+NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
+
+
+def timed(cmd: list[str], cwd: str, env: dict[str, str] | None = None) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env or ENV, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def variants() -> dict[str, tuple[list[str], dict[str, str]]]:
+    """name -> (git's extra args, environment)."""
+    return {"bare": (NO_HOOKS, ENV), "service": ([], ENV),
+            "in_process": ([], {**ENV, "PROXIMITY_SERVICE": "0"}),
+            "skip": ([], {**ENV, "PROXIMITY_SKIP": "1"})}
+
+
+SETTLE: list[Callable[[], None]] = []  # waits run before each timed command
+
+
+def settle_service(common: str) -> Callable[[], None]:
+    """Wait until the service has no background work left (its re-snapshots and rescans
+    after the previous command), so no variant is timed while it competes for the CPU."""
+    code = ("import sys, time\nfrom proximity import client\nend = time.time() + 30\n"
+            "while time.time() < end:\n"
+            "    a = client.request(sys.argv[1], {'op': 'status'}, 2.0)\n"
+            "    if a is None or not a['status'].get('busy'):\n        break\n"
+            "    time.sleep(0.05)\n")
+
+    def wait() -> None:
+        time.sleep(0.3)  # the watcher's debounce: the last command's saves are reported
+        subprocess.run([PY, "-c", code, common], env=ENV, check=False)
+    return wait
+
+
+def interleaved(runs: int, names: Sequence[str],
+                one: Callable[[str, list[str], dict[str, str], int], float]
+                ) -> dict[str, float]:
+    """Median seconds per variant, the variants taking turns (one warm-up round first)."""
+    got: dict[str, list[float]] = {n: [] for n in names}
+    vs = variants()
+    for i in range(runs + 1):
+        for n in names:
+            for wait in SETTLE:
+                wait()
+            s = one(n, *vs[n], i)
+            if i:
+                got[n].append(s)
+    return {n: round(statistics.median(v), 4) for n, v in got.items()}
+
+
+def commit_once(wt: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+    def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
+        with open(os.path.join(wt, "bench.txt"), "a") as f:
+            f.write(f"{name} {i}\n")
+        subprocess.run(["git", "add", "bench.txt"], cwd=wt, env=ENV, check=True)
+        return timed(["git", *extra, "commit", "-q", "-m", f"{name} {i}"], wt, env)
+    return one
+
+
+def switch_once(main: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+    def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
+        s = timed(["git", *extra, "switch", "-q", "side"], main, env)
+        return s + timed(["git", *extra, "switch", "-q", "main"], main, env)
+    return one
+
+
+def push_once(wt: str, branch: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+    def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
+        with open(os.path.join(wt, "bench.txt"), "a") as f:
+            f.write(f"push {name} {i}\n")
+        subprocess.run(["git", *NO_HOOKS, "commit", "-qam", f"p {name} {i}"], cwd=wt, env=ENV,
+                       check=True)
+        return timed(["git", *extra, "push", "-q", "origin", branch], wt, env)
+    return one
+
+
+def rebase_once(main: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+    def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
+        git(main, *NO_HOOKS, "checkout", "-q", "-B", "rb-work", "rb-tip")
+        s = timed(["git", *extra, "rebase", "-q", "rb-onto"], main, env)
+        git(main, *NO_HOOKS, "switch", "-q", "main")
+        return s
+    return one
+
+
+def prepare(main: str, root: str) -> None:
+    """A side branch for switch (50 files differ), ten commits to rebase, a bare remote."""
+    files = sorted(p for p in git(main, "ls-files").split() if p.endswith(".py"))[:50]
+    git(main, *NO_HOOKS, "switch", "-q", "-c", "side")
+    for p in files:
+        with open(os.path.join(main, p), "a") as f:
+            f.write("# side\n")
+    git(main, *NO_HOOKS, "commit", "-qam", "side")
+    git(main, *NO_HOOKS, "switch", "-q", "main")
+    git(main, "branch", "rb-onto", "main")
+    git(main, *NO_HOOKS, "switch", "-q", "-c", "rb-tmp")
+    for k in range(10):
+        with open(os.path.join(main, "rebased.txt"), "a") as f:
+            f.write(f"line {k}\n")
+        git(main, "add", "rebased.txt")
+        git(main, *NO_HOOKS, "commit", "-qm", f"rb {k}")
+    git(main, "branch", "-f", "rb-tip", "rb-tmp")
+    git(main, *NO_HOOKS, "switch", "-q", "rb-onto")
+    with open(os.path.join(main, "onto.txt"), "w") as f:
+        f.write("onto\n")
+    git(main, "add", "onto.txt")
+    git(main, *NO_HOOKS, "commit", "-qm", "onto")
+    git(main, *NO_HOOKS, "switch", "-q", "main")
+    git(main, "branch", "-D", "rb-tmp")
+    remote = os.path.join(root, "remote.git")
+    git(root, "init", "-q", "--bare", remote)
+    git(main, "remote", "add", "origin", remote)
+
+
+def request(common: str, msg: dict[str, Any], budget: float = 60.0) -> dict[str, Any] | None:
+    out = subprocess.run([PY, "-c", "import json, sys\nfrom proximity import client\n"
+                          "print(json.dumps(client.request(sys.argv[1], json.loads(sys.argv[2]),"
+                          f" {budget})))", common, json.dumps(msg)],
+                         env=ENV, capture_output=True, text=True, check=True).stdout
+    got: dict[str, Any] | None = json.loads(out)
+    return got
+
+
+def save_to_inbox(root: str, common: str, trials: int) -> dict[str, Any]:
+    """A pair that is clear; each trial saves the same new file in both (an add/add
+    collision) and waits for the message in the first one's inbox; then both files go
+    and the pair is clear again."""
+    scan = request(common, {"op": "scan"})
+    assert scan is not None
+    pairs = [p for p in scan["scan"]["pairs"] if p["advisory"] == "clear"
+             and "main" not in (p["a"], p["b"]) and "wt00" not in (p["a"], p["b"])]
+    p, q = pairs[0]["a"], pairs[0]["b"]
+    wp, wq = os.path.join(root, p), os.path.join(root, q)
+    db = sqlite3.connect(os.path.join(common, "ecm", "ledger.sqlite3"), timeout=30)
+    out = []
+    for i in range(trials):
+        name = f"collide{i}.txt"
+        with open(os.path.join(wp, name), "w") as f:
+            f.write("".join(f"{p} line {k}\n" for k in range(20)))
+        time.sleep(1.0)
+        last = db.execute("SELECT COALESCE(MAX(id), 0) FROM inbox").fetchone()[0]
+        t0 = time.time()
+        with open(os.path.join(wq, name), "w") as f:
+            f.write("".join(f"{q} line {k}\n" for k in range(20)))
+        while True:
+            row = db.execute("SELECT created FROM inbox WHERE id>? AND recipient=? AND sender=?",
+                             (last, p, q)).fetchone()
+            if row:
+                out.append(time.time() - t0)
+                break
+            if time.time() - t0 > 30:
+                out.append(float("inf"))
+                break
+            time.sleep(0.005)
+        os.unlink(os.path.join(wp, name))
+        os.unlink(os.path.join(wq, name))
+        time.sleep(1.5)  # the pair is seen clear again before the next trial
+    db.close()
+    out.sort()
+    return {"pair": [p, q], "trials": trials, "median_s": round(statistics.median(out), 3),
+            "p95_s": round(out[min(len(out) - 1, int(0.95 * len(out)))], 3),
+            "max_s": round(out[-1], 3)}
+
+
+def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any]:
+    root = tempfile.mkdtemp(prefix="proximity-service-")
+    svc = None
+    try:
+        t0 = time.perf_counter()
+        main = generate(root, files, worktrees, changes=3)
+        prepare(main, root)
+        gen_s = time.perf_counter() - t0
+        common = os.path.join(main, ".git")
+        wt = os.path.join(root, "wt00")
+        git(wt, "push", "-q", "origin", "agent0")
+        subprocess.run([PY, "-m", "proximity", "install"], cwd=main, env=ENV, check=True,
+                       stdout=subprocess.DEVNULL)
+        # git config: no cooldown, so every rise in the latency trials sends a message
+        git(main, "config", "proximity.cooldownSeconds", "0")
+        for w in [main] + [os.path.join(root, f"wt{i:02}") for i in range(worktrees)]:
+            subprocess.run([PY, "-m", "proximity", "snapshot"], cwd=w, env=ENV, check=True,
+                           stdout=subprocess.DEVNULL)  # a warm ledger, as after a day of work
+        rss_file = os.path.join(root, "service.rss")
+        t0 = time.perf_counter()
+        svc = subprocess.Popen(["/usr/bin/time", "-v", "-o", rss_file, PY, "-m",
+                                "proximity.service", common], cwd=common, env=ENV,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+        while True:
+            ping = request(common, {"op": "ping"}, 1.0)
+            if ping and ping.get("ready"):
+                break
+            if svc.poll() is not None or time.perf_counter() - t0 > 600:
+                raise RuntimeError("the service did not start")
+            time.sleep(0.1)
+        warm_s = time.perf_counter() - t0
+        SETTLE.append(settle_service(common))
+        names = ("bare", "service", "in_process", "skip")
+        row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
+                               "generate_s": round(gen_s, 1), "service_warm_up_s":
+                               round(warm_s, 2)}
+        row["commit"] = interleaved(runs, names, commit_once(wt))
+        row["switch"] = interleaved(runs, names[:3], switch_once(main))
+        row["push"] = interleaved(runs, names[:3], push_once(wt, "agent0"))
+        row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
+        row["save_to_inbox"] = save_to_inbox(root, common, trials)
+        st = request(common, {"op": "status"})
+        row["service_rss_now_mib"] = round(st["status"]["rss_kb"] / 1024, 1) if st else None
+        request(common, {"op": "shutdown"})
+        svc.wait(60)
+        svc = None
+        with open(rss_file) as fh:
+            for line in fh:
+                if "Maximum resident set size" in line:
+                    row["service_rss_peak_mib"] = round(int(line.split()[-1]) / 1024, 1)
+        for k in ("commit", "switch", "push", "rebase10"):
+            b = row[k]["bare"]
+            row[k]["ratio_service"] = round(row[k]["service"] / b, 2)
+            row[k]["ratio_in_process"] = round(row[k]["in_process"] / b, 2)
+            if "skip" in row[k]:
+                row[k]["ratio_skip"] = round(row[k]["skip"] / b, 2)
+        return row
+    finally:
+        if svc is not None:
+            svc.kill()
+            svc.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="git with hooks and the service vs bare git")
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--worktrees", type=int, default=8)
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--trials", type=int, default=15, help="save-to-inbox trials")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--fresh-install", action="store_true",
+                    help="measure a normal pip install in a throwaway venv (default: this "
+                    "interpreter, which may be an editable install)")
+    a = ap.parse_args(argv)
+    global PY
+    tmp = None
+    if a.fresh_install:
+        tmp = tempfile.mkdtemp(prefix="proximity-venv-")
+        PY = fresh_install(tmp)
+        print(f"measuring a fresh install: {PY}", flush=True)
+    try:
+        row = measure(a.files, a.worktrees, a.runs, a.trials)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(row, indent=2))
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(row, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""`proximity service start|stop|status`: see or control the resident airspace service."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from proximity import client, gitio, service
+from proximity.errors import FatalError
+
+
+def _wait(until: float, ready: bool, common: str) -> bool:
+    while time.monotonic() < until:
+        if ready:
+            answer = client.request(common, {"op": "ping"}, budget=0.5)
+            if answer is not None and answer.get("ready"):
+                return True
+        elif not client._alive(common):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def start(common: str, timeout: float = 30.0) -> bool:
+    """Start the service (if none runs) and wait until it answers, warm."""
+    if not client.enabled():
+        raise FatalError("PROXIMITY_SERVICE=0 is set: the service is turned off")
+    if not client._alive(common):
+        client.start(common)
+    return _wait(time.monotonic() + timeout, True, common)
+
+
+def stop(common: str, timeout: float = 10.0) -> bool:
+    """Ask the service to shut down and wait until its lock is free."""
+    if not client._alive(common):
+        return True
+    client.request(common, {"op": "shutdown"}, budget=1.0)
+    return _wait(time.monotonic() + timeout, False, common)
+
+
+def _text(state: dict[str, object]) -> str:
+    st = state.get("status")
+    if not state["running"]:
+        stale = " (a stale socket is left; the next start replaces it)" \
+            if state["stale_socket"] else ""
+        return f"service: not running{stale}\n  socket: {state['socket']}"
+    if not isinstance(st, dict):
+        return f"service: running but not answering (busy?)\n  socket: {state['socket']}"
+    lines = [f"service: running, pid {st['pid']}, up {st['uptime']:.0f} s, "
+             f"{'ready' if st['ready'] else 'warming up'}",
+             f"  socket: {st['socket']}",
+             f"  worktrees: {', '.join(st['worktrees']) or '-'}",
+             f"  requests {st['requests']}, file events {st['file_events']}, scans "
+             f"{st['scans']}, messages sent {st['messages_sent']}, last scan "
+             f"{st['last_scan_ms']} ms",
+             f"  resident memory: {(st['rss_kb'] or 0) / 1024:.0f} MiB; exits after "
+             f"{st['idle_timeout']:.0f} s idle"]
+    if st.get("error"):
+        lines.append(f"  error: {st['error']}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    common = gitio.Repo(args.repo or os.getcwd()).common
+    ok = True
+    if args.action == "start":
+        ok = start(common)
+    elif args.action == "stop":
+        ok = stop(common)
+    state = service.service_state(common)
+    if args.json:
+        print(json.dumps({"action": args.action, "ok": ok, **state}, indent=2))
+    else:
+        if not ok:
+            print(f"proximity: service {args.action} did not finish in time")
+        print(_text(state))
+    return 0 if ok else 1

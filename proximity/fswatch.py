@@ -1,0 +1,111 @@
+"""Watching worktrees' files (inotify through watchfiles), for the resident service.
+
+Reports batches of changed paths, debounced: a burst of saves is one batch. Git's own
+internals (any ``.git`` path component) never count; paths git ignores are filtered by
+the caller, which asks git (``ignored``), since only git knows its ignore rules.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+
+from proximity import gitio
+
+DEBOUNCE_MS = 200  # longest a burst of changes is grouped
+STEP_MS = 50  # quiet time that ends a burst
+
+
+def outside_git(path: str) -> bool:
+    return ".git" not in path.split(os.sep)
+
+
+def top_roots(roots: Iterable[str]) -> list[str]:
+    """The roots not inside another root (a nested worktree is watched through its parent)."""
+    out: list[str] = []
+    for r in sorted({os.path.realpath(r) for r in roots}):
+        if not any(r == o or r.startswith(o.rstrip(os.sep) + os.sep) for o in out):
+            out.append(r)
+    return out
+
+
+def owner(path: str, roots: dict[str, str]) -> str | None:
+    """Which worktree (id -> path) a changed path belongs to: the deepest enclosing one."""
+    best, depth = None, -1
+    for wid, root in roots.items():
+        root = root.rstrip(os.sep)
+        if (path == root or path.startswith(root + os.sep)) and len(root) > depth:
+            best, depth = wid, len(root)
+    return best
+
+
+def ignored(workdir: str, paths: list[str]) -> set[str]:
+    """The ones among ``paths`` (relative to ``workdir``) that git ignores (untracked and
+    matching an ignore rule), asked in one batch."""
+    if not paths:
+        return set()
+    proc = gitio.git(["check-ignore", "--stdin", "-z"], cwd=workdir,
+                     input="\0".join(paths).encode() + b"\0", ok=(0, 1, 128))
+    if proc.returncode not in (0, 1):
+        return set()
+    return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+class Watcher:
+    """A thread that calls ``on_change(paths)`` for every debounced batch of changes under
+    its roots; ``set_roots`` restarts it on new roots."""
+
+    def __init__(self, on_change: Callable[[set[str]], None],
+                 on_watching: Callable[[], None] | None = None) -> None:
+        self.on_change, self.on_watching = on_change, on_watching
+        self.roots: list[str] = []
+        self.error: str | None = None
+        self.watching = threading.Event()  # set once the current roots are watched
+        self._stop = threading.Event()
+        self._restart = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fswatch", daemon=True)
+
+    def start(self, roots: Iterable[str]) -> None:
+        self.roots = top_roots(roots)
+        self._thread.start()
+
+    def set_roots(self, roots: Iterable[str]) -> None:
+        new = top_roots(roots)
+        if new != self.roots:
+            self.roots = new
+            self._restart.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._restart.set()
+        self._thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        import watchfiles
+
+        while not self._stop.is_set():
+            self._restart.clear()
+            roots = [r for r in self.roots if os.path.isdir(r)]
+            if not roots:
+                self._restart.wait(0.5)
+                continue
+            self.watching.clear()
+            try:
+                # the first (empty) yield on timeout says the watches are in place: changes
+                # made after it are seen
+                for changes in watchfiles.watch(
+                        *roots, watch_filter=lambda _c, p: outside_git(p),
+                        debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=self._restart,
+                        rust_timeout=100, yield_on_timeout=True, raise_interrupt=False,
+                        ignore_permission_denied=True):
+                    if not self.watching.is_set():
+                        self.watching.set()
+                        if self.on_watching is not None:
+                            self.on_watching()
+                    if changes:
+                        self.on_change({p for _, p in changes})
+                self.error = None
+            except Exception as e:  # a vanished root, too many watches: retry, say why
+                self.error = f"{type(e).__name__}: {e}"
+                self._stop.wait(1.0)

@@ -1,0 +1,458 @@
+"""The resident airspace service: one process per repository, for all its worktrees.
+
+Started on demand (client.start) and detached; one instance per repository (an flock on
+``<common>/ecm/service.lock``); it answers newline-delimited JSON on a Unix socket
+(client.socket_path, mode 0600) and exits after an idle period. It watches every
+worktree's files, keeps each worktree's snapshot warm (re-snapshotting only the worktree
+that changed), and rescans that worktree's pairs at once: when a pair's advisory rises
+because of a saved file, the TCAS messages go out then, not at the next commit.
+
+Requests (``{"v": 1, "op": ...}``): ``ping``, ``status``, ``shutdown``, ``touched`` (a hook
+says a worktree changed), ``scan`` (the ``scan --json`` document) and ``judge`` (a hook's
+verdict, computed by the very function the in-process hook uses), ``record`` (what a
+snapshot hook records). The warm state itself lives in warm.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from proximity import client
+
+if TYPE_CHECKING:
+    from proximity.warm import Airspace
+
+IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
+READ_TIMEOUT = 5.0
+QUIET = 2.0  # seconds without a hook request before background rescans run
+BUSY = 0.2  # a request that finds a background job running longer is refused at once
+
+
+def idle_seconds() -> float:
+    try:
+        return float(os.environ.get("PROXIMITY_SERVICE_IDLE", IDLE_SECONDS))
+    except ValueError:
+        return IDLE_SECONDS
+
+
+def lock_path(common: str) -> str:
+    return os.path.join(client.ecm_dir(common), "service.lock")
+
+
+def state_path(common: str) -> str:
+    return os.path.join(client.ecm_dir(common), "service.json")
+
+
+def service_state(common: str) -> dict[str, Any]:
+    """What `doctor` and `proximity service status` report: running or not, where its
+    socket is, and (when it answers) its own status."""
+    sock = client.socket_path(common)
+    out: dict[str, Any] = {"running": client._alive(common), "socket": sock,
+                           "socket_exists": os.path.exists(sock),
+                           "enabled": client.enabled()}
+    try:
+        with open(state_path(common)) as fh:
+            out["recorded"] = json.load(fh)
+    except (OSError, ValueError):
+        out["recorded"] = None
+    answer = client.request(common, {"op": "status"}, budget=1.0) if out["running"] else None
+    out["status"] = answer.get("status") if answer else None
+    out["stale_socket"] = out["socket_exists"] and not out["running"]
+    return out
+
+
+def _private_dir(path: str) -> None:
+    """The runtime directory for a long-path socket: ours, and only ours (0700)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+        st = os.lstat(path)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise OSError(f"{path} is not a private directory")
+
+
+def _bind(common: str, path: str) -> socket.socket:
+    """Bind the socket, replacing a stale one (we hold the lock: nobody serves on it)."""
+    if os.path.dirname(path) != client.ecm_dir(common):
+        _private_dir(os.path.dirname(path))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        srv.bind(path)
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    srv.listen(64)
+    return srv
+
+
+@dataclass
+class Job:
+    op: str
+    msg: dict[str, Any] = field(default_factory=dict)
+    done: threading.Event = field(default_factory=threading.Event)
+    answer: dict[str, Any] | None = None
+    abandoned: bool = False
+
+
+class Service:
+    """Socket, watcher and one worker thread that owns the airspace."""
+
+    def __init__(self, common: str, idle: float) -> None:
+        self.common, self.idle = common, idle
+        self.jobs: queue.PriorityQueue[tuple[int, int, Job]] = queue.PriorityQueue()
+        self.seq = itertools.count()
+        self.stop = threading.Event()
+        self.last_active = time.monotonic()
+        self.last_request = 0.0  # when the last hook request (scan, judge, record) came
+        self.started = time.time()
+        self.air: Airspace | None = None
+        self.error: str | None = None
+        self.requests = 0
+        self.working = False
+        self.background_since: float | None = None  # when the running background job began
+        self.file_events = 0
+        self.pending: set[str] = set()
+        self.pending_lock = threading.Lock()
+        from proximity import fswatch
+
+        self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
+        self.rewatched = 0
+
+    # -- threads ------------------------------------------------------------------------
+    def put(self, job: Job, priority: int) -> None:
+        self.jobs.put((priority, next(self.seq), job))
+
+    def _on_files(self, paths: set[str]) -> None:
+        """Watcher thread: hand the batch to the worker (which asks git about ignores)."""
+        self.last_active = time.monotonic()
+        self.file_events += len(paths)
+        with self.pending_lock:
+            first = not self.pending
+            self.pending |= paths
+        if first:
+            self.put(Job("files"), 2)
+
+    def _on_watching(self) -> None:
+        """Watcher thread: new roots are watched; what changed while they were not is
+        found by re-reading every worktree once (not on the first start: the baseline
+        reads them after the watches are in place)."""
+        self.rewatched += 1
+        if self.rewatched > 1:
+            self.put(Job("rewatch"), 1)
+
+    def _files(self) -> set[str]:
+        """The worktrees the pending file events concern (ignored paths left out)."""
+        from proximity import fswatch
+
+        assert self.air is not None
+        with self.pending_lock:
+            paths, self.pending = self.pending, set()
+        roots = self.air.watch_roots()
+        by_wt: dict[str, list[str]] = {}
+        for p in paths:
+            wid = fswatch.owner(p, roots)
+            if wid is not None:
+                by_wt.setdefault(wid, []).append(os.path.relpath(p, roots[wid]))
+        ids = set()
+        for wid, rels in by_wt.items():
+            try:
+                skip = fswatch.ignored(roots[wid], rels)
+            except Exception:
+                skip = set()
+            if any(r not in skip for r in rels):
+                ids.add(wid)
+        return ids
+
+    def _work(self) -> None:
+        from proximity import fswatch
+
+        try:
+            from proximity.warm import Airspace
+
+            air = Airspace(self.common)
+            air.agents_now()  # learns the worktrees (their paths are the roots)
+            self.watcher.start([*air.watch_roots().values()])
+            self.watcher.watching.wait(10.0)
+            air.dirty |= set(air.paths)
+            air.baseline()
+            self.air = air
+        except Exception as e:
+            self.error = f"{type(e).__name__}: {e}"
+            self.stop.set()
+            return
+        roots_seen = self.air.watch_roots()
+        while not self.stop.is_set():
+            try:
+                prio, seq, job = self.jobs.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if job.op == "quit":
+                break
+            if job.abandoned:
+                continue
+            if prio > 0 and time.monotonic() - self.last_request < QUIET:
+                # hooks are running (a rebase, a switch): they never queue behind
+                # background rescans; those wait for a quiet moment, merged into one
+                self.jobs.put((prio, seq, job))
+                time.sleep(0.02)
+                continue
+            self.working = True
+            self.background_since = time.monotonic() if prio > 0 else None
+            try:
+                job.answer = self._background(job) if prio > 0 else self._do(job)
+            except Exception as e:  # one bad request never takes the service down
+                job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+                if os.environ.get("PROXIMITY_DEBUG"):
+                    import traceback
+
+                    traceback.print_exc()
+            self.working = False
+            self.background_since = None
+            job.done.set()
+            roots = self.air.watch_roots()
+            if roots != roots_seen:
+                roots_seen = roots
+                self.watcher.set_roots(fswatch.top_roots(roots.values()))
+
+    def _background(self, first: Job) -> dict[str, Any]:
+        """Every queued background job at once: re-snapshot what changed, rescan the
+        pairs of the worktrees concerned, send the messages of rising advisories."""
+        assert self.air is not None
+        jobs, keep = [first], []
+        while True:
+            try:
+                item = self.jobs.get_nowait()
+            except queue.Empty:
+                break
+            (jobs.append(item[2]) if item[0] > 0 and item[2].op != "quit"
+             else keep.append(item))
+        for item in keep:
+            self.jobs.put(item)
+        dirty: set[str] = set()
+        rescan: set[str] = set()
+        for job in jobs:
+            agent = str(job.msg.get("agent") or "")
+            if job.op == "files":
+                dirty |= self._files()
+            elif job.op == "touched" and agent:
+                dirty.add(agent)
+            elif job.op == "rescan" and agent:
+                rescan.add(agent)
+            elif job.op == "rewatch":
+                dirty |= set(self.air.paths)
+        self.air.dirty |= dirty
+        self.air.changed(dirty | rescan, dirty=False)
+        for job in jobs[1:]:
+            job.done.set()
+        return {"ok": True}
+
+    def _do(self, job: Job) -> dict[str, Any]:
+        assert self.air is not None
+        # siblings' saves the watcher reported but no rescan has taken yet: read now
+        for wid in self._files():
+            self.air.dirty.add(wid)
+            self.put(Job("rescan", {"agent": wid}), 1)  # their messages, later
+        if job.op == "record":
+            with self.pending_lock:
+                settled = not self.pending
+            settled = settled and self.watcher.watching.is_set() and not self.watcher.error
+            done = self.air.record(job.msg, settled)
+            self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
+            return {"ok": True, "recorded": done}
+        if job.op == "judge":
+            return {"ok": True, "verdict": self.air.judge(job.msg)}
+        if job.op == "scan":
+            return {"ok": True, "scan": self.air.scan(job.msg)}
+        return {"ok": False, "error": f"unknown job {job.op!r}"}
+
+    # -- the socket ---------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        air = self.air
+        return {"pid": os.getpid(), "common": self.common,
+                "socket": client.socket_path(self.common), "started": self.started,
+                "uptime": round(time.time() - self.started, 3), "idle_timeout": self.idle,
+                "ready": air is not None, "error": self.error or self.watcher.error,
+                "worktrees": sorted(air.paths) if air else [],
+                "watching": list(self.watcher.roots), "requests": self.requests,
+                "busy": self.working or not self.jobs.empty() or bool(self.pending),
+                "file_events": self.file_events, "scans": air.scans if air else 0,
+                "messages_sent": air.fired if air else 0,
+                "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
+                "rss_kb": _rss_kb()}
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                msg = _read_request(conn)
+                answer = self._answer(msg) if msg is not None else {
+                    "ok": False, "error": "bad request"}
+                if answer is not None:
+                    conn.settimeout(READ_TIMEOUT)
+                    conn.sendall(json.dumps({"v": client.PROTOCOL, **answer}).encode() + b"\n")
+            except OSError:
+                pass
+
+    def _answer(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        self.requests += 1
+        self.last_active = time.monotonic()
+        op = msg.get("op")
+        if msg.get("v") != client.PROTOCOL:
+            return {"ok": False, "error": f"protocol {msg.get('v')!r} not spoken (want "
+                    f"{client.PROTOCOL})"}
+        if op == "ping":
+            return {"ok": True, "pid": os.getpid(), "ready": self.air is not None}
+        if op == "status":
+            return {"ok": True, "status": self.status()}
+        if op == "shutdown":
+            self.stop.set()
+            return {"ok": True}
+        if op == "touched":
+            self.put(Job("touched", msg), 1)
+            return {"ok": True}
+        if op not in ("scan", "judge", "record"):
+            return {"ok": False, "error": f"unknown op {op!r}"}
+        self.last_request = time.monotonic()
+        since = self.background_since
+        if op != "scan" and since is not None and self.last_request - since > BUSY:
+            # a long rescan (a new import graph after main moved): no hook waits on it
+            return {"ok": False, "error": "busy"}
+        job = Job(str(op), msg)
+        self.put(job, 0)
+        budget = msg.get("budget")
+        wait = float(budget) if isinstance(budget, (int, float)) else 30.0
+        if not job.done.wait(max(0.0, min(wait, 600.0))):
+            job.abandoned = True  # the client has gone to judge in process
+            return None
+        return job.answer
+
+    def serve(self, srv: socket.socket) -> None:
+        worker = threading.Thread(target=self._work, name="airspace", daemon=True)
+        worker.start()
+        srv.settimeout(0.5)
+        listing = _worktree_dirs(self.common)
+        while not self.stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except TimeoutError:
+                conn = None
+            except OSError:
+                break
+            if conn is not None:
+                conn.settimeout(READ_TIMEOUT)
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+                continue
+            if time.monotonic() - self.last_active > self.idle:
+                break
+            if not os.path.isdir(self.common):
+                break
+            now = _worktree_dirs(self.common)
+            if now != listing:  # a worktree was added or removed
+                listing = now
+                self.put(Job("worktrees"), 1)
+        self.stop.set()
+        srv.close()  # new clients are refused at once and judge in process
+        self.put(Job("quit"), -1)
+        self.watcher.stop()
+        worker.join(timeout=5.0)
+
+
+def _worktree_dirs(common: str) -> list[str]:
+    try:
+        return sorted(os.listdir(os.path.join(common, "worktrees")))
+    except OSError:
+        return []
+
+
+def _read_request(conn: socket.socket) -> dict[str, Any] | None:
+    buf = bytearray()
+    deadline = time.monotonic() + READ_TIMEOUT
+    while b"\n" not in buf:
+        if len(buf) > client.MAX_MESSAGE or time.monotonic() > deadline:
+            return None
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        buf += chunk
+    try:
+        msg = json.loads(bytes(buf[:buf.index(b"\n")]))
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+def _rss_kb() -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def run(common: str, idle: float | None = None) -> int:
+    """Serve this repository until idle, shut down, or killed; 0 also when another
+    instance already serves it (the lock decides who does)."""
+    import fcntl
+
+    common = os.path.realpath(common)
+    os.makedirs(client.ecm_dir(common), exist_ok=True)
+    lock = open(lock_path(common), "a+")  # noqa: SIM115 -- held for the process lifetime
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        return 0
+    path = client.socket_path(common)
+    try:
+        srv = _bind(common, path)
+    except OSError as e:
+        print(f"proximity service: cannot listen on {path}: {e}", file=sys.stderr)
+        lock.close()
+        return 1
+    ino = os.stat(path).st_ino
+    svc = Service(common, idle if idle is not None else idle_seconds())
+    with contextlib.suppress(OSError), open(state_path(common), "w") as fh:
+        json.dump({"pid": os.getpid(), "socket": path, "started": svc.started,
+                   "common": common}, fh)
+    signal.signal(signal.SIGTERM, lambda *_: svc.stop.set())
+    try:
+        svc.serve(srv)
+    finally:
+        srv.close()
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == ino:
+                os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.unlink(state_path(common))
+        lock.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m proximity.service COMMON_GIT_DIR", file=sys.stderr)
+        return 2
+    return run(args[0])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,359 @@
+"""Issue 12: the resident airspace service (real worktrees, real inotify, real processes)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import Space, git, lines
+
+from proximity import client
+from proximity.commands import service as service_cmd
+from proximity.ledger import Ledger
+from proximity.service import service_state
+
+BASE = {"f.txt": lines(60), "g.txt": lines(40),
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def compute(x):\n    return x + 1\n\n\ndef other():\n    return 2\n",
+        "pkg/use.py": "from pkg.core import compute\n\n\ndef run():\n    return compute(3)\n"}
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 15.0, step: float = 0.05) -> object:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(step)
+    raise AssertionError(f"timed out after {timeout} s")
+
+
+def pid_of(common: str) -> int | None:
+    st = service_state(common).get("status")
+    return int(st["pid"]) if isinstance(st, dict) else None
+
+
+def edit(path: Path, lo: int, hi: int, tag: str) -> None:
+    text = path.read_text().splitlines(keepends=True)
+    for i in range(lo - 1, hi):
+        text[i] = text[i].rstrip("\n") + f" {tag}\n"
+    path.write_text("".join(text))
+
+
+def hook_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, **extra}
+
+
+@pytest.fixture
+def services(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Turns the service on (short idle timeout, so a leaked one dies soon anyway) and
+    shuts down, at teardown, every service of the common dirs the test registers."""
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "60")
+    commons: list[str] = []
+    yield commons
+    for common in commons:
+        pid = pid_of(common)
+        if not service_cmd.stop(common, timeout=10.0) and pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        recorded = service_state(common).get("recorded")
+        if isinstance(recorded, dict):  # one that never answered: kill it by its record
+            with contextlib.suppress(OSError):
+                os.kill(int(recorded["pid"]), signal.SIGKILL)
+        assert not client._alive(common) or wait_for(lambda c=common: not client._alive(c), 5)
+
+
+def three(space: Callable[[dict[str, str]], Space], services: list[str]
+          ) -> tuple[Space, Path, Path, str]:
+    sp = space(BASE)
+    a, b = sp.wt("a"), sp.wt("b")
+    common = os.path.realpath(sp.main / ".git")
+    services.append(common)
+    return sp, a, b, common
+
+
+def test_saves_raise_the_advisory_and_send_messages_without_git(space, services, tmp_path):
+    sp, a, b, common = three(space, services)
+    sink = tmp_path / "notified.jsonl"
+    script = tmp_path / "sink.py"
+    script.write_text("import json, sys\nmsg = json.load(sys.stdin)\n"
+                      f"open({str(sink)!r}, 'a').write(json.dumps(msg) + '\\n')\n")
+    git(sp.main, "config", "proximity.notify", f"{sys.executable} {script}")
+    assert service_cmd.start(common)
+    edit(a / "f.txt", 10, 20, "from a")  # saves only: no git command from here on
+    edit(b / "f.txt", 12, 18, "from b")
+
+    def inbox() -> dict[str, list[str]]:
+        led = Ledger(os.path.join(common, "ecm"))
+        try:
+            return {w: sorted(m["type"] for m in led.messages(w)) for w in ("a", "b")}
+        finally:
+            led.close()
+
+    got = wait_for(lambda: (lambda x: x if x["a"] and x["b"] else None)(inbox()))
+    assert got == {"a": ["hold"], "b": ["steer"]} or got == {"a": ["steer"], "b": ["hold"]}
+    sent = wait_for(lambda: sink.exists() and len(sink.read_text().splitlines()) >= 2)
+    assert sent
+    notes = [json.loads(x) for x in sink.read_text().splitlines()]
+    assert sorted(n["type"] for n in notes) == ["hold", "steer"]
+    assert all(n["advisory"] == "resolution" for n in notes)
+    wait_for(lambda: service_state(common)["status"]["messages_sent"] == 2)
+    assert service_state(common)["status"]["file_events"] >= 2
+    # the risk samples for closure rate were recorded as the saves happened
+    led = Ledger(os.path.join(common, "ecm"))
+    try:
+        assert led.history("a", "b")
+    finally:
+        led.close()
+
+
+def test_ignored_and_git_internal_changes_do_not_rescan(space, services):
+    sp, a, _b, common = three(space, services)
+    sp.write(a, ".gitignore", "build/\n")
+    assert service_cmd.start(common)
+    scans = service_state(common)["status"]["scans"]
+    sp.write(a, "build/out.o", "x")
+    (a / "build" / "more.o").write_text("y")
+    git(sp.main, "update-index", "--refresh", check=False)  # git's own files change
+    sp.write(sp.main, ".git/proximity-probe", "git internals")
+    time.sleep(1.0)
+    st = service_state(common)["status"]
+    assert st["file_events"] >= 1
+    assert st["scans"] == scans  # only ignored files changed: nothing to re-snapshot
+    sp.write(a, "new.txt", "z")
+    wait_for(lambda: service_state(common)["status"]["scans"] > scans)
+
+
+def same_pairs(x: dict, y: dict) -> None:  # type: ignore[type-arg]
+    keys = ("a", "b", "risk", "advisory", "channels", "yielding", "findings", "concurrent")
+    assert [{k: p[k] for k in keys} for p in x["pairs"]] == \
+        [{k: p[k] for k in keys} for p in y["pairs"]]
+    assert [(g["id"], g["tree"], g["head"]) for g in x["agents"]] == \
+        [(g["id"], g["tree"], g["head"]) for g in y["agents"]]
+
+
+def in_process_scan(where: Path) -> dict:  # type: ignore[type-arg]
+    out = subprocess.run([sys.executable, "-m", "proximity", "scan", "--json"], cwd=where,
+                         env=hook_env(PROXIMITY_SERVICE="0"), capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def test_service_and_in_process_give_identical_pairs(space, services):
+    sp, a, b, common = three(space, services)
+    c = sp.wt("c")
+    assert service_cmd.start(common)
+    states = [
+        lambda: edit(a / "f.txt", 5, 15, "a"),  # overlap + conflict with b below
+        lambda: edit(b / "f.txt", 10, 12, "b"),
+        lambda: sp.write(c, "pkg/core.py", "def compute(x):\n    return x * 2\n\n\n"
+                         "def other():\n    return 2\n"),  # symbol / dependency
+        lambda: sp.write(a, "pkg/use.py", "from pkg.core import compute\n\n\ndef run():\n"
+                         "    return compute(4)\n"),
+        lambda: sp.commit(b, "b commits"),
+        lambda: edit(c / "g.txt", 1, 3, "c"),
+    ]
+    for make in states:
+        make()
+        time.sleep(0.4)  # let the watcher see it (the scan op re-reads stale ones anyway)
+        svc = client.scan(common, None, budget=30.0)
+        assert svc is not None
+        same_pairs(svc, in_process_scan(sp.main))
+    # the committing worktree's state from an index, as git's pre-commit hook sees it
+    idx = str(sp.root / "partial.idx")
+    git(a, "read-tree", "HEAD", env={"GIT_INDEX_FILE": idx})
+    git(a, "add", "f.txt", env={"GIT_INDEX_FILE": idx})
+    svc = client.scan(common, "a", index=idx, budget=30.0)
+    assert svc is not None
+    code = ("import json, sys\nfrom proximity import context, report\n"
+            "from proximity.airspace import live_agents\n"
+            "ctx = context.open_context('.')\n"
+            "ag, ret = live_agents(ctx.repo, {'a': sys.argv[1]})\n"
+            "r = context.run_scan(ctx, focus='a', agents=ag, retired=ret, record=False)\n"
+            "print(json.dumps(report.scan_json(r)))\n")
+    mine = json.loads(subprocess.run([sys.executable, "-c", code, idx], cwd=a,
+                                     env=hook_env(PROXIMITY_SERVICE="0"), capture_output=True,
+                                     text=True, check=True).stdout)
+    same_pairs(svc, mine)
+    assert any(p["advisory"] != "clear" for p in svc["pairs"])
+
+
+def commit_with_hooks(where: Path, msg: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "commit", "-q", "-m", msg], cwd=where, env=hook_env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+def install(sp: Space) -> None:
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=sp.main, check=True,
+                   env=hook_env(), capture_output=True)
+
+
+def test_hooks_ask_the_service_and_fall_back_when_it_is_killed(space, services):
+    sp, a, b, common = three(space, services)
+    install(sp)
+    edit(a / "f.txt", 10, 20, "a")
+    edit(b / "f.txt", 12, 18, "b")
+    assert service_cmd.start(common)
+    before = service_state(common)["status"]["requests"]
+    git(a, "add", "f.txt")
+    done = commit_with_hooks(a, "a via the service")
+    assert done.returncode == 0, done.stderr
+    assert "RESOLUTION ADVISORY with worktree 'b'" in done.stderr
+    assert service_state(common)["status"]["requests"] > before
+    # SIGKILL while it works on a scan: its socket is left behind, stale
+    pid = pid_of(common)
+    assert pid
+    slow = threading.Thread(target=client.scan, args=(common, None), kwargs={"budget": 5.0})
+    slow.start()
+    time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    slow.join()
+    wait_for(lambda: not client._alive(common))
+    assert os.path.exists(client.socket_path(common))
+    edit(b / "g.txt", 1, 2, "b")
+    t0 = time.monotonic()
+    pre = subprocess.run([sys.executable, "-m", "proximity", "hook", "pre-commit"], cwd=b,
+                         env=hook_env(), capture_output=True, text=True, timeout=120)
+    assert pre.returncode == 0
+    # judged in process, with the same verdict, and without waiting on the dead service
+    assert "RESOLUTION ADVISORY with worktree 'a'" in pre.stderr
+    assert time.monotonic() - t0 < 60
+    # ... and the hook started a new one
+    new = wait_for(lambda: pid_of(common))
+    assert new != pid
+
+
+def test_the_service_records_what_the_snapshot_hook_would(space, services):
+    sp, a, b, common = three(space, services)
+    install(sp)
+    edit(a / "f.txt", 10, 20, "a")
+    sp.write(a, "untracked.txt", "new\n")
+    assert service_cmd.start(common)
+    git(a, "add", "f.txt")
+    done = commit_with_hooks(a, "a commits; the service records")
+    assert done.returncode == 0, done.stderr
+
+    def last(stream: str) -> tuple[str | None, str | None, str | None]:
+        led = Ledger(os.path.join(common, "ecm"))
+        try:
+            ev = led.last_event(stream)
+            assert ev is not None
+            return ev.kind, ev.head, ev.tree
+        finally:
+            led.close()
+
+    by_service = last("a")
+    assert by_service[0] == "commit"
+    assert by_service[1] == git(a, "rev-parse", "HEAD").stdout.strip()
+    subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=a, check=True,
+                   env=hook_env(PROXIMITY_SERVICE="0"), capture_output=True)
+    assert last("a")[1:] == by_service[1:]  # the same head and tree, in process
+    # a switch changes files: the service snapshots them, never a stale tree
+    git(b, "switch", "-q", "-c", "other", "HEAD~0")
+    sp.write(sp.main, "h.txt", "main moves on\n")
+    sp.commit(sp.main, "main moves")
+    switched = subprocess.run(["git", "switch", "-q", "--detach", "main"], cwd=b,
+                              env=hook_env(), capture_output=True, text=True, timeout=120)
+    assert switched.returncode == 0, switched.stderr
+    assert last("b")[0] == "checkout" and (b / "h.txt").exists()
+    svc_tree = last("b")[2]
+    subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=b, check=True,
+                   env=hook_env(PROXIMITY_SERVICE="0"), capture_output=True)
+    assert last("b")[2] == svc_tree
+
+
+def test_two_services_raced_one_survives(space, services):
+    _sp, _a, _b, common = three(space, services)
+    procs = [subprocess.Popen([sys.executable, "-m", "proximity.service", common],
+                              cwd=common, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for _ in range(3)]
+    try:
+        wait_for(lambda: sum(p.poll() is not None for p in procs) == 2, 30)
+        alive = [p for p in procs if p.poll() is None]
+        assert len(alive) == 1
+        assert all(p.returncode == 0 for p in procs if p not in alive)
+        assert wait_for(lambda: pid_of(common)) == alive[0].pid
+    finally:
+        service_cmd.stop(common)
+        for p in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(10)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            if p.stderr:
+                p.stderr.close()
+
+
+def test_stale_socket_is_recovered(space, services):
+    _sp, _a, _b, common = three(space, services)
+    path = client.socket_path(common)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(path)  # a socket file nobody listens on, as a killed service leaves
+    dead.close()
+    t0 = time.monotonic()
+    assert client.request(common, {"op": "ping"}) is None
+    assert time.monotonic() - t0 < 0.5  # refused at once, never a long wait
+    state = service_state(common)
+    assert state["stale_socket"] and not state["running"]
+    assert service_cmd.start(common)
+    assert client.request(common, {"op": "ping"}) is not None
+    assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+def test_long_common_dir_uses_a_private_short_socket(tmp_path, services):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    git(deep, "init", "-q")
+    (deep / "x.txt").write_text("x\n")
+    git(deep, "add", "-A")
+    git(deep, "commit", "-q", "-m", "base")
+    common = os.path.realpath(deep / ".git")
+    services.append(common)
+    path = client.socket_path(common)
+    assert not path.startswith(common) and len(path) <= client.SUN_PATH_MAX
+    assert service_cmd.start(common)
+    assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
+    assert service_state(common)["recorded"]["socket"] == path
+
+
+def test_idle_service_exits(space, services, monkeypatch):
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "1.5")
+    _sp, _a, _b, common = three(space, services)
+    assert service_cmd.start(common)
+    wait_for(lambda: not client._alive(common), 20)
+    assert not os.path.exists(client.socket_path(common))
+
+
+def test_protocol_is_versioned_and_bounded(space, services):
+    _sp, _a, _b, common = three(space, services)
+    assert service_cmd.start(common)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(client.socket_path(common))
+        s.sendall(b'{"v": 99, "op": "ping"}\n')
+        answer = json.loads(s.makefile().readline())
+    assert answer["ok"] is False and "protocol" in answer["error"]
+    assert client.request(common, {"op": "nope"}) is None
+    assert client.request(common, {"op": "ping"})["ready"] is True  # type: ignore[index]
+
+
+def test_service_off_switch(space, services, monkeypatch):
+    _sp, _a, _b, common = three(space, services)
+    monkeypatch.setenv("PROXIMITY_SERVICE", "0")
+    assert client.judge(common, "a", "warn", "pre-commit", None, None) is None
+    time.sleep(0.3)
+    assert not client._alive(common)
