@@ -65,7 +65,8 @@ def test_common_import_couples_two_hops_through_untouched_module(space, scan_jso
     dep = next(f for f in p["findings"] if f["channel"] == "dependency")
     assert dep["route"] == ["api/server.py", "shared/config.py", "jobs/worker.py"]
     assert dep["kind"] == "import-2"  # two hops through the untouched module
-    assert 0 < p["channels"]["dependency"] <= 0.05
+    # a few percent: the fitted table's value (benchmarks/calibrate.py), not a constant
+    assert 0 < p["channels"]["dependency"] < 0.1
     assert p["advisory"] == "clear"
 
 

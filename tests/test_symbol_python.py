@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import git, pair
 
-from proximity import pysyms
+from proximity import calibration, pysyms
 
 LIB = '''def area(w, h):
     return w * h
@@ -80,7 +80,9 @@ def test_incompatible_signature_changes_are_resolution(space, scan_json, capsys,
                                                        call, why):
     p, f = run(space, scan_json, capsys, LIB.replace("def area(w, h):", new_def),
                {"app.py": f"import lib\nfrom lib import area\n\nX = {call}\n"})
-    assert p["channels"]["symbol"] == pytest.approx(0.9)
+    # the fitted value of incompatible-call (prior 0.9), an RA on its own
+    fitted = calibration.probability("symbol", "incompatible-call", 0.9)
+    assert p["channels"]["symbol"] == pytest.approx(fitted)
     assert p["advisory"] == "resolution"
     assert f[0]["kind"] == "incompatible-call" and why in f[0]["detail"]
     assert f[0]["path_a"] == "lib.py" and f[0]["ranges_b"] == [[4, 4]]

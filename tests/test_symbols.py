@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import pair
 
+from proximity import calibration
+
 LIB = '''RATE = 2
 
 
@@ -50,7 +52,8 @@ def test_python_signature_change_vs_new_call(space, scan_json, capsys):
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert p["channels"]["conflict"] == 0.0  # git merges this cleanly
     # a call that no longer binds: the calibrated value of incompatible-call (default 0.9)
-    assert p["channels"]["symbol"] == pytest.approx(0.9) and p["advisory"] == "resolution"
+    fitted = calibration.probability("symbol", "incompatible-call", 0.9)
+    assert p["channels"]["symbol"] == pytest.approx(fitted) and p["advisory"] == "resolution"
     assert f[0]["kind"] == "incompatible-call" and "missing required 'unit'" in f[0]["detail"]
     assert "area" in f[0]["detail"] and "signature" in f[0]["detail"]
     assert f[0]["path_a"] == "lib.py" and f[0]["path_b"] == "report.py"
@@ -145,7 +148,7 @@ def test_go_signature_change_vs_new_call_same_package(space, scan_json, capsys):
     sp.write(a, "shop/price.go", GO_LIB.replace("Price(n int) int", "Price(n int, tax int) int"))
     sp.write(b, "shop/cart.go", "package shop\n\nfunc Cart() int {\n\treturn Price(3)\n}\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
-    assert p["channels"]["symbol"] >= 0.8 and "Price" in f[0]["detail"]
+    assert p["channels"]["symbol"] >= 0.7 and "Price" in f[0]["detail"]  # an RA on its own
 
 
 def test_go_import_resolves_through_go_mod(space, scan_json, capsys):
@@ -172,5 +175,5 @@ def test_rust_signature_change_vs_new_use(space, scan_json, capsys):
     sp.write(a, "src/util.rs", RS_LIB.replace("parse(s: &str)", "parse(s: &str, base: u32)"))
     sp.write(b, "src/main.rs", "mod util;\n\nfn main() {\n    let _ = util::parse(\"1\");\n}\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
-    assert p["channels"]["symbol"] >= 0.8 and "parse" in f[0]["detail"]
+    assert p["channels"]["symbol"] >= 0.7 and "parse" in f[0]["detail"]  # an RA on its own
     assert p["channels"]["dependency"] > 0
