@@ -221,8 +221,10 @@ def test_doctor_shows_where_the_policy_comes_from_and_drift(space, capsys):
     sp.write(b, ".proximity.toml", "tau_ra = 0.95\n")
     git(sp.main, "config", "proximity.nearLines", "3")
     cli(["doctor", "--json", "-C", str(b)])
-    rows = [r for r in json.loads(capsys.readouterr().out)["checks"]
-            if r["check"].startswith("config")]
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    service = next(r for r in checks if r["check"] == "service")
+    assert service["status"] == "ok" and "PROXIMITY_SERVICE=0" in service["detail"]
+    rows = [r for r in checks if r["check"].startswith("config")]
     text = json.dumps(rows)
     assert ".proximity.toml committed at the main checkout's HEAD" in text
     assert "git config (repository)" in text

@@ -59,11 +59,31 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
         except (LedgerError, sqlite3.Error) as e:
             add("ledger", False, str(diagnose(e, path)))
     out.extend(hook_checks(repo))
+    out.extend(service_checks(repo.common))
     for wt in repo.worktrees():
         if wt.prunable:
             add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
                 "(`git worktree prune` and `proximity gc` clean it up)")
     return out
+
+
+def service_checks(common: str) -> list[dict[str, str]]:
+    """The resident service: running, off, or a stale socket (the next hook replaces it)."""
+    from proximity.service import service_state
+
+    st = service_state(common)
+    if not st["enabled"]:
+        return [{"check": "service", "status": "ok",
+                 "detail": "off (PROXIMITY_SERVICE=0): hooks judge in process"}]
+    if st["running"]:
+        return [{"check": "service", "status": "ok", "detail": f"running at {st['socket']}"}]
+    if st["stale_socket"]:
+        return [{"check": "service", "status": "warn",
+                 "detail": f"stale socket {st['socket']} (a killed service); the next hook "
+                           "replaces it"}]
+    return [{"check": "service", "status": "ok",
+             "detail": "not running: the next hook starts it (hooks judge in process "
+                       "meanwhile)"}]
 
 
 def policy_checks(repo: gitio.Repo) -> list[dict[str, str]]:
