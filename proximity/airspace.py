@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import clocks, depgraph, gitio, parsers, resolve, risk
+from proximity import clocks, depgraph, gitio, intervals, parsers, resolve, risk
 from proximity.config import Config
 from proximity.errors import FatalError
 from proximity.intervals import Range
@@ -98,14 +98,24 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
     return out, retired
 
 
-def _lines(fc: FileChange) -> int:
-    """Changed lines of one file change: the larger of its base and new sides (a replaced
-    line is one line of work); 1 without line information."""
+Contested = dict[str, tuple[Range, ...] | None]  # path -> base lines (None: whole file)
+
+
+def _lines(fc: FileChange, region: tuple[Range, ...] | None = None, near: int = 0) -> int:
+    """Changed lines of one file change: per hunk the larger of its base and new sides (a
+    replaced line is one line of work); only hunks within ``near`` unchanged lines of
+    ``region`` count when it is given; 1 for a change without line information."""
     if fc.ranges is None:
         return 1
-    old = sum(max(0, hi - lo + 1) for lo, hi in fc.ranges)
-    new = sum(max(0, hi - lo + 1) for lo, hi in fc.new_ranges)
-    return max(1, old, new)
+    total = 0
+    for i, (lo, hi) in enumerate(fc.ranges):
+        if region is not None:
+            g = intervals.gap([(lo, hi)], region)
+            if g is None or g > near:
+                continue
+        new = fc.new_ranges[i] if i < len(fc.new_ranges) else (1, 0)
+        total += max(1, hi - lo + 1, new[1] - new[0] + 1)
+    return total
 
 
 class _Pairwise:
@@ -124,7 +134,7 @@ class _Pairwise:
         self.changed: dict[str, set[str]] = {}
         self.reaches: dict[tuple[str, str], depgraph.Reach] = {}
         self.sets: dict[tuple[str, str], WorkingSet] = {}
-        self.committed: dict[tuple[str, str], dict[str, int]] = {}
+        self.committed: dict[tuple[str, str], dict[str, FileChange]] = {}
 
     def working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
         """The agent's working set against one base (memoised: pairs share bases)."""
@@ -199,22 +209,28 @@ class _Pairwise:
                                                self.cfg.depth_cap, self.cfg.hub_degree)
         return self.reaches[key]
 
-    def committed_lines(self, agent: Agent, base: str | None, paths: set[str]) -> int:
-        """Committed work on ``paths`` since the base: changed lines (old and new side) of
-        the commits between the base and the agent's HEAD. A worktree in the middle of an
-        operation gains nothing from the commits replayed so far; a commit elsewhere buys
-        nothing."""
-        if not paths or not agent.head or agent.operation or agent.head == base:
+    def committed_lines(self, agent: Agent, base: str | None, contested: Contested) -> int:
+        """Committed work in the contested region since the base: the changed lines of the
+        commits between the base and the agent's HEAD whose hunks lie within ``near_lines``
+        of the contested base lines (the whole file where the region has no lines: an
+        exact conflict without line evidence, a symbol). Padding elsewhere in the file, a
+        commit in another file, or the commits a rebase has replayed so far buy nothing."""
+        if not contested or not agent.head or agent.operation or agent.head == base:
             return 0
         key = (agent.head, base or "")
         if key not in self.committed:
             base_tree = self.repo.commit_tree(base) if base else gitio.EMPTY_TREE
             self.committed[key] = {
-                p: _lines(fc) for fc in self.repo.changes(
+                p: fc for fc in self.repo.changes(
                     base_tree, self.repo.commit_tree(agent.head), self.cfg.max_diff_bytes)
                 for p in fc.paths}
-        per_path = self.committed[key]
-        return sum(per_path.get(p, 0) for p in paths)
+        changes = self.committed[key]
+        total = 0
+        for path, region in contested.items():
+            fc = changes.get(path)
+            if fc is not None:
+                total += _lines(fc, region, self.cfg.near_lines)
+        return total
 
     def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]:
         """Import edges of an agent's changed files, resolved in the reference tree and
@@ -258,17 +274,17 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
     return True
 
 
-def _priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[str],
+def _priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
               facts: Facts) -> risk.Priority:
     """Local pairs: committed work on the contested files, then who reached them first in
     the shared ledger's order of events (immune to clock skew), then the id."""
-    seq = facts.reached(x.id, contested) if facts.reached and contested else None
+    seq = facts.reached(x.id, set(contested)) if facts.reached and contested else None
     # no retained event says: the stream's own first event
     first = float(seq) if seq is not None else facts.started.get(x.id)
     return risk.priority(pw.committed_lines(x, base, contested), first, x.id)
 
 
-def _shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[str],
+def _shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
                      facts: Facts) -> risk.Priority:
     """Pairs with a remote agent: committed work (git objects), the stream's published
     creation time and the global id machine/worktree: the same data on every machine."""
@@ -277,15 +293,22 @@ def _shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: set[s
     return risk.priority(pw.committed_lines(x, base, contested), started, gid)
 
 
-def _contested(findings: list[Finding], tau_ta: float) -> tuple[set[str], set[str]]:
-    """Each side's files in the findings that make the advisory (for right-of-way)."""
-    pa: set[str] = set()
-    pb: set[str] = set()
+def _contested(findings: list[Finding], tau_ta: float) -> Contested:
+    """The region the advisory is about (for right-of-way): per contested file the base
+    lines where the two sides' edits meet (overlap evidence), or the whole file (an exact
+    conflict without line evidence, a symbol's definition and use)."""
+    lines: dict[str, list[Range]] = {}
+    files: set[str] = set()
     for f in findings:
-        if f.channel in ("conflict", "overlap", "symbol") and f.score >= tau_ta:
-            pa.update(p for p in (f.path_a,) if p)
-            pb.update(p for p in (f.path_b,) if p)
-    return pa, pb
+        if f.channel not in ("conflict", "overlap", "symbol") or f.score < tau_ta:
+            continue
+        for path, ranges in ((f.path_a, f.ranges_a), (f.path_b, f.ranges_b)):
+            if not path:
+                continue
+            files.add(path)
+            if f.channel == "overlap" and ranges:
+                lines.setdefault(path, []).extend(ranges)
+    return {p: tuple(sorted(set(lines[p]))) if p in lines else None for p in sorted(files)}
 
 
 def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
@@ -311,11 +334,11 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
         # a worktree in the middle of a rebase/merge/... blocks nobody (and its replayed
         # commits buy no right-of-way): shown as traffic until the operation ends
         r, adv = max(0.0, cfg.tau_ra - risk.SOFT_MARGIN), risk.TRAFFIC
-    ca, cb = _contested(findings, cfg.tau_ta)
+    contested = _contested(findings, cfg.tau_ta)
     # with a remote agent only facts both machines share may decide
     prio = _shared_priority if a.remote or b.remote else _priority
-    pa = prio(pw, a, base, ca | cb, facts)
-    pb = prio(pw, b, base, ca | cb, facts)
+    pa = prio(pw, a, base, contested, facts)
+    pb = prio(pw, b, base, contested, facts)
     per_hop = None
     if facts.history is not None:
         hist = facts.history(a.id, b.id)

@@ -257,3 +257,34 @@ def test_who_reached_the_contested_file_first_has_right_of_way(space, scan_json,
     capsys.readouterr()
     p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
     assert p["yielding"] == "b"
+
+
+def test_padding_the_contested_file_far_away_buys_no_right_of_way(space, scan_json, capsys):
+    """Found by a trial on click: committed comment lines at the end of the contested file
+    must not outweigh the work on the contested lines."""
+    from proximity.main import main as cli
+
+    sp = space({"f.txt": lines(60)})
+    a, b = sp.wt("a"), sp.wt("b")
+    for wt in (a, b):
+        assert cli(["snapshot", "-C", str(wt)]) == 0
+    sp.write(a, "f.txt", lines(60).replace("line 9\n", "A\n"))
+    git(a, "commit", "-qam", "a's work")
+    sp.write(b, "f.txt", lines(60).replace("line 9\n", "B\n"))
+    git(b, "commit", "-qam", "b's work")
+    capsys.readouterr()
+    before = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert before["advisory"] == "resolution"
+    assert before["priority"]["a"]["committed"] == before["priority"]["b"]["committed"] == 1
+    for i in range(6):  # b pads the end of the contested file, commit after commit
+        sp.write(b, "f.txt", (b / "f.txt").read_text() + f"# pad {i}\n")
+        git(b, "commit", "-qam", f"pad {i}")
+    after = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert after["priority"]["b"]["committed"] == 1
+    assert after["yielding"] == before["yielding"]
+    # more work on the contested lines themselves does count
+    sp.write(b, "f.txt", (b / "f.txt").read_text().replace("line 10\n", "B10\n")
+             .replace("line 8\n", "B8\n"))
+    git(b, "commit", "-qam", "b extends its edit")
+    more = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert more["priority"]["b"]["committed"] > 1
