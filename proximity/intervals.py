@@ -11,6 +11,7 @@ measure (``end - start + 2``), so the overlap coefficient is defined for all of 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 Range = tuple[int, int]
@@ -98,3 +99,23 @@ def gap(a: Sequence[Range], b: Sequence[Range]) -> int | None:
         else:
             j += 1
     return best
+
+
+SPEC = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
+
+
+def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
+    """``path`` or ``path:10-20,30`` -> (path, 1-based ranges or None for the whole file)."""
+    from proximity.errors import FatalError
+
+    m = SPEC.match(spec)
+    if not m:
+        return spec, None
+    out = []
+    for part in m.group(2).split(","):
+        lo, _, hi = part.partition("-")
+        s, e = int(lo), int(hi or lo)
+        if e < s or s < 1:
+            raise FatalError(f"bad line range {part!r} in {spec!r} (want START-END, 1-based)")
+        out.append((s, e))
+    return m.group(1), tuple(out)

@@ -35,7 +35,8 @@ def _where(repo: str | None, default: str) -> str:
 def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str
                ) -> dict[str, Any]:
     from proximity import checker
-    from proximity.precheck import check, parse_spec
+    from proximity.intervals import parse_spec
+    from proximity.precheck import check
 
     where = _where(repo, default)
     d = check(where, [parse_spec(s) for s in paths], deny_on)

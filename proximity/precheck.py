@@ -23,7 +23,6 @@ from proximity.intervals import Range
 if TYPE_CHECKING:
     from proximity.ledger import Ledger
 
-SPEC = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
 MAX_SYMBOLS = 40
 MAX_SCAN_BYTES = 256 * 1024
 
@@ -31,21 +30,6 @@ MAX_SCAN_BYTES = 256 * 1024
 class Target(NamedTuple):
     path: str  # relative to the worktree root, '/'-separated
     ranges: tuple[Range, ...] | None  # lines of the current file; None: the whole file
-
-
-def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
-    """``path`` or ``path:10-20,30`` -> (path, ranges or None for the whole file)."""
-    m = SPEC.match(spec)
-    if not m:
-        return spec, None
-    out = []
-    for part in m.group(2).split(","):
-        lo, _, hi = part.partition("-")
-        s, e = int(lo), int(hi or lo)
-        if e < s or s < 1:
-            raise FatalError(f"bad line range {part!r} in {spec!r} (want START-END, 1-based)")
-        out.append((s, e))
-    return m.group(1), tuple(out)
 
 
 def relative(repo: gitio.Repo, path: str, cwd: str) -> str:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from proximity import checker
 from proximity.errors import FatalError
-from proximity.precheck import check, parse_spec
+from proximity.intervals import parse_spec
+from proximity.precheck import check
 
 if TYPE_CHECKING:
     import argparse

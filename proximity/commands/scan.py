@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
-from proximity import context, report
-from proximity.errors import FatalError
-
-LINES = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
+from proximity import context, intervals, report
 
 
 def parse_intent(spec: str) -> tuple[str, list[tuple[int, int]] | None]:
     """``path`` or ``path:10-20,30`` -> (path, ranges or None for the whole file)."""
-    m = LINES.match(spec)
-    if not m:
-        return spec.strip("/"), None
-    out = []
-    for part in m.group(2).split(","):
-        lo, _, hi = part.partition("-")
-        s, e = int(lo), int(hi or lo)
-        if e < s or s < 1:
-            raise FatalError(f"bad line range {part!r} in {spec!r} (want START-END, 1-based)")
-        out.append((s, e))
-    return m.group(1).strip("/"), out
+    path, ranges = intervals.parse_spec(spec)
+    return path.strip("/"), None if ranges is None else list(ranges)
 
 
 def run(args: argparse.Namespace) -> int:
