@@ -119,3 +119,16 @@ def pair(result: dict, a: str, b: str) -> dict:  # type: ignore[type-arg]
         if {p["a"], p["b"]} == {a, b}:
             return p  # type: ignore[no-any-return]
     raise AssertionError(f"no pair {a}~{b} in {[(p['a'], p['b']) for p in result['pairs']]}")
+
+
+def sym(r: dict, a: str = "a", b: str = "b") -> tuple[dict, list[dict]]:  # type: ignore[type-arg]
+    """The pair a~b of a scan result and its symbol findings."""
+    p = pair(r, a, b)
+    return p, [f for f in p["findings"] if f["channel"] == "symbol"]
+
+
+def two(space: Callable[[dict[str, str]], Space], files: dict[str, str]
+        ) -> tuple[Space, Path, Path]:
+    """A repository with ``files`` and two worktrees a and b."""
+    sp = space(files)
+    return sp, sp.wt("a"), sp.wt("b")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import git, pair
+from conftest import git, sym, two
 
 JS_LIB = '''export function area(w, h) {
   return w * h;
@@ -13,16 +13,6 @@ export function legacy() {
   return "old";
 }
 '''
-
-
-def sym(r, a="a", b="b"):
-    p = pair(r, a, b)
-    return p, [f for f in p["findings"] if f["channel"] == "symbol"]
-
-
-def two(space, files):
-    sp = space(files)
-    return sp, sp.wt("a"), sp.wt("b")
 
 
 @pytest.mark.parametrize(("new_sig", "risky"), [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import git, pair
+from conftest import git, sym
 
 from proximity import calibration, pysyms
 
@@ -23,11 +23,6 @@ class Store:
     def save(self, item):
         return item
 '''
-
-
-def sym(r, a="a", b="b"):
-    p = pair(r, a, b)
-    return p, [f for f in p["findings"] if f["channel"] == "symbol"]
 
 
 def run(space, scan_json, capsys, lib_a, b_files, base=None):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import pair
+from conftest import pair, sym, two
 
 from proximity import calibration
 
@@ -31,16 +31,6 @@ APP = '''from lib import area
 def room():
     return area(3, 4)
 '''
-
-
-def sym(r, a="a", b="b"):
-    p = pair(r, a, b)
-    return p, [f for f in p["findings"] if f["channel"] == "symbol"]
-
-
-def two(space, files):
-    sp = space(files)
-    return sp, sp.wt("a"), sp.wt("b")
 
 
 def test_python_signature_change_vs_new_call(space, scan_json, capsys):
