@@ -784,13 +784,15 @@ def _changes(repo: Repo, diff: Any, max_bytes: int) -> Iterator[model.FileChange
 
 # --- the airspace policy's inputs (see config.load_policy) --------------------------------
 
-def _config_entries(args: list[str], cwd: str) -> list[tuple[str, str]]:
-    proc = git(["config", "-z", *args, "--get-regexp", r"^proximity\."], cwd=cwd, ok=(0, 1))
+def _config_entries(cwd: str) -> list[tuple[str, str, str]]:
+    """Every ``proximity.*`` git config entry as (scope, key, value), in one git call."""
+    proc = git(["config", "-z", "--show-scope", "--get-regexp", r"^proximity\."], cwd=cwd,
+               ok=(0, 1))
+    items = proc.stdout.decode("utf-8", "replace").split("\0")
     out = []
-    for item in proc.stdout.decode("utf-8", "replace").split("\0"):
-        if item:
-            key, _, value = item.partition("\n")
-            out.append((key, value))
+    for scope, item in zip(items[0::2], items[1::2], strict=False):
+        key, _, value = item.partition("\n")
+        out.append((scope, key, value))
     return out
 
 
@@ -810,9 +812,10 @@ def policy_inputs(repo: Repo) -> tuple[list[tuple[str, bytes]], list[tuple[str, 
             size = int(header[2])
             committed.append((name.split(":", 1)[1], data[:size]))
             data = data[size + 1:]
-    shared = _config_entries(["--file", os.path.join(repo.common, "config")], repo.common)
-    everything = _config_entries([], repo.workdir)
-    return committed, shared, everything, "the main checkout's HEAD"
+    entries = _config_entries(repo.workdir)
+    # "local" is the repository's own config in the common dir, shared by every worktree
+    shared = [(k, v) for scope, k, v in entries if scope == "local"]
+    return committed, shared, [(k, v) for _, k, v in entries], "the main checkout's HEAD"
 
 # -- pre-edit check (`proximity check`): one path at a time, git CLI only -----------------
 # A check runs before every edit an agent makes, so it never loads libgit2 and never
