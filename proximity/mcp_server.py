@@ -60,7 +60,7 @@ def status_tool(repo: str | None, default: str) -> dict[str, Any]:
                 "yielding": p.yielding, "channels": {k: v for k, v in p.channels.items() if v},
                 "evidence": [ln.strip() for ln in report.evidence_lines(p, ctx.here)],
                 "their_hunks": hunks.of_pair(ctx.repo, p, other),
-                "last_commit": other.subject if other else "",
+                "last_commit": report.last_commit(p, other),
             })
     finally:
         ctx.close()

@@ -92,6 +92,15 @@ def evidence_lines(p: PairResult, me: str | None = None, limit: int = 6) -> list
     return out
 
 
+def last_commit(p: PairResult, other: Agent | None) -> str:
+    """The subject of the other side's own last commit; "" when it has none since the
+    pair's common base (its HEAD is the base: only uncommitted work), so the base commit's
+    subject is never passed off as theirs."""
+    if other is None or not other.head or (p.base and other.head == p.base):
+        return ""
+    return other.subject
+
+
 def advisory_text(p: PairResult, me: str, agents: dict[str, Agent],
                   their_hunks: Mapping[str, str] | None = None) -> str:
     other = agents.get(p.b if me == p.a else p.a)
@@ -105,7 +114,9 @@ def advisory_text(p: PairResult, me: str, agents: dict[str, Agent],
         lines.append(f"  their change in {text(path, 300)}:")
         lines += [f"    {text(ln, 300)}" for ln in hunk.split("\n")]
     if other and other.subject:
-        lines.append(f"  their last commit: {text(other.subject)}")
+        last = last_commit(p, other)
+        lines.append(f"  their last commit: {text(last)}" if last else
+                     "  they have not committed since your common base: uncommitted work only")
     for who, op in sorted(p.in_progress.items()):
         lines.append(f"  {'you are' if who == me else repr(text(who)) + ' is'} in the middle "
                      f"of a {op}: no block until it ends")

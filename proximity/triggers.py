@@ -12,7 +12,7 @@ import shlex
 import subprocess
 from typing import Any
 
-from proximity import hunks, risk
+from proximity import hunks, report, risk
 from proximity.airspace import Scan
 from proximity.context import Context
 from proximity.errors import LedgerError
@@ -48,7 +48,7 @@ def body(p: PairResult, sender: Agent, recipient: str, kind: str, scan: Scan,
     b: dict[str, Any] = {
         "type": kind, "advisory": p.advisory, "risk": round(p.risk, 3),
         "escalated": p.escalated, "from": text(sender.id), "to": text(recipient),
-        "branch": opt_text(sender.branch), "last_commit": text(sender.subject),
+        "branch": opt_text(sender.branch), "last_commit": text(report.last_commit(p, sender)),
         "channels": {k: v for k, v in p.channels.items() if v},
         "their_files": _files(p, sender.id), "your_files": _files(p, recipient),
         "intents": intents.get(sender.id, {}),
@@ -135,6 +135,8 @@ def render(msg: dict[str, Any]) -> str:
                       for ln in hunks.clip(str(f["hunk"]), 12, 1200).split("\n")]
     if b.get("last_commit"):
         lines.append(f"  their last commit: {text(b['last_commit'])}")
+    elif "last_commit" in b:
+        lines.append("  they have not committed since your common base: uncommitted work only")
     if b.get("intents"):
         lines.append(f"  they intend: {text(', '.join(sorted(b['intents'])), 400)}")
     if b.get("avoid"):

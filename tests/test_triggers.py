@@ -61,6 +61,21 @@ def test_ra_sends_steer_to_the_yielding_agent_and_hold_to_the_other(space, capsy
     assert len(inbox(a, capsys, "--all")) == 1
 
 
+def test_a_sibling_without_commits_is_not_given_the_base_commit_as_its_own(space, capsys):
+    sp, a, b = ra_space(space)  # b has only uncommitted work on the base commit
+    assert hook(a) == 0
+    err = capsys.readouterr().err
+    base_subject = git(sp.main, "log", "-1", "--format=%s").stdout.strip()
+    assert "RESOLUTION ADVISORY" in err
+    assert "uncommitted work only" in err and f"their last commit: {base_subject}" not in err
+    hold = inbox(b, capsys, "--all") + inbox(a, capsys, "--all")
+    from_b = [m for m in hold if m["body"]["from"] == "b"]
+    assert from_b and all(m["body"]["last_commit"] == "" for m in from_b)
+    from proximity.triggers import render
+
+    assert all("uncommitted work only" in render(m) for m in from_b)
+
+
 def test_cooldown_suppresses_repeats_and_expires(space, capsys):
     _sp, a, b = ra_space(space)
     hook(b)
