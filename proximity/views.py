@@ -27,15 +27,22 @@ def safe(value: object, limit: int = 200) -> str:
     return str(escape(text(value, limit)))
 
 
-def bar(risk: float, width: int = 10) -> str:
+def bar(risk: float, width: int = 10, plain: bool = False) -> str:
     n = round(risk * width)
-    return "█" * n + "░" * (width - n)
+    return ("#" * n + "." * (width - n)) if plain else ("█" * n + "░" * (width - n))
 
 
-def agents_table(scan: Scan) -> Any:
+def _table(title: str, plain: bool) -> Any:
+    """A rich table; ``plain`` (a pipe or a file, not a terminal): ASCII borders, so the
+    output reads the same through grep, a log or a CI console that is not UTF-8."""
+    from rich import box
     from rich.table import Table
 
-    t = Table(title="agents", expand=False)
+    return Table(title=title, expand=False, box=box.ASCII if plain else box.HEAVY_HEAD)
+
+
+def agents_table(scan: Scan, plain: bool = False) -> Any:
+    t = _table("agents", plain)
     for col in ("agent", "branch", "changed", "clock", "path"):
         t.add_column(col, overflow="fold")
     for a in scan.agents:
@@ -50,25 +57,24 @@ def agents_table(scan: Scan) -> Any:
     return t
 
 
-def pairs_table(scan: Scan) -> Any:
-    from rich.table import Table
-
-    t = Table(title="pairs", expand=False)
+def pairs_table(scan: Scan, plain: bool = False) -> Any:
+    t = _table("pairs", plain)
     for col in ("pair", "risk", "advisory", "yields", "channels"):
         t.add_column(col, overflow="fold")
     for p in scan.pairs:
         ch = " ".join(f"{k[:3]} {'?' if v is None else f'{v:.2f}'}"
                       for k, v in p.channels.items() if v is None or v > 0)
         style = STYLE[p.advisory]
-        t.add_row(f"{safe(p.a)} ~ {safe(p.b)}", f"{bar(p.risk)} {p.risk:.2f}",
-                  f"[{style}]{p.advisory}{' ↑' if p.escalated else ''}[/]",
+        t.add_row(f"{safe(p.a)} ~ {safe(p.b)}", f"{bar(p.risk, plain=plain)} {p.risk:.2f}",
+                  f"[{style}]{p.advisory}{(' ^' if plain else ' ↑') if p.escalated else ''}[/]",
                   safe(p.yielding or ""), ch or "-")
     return t
 
 
 def status(scan: Scan, con: Any) -> None:
-    con.print(agents_table(scan))
-    con.print(pairs_table(scan))
+    plain = not con.is_terminal
+    con.print(agents_table(scan, plain))
+    con.print(pairs_table(scan, plain))
     for p in scan.pairs:
         if p.advisory != "clear":
             con.print(f"{text(p.a)} ~ {text(p.b)}:", style=STYLE[p.advisory], markup=False)

@@ -151,6 +151,9 @@ def test_status_in_a_pipe_is_plain_text(space, capsys):
     out = capsys.readouterr().out
     assert "\x1b[" not in out
     assert "resolution" in out and "a ~ b" in out
+    drawn = [c for c in out if 0x2500 <= ord(c) <= 0x259F]  # box drawing, blocks
+    assert not drawn, drawn[:5]  # borders and risk bars in ASCII
+    assert "+---" in out and "#" in out
 
 
 def test_demo_runs_and_shows_all_three_advisory_kinds(capsys, tmp_path):
