@@ -143,7 +143,10 @@ class _Writer:
                  cache: dict[str, Any]) -> None:
         self.ws = ws
         self.files = symdefs.writer_files(ws, read, cache)
-        self.by_target = {_target(wf): wf for wf in self.files if wf.changed}
+        self.by_target: dict[str, list[WriterFile]] = {}  # a Go package: all its files
+        for wf in self.files:
+            if wf.changed:
+                self.by_target.setdefault(_target(wf), []).append(wf)
         self.moved = {wf.moved_from: wf for wf in self.files if wf.moved_from}
         self.unknown = [wf.path for wf in self.files if wf.unknown]
         self.methods: dict[str, list[tuple[Changed, WriterFile]]] = {}
@@ -220,20 +223,21 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                 for ch, wf in w.methods.get(qual[0], ()):
                     if FAMILY[wf.lang] == FAMILY[lang] and _target(wf) in rd.imported():
                         hits.append((ch, wf, True, True, call))
-            elif target in w.by_target:
-                wf = w.by_target[target]
-                found = _lookup(wf, qual)
-                if found is None:
-                    continue
-                q, exact = found
-                chg = wf.changed.get(q)
-                if exact and call is not None and wf.old_defs.get(q, [""])[0] == "class":
-                    init = wf.changed.get(q + (".__init__" if wf.lang == "python"
-                                               else ".constructor"))
-                    if init is not None and init.how == "signature":
-                        chg, via_class = init, False
-                if chg is not None and not (fc.dest == wf.path and q in own.get(fc.dest, {})):
-                    hits.append((chg, wf, exact, False, call))
+            else:
+                for wf in w.by_target.get(target, ()):
+                    found = _lookup(wf, qual)
+                    if found is None:
+                        continue
+                    q, exact = found
+                    chg = wf.changed.get(q)
+                    if exact and call is not None and wf.old_defs.get(q, [""])[0] == "class":
+                        init = wf.changed.get(q + (".__init__" if wf.lang == "python"
+                                                   else ".constructor"))
+                        if init is not None and init.how == "signature":
+                            chg, via_class = init, False
+                    if chg is not None and not (fc.dest == wf.path
+                                                and q in own.get(fc.dest, {})):
+                        hits.append((chg, wf, exact, False, call))
             for ch, wf, exact, unknown_recv, c in hits:
                 got2 = evaluate(ch, wf, c, exact, via_class, unknown_recv,
                                 bool(type_only or _type_only_bind(facts, chain[0])), at)

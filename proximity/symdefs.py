@@ -22,7 +22,8 @@ from proximity import parsers, pysyms
 from proximity.model import FileChange, WorkingSet
 
 FORMAT = "s5"  # bump when analysis changes, so cached results of older versions are unused
-MODULE_LANGS = ("python", "javascript", "typescript", "tsx")
+MODULE_LANGS = ("python", "javascript", "typescript", "tsx", "rust")
+PACKAGE_LANGS = ("go",)  # a directory is one namespace: definitions move between its files
 Facts = dict[str, Any]
 
 
@@ -134,7 +135,8 @@ def writer_files(ws: WorkingSet, read: Callable[[str], bytes], cache: dict[str, 
         if fc.kind != "text" or lang is None:
             continue
         wf = WriterFile(fc.dest, lang)
-        if fc.status in ("R", "D") and lang in MODULE_LANGS:
+        if fc.status in ("R", "D") and lang in MODULE_LANGS and not (
+                fc.status == "R" and _module_name(fc.path) == _module_name(fc.dest)):
             shim = ws.files.get(fc.path)
             if shim is None or shim is fc or shim.status == "D":
                 wf.moved_from, wf.moved_to = fc.path, (fc.dest if fc.status == "R" else "")
@@ -144,7 +146,60 @@ def writer_files(ws: WorkingSet, read: Callable[[str], bytes], cache: dict[str, 
                 wf.unknown = True
             else:
                 wf.old_defs, wf.changed, wf.aliases = got
+        elif fc.status == "D" and lang in PACKAGE_LANGS:
+            old = facts(cache, read, fc.path, fc.old_oid)
+            if old is None:
+                wf.unknown = True
+            else:
+                wf.path = fc.path
+                wf.old_defs = old["defs"]
+                wf.changed = {q: Changed(q, "removed", d, None) for q, d in old["defs"].items()}
         out.append(wf)
+    return _packages(ws, out, read, cache)
+
+
+def _module_name(path: str) -> str:
+    """The name a module file is imported by: ``pkg/log.py`` and ``pkg/log/__init__.py``
+    (``util.rs`` and ``util/mod.rs``, ``lib.js`` and ``lib/index.js``) are one module."""
+    stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+    for tail in ("/__init__", "/mod", "/index"):
+        if stem.endswith(tail):
+            return stem[: -len(tail)]
+    return stem
+
+
+def _dir(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def _packages(ws: WorkingSet, files: list[WriterFile], read: Callable[[str], bytes],
+              cache: dict[str, Any]) -> list[WriterFile]:
+    """Go: the package (directory) is the namespace. A definition that left one changed
+    file for another of the same package did not go anywhere: judged on its definition in
+    the new file (unchanged: no change; new parameters: a signature change there)."""
+    new_defs: dict[str, dict[str, tuple[str, list[Any]]]] = {}
+    for fc in ws.files.values():
+        if fc.kind != "text" or fc.status == "D" or \
+                parsers.language_of(fc.dest) not in PACKAGE_LANGS:
+            continue
+        got = facts(cache, read, fc.dest, fc.new_oid)
+        for q, d in (got or {}).get("defs", {}).items():
+            new_defs.setdefault(_dir(fc.dest), {})[q] = (fc.dest, d)
+    out = []
+    for wf in files:
+        moved = {q: ch for q, ch in wf.changed.items() if ch.how == "removed"
+                 and wf.lang in PACKAGE_LANGS and q in new_defs.get(_dir(wf.path), {})}
+        if not moved:
+            out.append(wf)
+            continue
+        kept = {q: ch for q, ch in wf.changed.items() if q not in moved}
+        out.append(WriterFile(wf.path, wf.lang, wf.unknown, kept, wf.old_defs, wf.aliases))
+        for q, ch in moved.items():
+            where, nd = new_defs[_dir(wf.path)][q]
+            if ch.old[0] in ("function", "method") and nd[1] != ch.old[1]:
+                out.append(WriterFile(where, wf.lang, False,
+                                      {q: Changed(q, "signature", ch.old, nd)},
+                                      {q: ch.old}))
     return out
 
 

@@ -176,3 +176,79 @@ def test_go_method_on_a_value_of_an_imported_package(space, scan_json, capsys):
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert f[0]["kind"] == "incompatible-method-call" and "Cart.Add" in f[0]["detail"]
     assert p["channels"]["symbol"] == pytest.approx(0.6)
+
+
+def _go_call(sp, b):
+    sp.write(b, "cmd/main.go", GO_MAIN.replace("func main() {}",
+                                               "func main() {\n\t_ = shop.Price(2)\n}"))
+
+
+def test_go_file_deleted_removes_its_definitions_from_the_package(space, scan_json, capsys):
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB,
+                           "shop/doc.go": "package shop\n", "cmd/main.go": GO_MAIN})
+    (a / "shop/price.go").unlink()
+    _go_call(sp, b)
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "removed-used"
+    assert f[0]["path_a"] == "shop/price.go" and "cmd/main.go:6" in f[0]["detail"]
+
+
+def test_go_function_moved_to_another_file_of_the_package_is_compatible(
+        space, scan_json, capsys):
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB + "\nfunc Tax() int {"
+                           "\n\treturn 1\n}\n", "cmd/main.go": GO_MAIN})
+    sp.write(a, "shop/price.go", "package shop\n\nfunc Tax() int {\n\treturn 1\n}\n")
+    sp.write(a, "shop/money.go", GO_LIB)  # Price now lives here, unchanged
+    _go_call(sp, b)
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert f == [] and p["advisory"] != "resolution"
+
+
+def test_go_moved_and_changed_is_judged_on_its_new_signature(space, scan_json, capsys):
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB, "shop/doc.go":
+                           "package shop\n", "cmd/main.go": GO_MAIN})
+    (a / "shop/price.go").unlink()
+    sp.write(a, "shop/money.go", GO_LIB.replace("Price(n int)", "Price(n int, tax int)"))
+    _go_call(sp, b)
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+    assert f[0]["path_a"] == "shop/money.go"
+
+
+@pytest.mark.parametrize("other_first", [True, False])
+def test_go_every_changed_file_of_a_package_is_read(space, scan_json, capsys, other_first):
+    """Two changed files in one package: the signature change is found whichever file
+    the working set lists first (one file used to hide the other)."""
+    other = "shop/a_util.go" if other_first else "shop/z_util.go"
+    util = "package shop\n\nfunc Util() int {\n\treturn 1\n}\n"
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB, other: util,
+                           "cmd/main.go": GO_MAIN})
+    sp.write(a, "shop/price.go", GO_LIB.replace("Price(n int)", "Price(n int, tax int)"))
+    sp.write(a, other, util.replace("return 1", "return 2"))
+    _go_call(sp, b)
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
+
+
+def test_rust_module_file_deleted_vs_new_use_of_it(space, scan_json, capsys):
+    sp, a, b = two(space, {"src/lib.rs": "mod util;\nmod app;\n", "src/util.rs": RS_LIB,
+                           "src/app.rs": "pub fn run() {}\n"})
+    (a / "src/util.rs").unlink()
+    sp.write(a, "src/lib.rs", "mod app;\n")
+    sp.write(b, "src/app.rs", "use crate::util::parse;\n\npub fn run() {\n"
+                              "    let _ = parse(\"1\");\n}\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution"
+    assert f[0]["kind"] in ("module-moved", "removed-used") and "util" in f[0]["detail"]
+
+
+def test_rust_module_file_to_mod_rs_is_the_same_module(space, scan_json, capsys):
+    sp, a, b = two(space, {"src/lib.rs": "mod util;\nmod app;\n", "src/util.rs": RS_LIB,
+                           "src/app.rs": "pub fn run() {}\n"})
+    git(a, "mv", "src/util.rs", "src/util_mod.rs")
+    (a / "src/util").mkdir()
+    (a / "src/util_mod.rs").rename(a / "src/util/mod.rs")
+    sp.write(b, "src/app.rs", "use crate::util::parse;\n\npub fn run() {\n"
+                              "    let _ = parse(\"1\");\n}\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert not any(x["kind"] == "module-moved" for x in f) and p["advisory"] != "resolution"
