@@ -82,7 +82,10 @@ def evidence_lines(p: PairResult, me: str | None = None, limit: int = 6) -> list
             where = mine if mine == theirs else f"{mine} / {theirs}"
             lines = ""
             if rm or rt:
-                lines = f" lines {fmt_ranges(rm) or '-'} vs {fmt_ranges(rt) or '-'}"
+                # no lines on one side: a whole-file intent, or a file added, deleted
+                # or binary as a whole
+                lines = (f" lines {fmt_ranges(rm) or 'whole file'} vs "
+                         f"{fmt_ranges(rt) or 'whole file'}")
             line = f"  {f.channel}: {where}{lines} — {detail}"
         if line not in seen:
             seen.add(line)

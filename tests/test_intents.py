@@ -27,6 +27,16 @@ def test_intent_on_a_file_being_edited_is_traffic_never_resolution(space, scan_j
     assert f["path_a"] == "lib.py" and f["ranges_b"] == [[18, 22]]
 
 
+def test_a_whole_file_intent_reads_as_the_whole_file(space, capsys):
+    sp, _a, b = setup(space)
+    assert main(["intend", "-C", str(b), "lib.py"]) == 0  # no lines: the whole file
+    capsys.readouterr()
+    assert main(["scan", "-C", str(sp.main)]) == 0
+    out = capsys.readouterr().out
+    assert "lines 20 vs whole file" in out or "lines whole file vs 20" in out, out
+    assert " vs -" not in out and "lines - vs" not in out
+
+
 def test_scan_intent_is_a_what_if_and_records_nothing(space, scan_json, capsys):
     sp, _a, b = setup(space)
     p = pair(scan_json(b, "--intent", "lib.py", capsys=capsys), "a", "b")
