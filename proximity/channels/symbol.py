@@ -3,14 +3,23 @@
 The analysis (name resolution, call binding, aliases, module moves) lives in
 ``proximity.symbols``; its findings already carry calibrated probabilities per evidence class.
 A file that does not parse is unknown (None), never "every definition removed".
+
+A changed *behaviour* (``value-used``: a constant the other side reads changed value;
+``indirect``: a definition it uses reads such a constant; ``body-used``) is approach
+evidence, not a broken contract: whatever its calibrated value, it is held below tau_RA
+(a traffic advisory at most). Only a removed name, a moved module or a call that no longer
+binds can make an RA from this channel.
 """
 
 from __future__ import annotations
 
-from proximity import depgraph, symbols
+from dataclasses import replace
+
+from proximity import depgraph, risk, symbols
 from proximity.channels import Evidence, Result
 
 NAME = "symbol"
+BEHAVIOUR = frozenset(("value-used", "indirect", "body-used"))
 
 
 def run(ev: Evidence) -> Result:
@@ -20,4 +29,10 @@ def run(ev: Evidence) -> Result:
     view = depgraph.View(pw.graph, edges)
     value, findings = symbols.channel(pw.repo.blob, ev.wa, ev.wb, pw.facts.symbols_cache, view,
                                       pw.resolver())
-    return Result(value, list(findings))
+    if not findings:
+        return Result(value, [])
+    cap = max(0.0, ev.cfg.tau_ra - risk.SOFT_MARGIN)
+    held = [replace(f, score=min(f.score, cap)) if f.kind in BEHAVIOUR else f
+            for f in findings]
+    held.sort(key=lambda f: -f.score)
+    return Result(held[0].score, held)
