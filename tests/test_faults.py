@@ -146,6 +146,19 @@ def test_missing_interpreter_and_stale_entry_point_never_fail_a_commit(tmp_path)
     assert p.returncode == 0, p.stderr
 
 
+def test_a_bad_interpreter_setting_is_named_when_the_fallback_works(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    bin_ = tmp_path / "bin"
+    shim(bin_, "python3", f'exec {PY} "$@"')  # a python3 that has proximity
+    env = {"PROXIMITY_PYTHON": "/nonexistent/python3",
+           "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"}
+    r = commit(main, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "/nonexistent/python3 cannot run proximity; using python3" in r.stderr
+    assert "git goes on" not in r.stderr  # the fallback ran the hook
+    assert any(e["kind"] == "commit" for e in events(main))
+
+
 def test_skip_starts_no_python_and_a_hook_starts_it_once(tmp_path):
     main, _ = hooked_repo(tmp_path)
     bin_ = tmp_path / "bin"
