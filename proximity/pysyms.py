@@ -300,6 +300,28 @@ def binds(params: dict[str, Any], call: Call, explicit_self: bool = False) -> st
     return ""
 
 
+def _positional(params: dict[str, Any], explicit_self: bool) -> list[str]:
+    pos = [*params["pos"], *params["args"]]
+    if params.get("method") in ("inst", "class") and not (
+            explicit_self and params["method"] == "inst") and pos:
+        pos = pos[1:]
+    return [name for name, _ in pos]
+
+
+def moved_positional(old: dict[str, Any], new: dict[str, Any], call: Call,
+                     explicit_self: bool = False) -> str:
+    """Why a call that still binds now hands a value to another parameter: its i-th
+    positional argument went to ``x`` and now goes to ``y``, while ``x`` still exists
+    elsewhere (parameters reordered). A parameter renamed in place is no such case: a
+    positional argument does not name it. "" when nothing moved."""
+    po, pn = _positional(old, explicit_self), _positional(new, explicit_self)
+    names = set(pn) | {name for name, _ in new["kwonly"]}
+    for i in range(min(call[0], len(po), len(pn))):
+        if po[i] != pn[i] and po[i] in names:
+            return f"positional argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
+    return ""
+
+
 def signature(name: str, params: dict[str, Any]) -> str:
     """``greet(name, *, loud)`` for messages."""
     parts = [n + ("=…" if d else "") for n, d in params["pos"]]

@@ -81,6 +81,15 @@ def _js_binds(params: dict[str, Any], call: list[Any], ts: bool) -> str | None:
     return ""
 
 
+def _js_moved(old: dict[str, Any], new: dict[str, Any], call: list[Any]) -> str:
+    """A JS/TS call whose i-th argument now lands in another, still existing, parameter."""
+    po, pn = [n for n, _ in old["js"]], [n for n, _ in new["js"]]
+    for i in range(min(call[0], len(po), len(pn))):
+        if po[i] != pn[i] and po[i] in pn:
+            return f"argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
+    return ""
+
+
 def _js_sig(qual: str, params: dict[str, Any]) -> str:
     parts = [n + ("" if req else "?") for n, req in params["js"]]
     return f"{qual}({', '.join(parts + (['...rest'] if params['rest'] else []))})"
@@ -91,11 +100,17 @@ def _binding(ch: Changed, wf: WriterFile, call: list[Any], via_class: bool
     """(why the call no longer binds, why it did not bind before, signature for messages)."""
     old, new = ch.old[5], (ch.new or ch.old)[5]
     if wf.lang == "python" and old is not None and new is not None:
-        return (pysyms.binds(new, call, via_class), pysyms.binds(old, call, via_class),
-                pysyms.signature(ch.qual, new))
+        why = pysyms.binds(new, call, via_class)
+        before = pysyms.binds(old, call, via_class)
+        if why == "" and before == "":
+            why = pysyms.moved_positional(old, new, call, via_class)
+        return why, before, pysyms.signature(ch.qual, new)
     if FAMILY[wf.lang] == "js" and old is not None and new is not None:
         ts = wf.lang != "javascript"
-        return _js_binds(new, call, ts), _js_binds(old, call, ts), _js_sig(ch.qual, new)
+        why, before = _js_binds(new, call, ts), _js_binds(old, call, ts)
+        if why == "" and before == "":
+            why = _js_moved(old, new, call)
+        return why, before, _js_sig(ch.qual, new)
     return "its parameters changed", "", ch.qual + "(…)"
 
 
@@ -123,8 +138,10 @@ def evaluate(ch: Changed, wf: WriterFile, call: list[Any] | None, exact: bool,
             return None  # still binds (or never did: not this change's doing)
         kind = "incompatible-method-call" if unknown_receiver else "incompatible-call"
         recv = " (a method call on a receiver of unknown type)" if unknown_receiver else ""
+        verb = "passes its arguments to other parameters" if "now goes to" in why \
+            else "no longer binds"
         return kind, (f"{sig} in {where} (signature changed): the call at {at}{recv} "
-                      f"no longer binds ({why})")
+                      f"{verb} ({why})")
     if unknown_receiver:
         return None
     if ch.how == "value":

@@ -252,3 +252,17 @@ def test_rust_module_file_to_mod_rs_is_the_same_module(space, scan_json, capsys)
                               "    let _ = parse(\"1\");\n}\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert not any(x["kind"] == "module-moved" for x in f) and p["advisory"] != "resolution"
+
+
+@pytest.mark.parametrize(("new_sig", "call", "risky"), [
+    ("area(h, w)", "area(2, 3)", True),  # the arguments land in other parameters
+    ("area(width, h)", "area(2, 3)", False),  # renamed in place
+])
+def test_js_parameters_reordered(space, scan_json, capsys, new_sig, call, risky):
+    sp, a, b = two(space, {"lib.js": JS_LIB, "app.js": "import { area } from './lib.js';\n"})
+    sp.write(a, "lib.js", JS_LIB.replace("area(w, h)", new_sig))
+    sp.write(b, "app.js", f"import {{ area }} from './lib.js';\n\nconsole.log({call});\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert (p["advisory"] == "resolution") == risky, f
+    if risky:
+        assert "now goes to 'h'" in f[0]["detail"]

@@ -58,6 +58,7 @@ def test_conflict_markers_are_unknown_not_removed(space, scan_json, capsys):
     "def area(w, h=1, **options):",  # a default and **kwargs added
 ])
 def test_compatible_signature_changes_are_no_risk(space, scan_json, capsys, new_def):
+    """(Also: parameters reordered or renamed in place, which these calls still fit.)"""
     p, f = run(space, scan_json, capsys, LIB.replace("def area(w, h):", new_def),
                {"app.py": "import lib\nfrom lib import area\n\nX = lib.area(1, 2)\n"
                           "Y = area(1, h=2)\nZ = list(map(area, [1], [2]))\n"})
@@ -65,11 +66,24 @@ def test_compatible_signature_changes_are_no_risk(space, scan_json, capsys, new_
     assert p["advisory"] != "resolution"
 
 
+@pytest.mark.parametrize(("new_def", "call"), [
+    ("def area(h, w):", "area(w=1, h=2)"),  # reordered, called by keyword
+    ("def area(width, h):", "area(1, 2)"),  # renamed in place, called by position
+])
+def test_reorder_or_rename_with_a_fitting_call_is_no_risk(space, scan_json, capsys, new_def,
+                                                         call):
+    p, f = run(space, scan_json, capsys, LIB.replace("def area(w, h):", new_def),
+               {"app.py": f"import lib\nfrom lib import area\n\nX = {call}\n"})
+    assert p["advisory"] != "resolution" and f == [], f
+
+
 @pytest.mark.parametrize(("new_def", "call", "why"), [
     ("def area(w, h, depth):", "area(1, 2)", "missing required 'depth'"),
     ("def area(w, height):", "area(1, h=2)", "unexpected keyword 'h'"),
     ("def area(w, h, /):", "area(1, h=2)", "unexpected keyword 'h'"),
     ("def area(w, *, h):", "area(1, 2)", "2 positional arguments, at most 1 accepted"),
+    # binds, but the values land in other parameters: parameters reordered
+    ("def area(h, w):", "area(1, 2)", "positional argument 1 now goes to 'h', not 'w'"),
 ])
 def test_incompatible_signature_changes_are_resolution(space, scan_json, capsys, new_def,
                                                        call, why):
