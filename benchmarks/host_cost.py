@@ -1,8 +1,9 @@
 """What each hook host costs: `git commit`, `git push` and `git switch` on the same generated
 repository with bare git, proximity's plain hooks, and proximity under the pre-commit
-framework, prek and lefthook, plus each host with an EMPTY config (the host's own overhead,
-proximity absent), the variants taking turns round by round; medians and ratios to bare git
-in the same run; with the resident service off (hooks judge in process) and on.
+framework, prek and lefthook, plus each host with an empty config (one no-op `true` hook per
+stage: the host's own overhead, proximity absent), the variants taking turns round by round;
+medians and ratios to bare git in the same run; with the resident service off (hooks judge
+in process) and on.
 
     python benchmarks/host_cost.py --files 10000 --worktrees 8 --runs 7 --fresh-install
 
@@ -56,9 +57,13 @@ def lefthook_binary() -> str:
 
 
 def framework_config(repo: str, rev: str | None) -> str:
+    """pre-commit's and prek's config: proximity's ids, or (``rev`` None) one no-op hook
+    per stage (prek refuses a config with no hooks at all)."""
     types = "default_install_hook_types: [" + ", ".join(HOOK_TYPES) + "]\n"
     if rev is None:
-        return types + "repos: []\n"
+        return (types + "repos:\n- repo: local\n  hooks:\n  - id: noop\n    name: noop\n"
+                "    entry: 'true'\n    language: system\n    pass_filenames: false\n"
+                "    always_run: true\n    stages: [" + ", ".join(HOOK_TYPES) + "]\n")
     return (types + f"repos:\n- repo: {repo}\n  rev: {rev}\n  hooks:\n"
             "  - id: proximity-snapshot\n  - id: proximity-warn\n  - id: proximity-guard\n")
 
@@ -73,7 +78,8 @@ def hooks_dirs(root: str, main: str, env: dict[str, str], py: str,
     configs = {".pre-commit-config.yaml": framework_config(ROOT, rev),
                ".pre-commit-empty.yaml": framework_config(ROOT, None),
                "lefthook.yml": hosts.lefthook_block(),
-               "lefthook-empty.yml": "# nothing: lefthook's own cost\n"}
+               "lefthook-empty.yml": "".join(f"{h}:\n  commands:\n    noop:\n      run: 'true'\n"
+                                             for h in HOOK_TYPES)}
     with open(os.path.join(main, ".git", "info", "exclude"), "a") as f:
         f.write("".join(f"/{name}\n" for name in configs))
     for w in worktrees:
