@@ -71,6 +71,7 @@ def test_lefthook_end_to_end(tmp_path, on_path):
     commit_styles(main, tmp_path)
     d = run(main, sys.executable, "-m", "proximity", "doctor")
     assert "lefthook hooks: " in d.stdout and "not installed" not in d.stdout, d.stdout
+    assert "[  ok] hook command: lefthook runs `proximity` from PATH" in d.stdout, d.stdout
 
 
 def test_lefthook_without_proximity_on_path_warns_and_git_goes_on(tmp_path, monkeypatch):

@@ -165,6 +165,14 @@ def hook_checks(repo: gitio.Repo) -> list[dict[str, str]]:
         fix = "lefthook install" if host == "lefthook" else f"{host} install -t <type>"
         add("hooks", not missing or None, f"{host} hooks: " + ", ".join(hosted) + (
             f"; not installed: {', '.join(missing)} ({fix})" if missing else ""))
+        if host == "lefthook":
+            import shutil
+
+            found = shutil.which("proximity")
+            add("hook command", True if found else None,
+                f"lefthook runs `proximity` from PATH: {found}" if found else
+                "lefthook runs `proximity` from PATH, and there is none: its hooks warn and "
+                "skip (install proximity where your shell finds it)")
     else:
         add("hooks", None, f"no proximity hooks in {hooks_dir}: `proximity install`, or "
             "the proximity ids in .pre-commit-config.yaml (pre-commit, prek), or "
