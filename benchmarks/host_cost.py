@@ -10,7 +10,7 @@ in process) and on.
 Every variant has its own hooks directory (`git -c core.hooksPath=DIR`), made by the host's
 own installer; pre-commit and prek build their proximity environment from this checkout's
 HEAD before timing starts; lefthook is its Go binary (LEFTHOOK_BIN, what npm, brew or go
-users run; the PyPI package's Python wrapper would add an interpreter start per hook).
+users run), and once more, empty, through the PyPI package's Python wrapper on PATH.
 `git commit` runs pre-commit + post-commit, `git push` pre-push (a branch that collides
 with nobody), `git switch` two post-checkouts (main -> side -> main, 50 files differ).
 """
@@ -125,6 +125,12 @@ def variants(dirs: dict[str, str], env: dict[str, str], service: bool,
         out["pre-commit-empty"] = (at["pre-commit-empty"], e)
         out["prek-empty"] = (at["prek-empty"], e)
         out["lefthook-empty"] = (at["lefthook"], {**e, "LEFTHOOK_CONFIG": "lefthook-empty.yml"})
+        # PyPI's lefthook is a Python wrapper around the binary: found on PATH, the hook
+        # script starts it twice (`lefthook -h` to probe, then `lefthook run`)
+        pip = {k: v for k, v in e.items() if k != "LEFTHOOK_BIN"}
+        pip["PATH"] = os.path.dirname(tool("lefthook")) + os.pathsep + pip["PATH"]
+        out["lefthook-pip-empty"] = (at["lefthook"], {**pip,
+                                                      "LEFTHOOK_CONFIG": "lefthook-empty.yml"})
     return out
 
 
