@@ -20,32 +20,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git
+from timing import fresh_install
+from timing import timed as t
 
 PY = sys.executable
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def fresh_install(where: str) -> str:
-    """A throwaway venv with a normal (non-editable) `pip install .`: what users run."""
-    venv = os.path.join(where, "venv")
-    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    py = os.path.join(venv, "bin", "python")
-    subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", ROOT],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return py
-
-
-def t(cmd: list[str], cwd: str, env: dict[str, str] | None = None) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env or ENV, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
 
 
 def commits(wt: str, runs: int, tag: str) -> list[float]:

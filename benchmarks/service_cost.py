@@ -29,17 +29,10 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git
-from hook_cost import fresh_install
+from timing import NO_HOOKS, fresh_install, timed
+from timing import interleaved as interleaved_variants
 
 PY = sys.executable
-NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
-
-
-def timed(cmd: list[str], cwd: str, env: dict[str, str] | None = None) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env or ENV, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
 
 
 def variants() -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -71,16 +64,8 @@ def interleaved(runs: int, names: Sequence[str],
                 one: Callable[[str, list[str], dict[str, str], int], float]
                 ) -> dict[str, float]:
     """Median seconds per variant, the variants taking turns (one warm-up round first)."""
-    got: dict[str, list[float]] = {n: [] for n in names}
     vs = variants()
-    for i in range(runs + 1):
-        for n in names:
-            for wait in SETTLE:
-                wait()
-            s = one(n, *vs[n], i)
-            if i:
-                got[n].append(s)
-    return {n: round(statistics.median(v), 4) for n, v in got.items()}
+    return interleaved_variants(runs, {n: vs[n] for n in names}, one, SETTLE)
 
 
 def commit_once(wt: str) -> Callable[[str, list[str], dict[str, str], int], float]:

@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("install", help="install plain git hooks (without pre-commit)")
     _add_common(p, json_flag=False)
     p.add_argument("--force", action="store_true", help="install even if core.hooksPath is set")
+    p.add_argument("--lefthook", action="store_true",
+                   help="add proximity's block to lefthook.yml instead (printed when the "
+                   "file already configures those hooks)")
 
     p = sub.add_parser("uninstall", help="remove proximity's plain git hooks")
     _add_common(p, json_flag=False)

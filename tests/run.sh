@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the tests need, then runs them:
-#   - a virtualenv (.venv) with proximity and its test extras (pytest, hypothesis, pre-commit,
-#     ruff, mypy) from PyPI;
+#   - a virtualenv (.venv) with proximity and its test extras (pytest, hypothesis, ruff, mypy,
+#     and the hook hosts the tests drive: pre-commit, prek with the uv it uses, lefthook)
+#     from PyPI;
 #   - git and Chromium from the OS packages when missing (the view test drives a real
 #     headless browser).
 # Extra arguments go to pytest, e.g. `bash tests/run.sh -k hooks`.

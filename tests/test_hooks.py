@@ -20,7 +20,8 @@ def run(cwd, *args, env=None):
                           env={**os.environ, **(env or {})})
 
 
-def make_repo(tmp_path: Path, config: str | None = None) -> tuple[Path, Path]:
+def make_repo(tmp_path: Path, config: str | None = None,
+              config_name: str = ".pre-commit-config.yaml") -> tuple[Path, Path]:
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     main = tmp_path / "main"
@@ -29,7 +30,7 @@ def make_repo(tmp_path: Path, config: str | None = None) -> tuple[Path, Path]:
     (main / "f.txt").write_text(BASE)
     (main / "other.txt").write_text(lines(10, "other"))
     if config is not None:
-        (main / ".pre-commit-config.yaml").write_text(config)
+        (main / config_name).write_text(config)
     git(main, "add", "-A")
     git(main, "commit", "-q", "-m", "base")
     git(main, "remote", "add", "origin", str(remote))
@@ -69,6 +70,11 @@ def scenario(main: Path, tmp_path: Path) -> None:
     po = run(b, "git", "push", "-q", "--dry-run", "origin", "feat/b",
              env={"PROXIMITY_ALLOW": "1"})
     assert po.returncode == 0, po.stderr
+    # a tag carries no work to judge: it goes through even on the commit that must yield
+    git(b, "tag", "v-b")
+    pt = run(b, "git", "push", "-q", "origin", "v-b")
+    assert pt.returncode == 0, pt.stderr + pt.stdout
+    assert "refs/tags/v-b" in git(main, "ls-remote", "origin").stdout
     # b steers away: moves its work to another file; now its push goes through
     (b / "f.txt").write_text(BASE)
     (b / "other.txt").write_text(lines(10, "other") + "b's work, elsewhere\n")
@@ -76,6 +82,35 @@ def scenario(main: Path, tmp_path: Path) -> None:
     pb2 = run(b, "git", "push", "-q", "origin", "feat/b")
     assert pb2.returncode == 0, pb2.stderr
     assert "feat/b" in git(main, "ls-remote", "origin").stdout
+
+
+def events(where: Path) -> list[dict]:  # type: ignore[type-arg]
+    import json
+
+    out = subprocess.run([sys.executable, "-m", "proximity", "ledger", "--json", "-n", "500"],
+                         cwd=where, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["events"]  # type: ignore[no-any-return]
+
+
+def newest(where: Path, stream: str) -> dict:  # type: ignore[type-arg]
+    return next(e for e in events(where) if e["stream"] == stream)
+
+
+def post_stages(main: Path, tmp_path: Path) -> None:
+    """Each post-* hook records its event (after `scenario`): a checkout, a new worktree, a
+    fast-forward merge (nothing but git's post-merge says it was one) and an amend."""
+    git(main, "switch", "-q", "-c", "topic")
+    ev = newest(main, "main")
+    assert (ev["kind"], ev["branch"]) == ("checkout", "topic"), ev
+    git(main, "switch", "-q", "main")
+    d = tmp_path / "wt-d"
+    git(main, "worktree", "add", "-q", "-b", "feat/d", str(d))
+    assert newest(main, "wt-d")["kind"] == "worktree-add"
+    git(main, "merge", "-q", "--ff-only", "feat/a")
+    ev = newest(main, "main")
+    assert (ev["kind"], ev["head"]) == ("merge", git(main, "rev-parse", "HEAD").stdout.strip())
+    git(main, "commit", "-q", "--amend", "-m", "amended")
+    assert newest(main, "main")["kind"] == "rewrite"
 
 
 def commit_styles(main: Path, tmp_path: Path) -> None:
@@ -91,11 +126,7 @@ def commit_styles(main: Path, tmp_path: Path) -> None:
         (where / "n1.txt").write_text("3\n")
         (where / "n2.txt").write_text("untracked\n")
         assert git(where, "commit", "-qm", "path", "n1.txt").returncode == 0
-    out = subprocess.run([sys.executable, "-m", "proximity", "ledger", "--json", "-n", "100"],
-                         cwd=main, capture_output=True, text=True, check=True).stdout
-    import json
-
-    evs = json.loads(out)["events"]
+    evs = events(main)
     for stream in ("main", "wt-c"):
         kinds = [e["kind"] for e in evs if e["stream"] == stream]
         assert kinds.count("commit") >= 3, (stream, kinds)
@@ -114,6 +145,7 @@ def test_plain_hooks_end_to_end(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     scenario(main, tmp_path)
+    post_stages(main, tmp_path)
     commit_styles(main, tmp_path)
 
 
@@ -190,6 +222,14 @@ def hook_repo(tmp_path_factory) -> tuple[Path, str]:
     return dst, git(dst, "rev-parse", "HEAD").stdout.strip()
 
 
+def framework_config(repo: Path, rev: str) -> str:
+    """.pre-commit-config.yaml with proximity's three ids (pre-commit and prek read it)."""
+    return ("default_install_hook_types: [pre-commit, pre-push, post-commit, post-checkout,"
+            " post-merge, post-rewrite]\n"
+            f"repos:\n- repo: {repo}\n  rev: {rev}\n  hooks:\n"
+            "  - id: proximity-snapshot\n  - id: proximity-warn\n  - id: proximity-guard\n")
+
+
 @pytest.fixture(scope="session")
 def precommit_home(tmp_path_factory):
     return tmp_path_factory.mktemp("pre-commit-home")
@@ -199,19 +239,14 @@ def precommit_home(tmp_path_factory):
 def test_pre_commit_framework_end_to_end(tmp_path, tmp_path_factory, precommit_home,
                                           monkeypatch):
     monkeypatch.setenv("PRE_COMMIT_HOME", str(precommit_home))
-    repo, rev = hook_repo(tmp_path_factory)
-    config = (
-        "default_install_hook_types: [pre-commit, pre-push, post-commit, post-checkout,"
-        " post-merge, post-rewrite]\n"
-        f"repos:\n- repo: {repo}\n  rev: {rev}\n  hooks:\n"
-        "  - id: proximity-snapshot\n  - id: proximity-warn\n  - id: proximity-guard\n")
-    main, _ = make_repo(tmp_path, config)
+    main, _ = make_repo(tmp_path, framework_config(*hook_repo(tmp_path_factory)))
     pc = [sys.executable, "-m", "pre_commit"]
     r = run(main, *pc, "install")
     assert r.returncode == 0, r.stdout + r.stderr
     r = run(main, *pc, "install-hooks")
     assert r.returncode == 0, r.stdout + r.stderr
     scenario(main, tmp_path)
+    post_stages(main, tmp_path)
     commit_styles(main, tmp_path)
 
 

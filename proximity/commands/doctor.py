@@ -138,8 +138,7 @@ def hook_checks(repo: gitio.Repo) -> list[dict[str, str]]:
         os.path.join(repo.common, "hooks")
     default = os.path.realpath(os.path.join(repo.common, "hooks"))
     plain = [h for h in HOOKS if is_ours(os.path.join(hooks_dir, h))]
-    precommit = [h for h in HOOKS if _is_precommit(os.path.join(hooks_dir, h))]
-    uses_pc = "proximity-" in _read(os.path.join(repo.workdir, ".pre-commit-config.yaml"))
+    host, hosted = _host_hooks(repo.workdir, hooks_dir)
     stranded = [h for h in HOOKS if is_ours(os.path.join(default, h))]
     if hooks_dir != default and stranded and not plain:
         add("hooks", False, f"git reads hooks from {hooks_dir} (core.hooksPath), but "
@@ -161,15 +160,46 @@ def hook_checks(repo: gitio.Repo) -> list[dict[str, str]]:
             ok = None
         add("hooks", ok, detail)
         add_interpreter(add, os.path.join(hooks_dir, plain[0]))
-    elif precommit and uses_pc:
-        missing = sorted(set(HOOKS) - set(precommit))
-        add("hooks", not missing or None, "pre-commit hooks: " + ", ".join(precommit) + (
-            f"; not installed: {', '.join(missing)} (pre-commit install -t <type>)"
-            if missing else ""))
+    elif host:
+        missing = [h for h in HOOKS if h not in hosted]
+        fix = "lefthook install" if host == "lefthook" else f"{host} install -t <type>"
+        add("hooks", not missing or None, f"{host} hooks: " + ", ".join(hosted) + (
+            f"; not installed: {', '.join(missing)} ({fix})" if missing else ""))
+        if host == "lefthook":
+            import shutil
+
+            found = shutil.which("proximity")
+            add("hook command", True if found else None,
+                f"lefthook runs `proximity` from PATH: {found}" if found else
+                "lefthook runs `proximity` from PATH, and there is none: its hooks warn and "
+                "skip (install proximity where your shell finds it)")
     else:
-        add("hooks", None, f"no proximity hooks in {hooks_dir}: `proximity install` or "
-            "add the proximity ids to .pre-commit-config.yaml")
+        add("hooks", None, f"no proximity hooks in {hooks_dir}: `proximity install`, or "
+            "the proximity ids in .pre-commit-config.yaml (pre-commit, prek), or "
+            "`proximity install --lefthook` (lefthook)")
     return out
+
+
+def _host_hooks(workdir: str, hooks_dir: str) -> tuple[str | None, list[str]]:
+    """The hook manager that runs proximity here (pre-commit, prek or lefthook: its scripts
+    in the hooks directory, proximity in its config) and the hooks it has installed."""
+    from proximity import hosts
+
+    by_host: dict[str, list[str]] = {}
+    for h in HOOKS:
+        who = hosts.script_host(_read(os.path.join(hooks_dir, h)))
+        if who not in (None, "plain"):
+            by_host.setdefault(who, []).append(h)
+    framework = any("proximity-" in _read(os.path.join(workdir, name))
+                    for name in (".pre-commit-config.yaml", ".pre-commit-config.yml",
+                                 "prek.toml"))
+    config = hosts.lefthook_config(workdir)
+    lefthook = config is not None and "proximity hook" in _read(config)
+    for host, uses in (("prek", framework), ("pre-commit", framework),
+                       ("lefthook", lefthook)):
+        if uses and by_host.get(host):
+            return host, by_host[host]
+    return None, []
 
 
 def add_interpreter(add: Any, hook_path: str) -> None:
@@ -206,14 +236,6 @@ def _read(path: str) -> str:
             return f.read()
     except OSError:
         return ""
-
-
-def _is_precommit(path: str) -> bool:
-    try:
-        with open(path, errors="replace") as f:
-            return "pre-commit" in f.read(2000) and not is_ours(path)
-    except OSError:
-        return False
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from proximity import context, recorder
+from proximity import context, hosts, recorder
 from proximity.errors import FatalError
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ def _kind(stage: str, args: list[str]) -> str:
         return "worktree-add" if prev and set(prev) == {"0"} else "checkout"
     if stage == "post-rewrite" or "PRE_COMMIT_REWRITE_COMMAND" in os.environ:
         return "rewrite"
-    if stage == "post-merge" or "PRE_COMMIT_IS_SQUASH_MERGE" in os.environ:
+    if stage == "post-merge" or (stage == "snapshot"
+                                 and hosts.framework_merge(os.environ, os.getcwd())):
         return "merge"
     if stage in ("pre-push", "guard"):
         return "push"

@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     repo = gitio.Repo(args.repo or os.getcwd())
     if args.command == "uninstall":
         return uninstall(repo)
+    if getattr(args, "lefthook", False):
+        return lefthook(repo)
     d = hooks_dir(repo, args.force)
     os.makedirs(d, exist_ok=True)
     python = interpreter()
@@ -116,4 +118,39 @@ def uninstall(repo: gitio.Repo) -> int:
             if os.path.lexists(path + CHAINED):
                 os.replace(path + CHAINED, path)
     print(f"removed proximity hooks from {d}")
+    return 0
+
+
+def lefthook(repo: gitio.Repo) -> int:
+    """Write proximity's block into lefthook.yml: a new file, or appended to one that
+    configures none of its hooks; otherwise print it to merge by hand (a YAML file is
+    never rewritten)."""
+    from proximity import hosts
+
+    block = hosts.lefthook_block()
+    path = hosts.lefthook_config(repo.workdir)
+    if path is None:
+        path = os.path.join(repo.workdir, "lefthook.yml")
+        with open(path, "w") as f:
+            f.write(block)
+        print(f"wrote {path}; now run `lefthook install` (and commit lefthook.yml)")
+        return 0
+    with open(path, errors="replace") as f:
+        text = f.read()
+    if hosts.LEFTHOOK_MARK in text or "proximity hook" in text:
+        print(f"{path} already runs proximity; nothing to do (`lefthook install` installs "
+              "the hooks)")
+        return 0
+    clash = sorted(set(hosts.LEFTHOOK_STAGES) & hosts.top_level_keys(text))
+    if path.endswith((".yml", ".yaml")) and not clash:
+        with open(path, "a") as f:
+            f.write(("" if text.endswith("\n") or not text else "\n") + "\n" + block)
+        print(f"added proximity's hooks to {path}; now run `lefthook install`")
+        return 0
+    why = (f"it already configures {', '.join(clash)}" if clash
+           else "it is not YAML")
+    print(f"proximity: {path} left as it is ({why}): merge this block into it, putting each "
+          "`proximity` command under the hook of the same name, then run `lefthook install`:",
+          file=sys.stderr)
+    sys.stdout.write(block)
     return 0

@@ -1,0 +1,216 @@
+"""What each hook host costs: `git commit`, `git push` and `git switch` on the same generated
+repository with bare git, proximity's plain hooks, and proximity under the pre-commit
+framework, prek and lefthook, plus each host with an empty config (one no-op `true` hook per
+stage: the host's own overhead, proximity absent), the variants taking turns round by round;
+medians and ratios to bare git in the same run; with the resident service off (hooks judge
+in process) and on.
+
+    python benchmarks/host_cost.py --files 10000 --worktrees 8 --runs 7 --fresh-install
+
+Every variant has its own hooks directory (`git -c core.hooksPath=DIR`), made by the host's
+own installer; pre-commit and prek build their proximity environment from this checkout's
+HEAD before timing starts; lefthook is its Go binary (LEFTHOOK_BIN, what npm, brew or go
+users run), and once more, empty, through the PyPI package's Python wrapper on PATH.
+`git commit` runs pre-commit + post-commit, `git push` pre-push (a branch that collides
+with nobody), `git switch` two post-checkouts (main -> side -> main, 50 files differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(__file__))
+from genrepo import ENV, generate, git
+from service_cost import commit_once, prepare, push_once, settle_service, switch_once
+from timing import NO_HOOKS, ROOT, Variant, fresh_install, interleaved, load
+
+HOOK_TYPES = ("pre-commit", "pre-push", "post-commit", "post-checkout", "post-merge",
+              "post-rewrite")
+HOSTS = ("pre-commit", "prek", "lefthook")
+
+
+def tool(name: str) -> str:
+    here = os.path.dirname(sys.executable)
+    path = shutil.which(name, path=here) or shutil.which(name)
+    if path is None:
+        raise SystemExit(f"{name} not found: `pip install -e '.[test]'` installs it")
+    return path
+
+
+def lefthook_binary() -> str:
+    """The Go binary inside the PyPI package (what the other installers put on PATH)."""
+    import lefthook  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    base = os.path.join(os.path.dirname(lefthook.__file__), "bin")
+    for d, _, files in os.walk(base):
+        if "lefthook" in files:
+            return os.path.join(d, "lefthook")
+    raise SystemExit(f"no lefthook binary under {base}")
+
+
+def framework_config(repo: str, rev: str | None) -> str:
+    """pre-commit's and prek's config: proximity's ids, or (``rev`` None) one no-op hook
+    per stage (prek refuses a config with no hooks at all)."""
+    types = "default_install_hook_types: [" + ", ".join(HOOK_TYPES) + "]\n"
+    if rev is None:
+        return (types + "repos:\n- repo: local\n  hooks:\n  - id: noop\n    name: noop\n"
+                "    entry: 'true'\n    language: system\n    pass_filenames: false\n"
+                "    always_run: true\n    stages: [" + ", ".join(HOOK_TYPES) + "]\n")
+    return (types + f"repos:\n- repo: {repo}\n  rev: {rev}\n  hooks:\n"
+            "  - id: proximity-snapshot\n  - id: proximity-warn\n  - id: proximity-guard\n")
+
+
+def hooks_dirs(root: str, main: str, env: dict[str, str], py: str,
+               worktrees: Sequence[str]) -> dict[str, str]:
+    """One hooks directory per way of running hooks, each made by its own installer in
+    .git/hooks and moved aside. Host configs live untracked (and ignored) in each worktree."""
+    from proximity import hosts
+
+    rev = git(ROOT, "rev-parse", "HEAD").strip()
+    configs = {".pre-commit-config.yaml": framework_config(ROOT, rev),
+               ".pre-commit-empty.yaml": framework_config(ROOT, None),
+               "lefthook.yml": hosts.lefthook_block(),
+               "lefthook-empty.yml": "".join(f"{h}:\n  commands:\n    noop:\n      run: 'true'\n"
+                                             for h in HOOK_TYPES)}
+    with open(os.path.join(main, ".git", "info", "exclude"), "a") as f:
+        f.write("".join(f"/{name}\n" for name in configs))
+    for w in worktrees:
+        for name, text in configs.items():
+            with open(os.path.join(w, name), "w") as f:
+                f.write(text)
+    hooks = os.path.join(main, ".git", "hooks")
+    out = {}
+
+    def take(name: str, *cmds: list[str]) -> None:
+        shutil.rmtree(hooks, ignore_errors=True)
+        os.makedirs(hooks)
+        for cmd in cmds:
+            subprocess.run(cmd, cwd=main, env=env, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.STDOUT)
+        out[name] = os.path.join(root, f"hooks-{name}")
+        shutil.copytree(hooks, out[name], symlinks=True)
+
+    take("plain", [py, "-m", "proximity", "install"])
+    pc = [sys.executable, "-m", "pre_commit"]
+    take("pre-commit", [*pc, "install", "-c", ".pre-commit-config.yaml"],
+         [*pc, "install-hooks", "-c", ".pre-commit-config.yaml"])
+    take("pre-commit-empty", [*pc, "install", "-c", ".pre-commit-empty.yaml"])
+    prek = tool("prek")
+    take("prek", [prek, "install", "-c", ".pre-commit-config.yaml"],
+         [prek, "install-hooks", "-c", ".pre-commit-config.yaml"])
+    take("prek-empty", [prek, "install", "-c", ".pre-commit-empty.yaml"])
+    take("lefthook", [tool("lefthook"), "install"])
+    shutil.rmtree(hooks, ignore_errors=True)
+    os.makedirs(hooks)
+    return out
+
+
+def variants(dirs: dict[str, str], env: dict[str, str], service: bool,
+             empty: bool) -> dict[str, Variant]:
+    """name -> (git's extra arguments, environment)."""
+    e = {**env, "PROXIMITY_SERVICE": "1" if service else "0"}
+    at = {name: ["-c", f"core.hooksPath={d}"] for name, d in dirs.items()}
+    out: dict[str, Variant] = {"bare": (NO_HOOKS, e)}
+    for name in ("plain", "pre-commit", "prek", "lefthook"):
+        out[name] = (at[name], e)
+    if empty:
+        out["pre-commit-empty"] = (at["pre-commit-empty"], e)
+        out["prek-empty"] = (at["prek-empty"], e)
+        out["lefthook-empty"] = (at["lefthook"], {**e, "LEFTHOOK_CONFIG": "lefthook-empty.yml"})
+        # PyPI's lefthook is a Python wrapper around the binary: found on PATH, the hook
+        # script starts it twice (`lefthook -h` to probe, then `lefthook run`)
+        pip = {k: v for k, v in e.items() if k != "LEFTHOOK_BIN"}
+        pip["PATH"] = os.path.dirname(tool("lefthook")) + os.pathsep + pip["PATH"]
+        out["lefthook-pip-empty"] = (at["lefthook"], {**pip,
+                                                      "LEFTHOOK_CONFIG": "lefthook-empty.yml"})
+    return out
+
+
+def ratios(medians: dict[str, float]) -> dict[str, float]:
+    return {n: round(s / medians["bare"], 2) for n, s in medians.items() if n != "bare"}
+
+
+def measure(files: int, worktrees: int, runs: int, py: str) -> dict[str, Any]:
+    root = tempfile.mkdtemp(prefix="proximity-hosts-")
+    try:
+        main = generate(root, files, worktrees, changes=3)
+        prepare(main, root)
+        wt = os.path.join(root, "wt00")
+        git(wt, "push", "-q", "origin", "agent0")
+        env = {**ENV, "PATH": os.path.dirname(py) + os.pathsep + ENV.get("PATH", ""),
+               "PRE_COMMIT_HOME": os.path.join(root, "pre-commit-home"),
+               "PREK_HOME": os.path.join(root, "prek-home"),
+               "LEFTHOOK_BIN": lefthook_binary()}
+        dirs = hooks_dirs(root, main, env, py, [main, wt])
+        for w in [main] + [os.path.join(root, f"wt{i:02}") for i in range(worktrees)]:
+            subprocess.run([py, "-m", "proximity", "snapshot"], cwd=w, env=env, check=True,
+                           stdout=subprocess.DEVNULL)  # a warm ledger, as after a day of work
+        common = os.path.join(main, ".git")
+        row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
+                               "load_before": load()}
+        ops: dict[str, Callable[..., float]] = {
+            "commit": commit_once(wt), "push": push_once(wt, "agent0"),
+            "switch": switch_once(main)}
+        for service in (False, True):
+            before: list[Callable[[], None]] = []
+            if service:
+                subprocess.run([py, "-m", "proximity", "service", "start"], cwd=main,
+                               env={**env, "PROXIMITY_SERVICE": "1"}, check=True,
+                               stdout=subprocess.DEVNULL)
+                before.append(settle_service(common))
+            key = "service_on" if service else "service_off"
+            row[key] = {}
+            vs = variants(dirs, env, service, empty=not service)
+            for op, one in ops.items():
+                med = interleaved(runs, vs, one, before)
+                row[key][op] = {"median_s": med, "ratio_to_bare": ratios(med)}
+                print(f"{key} {op}: " + json.dumps(row[key][op]), flush=True)
+            if service:
+                subprocess.run([py, "-m", "proximity", "service", "stop"], cwd=main,
+                               env=env, check=False, stdout=subprocess.DEVNULL)
+        row["load_after"] = load()
+        return row
+    finally:
+        subprocess.run([py, "-m", "proximity", "service", "stop"], cwd=root, env=ENV,
+                       check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="git with each hook host vs bare git")
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--worktrees", type=int, default=8)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--fresh-install", action="store_true",
+                    help="plain hooks and lefthook run a normal pip install in a throwaway "
+                    "venv (default: this interpreter, which may be an editable install)")
+    a = ap.parse_args(argv)
+    py = sys.executable
+    tmp = None
+    if a.fresh_install:
+        tmp = tempfile.mkdtemp(prefix="proximity-venv-")
+        py = fresh_install(tmp)
+        print(f"measuring a fresh install: {py}", flush=True)
+    try:
+        row = measure(a.files, a.worktrees, a.runs, py)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(row, indent=2))
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(row, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

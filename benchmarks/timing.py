@@ -1,0 +1,63 @@
+"""Timing helpers the hook benchmarks share (hook_cost.py, service_cost.py, host_cost.py).
+
+A variant is one way of running a git command: git's extra arguments (``-c core.hooksPath=…``)
+and the environment. :func:`interleaved` lets the variants take turns round by round, so that
+a machine getting busier or quieter during a run shifts them all alike, and reports medians.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+sys.path.insert(0, os.path.dirname(__file__))
+from genrepo import ENV
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
+
+Variant = tuple[list[str], dict[str, str]]  # git's extra arguments, environment
+One = Callable[[str, list[str], dict[str, str], int], float]  # name, extra, env, round
+
+
+def timed(cmd: list[str], cwd: str, env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one command (its output discarded; a failure raises)."""
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env or ENV, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def interleaved(runs: int, variants: Mapping[str, Variant], one: One,
+                before: Sequence[Callable[[], None]] = ()) -> dict[str, float]:
+    """Median seconds per variant, the variants taking turns (one warm-up round first, not
+    counted); each ``before`` runs ahead of every timed command."""
+    got: dict[str, list[float]] = {n: [] for n in variants}
+    for i in range(runs + 1):
+        for name, (extra, env) in variants.items():
+            for wait in before:
+                wait()
+            s = one(name, extra, env, i)
+            if i:
+                got[name].append(s)
+    return {n: round(statistics.median(v), 4) for n, v in got.items()}
+
+
+def fresh_install(where: str) -> str:
+    """A throwaway venv with a normal (non-editable) `pip install .`: what users run."""
+    venv = os.path.join(where, "venv")
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    py = os.path.join(venv, "bin", "python")
+    subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", ROOT],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return py
+
+
+def load() -> str:
+    """The machine's load averages, as `uptime` prints them."""
+    out = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
+    return out.strip().split("load average:")[-1].strip()
