@@ -77,3 +77,23 @@ def test_approach_alone_never_reaches_tau_ra():
     assert "35%" in res.findings[0].detail  # 7 of 20 lines on the smaller side
     # git's merge conflicts on the path: the conflict channel speaks, not this one
     assert approach.value(wa, wb, lambda oid: b"", {}, 0.7, frozenset({"m.py"})).findings == []
+
+
+def test_javascript_same_function_through_the_tree_sitter_parser():
+    from proximity.model import FileChange, WorkingSet
+
+    body = "".join(f"  const v{i} = x + {i};\n" for i in range(1, 13))
+    src = f"function parse(x) {{\n{body}  return v1;\n}}\n\nfunction render(x) {{\n{body}}}\n"
+    fa = FileChange("lib.js", "M", ranges=((3, 3),), old_oid="b" * 40, new_oid="1" * 40,
+                    old_lines=30)
+    fb = FileChange("lib.js", "M", ranges=((9, 9),), old_oid="b" * 40, new_oid="2" * 40,
+                    old_lines=30)
+    res = approach.value(WorkingSet({"lib.js": fa}), WorkingSet({"lib.js": fb}),
+                         lambda oid: src.encode(), {}, tau_ra=0.7)
+    assert [f.kind for f in res.findings] == ["fn-near"]
+    assert "parse()" in res.findings[0].detail
+    fb2 = FileChange("lib.js", "M", ranges=((20, 20),), old_oid="b" * 40, new_oid="2" * 40,
+                     old_lines=30)
+    res = approach.value(WorkingSet({"lib.js": fa}), WorkingSet({"lib.js": fb2}),
+                         lambda oid: src.encode(), {}, tau_ra=0.7)
+    assert res.findings == []  # parse() and render(): no shared definition
