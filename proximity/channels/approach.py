@@ -138,10 +138,6 @@ def describe(kind: str, f: Features, cover: float, path: str) -> str:
             "so far")
 
 
-def _lines(rs: Sequence[Range]) -> str:
-    return ",".join(f"{s}-{e}" if e > s else str(s) for s, e in rs[:4])
-
-
 def path_findings(path: str, fa: FileChange, fb: FileChange,
                   read: Callable[[str], bytes], cache: dict[str, Any]) -> list[Finding]:
     """The approach findings for one shared base path (none: no approach evidence)."""
@@ -159,7 +155,7 @@ def path_findings(path: str, fa: FileChange, fb: FileChange,
     out = []
     for kind in kinds(f, cover):
         ra, rb = (fa.ranges, fb.ranges) if kind == "cover" else (f.near_a, f.near_b)
-        why = describe(kind, f, cover, path) + f" (lines {_lines(ra)} / {_lines(rb)})"
+        why = describe(kind, f, cover, path)  # the lines are the finding's own ranges
         out.append(Finding(NAME, prob(kind), path, path, tuple(ra[:4]), tuple(rb[:4]), why,
                            kind=kind))
     return out
