@@ -187,6 +187,45 @@ def ceiling(rows: list[Row], srcs: dict[str, replay.Source]) -> dict[str, Any]:
     return dict(out)
 
 
+def lookahead(rows: list[Row], srcs: dict[str, replay.Source]) -> dict[str, Any]:
+    """What declared intents could add (a simulation, not a measurement of proximity): at
+    each step, each side "declares" the files its commits up to the next sampled step will
+    modify; a declared file the other side has already modified is an intent meeting an edit
+    (overlap ``intent-file``). Reported like the step figures: share of eligible conflicting
+    pairs with such a hit strictly before the first conflict, share of never-conflict steps
+    with one."""
+    pairs: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        pairs[r["id"]].append(r)
+    hits_never = never = early = eligible = 0
+    for ss in pairs.values():
+        ss.sort(key=lambda r: r["step"])
+        src = srcs[ss[0]["repo"]]
+        first = next((i for i, r in enumerate(ss) if r["conflict_now"]), None)
+        marks = []
+        for i, r in enumerate(ss):
+            nxt = ss[i + 1] if i + 1 < len(ss) else None
+            base = src.repo.merge_base(r["a"], r["b"])
+            bt = src.tree(base) if base else ""
+            hit = False
+            if nxt is not None and bt:
+                ca = set(src.repo.changed_paths(bt, src.tree(r["a"])))
+                cb = set(src.repo.changed_paths(bt, src.tree(r["b"])))
+                ia = set(src.repo.changed_paths(src.tree(r["a"]), src.tree(nxt["a"])))
+                ib = set(src.repo.changed_paths(src.tree(r["b"]), src.tree(nxt["b"])))
+                hit = bool((ia & cb) or (ib & ca) or (ia & ib))
+            marks.append(hit)
+        if first is None:
+            never += len(ss)
+            hits_never += sum(marks)
+        elif first > 0:
+            eligible += 1
+            early += any(marks[:first])
+    return {"eligible": eligible, "warned_early": round(early / eligible, 3) if eligible else None,
+            "never_steps": never,
+            "never_flagged": round(hits_never / never, 3) if never else None}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("steps")
@@ -243,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 srcs[r["repo"]] = replay.Source(r["repo"], dirs[r["repo"]],
                                                 os.path.join(replay.OUT, "scratch-study"))
         report[part]["_"]["ceiling"] = ceiling(sub, srcs)
+        report[part]["_"]["lookahead"] = lookahead(sub, srcs)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()
