@@ -14,6 +14,10 @@ for fit and held-out repositories separately:
   where the class is present strictly before the first conflict;
 * ``never``: the share of the steps of never-conflicting pairs where it is present.
 
+Also: ``ceiling`` (at the step before the first conflict, had both sides, one, or neither
+modified the path that then conflicts?) and ``lookahead`` (a simulation of declared intents:
+each side declares the files it will modify up to the next sampled step).
+
     python benchmarks/approach_study.py benchmarks/out/steps.jsonl CASES... [--git-dir ...]
 """
 
