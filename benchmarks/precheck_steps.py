@@ -4,12 +4,13 @@ For every pair of a ``steps.py --out`` file (same sample, same labels), the firs
 of both sides are interleaved by committer time (as ``steps.py`` does, unsampled). Before each
 commit c (parent p) of side X is applied, X asks ``proximity check`` for each path c changes,
 with the lines c changes in p's coordinates (what an agent's edit of those lines asks: a
-replaced range as is, a pure insertion its anchor line p, a file c adds or a binary file the
-whole file), against the other side Y as it is at that moment (its tip). The check's facts are
-built the way ``precheck.gather`` builds them, from git objects instead of worktree files: the
-pair's base is ``git merge-base p Y``; Y's change of the path is git's ``-U0`` diff base..Y;
-the request maps to base lines through X's own diff base..p (``hunks.to_base``); symbols
-defined in the requested lines of p's blob (``precheck.defined_in``) used by Y's new code
+replaced range as is, a pure insertion its anchor line, a file c adds or a binary file the
+whole file; a merge commit asks nothing: it is no agent's edit), against the other side Y as
+it is at that moment (its tip). The check's facts are built the way ``precheck.gather``
+builds them, from git objects instead of worktree files: the pair's base is
+``git merge-base p Y``; Y's change of the path is git's ``-U0`` diff base..Y; the request
+maps to base lines through X's own diff base..p (``hunks.to_base``); symbols defined in the
+requested lines of p's blob (``precheck.defined_in``) used by Y's new code
 (``precheck.new_uses`` over the diff base..Y). ``checker.decide`` answers; no intents are
 declared in a replay.
 
@@ -87,7 +88,7 @@ def requests(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, 
             out.append((path, None))
             continue
         rs = sorted({h.base if h.old_lines else (max(1, h.old_start),) * 2 for h in d.hunks})
-        out.append((path, tuple(rs)))  # type: ignore[arg-type]
+        out.append((path, tuple(rs)))
     return out
 
 
@@ -114,6 +115,10 @@ def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, .
     return out
 
 
+def merges(g: Replayer, base: str, tip: str) -> set[str]:
+    return set(g.git(["rev-list", "--first-parent", "--merges", f"{base}..{tip}"]).split())
+
+
 def events_of(g: Replayer, case: dict[str, Any]) -> list[tuple[int, str, str, str]]:
     """(side, commit, parent, other side's tip) of every commit, interleaved as steps.py."""
     base = case["base"]
@@ -131,7 +136,7 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
                 ) -> dict[str, Any]:
     """Every check of one pair, with the labels of its ``steps.py`` rows."""
     evs = events_of(g, case)
-    after = {}
+    after: dict[tuple[str, str], int] = {}
     tips = [case["base"], case["base"]]
     for i, (side, c, _, _) in enumerate(evs):
         tips[side] = c
@@ -149,7 +154,11 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
                 cut = i
                 break
     checks = []
+    merged = merges(g, case["base"], case["a"]["commit"]) | merges(
+        g, case["base"], case["b"]["commit"])
     for i, (side, c, p, y) in enumerate(evs[:cut + 1]):
+        if c in merged:
+            continue  # a merge brings others' work in: no agent edits, no check
         calls = requests(hunks.parse(g.diff(p, c)))
         if not calls:
             continue
@@ -162,6 +171,7 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
                                                                      s.requested],
                            "decision": d.decision, "evidence": kinds})
     return {"id": case["id"], "repo": case["repo"], "events": len(evs), "cut": cut,
+            "merges": sum(c in merged for _, c, _, _ in evs[:cut + 1]),
             "first_conflict_step": first, "step_events": step_at,
             "advisory": [r["advisory"] for r in rows], "checks": checks}
 
@@ -205,18 +215,18 @@ def summary(pairs: Iterable[dict[str, Any]]) -> dict[str, Any]:
         commits: dict[tuple[str, int], bool] = {}
         for p in never:
             for c in p["checks"]:
-                k = (p["id"], c["event"])
-                commits[k] = commits.get(k, False) or fn(c) != "allow"
+                key = (p["id"], c["event"])
+                commits[key] = commits.get(key, False) or fn(c) != "allow"
         out[f"{pol}commits_warned"] = share(sum(commits.values()), len(commits))
         st = st_chk = st_any = 0
         for p in never:
             prev = -1
-            for k, e in enumerate(p["step_events"]):
-                chk = any(prev < c["event"] <= e and fn(c) != "allow" for c in p["checks"])
+            for k, at in enumerate(p["step_events"]):
+                chk = any(prev < c["event"] <= at and fn(c) != "allow" for c in p["checks"])
                 st += 1
                 st_chk += chk
                 st_any += chk or p["advisory"][k] != "clear"
-                prev = e
+                prev = at
         out[f"{pol}steps_warned_by_check"] = share(st_chk, st)
         out[f"{pol}steps_warned_check_or_advisory"] = share(st_any, st)
     out["never_commits"] = len({(p["id"], c["event"]) for p in never for c in p["checks"]})
@@ -258,9 +268,10 @@ def validate(g: Replayer, sample: list[dict[str, Any]], prox: list[str]) -> dict
                 f"{s}-{e}" for s, e in c["lines"])
             proc = subprocess.run([*prox, "check", "--json", spec], cwd=x,
                                   capture_output=True, text=True)
-            got = json.loads(proc.stdout) if proc.stdout.strip() else {"decision": proc.stderr}
+            got: dict[str, Any] = (json.loads(proc.stdout) if proc.stdout.strip()
+                                   else {"decision": proc.stderr})
             real = got.get("decision")
-            kinds = sorted({f["evidence"] for f in got.get("conflicts", [])})
+            kinds = sorted({h["evidence"] for h in got.get("conflicts", [])})
             ok = real == c["decision"] and kinds == c["evidence"]
             agree += ok
             rows.append({"repo": g.src.name, "spec": spec, "replayed": c["decision"],
@@ -330,7 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         pick += rnd.sample(quiet, min(args.validate - len(pick), len(quiet)))
         exe = shutil.which("proximity", path=os.path.dirname(sys.executable))
         prox = [exe] if exe else [sys.executable, "-m", "proximity"]
-        agree, n, out = 0, 0, []
+        agree, n = 0, 0
+        out: list[dict[str, Any]] = []
         for repo, c in pick:
             v = validate(reps[repo], [c], prox)
             agree, n, out = agree + v["agree"], n + v["n"], out + v["calls"]
