@@ -144,6 +144,7 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
     step_at = [after[r["a"], r["b"]] for r in rows]
     first = next((k for k, r in enumerate(rows) if r["conflict_now"]), None)
     cut = len(evs) - 1
+    at_cut: list[str] = []
     if first is not None:  # the commit that first made the tips conflict
         lo = step_at[first - 1] + 1 if first > 0 else 0
         cut = step_at[first]
@@ -153,6 +154,10 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
             if i >= lo and case["base"] not in tips and g.src.conflicts(tips[0], tips[1]):
                 cut = i
                 break
+        cut_tips = [case["base"], case["base"]]
+        for side, c, _, _ in evs[:cut + 1]:
+            cut_tips[side] = c
+        at_cut = g.src.repo.merge_conflicts(cut_tips[0], cut_tips[1]) or []
     checks = []
     merged = merges(g, case["base"], case["a"]["commit"]) | merges(
         g, case["base"], case["b"]["commit"])
@@ -172,7 +177,7 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
                            "decision": d.decision, "evidence": kinds})
     return {"id": case["id"], "repo": case["repo"], "events": len(evs), "cut": cut,
             "merges": sum(c in merged for _, c, _, _ in evs[:cut + 1]),
-            "first_conflict_step": first, "step_events": step_at,
+            "first_conflict_step": first, "step_events": step_at, "conflict_paths": at_cut,
             "advisory": [r["advisory"] for r in rows], "checks": checks}
 
 
@@ -191,14 +196,17 @@ def summary(pairs: Iterable[dict[str, Any]]) -> dict[str, Any]:
         adv = any(a != "clear" for a in p["advisory"][:f])
         chk = any((relaxed(c) if how.endswith("relaxed") else c["decision"]) != "allow"
                   for c in p["checks"])
-        return {"advisory": adv, "check": chk, "either": adv or chk,
+        on_file = any(c["decision"] != "allow" and c["path"] in p["conflict_paths"]
+                      for c in p["checks"])
+        return {"advisory": adv, "check": chk, "either": adv or chk, "check-on-file": on_file,
                 "check-relaxed": chk, "either-relaxed": adv or chk}[how]
 
     def share(n: int, d: int) -> float | None:
         return round(n / d, 4) if d else None
 
     out: dict[str, Any] = {"pairs": len(pairs), "eligible_conflicting_pairs": len(elig)}
-    for how in ("advisory", "check", "either", "check-relaxed", "either-relaxed"):
+    for how in ("advisory", "check", "either", "check-on-file", "check-relaxed",
+                "either-relaxed"):
         out[f"warned_early_{how}"] = share(sum(warned(p, how) for p in elig), len(elig))
     first_ev: Counter[str] = Counter()
     for p in elig:
