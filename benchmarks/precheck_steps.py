@@ -226,6 +226,10 @@ def summary(pairs: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 key = (p["id"], c["event"])
                 commits[key] = commits.get(key, False) or fn(c) != "allow"
         out[f"{pol}commits_warned"] = share(sum(commits.values()), len(commits))
+        per_pair = [[v for k, v in commits.items() if k[0] == p["id"]] for p in never]
+        per_pair = [v for v in per_pair if v]
+        out[f"{pol}commits_warned_pair_mean"] = round(
+            sum(sum(v) / len(v) for v in per_pair) / len(per_pair), 4) if per_pair else None
         st = st_chk = st_any = 0
         for p in never:
             prev = -1
