@@ -16,6 +16,7 @@ declared in a replay.
 
     python benchmarks/precheck_steps.py benchmarks/out/steps.jsonl CASES... [--git-dir N=DIR]
         [--out benchmarks/out/precheck.jsonl] [--validate 10] [--json]
+    python benchmarks/precheck_steps.py STEPS CASES... --load benchmarks/out/precheck.jsonl
 
 Reported (fit / held-out / per repository): (a) eligible conflicting pairs (first conflicting
 step > 0, as ``steps.py``) warned strictly before their first conflicting step, by an advisory
@@ -208,6 +209,11 @@ def summary(pairs: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for how in ("advisory", "check", "either", "check-on-file", "check-relaxed",
                 "either-relaxed"):
         out[f"warned_early_{how}"] = share(sum(warned(p, how) for p in elig), len(elig))
+    at_last = 0  # the only check warning was the one asked for the conflicting commit
+    for p in elig:
+        hits = [c["event"] for c in p["checks"] if c["decision"] != "allow"]
+        at_last += bool(hits) and min(hits) == p["cut"]
+    out["warned_early_check_only_at_conflicting_commit"] = share(at_last, len(elig))
     first_ev: Counter[str] = Counter()
     for p in elig:
         hit = next((c for c in p["checks"] if c["decision"] != "allow"), None)
@@ -302,6 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--validate", type=int, default=10, help="calls re-run in real worktrees")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out")
+    ap.add_argument("--load", help="report on a previous --out file instead of replaying")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     by_id = {c["id"]: c for c in replay.load_cases(args.cases)}
@@ -316,6 +323,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = []
     reps: dict[str, Replayer] = {}
     sink = open(args.out, "w") if args.out else None  # noqa: SIM115 -- written as we go
+    if args.load:
+        with open(args.load) as f:
+            loaded = [json.loads(line) for line in f if line.strip()]
+        rows = defaultdict(list)  # nothing to replay
+        pairs = [p for p in loaded if not want or p["repo"] in want]
+        for name in {p["repo"] for p in pairs}:
+            reps[name] = Replayer(replay.Source(name, dirs[name],
+                                                os.path.join(replay.OUT, "scratch-precheck")))
     for pid, rs in rows.items():
         case = by_id[pid]
         name = case["repo"]

@@ -64,3 +64,32 @@ def test_a_commit_asks_its_changed_lines_in_the_parent_and_new_files_whole(space
     calls = precheck_steps.requests(hunks.parse(g.diff(p, head(sp.main))))
     assert calls == [("added.txt", None), ("app.txt", ((5, 5), (9, 9))),
                      ("gone.txt", ((1, 1),))]
+
+
+def test_a_pair_is_warned_before_the_commit_that_conflicts(space, tmp_path):  # type: ignore[no-untyped-def]
+    sp = space({"app.txt": APP})
+    base = head(sp.main)
+    a, b = sp.wt("a"), sp.wt("b")
+
+    def commit(where: Path, old: str, new: str, when: int) -> str:
+        text = (where / "app.txt").read_text().replace(old, new)
+        sp.write(where, "app.txt", text)
+        git(where, "commit", "-qam", new, env={"GIT_COMMITTER_DATE": f"{when} +0000"})
+        return head(where)
+
+    a1 = commit(a, "line 5\n", "line 5 a\n", 1_700_000_100)
+    b1 = commit(b, "line 30\n", "line 30 b\n", 1_700_000_200)
+    b2 = commit(b, "line 5\n", "line 5 b\n", 1_700_000_300)
+    case = {"id": "t:1", "repo": "t", "base": base, "a": {"commit": a1}, "b": {"commit": b2}}
+    rows = [{"a": a1, "b": b1, "conflict_now": False, "advisory": "clear"},
+            {"a": a1, "b": b2, "conflict_now": True, "advisory": "resolution"}]
+    g = precheck_steps.Replayer(replay.Source("t", str(sp.main / ".git"), str(tmp_path / "s")))
+    got = precheck_steps.replay_pair(g, case, rows)
+    assert (got["cut"], got["first_conflict_step"], got["conflict_paths"]) == (2, 1, ["app.txt"])
+    assert [(c["commit"], c["decision"], c["evidence"]) for c in got["checks"]] == [
+        (a1, "allow", []), (b1, "ask", ["same-file"]), (b2, "deny", ["conflict"])]
+    s = precheck_steps.summary([got])
+    assert s["warned_early_advisory"] == 0.0
+    assert s["warned_early_check"] == s["warned_early_check-on-file"] == 1.0
+    assert s["warned_early_check-relaxed"] == 1.0  # the deny at b2 still warns
+    assert s["warned_early_check_only_at_conflicting_commit"] == 0.0
