@@ -361,11 +361,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.validate:
         rnd = random.Random(args.seed)
         calls = [(p["repo"], c) for p in pairs for c in p["checks"]]
-        warn = [x for x in calls if x[1]["decision"] != "allow"]
-        quiet = [x for x in calls if x[1]["decision"] == "allow"]
-        half = args.validate // 2
-        pick = rnd.sample(warn, min(half, len(warn)))
-        pick += rnd.sample(quiet, min(args.validate - len(pick), len(quiet)))
+        pick: list[tuple[str, dict[str, Any]]] = []  # a third of each answer
+        for k, answer in enumerate((checker.DENY, checker.ASK, checker.ALLOW)):
+            these = [x for x in calls if x[1]["decision"] == answer]
+            want_n = (args.validate - len(pick)) // (3 - k)
+            pick += rnd.sample(these, min(want_n, len(these)))
         exe = shutil.which("proximity", path=os.path.dirname(sys.executable))
         prox = [exe] if exe else [sys.executable, "-m", "proximity"]
         agree, n = 0, 0
