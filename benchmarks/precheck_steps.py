@@ -162,6 +162,7 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
     checks = []
     merged = merges(g, case["base"], case["a"]["commit"]) | merges(
         g, case["base"], case["b"]["commit"])
+    then: dict[tuple[str, str], bool] = {}
     for i, (side, c, p, y) in enumerate(evs[:cut + 1]):
         if c in merged:
             continue  # a merge brings others' work in: no agent edits, no check
@@ -171,8 +172,10 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
         for s in sides_for(g, p, y, calls):
             d = checker.decide([s])
             kinds = sorted({f.evidence for f in d.conflicts})
+            if d.decision == checker.DENY and (c, y) not in then:
+                then[c, y] = bool(g.src.conflicts(c, y))  # the tips right after c
             checks.append({"event": i, "side": "ab"[side], "commit": c, "parent": p,
-                           "other": y, "path": s.path,
+                           "other": y, "path": s.path, "then_conflicts": then.get((c, y)),
                            "lines": None if s.requested is None else [list(r) for r in
                                                                      s.requested],
                            "decision": d.decision, "evidence": kinds})
@@ -247,6 +250,9 @@ def summary(pairs: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 prev = at
         out[f"{pol}steps_warned_by_check"] = share(st_chk, st)
         out[f"{pol}steps_warned_check_or_advisory"] = share(st_any, st)
+    denies = [c for c in checks if c["decision"] == checker.DENY]
+    out["never_denies_then_conflicting"] = share(
+        sum(bool(c.get("then_conflicts")) for c in denies), len(denies))
     out["never_commits"] = len({(p["id"], c["event"]) for p in never for c in p["checks"]})
     out["never_steps"] = sum(len(p["step_events"]) for p in never)
     out["check_evidence_share"] = {k: share(sum(k in c["evidence"] for c in checks),

@@ -88,6 +88,7 @@ def test_a_pair_is_warned_before_the_commit_that_conflicts(space, tmp_path):  # 
     assert (got["cut"], got["first_conflict_step"], got["conflict_paths"]) == (2, 1, ["app.txt"])
     assert [(c["commit"], c["decision"], c["evidence"]) for c in got["checks"]] == [
         (a1, "allow", []), (b1, "ask", ["same-file"]), (b2, "deny", ["conflict"])]
+    assert got["checks"][2]["then_conflicts"] is True  # the deny was right: git conflicts
     s = precheck_steps.summary([got])
     assert s["warned_early_advisory"] == 0.0
     assert s["warned_early_check"] == s["warned_early_check-on-file"] == 1.0
