@@ -25,7 +25,8 @@ pair where it is present teaches the softer classes nothing (they keep their mar
 where they are never seen without it: the stand-ins for when git's merge cannot run).
 Rates are Beta-smoothed toward the rate at which pairs without a conflict collide, then made
 monotone along natural orders (tree b4 >= ... >= b0, b4 nearest; import-1 >= import-2 ...;
-touch >= touch-merged >= near >= near-far >= same-file; raw-value bins increasing) by pooling
+touch >= touch-merged >= near >= near-far >= same-file; fn-near >= fn-far; raw-value
+bins increasing) by pooling
 adjacent violators. Symbol classes are fitted on executable labels when any exist, real
 history otherwise. Only repositories in ``replay.FIT`` are fitted; the others are held out
 for the reliability diagram, which plots the risk proximity itself computed (``risk`` in the
@@ -168,6 +169,8 @@ def _order(kind: str) -> tuple[str, float] | None:
     fixed = {"touch": 0, "touch-merged": 1, "near": 2, "near-far": 3, "same-file": 4}
     if kind in fixed:
         return "overlap-approach", fixed[kind]
+    if kind in ("fn-near", "fn-far"):
+        return "approach-fn", {"fn-near": 0, "fn-far": 1}[kind]
     m = re.fullmatch(r"b(\d+)", kind)
     if m:
         return "tree", -float(m.group(1))  # b4 = nearest in the tree
@@ -413,6 +416,36 @@ def table_source(p: dict[Key, float], stats: dict[Key, dict[str, float]]) -> str
     return "\n".join(lines) + "\n"
 
 
+def _blocks(text: str) -> dict[str, list[str]]:
+    """channel -> its lines in a generated table (``    "name": {`` ... ``    },``)."""
+    out: dict[str, list[str]] = {}
+    name = ""
+    for line in text.splitlines():
+        m = re.fullmatch(r'    "([^"]+)": \{', line)
+        if m:
+            name = m.group(1)
+            out[name] = []
+        if name:
+            out[name].append(line)
+            if line == "    },":
+                name = ""
+    return out
+
+
+def splice(old: str, new: str, channels: Sequence[str]) -> str:
+    """The table ``old`` with only ``channels`` taken from ``new`` (the rest, comments
+    included, as it was)."""
+    blocks = _blocks(old)
+    fresh = _blocks(new)
+    for c in channels:
+        blocks.pop(c, None)
+        if c in fresh:
+            blocks[c] = fresh[c]
+    head = old[:old.index("TABLE: dict[str, dict[str, float]] = {")].splitlines()
+    body = [line for c in sorted(blocks) for line in blocks[c]]
+    return "\n".join([*head, "TABLE: dict[str, dict[str, float]] = {", *body, "}"]) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import replay
 
@@ -426,6 +459,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "previous --semantic run)")
     ap.add_argument("--strength", type=float, default=4.0, help="Beta prior strength")
     ap.add_argument("--write", action="store_true", help="regenerate calibration_table.py")
+    ap.add_argument("--only", action="append", default=[], metavar="CHANNEL",
+                    help="with --write: rewrite only these channels' classes and keep the rest "
+                         "of the table (a new channel fitted on new replays, without refitting "
+                         "classes whose data did not change)")
     ap.add_argument("--plot", help="reliability diagram path (.svg; a .png beside it)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -462,8 +499,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                             if o.risk is not None),
     }
     if args.write:
+        text = table_source(p, stats)
+        if args.only:
+            with open(TABLE_PATH) as f:
+                text = splice(f.read(), text, args.only)
         with open(TABLE_PATH, "w") as f:
-            f.write(table_source(p, stats))
+            f.write(text)
         out["written"] = os.path.relpath(TABLE_PATH)
     if args.plot:
         out["plot"] = write_plot(

@@ -105,17 +105,24 @@ def _defined(worktree: str, t: Target) -> list[str]:
             data = f.read(MAX_SCAN_BYTES + 1)
     except OSError:
         return []
-    if len(data) > MAX_SCAN_BYTES:
+    return defined_in(t.path, data, t.ranges)
+
+
+def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[str]:
+    """``_defined`` over the file's bytes (``ranges``: lines of ``data``; None: all)."""
+    from proximity import parsers
+
+    if parsers.language_of(path) is None or len(data) > MAX_SCAN_BYTES:
         return []
     rows = data.decode("utf-8", "replace").split("\n")
-    wanted = [(1, len(rows))] if t.ranges is None else list(t.ranges)
+    wanted = [(1, len(rows))] if ranges is None else list(ranges)
     if not any(DEF_HINT.match(rows[i - 1]) for s, e in wanted
                for i in range(max(1, s), min(e, len(rows)) + 1)):
         return []  # no definition header in these lines: skip the parser entirely
     try:
         from proximity import symbols, symdefs
 
-        facts = symdefs.analyse(t.path, data)
+        facts = symdefs.analyse(path, data)
         if facts is None:
             return []  # does not parse (half-typed): no symbol evidence, never "removed"
         defs = facts["defs"]
@@ -127,7 +134,7 @@ def _defined(worktree: str, t: Target) -> list[str]:
     return sorted(n for n in names if n not in ambient and len(n) > 2)[:MAX_SYMBOLS]
 
 
-def _uses(diff_text: str, names: list[str], skip: str) -> list[checker.Use]:
+def new_uses(diff_text: str, names: list[str], skip: str) -> list[checker.Use]:
     """Where the sibling's new code (added lines of its diff) uses one of ``names``."""
     word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     defines = re.compile(r"\b(def|class|function|func|fn|type|interface|struct|enum)\s+$")
@@ -243,7 +250,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
                                for w in siblings])
         for w, raw in zip(siblings, more, strict=True):
             diff_text = (raw or b"").decode("utf-8", "replace")
-            uses[w.id] = {t.path: tuple(_uses(diff_text, defined[t.path], t.path))
+            uses[w.id] = {t.path: tuple(new_uses(diff_text, defined[t.path], t.path))
                           for t in targets if defined[t.path]}
     intents = _intents(ledger)
     out = []

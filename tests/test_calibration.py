@@ -110,3 +110,17 @@ def test_replay_and_steps_on_a_real_repository(tmp_path):
     assert [r["conflict_now"] for r in rows] == [True] and rows[0]["conflict_later"]
     # the source repository is never written: new objects live in the scratch repository
     assert not (main / ".git" / "objects" / "info" / "alternates").exists()
+
+
+def test_only_rewrites_the_named_channel_and_keeps_the_rest_verbatim():
+    old = Path(calibration_table.__file__).read_text()
+    p = {("approach", "cover"): 0.2, ("overlap", "touch"): 0.5}
+    stats = {k: {"n": 10.0, "k": 2.0} for k in p}
+    got = calibrate.splice(old, calibrate.table_source(p, stats), ["approach"])
+    table = ast.literal_eval(got.split("TABLE: dict[str, dict[str, float]] = ", 1)[1])
+    assert table["approach"] == {"cover": 0.2}
+    assert table["overlap"] == calibration_table.TABLE["overlap"]  # not refitted
+    assert {k for k in table if k != "approach"} == set(calibration_table.TABLE) - {"approach"}
+    for line in old.splitlines():
+        if line.startswith('        "') and '"touch"' in line:
+            assert line in got  # comments of untouched classes kept as they were

@@ -20,7 +20,7 @@ from proximity.model import Agent, Finding, WorkingSet
 if TYPE_CHECKING:
     from proximity.config import Config
 
-ORDER = ("conflict", "overlap", "dependency", "symbol", "tree")
+ORDER = ("conflict", "overlap", "approach", "dependency", "symbol", "tree")
 
 
 class Result(NamedTuple):
