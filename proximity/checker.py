@@ -6,7 +6,11 @@ Evidence, per sibling worktree and path (all in the pair's base coordinates):
   unchanged line between, as git's merge sees it), or the request covers the whole file
   and the sibling changed it: the merge would conflict.
 * ``near`` (TA): the sibling changed lines within ``NEAR`` unchanged lines of the request.
-* ``same-file`` (TA): the sibling changed this file elsewhere.
+* ``same-file`` (information): the sibling changed this file elsewhere. Shown, with its
+  hunk, but it never turns an allow into an ask: calibrated on real history, two sides
+  changing one file apart collide a few percent of the time (``calibration_table``), and
+  on replayed real branch pairs asking on it doubled the checks that warn on pairs that
+  never conflict (``benchmarks/precheck_steps.py``).
 * ``intent`` (TA): the sibling declared it will touch this file (`proximity intend`).
 * ``symbol`` (TA): a definition in the requested lines is used by the sibling's new code.
 
@@ -24,7 +28,7 @@ from proximity.hunks import FileDiff
 from proximity.intervals import Range
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
-RA, TA = "ra", "ta"
+RA, TA, INFO = "ra", "ta", "info"
 POLICIES = ("ra", "ta", "never")
 NEAR = 3  # unchanged lines between two changes that still count as "near"
 
@@ -114,7 +118,8 @@ def evidence(side: Side) -> list[Conflict]:
                          f"{_lines(side.requested)}" if kind == "near" else
                          f"in the same file as your {_lines(side.requested)}")
                 out.append(Conflict(side.agent, side.branch, side.path,
-                                    tuple(h.base for h in near), hunks.excerpt(near), TA, kind,
+                                    tuple(h.base for h in near), hunks.excerpt(near),
+                                    TA if kind == "near" else INFO, kind,
                                     f"{who} changed {side.path} {_lines(theirs)}, {where}"))
     if side.has_intent:
         out.append(Conflict(side.agent, side.branch, side.path, side.intent or (), "", TA,
@@ -133,10 +138,14 @@ def decide(sides: Sequence[Side], deny_on: str = "ra") -> Decision:
     if deny_on not in POLICIES:
         raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(POLICIES)})")
     found = [c for s in sides for c in evidence(s)]
-    found.sort(key=lambda c: (c.level != RA, c.evidence != "conflict", c.agent, c.path))
+    found.sort(key=lambda c: ({RA: 0, TA: 1}.get(c.level, 2), c.evidence != "conflict",
+                              c.agent, c.path))
     if not found:
         return Decision(ALLOW, "no sibling worktree is working on these lines", ())
     top = found[0]
+    if top.level == INFO:
+        return Decision(ALLOW, f"{top.detail}: no collision expected; their change is shown "
+                        "below", tuple(found))
     decision = DENY if deny_on == "ta" or (deny_on == "ra" and top.level == RA) else ASK
     more = len({c.agent for c in found}) - 1
     reason = top.detail + (f" (and {more} more worktree{'s' if more > 1 else ''})"

@@ -40,8 +40,8 @@ def test_replayed_checks_match_the_real_check_in_worktrees(space, tmp_path):  # 
              ("app.txt", ((31, 31),))]
     got = [checker.decide([s]) for s in precheck_steps.sides_for(g, p, other, calls)]
     kinds = [sorted({c.evidence for c in d.conflicts}) for d in got]
-    assert [d.decision for d in got] == ["deny", "deny", "ask", "ask", "allow", "allow",
-                                         "ask"]
+    assert [d.decision for d in got] == ["deny", "deny", "allow", "ask", "allow", "allow",
+                                         "allow"]  # same-file alone: shown, allowed
     assert kinds == [["conflict"], ["conflict"], ["same-file"], ["symbol"], [], [],
                      ["same-file"]]
     checks = [{"parent": p, "other": other, "path": path,
@@ -87,10 +87,11 @@ def test_a_pair_is_warned_before_the_commit_that_conflicts(space, tmp_path):  # 
     got = precheck_steps.replay_pair(g, case, rows)
     assert (got["cut"], got["first_conflict_step"], got["conflict_paths"]) == (2, 1, ["app.txt"])
     assert [(c["commit"], c["decision"], c["evidence"]) for c in got["checks"]] == [
-        (a1, "allow", []), (b1, "ask", ["same-file"]), (b2, "deny", ["conflict"])]
+        (a1, "allow", []), (b1, "allow", ["same-file"]), (b2, "deny", ["conflict"])]
     assert got["checks"][2]["then_conflicts"] is True  # the deny was right: git conflicts
     s = precheck_steps.summary([got])
     assert s["warned_early_advisory"] == 0.0
     assert s["warned_early_check"] == s["warned_early_check-on-file"] == 1.0
     assert s["warned_early_check-relaxed"] == 1.0  # the deny at b2 still warns
-    assert s["warned_early_check_only_at_conflicting_commit"] == 0.0
+    # b1's same-file check is shown but allowed: the deny asked before b2 is the warning
+    assert s["warned_early_check_only_at_conflicting_commit"] == 1.0
