@@ -186,16 +186,16 @@ def _hook_skipped(stage: str) -> bool:
         or os.environ.get("PRE_COMMIT_IS_SQUASH_MERGE"))
     if stage not in SKIP_IN_SEQUENCE and not framework_step:
         return False
-    from proximity import gitio
+    from proximity import gitfiles
 
-    admin = gitio.find_git_dir(os.getcwd())
+    admin = gitfiles.find_git_dir(os.getcwd())
     if admin is None:
         return False
-    op = gitio.operation_in_progress(admin)
+    op = gitfiles.operation_in_progress(admin)
     if op in ("cherry-pick", "revert"):
         # CHERRY_PICK_HEAD/REVERT_HEAD stand while each picked commit is made: a single
         # pick records; a range records its last step only (nothing fires after it)
-        return gitio.steps_left(admin) > 1
+        return gitfiles.steps_left(admin) > 1
     return op is not None
 
 
@@ -218,11 +218,32 @@ def _check_hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
                            paths=[], json=False, repo=None)
 
 
+def _thin(argv: list[str]) -> tuple[int | None, dict[str, object]]:
+    """A hook or `check` answered by the resident service (thin.py), before anything
+    heavy is imported: (its exit code, {}), or (None, what the in-process path is told)."""
+    if not argv or argv[0] not in ("hook", "check"):
+        return None, {}
+    from proximity import thin
+
+    got = thin.hook(argv[1], argv[2:]) if argv[0] == "hook" else thin.check(argv[1:])
+    if isinstance(got, int):
+        return got, {}
+    if argv[0] == "check":
+        return None, {"stdin_text": got.stdin}
+    return None, {"stdin": got.stdin, "service": got.service, "record": got.record}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _hook_args(argv)
     if args is not None and _hook_skipped(args.stage):
         return 0
+    if args is not None or argv[:1] == ["check"]:
+        code, told = _thin(argv)
+        if code is not None:
+            return code
+    else:
+        told = {}
     args = args or _check_hook_args(argv) or build_parser().parse_args(argv)
     try:
         from importlib import import_module
@@ -231,7 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name in ("scan", "status"):
             name = "scan"
         mod = import_module(f"proximity.commands.{name}")
-        return int(mod.run(args))
+        if name == "check":
+            args.stdin_text = told.get("stdin_text")
+            return int(mod.run(args))
+        return int(mod.run(args, **told) if name == "hook" else mod.run(args))
     except FatalError as e:
         print(f"proximity: error: {e}", file=sys.stderr)
         return e.exit_code

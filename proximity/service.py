@@ -131,6 +131,7 @@ class Service:
         self.pending_lock = threading.Lock()
         from proximity import fswatch
 
+        self.code = client.code_stamp()  # the code this process runs (read at its start)
         self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
         self.rewatched = 0
 
@@ -206,6 +207,12 @@ class Service:
                 break
             if job.abandoned:
                 continue
+            rid = job.msg.get("rid")
+            if prio == 0 and isinstance(rid, str) and not client.claim(self.common, rid):
+                # the client gave up waiting and does this job in process
+                job.answer = {"ok": True, "fallback": "taken by the client"}
+                job.done.set()
+                continue
             if prio > 0 and time.monotonic() - self.last_request < QUIET:
                 # hooks are running (a rebase, a switch): they never queue behind
                 # background rescans; those wait for a quiet moment, merged into one
@@ -274,7 +281,15 @@ class Service:
             settled = settled and self.watcher.watching.is_set() and not self.watcher.error
             done = self.air.record(job.msg, settled)
             self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
-            return {"ok": True, "recorded": done}
+            return {"ok": True, "recorded": done is not None}
+        if job.op == "hook":
+            with self.pending_lock:
+                settled = not self.pending
+            settled = settled and self.watcher.watching.is_set() and not self.watcher.error
+            answer = self.air.hook(job.msg, settled)
+            if job.msg.get("stage") == "snapshot" and "fallback" not in answer:
+                self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
+            return {"ok": True, **answer}
         if job.op == "judge":
             return {"ok": True, "verdict": self.air.judge(job.msg)}
         if job.op == "scan":
@@ -294,7 +309,7 @@ class Service:
                 "file_events": self.file_events, "scans": air.scans if air else 0,
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
-                "rss_kb": _rss_kb()}
+                "rss_kb": _rss_kb(), "code": self.code}
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
@@ -304,7 +319,8 @@ class Service:
                     "ok": False, "error": "bad request"}
                 if answer is not None:
                     conn.settimeout(READ_TIMEOUT)
-                    conn.sendall(json.dumps({"v": client.PROTOCOL, **answer}).encode() + b"\n")
+                    conn.sendall(json.dumps({"v": client.PROTOCOL, "code": self.code, **answer})
+                                 .encode() + b"\n")
             except OSError:
                 pass
 
@@ -322,16 +338,24 @@ class Service:
         if op == "shutdown":
             self.stop.set()
             return {"ok": True}
+        if msg.get("code") is not None and msg.get("code") != self.code:
+            # a client of other code (an upgrade since this process started): this one
+            # goes, the client judges in process, and its next hook starts the new code
+            self.stop.set()
+            return {"ok": False, "refused": True, "error": f"this service runs {self.code}, "
+                    f"the client {msg.get('code')}: exiting"}
         if op == "touched":
             self.put(Job("touched", msg), 1)
             return {"ok": True}
-        if op not in ("scan", "judge", "record"):
+        if op == "check":
+            return self._check(msg)
+        if op not in ("scan", "judge", "record", "hook"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         self.last_request = time.monotonic()
         since = self.background_since
         if op != "scan" and since is not None and self.last_request - since > BUSY:
             # a long rescan (a new import graph after main moved): no hook waits on it
-            return {"ok": False, "error": "busy"}
+            return {"ok": False, "refused": True, "error": "busy"}
         job = Job(str(op), msg)
         self.put(job, 0)
         budget = msg.get("budget")
@@ -341,11 +365,24 @@ class Service:
             return None
         return job.answer
 
+    def _check(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """`proximity check` (its CLI, a harness's pre-edit hook) on this connection's own
+        thread: it reads only git's answers about the paths asked, never the worker's
+        state, so it never waits behind a rescan. Anything odd: the client checks in
+        process."""
+        from proximity import checkops
+
+        try:
+            return {"ok": True, **checkops.answer(msg)}
+        except Exception as e:  # the in-process check says the same error its own way
+            return {"ok": True, "fallback": f"{type(e).__name__}: {e}"}
+
     def serve(self, srv: socket.socket) -> None:
         worker = threading.Thread(target=self._work, name="airspace", daemon=True)
         worker.start()
         srv.settimeout(0.5)
         listing = _worktree_dirs(self.common)
+        swept = time.monotonic()
         while not self.stop.is_set():
             try:
                 conn, _ = srv.accept()
@@ -361,6 +398,9 @@ class Service:
                 break
             if not os.path.isdir(self.common):
                 break
+            if time.monotonic() - swept > 60.0:
+                swept = time.monotonic()
+                client.forget_claims(self.common)
             now = _worktree_dirs(self.common)
             if now != listing:  # a worktree was added or removed
                 listing = now
@@ -412,6 +452,8 @@ def run(common: str, idle: float | None = None) -> int:
     instance already serves it (the lock decides who does)."""
     import fcntl
 
+    client.code_stamp()  # the code as it is now, before anything else is loaded
+    os.environ.pop("PROXIMITY_SKIP", None)  # a skipped command's child serves everyone
     common = os.path.realpath(common)
     os.makedirs(client.ecm_dir(common), exist_ok=True)
     lock = open(lock_path(common), "a+")  # noqa: SIM115 -- held for the process lifetime

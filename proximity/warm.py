@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from proximity import gitio
     from proximity.context import Context
-    from proximity.ledger import Ledger, TrackedDict
+    from proximity.ledger import Event, Ledger, TrackedDict
     from proximity.model import Agent, PairResult
 
 LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
@@ -183,7 +183,7 @@ class Airspace:
         self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
         self.scans += 1
 
-    def record(self, msg: dict[str, Any], files_settled: bool) -> bool:
+    def record(self, msg: dict[str, Any], files_settled: bool) -> Event | None:
         """What the snapshot hook does, for it: record the worktree as one event (a
         commit outside any rebase/merge with no file event pending reuses the tree)."""
         from proximity import gitio, recorder
@@ -198,13 +198,13 @@ class Airspace:
                                     same_files=here if reuse else None)
         me = next((a for a in agents if a.id == here), None)
         if me is None or me.error or me.tree is None:
-            return False
+            return None
         ctx = self.ctx_for(here)
         ev = recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
                                                       None, me.tree))
         if ev is not None and ctx.ledger is not None and ev.seq % hook.GC_EVERY == 0:
             ctx.ledger.gc(ctx.cfg.retain_events, set(self.paths))
-        return ev is not None
+        return ev
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
         from proximity.commands import hook
@@ -217,6 +217,36 @@ class Airspace:
                              msg.get("index"), pushed_refs,
                              agents_of=lambda ix: self.agents_now(here, ix), in_hook=False)
         return verdict
+
+    def hook(self, msg: dict[str, Any], files_settled: bool) -> dict[str, Any]:
+        """Everything a hook does, for the thin client (thin.py): record (snapshot
+        stages) or judge (pre-commit, pre-push), take the inbox, decide the block by the
+        airspace policy; the stderr lines to print and whether it blocks. By the very
+        functions the in-process hook uses, so both print alike. ``fallback``: a case this
+        service leaves to the in-process hook (no ledger, sync on, an unknown worktree)."""
+        from proximity.commands import hook
+
+        here, stage = str(msg["agent"]), str(msg.get("stage"))
+        self.reload_policy()
+        if stage not in ("snapshot", "warn", "guard"):
+            return {"fallback": f"stage {stage!r}"}
+        if self.ctx.ledger is None:
+            return {"fallback": "no ledger"}
+        if stage == "guard" and self.ctx.cfg.sync:
+            return {"fallback": "sync is on: the pre-push hook syncs in process"}
+        if here not in self.paths:
+            self.agents_now()
+            if here not in self.paths:
+                return {"fallback": f"unknown worktree {here!r}"}
+        ctx = self.ctx_for(here)
+        if stage == "snapshot":
+            ev = self.record(msg, files_settled)
+            if ev is None:
+                return {"fallback": "not recorded"}
+            return {"lines": hook.queued_note(ev) + hook.inbox_lines(ctx), "block": False}
+        verdict = self.judge(msg)
+        lines, block = hook.outcome(ctx, stage, verdict, bool(msg.get("allow")))
+        return {"lines": lines, "block": block}
 
     def scan(self, msg: dict[str, Any]) -> dict[str, Any]:
         from proximity import context, report
