@@ -15,8 +15,8 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
     """``{"stdout", "exit"}`` for one check request, or ``{"fallback": why}``.
 
     Request: ``{"cwd", "specs": [PATH[:LINES]…], "deny_on", "json"}`` (the CLI), or
-    ``{"harness": NAME, "event": {…}, "deny_on"}`` (a harness's pre-edit hook; the event's
-    ``cwd`` set by the client)."""
+    ``{"harness": NAME, "event_text": "…", "cwd", "deny_on"}`` (a harness's pre-edit hook:
+    its event as read from stdin; ``cwd``: the client's, the event's default)."""
     from proximity import checker
 
     deny_on = msg.get("deny_on")
@@ -25,9 +25,14 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
     if name is not None:
         from proximity import harness
 
-        event = msg.get("event")
-        if name not in harness.PRE or not isinstance(event, dict) or not event.get("cwd"):
+        try:
+            event = json.loads(str(msg.get("event_text") or ""))
+        except ValueError:
+            event = None
+        if name not in harness.PRE or not isinstance(event, dict) or not msg.get("cwd"):
             return {"fallback": "not a pre-edit event this service answers"}
+        if not event.get("cwd"):
+            event["cwd"] = str(msg["cwd"])
         return {"stdout": json.dumps(harness.pre(str(name), event, deny_on)), "exit": 0}
     from proximity.intervals import parse_spec
     from proximity.precheck import check

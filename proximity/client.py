@@ -8,14 +8,18 @@ process as before; it never waits long. ``PROXIMITY_SERVICE=0`` turns the servic
 
 from __future__ import annotations
 
-import json
+import _json  # the C parts only: `json` and `socket` would import re, enum, selectors...
+import _socket
+import marshal
 import os
-import socket
 import sys
 import time
-from typing import Any
 
 from proximity import __version__
+
+TYPE_CHECKING = False  # (not typing's: hooks import this module)
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL = 1
 MAX_MESSAGE = 8 << 20  # bytes of one request or answer line
@@ -53,18 +57,60 @@ def socket_path(common: str) -> str:
     return os.path.join(runtime_dir(), f"{key}.sock")
 
 
-def _read_line(sock: socket.socket, deadline: float) -> bytes | None:
+def dumps(value: Any) -> str:
+    """JSON text of plain data (str, int, float, bool, None, lists, dicts), without the
+    `json` package (whose import costs a hook more than its whole request)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return str(_json.encode_basestring_ascii(value))
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        if text in ("inf", "-inf", "nan"):
+            raise ValueError("not a JSON number")
+        return text
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dumps(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{dumps(str(k))}:{dumps(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot send {type(value).__name__}")
+
+
+MARSHAL_VERSION = 2  # plain containers and scalars; every Python 3 reads it
+
+
+def marshal_reply(answer: dict[str, Any]) -> bytes:
+    """A reply for a client that asked ``"reply": "marshal"``: its length, a newline, and
+    the answer in the interpreter's own builtin format (no `json` import to read it)."""
+    payload = marshal.dumps(answer, MARSHAL_VERSION)
+    return b"%d\n" % len(payload) + payload
+
+
+def _read_reply(sock: _socket.socket, deadline: float) -> dict[str, Any] | None:
     buf = bytearray()
-    while b"\n" not in buf:
+    size = -1
+    while True:
+        if size < 0 and b"\n" in buf:
+            head, _, rest = bytes(buf).partition(b"\n")
+            size = int(head)
+            if not 0 <= size <= MAX_MESSAGE:
+                return None
+            buf = bytearray(rest)
+        if size >= 0 and len(buf) >= size:
+            answer = marshal.loads(bytes(buf[:size]))
+            return answer if isinstance(answer, dict) else None
         left = deadline - time.monotonic()
-        if left <= 0 or len(buf) > MAX_MESSAGE:
+        if left <= 0 or len(buf) > MAX_MESSAGE + 32:
             return None
         sock.settimeout(left)
         chunk = sock.recv(65536)
         if not chunk:
             return None
         buf += chunk
-    return bytes(buf[:buf.index(b"\n")])
 
 
 _STAMP: list[str] = []
@@ -75,10 +121,10 @@ def code_stamp() -> str:
     and modification times. A service whose stamp differs runs other code (it was started
     before an upgrade, or an edit): its clients ask it to exit and judge in process."""
     if not _STAMP:
-        import hashlib
+        import zlib
 
         pkg = os.path.dirname(os.path.abspath(__file__))
-        h = hashlib.sha1()
+        listing = [sys.version.split()[0]]
         for root, dirs, files in os.walk(pkg):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
@@ -88,9 +134,11 @@ def code_stamp() -> str:
                         st = os.stat(path)
                     except OSError:
                         continue
-                    h.update(f"{os.path.relpath(path, pkg)}:{st.st_size}:{st.st_mtime_ns}\n"
-                             .encode("utf-8", "surrogateescape"))
-        _STAMP.append(f"{__version__}+{h.hexdigest()[:16]}")
+                    listing.append(f"{os.path.relpath(path, pkg)}:{st.st_size}:"
+                                   f"{st.st_mtime_ns}")
+        data = "\n".join(listing).encode("utf-8", "surrogateescape")
+        _STAMP.append(f"{__version__}+{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+                      f"{len(listing)}")
     return _STAMP[0]
 
 
@@ -103,28 +151,27 @@ def exchange(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
     """One request, one answer (None on any problem), and whether the request reached
     the service (True: it may be working on it although no answer came in time)."""
     deadline = time.monotonic() + budget
-    data = json.dumps({"v": PROTOCOL, "code": code_stamp(), **msg, "budget": budget}
-                      ).encode() + b"\n"
+    data = dumps({"v": PROTOCOL, "code": code_stamp(), **msg, "budget": budget,
+                  "reply": "marshal"}).encode() + b"\n"
     if len(data) > MAX_MESSAGE:
         return None, False
     sent = False
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(connect_timeout)
-            sock.connect(socket_path(common))
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            sock.sendall(data)
-            sent = True
-            line = _read_line(sock, deadline)
-    except (OSError, ValueError):
-        return None, sent
-    if line is None:
-        return None, sent
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except OSError:
+        return None, False
     try:
-        answer = json.loads(line)
-    except ValueError:
+        sock.settimeout(connect_timeout)
+        sock.connect(socket_path(common))
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        sock.sendall(data)
+        sent = True
+        answer = _read_reply(sock, deadline)
+    except (OSError, ValueError, EOFError, TypeError):
         return None, sent
-    if not isinstance(answer, dict) or answer.get("v") != PROTOCOL:
+    finally:
+        sock.close()
+    if answer is None or answer.get("v") != PROTOCOL:
         return None, sent
     if answer.get("code") != code_stamp() and msg.get("op") != "shutdown":
         # a service started from other code (before an upgrade): it goes, we judge here

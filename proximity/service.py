@@ -319,8 +319,9 @@ class Service:
                     "ok": False, "error": "bad request"}
                 if answer is not None:
                     conn.settimeout(READ_TIMEOUT)
-                    conn.sendall(json.dumps({"v": client.PROTOCOL, "code": self.code, **answer})
-                                 .encode() + b"\n")
+                    reply = {"v": client.PROTOCOL, "code": self.code, **answer}
+                    conn.sendall(client.marshal_reply(reply) if msg and msg.get("reply") ==
+                                 "marshal" else json.dumps(reply).encode() + b"\n")
             except OSError:
                 pass
 

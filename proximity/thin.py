@@ -17,19 +17,59 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NamedTuple
 
 from proximity import client, gitfiles, stages
 
+TYPE_CHECKING = False  # (not typing's: this module must stay light)
+if TYPE_CHECKING:
+    from typing import Any
 
-class Fallback(NamedTuple):
+
+class Fallback:
     """Run the in-process path. ``stdin``: what the hook read from its standard input
     already; ``service``: it may still ask the service (False: this client did);
     ``record``: it records the event (False: the service began recording it)."""
 
-    stdin: str | None = None
-    service: bool = True
-    record: bool = True
+    __slots__ = ("record", "service", "stdin")
+
+    def __init__(self, stdin: str | None = None, service: bool = True,
+                 record: bool = True) -> None:
+        self.stdin, self.service, self.record = stdin, service, record
+
+    def __repr__(self) -> str:
+        return f"Fallback(service={self.service}, record={self.record})"
+
+
+SKIP_IN_SEQUENCE = ("post-commit", "post-checkout")
+
+
+def skipped(stage: str) -> bool:
+    """PROXIMITY_SKIP=1, or a per-step hook inside a rebase/cherry-pick/… (post-rewrite
+    records once at the end). Decided from files, before anything is asked or imported."""
+    if os.environ.get("PROXIMITY_SKIP") == "1":
+        return True
+    framework_step = stage == "snapshot" and not (
+        os.environ.get("PRE_COMMIT_REWRITE_COMMAND")
+        or os.environ.get("PRE_COMMIT_IS_SQUASH_MERGE"))
+    if stage not in SKIP_IN_SEQUENCE and not framework_step:
+        return False
+    admin = gitfiles.find_git_dir(os.getcwd())
+    if admin is None:
+        return False
+    op = gitfiles.operation_in_progress(admin)
+    if op in ("cherry-pick", "revert"):
+        # CHERRY_PICK_HEAD/REVERT_HEAD stand while each picked commit is made: a single
+        # pick records; a range records its last step only (nothing fires after it)
+        return gitfiles.steps_left(admin) > 1
+    return op is not None
+
+
+def run_hook(argv: list[str]) -> int | Fallback:
+    """`proximity hook STAGE ARGS…` (the hook script's boot and the console script):
+    skipped, answered by the service, or Fallback to the in-process hook."""
+    if skipped(argv[0]):
+        return 0
+    return hook(argv[0], argv[1:])
 
 
 def where(start: str) -> tuple[str, str] | None:
@@ -90,12 +130,13 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
 
 
 # -- proximity check --------------------------------------------------------------------
-class CheckArgs(NamedTuple):
-    specs: list[str]
-    json: bool
-    deny_on: str | None
-    repo: str | None
-    hook: str | None
+class CheckArgs:
+    __slots__ = ("deny_on", "hook", "json", "repo", "specs")
+
+    def __init__(self, specs: list[str], js: bool, deny_on: str | None, repo: str | None,
+                 hook: str | None) -> None:
+        self.specs, self.json, self.deny_on, self.repo, self.hook = (specs, js, deny_on,
+                                                                     repo, hook)
 
 
 def parse_check(argv: list[str]) -> CheckArgs | None:
@@ -142,17 +183,8 @@ def check(argv: list[str]) -> int | Fallback:
         cwd = os.path.abspath(a.repo or os.getcwd())
         msg: dict[str, Any] = {"op": "check", "deny_on": a.deny_on}
         if a.hook:
-            import json
-
-            try:
-                event = json.loads(stdin or "")
-            except ValueError:
-                return Fallback(stdin)
-            if not isinstance(event, dict):
-                return Fallback(stdin)
-            event.setdefault("cwd", cwd)
-            cwd = str(event["cwd"])
-            msg.update(harness=a.hook, event=event)
+            # the service parses the event (no `json` import here) and defaults its cwd
+            msg.update(harness=a.hook, event_text=stdin or "", cwd=cwd)
         else:
             msg.update(cwd=cwd, specs=a.specs, json=a.json)
         answer = ask_check(cwd, msg)
