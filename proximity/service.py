@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
 READ_TIMEOUT = 5.0
 QUIET = 2.0  # seconds without a hook request before background rescans run
+SYNC_TIMEOUT = 0.25  # seconds a hook waits for the watcher to catch up (service.sync)
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
 
@@ -129,6 +130,9 @@ class Service:
         self.file_events = 0
         self.pending: set[str] = set()
         self.pending_lock = threading.Lock()
+        self.cookies: dict[str, threading.Event] = {}
+        with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
+            os.makedirs(os.path.join(client.ecm_dir(common), "cookies"), exist_ok=True)
         from proximity import fswatch
 
         self.code = client.code_stamp()  # the code this process runs (read at its start)
@@ -140,14 +144,52 @@ class Service:
         self.jobs.put((priority, next(self.seq), job))
 
     def _on_files(self, paths: set[str]) -> None:
-        """Watcher thread: hand the batch to the worker (which asks git about ignores)."""
+        """Watcher thread: hand the batch to the worker (which asks git about ignores);
+        then release the sync cookies it carries (everything before them is pending)."""
+        from proximity import fswatch
+
+        cookies = {p for p in paths if fswatch.COOKIE in p}
+        paths = paths - cookies
         self.last_active = time.monotonic()
         self.file_events += len(paths)
         with self.pending_lock:
-            first = not self.pending
+            first = not self.pending and bool(paths)
             self.pending |= paths
+            for p in cookies:
+                ev = self.cookies.get(os.path.basename(p))
+                if ev is not None:
+                    ev.set()
         if first:
             self.put(Job("files"), 2)
+
+    def sync(self, timeout: float = SYNC_TIMEOUT) -> bool:
+        """Whether the watcher has reported every file change made before now: a cookie
+        file written where it watches comes back through it after them (one inotify
+        queue keeps the order), as git's fsmonitor daemon does. False: not watching, or
+        not in time (the caller then snapshots instead of trusting the warm state)."""
+        from proximity import fswatch
+
+        d = os.path.join(client.ecm_dir(self.common), "cookies")
+        roots = self.air.watch_roots() if self.air is not None else {}
+        if (not self.watcher.watching.is_set() or self.watcher.error or not os.path.isdir(d)
+                or fswatch.owner(d, roots) is None):
+            return False
+        name = f"sync-{os.getpid()}-{next(self.seq)}"
+        ev = threading.Event()
+        with self.pending_lock:
+            self.cookies[name] = ev
+        path = os.path.join(d, name)
+        try:
+            with open(path, "w"):
+                pass
+            return ev.wait(timeout)
+        except OSError:
+            return False
+        finally:
+            with self.pending_lock:
+                self.cookies.pop(name, None)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def _on_watching(self) -> None:
         """Watcher thread: new roots are watched; what changed while they were not is
@@ -271,6 +313,11 @@ class Service:
 
     def _do(self, job: Job) -> dict[str, Any]:
         assert self.air is not None
+        # a verdict may trust the warm state of a worktree only once every change made
+        # before this request has been reported (then no pending event names it)
+        synced = (job.op == "judge" or (job.op == "hook" and job.msg.get("stage") != "snapshot")
+                  ) and self.sync()
+        job.msg["synced"] = synced
         # siblings' saves the watcher reported but no rescan has taken yet: read now
         for wid in self._files():
             self.air.dirty.add(wid)
