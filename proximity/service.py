@@ -125,6 +125,7 @@ class Service:
         self.air: Airspace | None = None
         self.error: str | None = None
         self.requests = 0
+        self.answered = dict.fromkeys(("hook", "hook_fallback", "check", "check_fallback"), 0)
         self.working = False
         self.background_since: float | None = None  # when the running background job began
         self.file_events = 0
@@ -334,6 +335,7 @@ class Service:
                 settled = not self.pending
             settled = settled and self.watcher.watching.is_set() and not self.watcher.error
             answer = self.air.hook(job.msg, settled)
+            self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
             if job.msg.get("stage") == "snapshot" and "fallback" not in answer:
                 self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
             return {"ok": True, **answer}
@@ -356,7 +358,7 @@ class Service:
                 "file_events": self.file_events, "scans": air.scans if air else 0,
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
-                "rss_kb": _rss_kb(), "code": self.code}
+                "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered)}
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
@@ -421,9 +423,11 @@ class Service:
         from proximity import checkops
 
         try:
-            return {"ok": True, **checkops.answer(msg)}
+            answer = checkops.answer(msg)
         except Exception as e:  # the in-process check says the same error its own way
-            return {"ok": True, "fallback": f"{type(e).__name__}: {e}"}
+            answer = {"fallback": f"{type(e).__name__}: {e}"}
+        self.answered["check" if "fallback" not in answer else "check_fallback"] += 1
+        return {"ok": True, **answer}
 
     def serve(self, srv: socket.socket) -> None:
         worker = threading.Thread(target=self._work, name="airspace", daemon=True)
