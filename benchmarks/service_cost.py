@@ -217,16 +217,20 @@ def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any
                            stdout=subprocess.DEVNULL)  # a warm ledger, as after a day of work
         rss_file = os.path.join(root, "service.rss")
         t0 = time.perf_counter()
+        log = open(os.path.join(root, "service.log"), "w")  # noqa: SIM115 -- its lifetime
         svc = subprocess.Popen(["/usr/bin/time", "-v", "-o", rss_file, PY, "-m",
                                 "proximity.service", common], cwd=common, env=ENV,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+                               stderr=log, start_new_session=True)
         while True:
             ping = request(common, {"op": "ping"}, 1.0)
             if ping and ping.get("ready"):
                 break
             if svc.poll() is not None or time.perf_counter() - t0 > 600:
-                raise RuntimeError("the service did not start")
+                log.flush()
+                with open(os.path.join(root, "service.log")) as fh:
+                    said = fh.read()[-2000:]
+                raise RuntimeError(f"the service did not start (exit {svc.poll()}): {said}")
             time.sleep(0.1)
         warm_s = time.perf_counter() - t0
         SETTLE.append(settle_service(common))

@@ -402,6 +402,13 @@ class Service:
         if op not in ("scan", "judge", "record", "hook"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         self.last_request = time.monotonic()
+        if (op == "hook" and msg.get("stage") == "snapshot" and self.air is not None
+                and msg.get("agent") in self.air.paths
+                and self._inbox_empty(str(msg.get("agent")))):
+            # a snapshot hook with nothing to print does not wait for its record: the
+            # worker takes it in order, so the next verdict sees it
+            self.put(Job("hook", {**msg, "later": True}), 0)
+            return {"ok": True, "lines": [], "block": False, "queued": True}
         since = self.background_since
         if op != "scan" and since is not None and self.last_request - since > BUSY:
             # a long rescan (a new import graph after main moved): no hook waits on it
@@ -414,6 +421,25 @@ class Service:
             job.abandoned = True  # the client has gone to judge in process
             return None
         return job.answer
+
+    def _inbox_empty(self, agent: str) -> bool:
+        """Whether the worktree has no undelivered message (read-only, on this thread)."""
+        import sqlite3
+
+        from proximity.ledger import FILENAME
+
+        path = os.path.join(client.ecm_dir(self.common), FILENAME)
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.2)
+        except sqlite3.Error:
+            return False
+        try:
+            return db.execute("SELECT 1 FROM inbox WHERE recipient=? AND delivered IS NULL "
+                              "LIMIT 1", (agent,)).fetchone() is None
+        except sqlite3.Error:
+            return False
+        finally:
+            db.close()
 
     def _check(self, msg: dict[str, Any]) -> dict[str, Any]:
         """`proximity check` (its CLI, a harness's pre-edit hook) on this connection's own

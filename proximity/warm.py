@@ -302,6 +302,8 @@ class Airspace:
             ev = self.record(msg, files_settled)
             if ev is None:
                 return {"fallback": "not recorded"}
+            if msg.get("later"):  # nobody waits for it: the messages stay for the next hook
+                return {"lines": [], "block": False}
             return {"lines": hook.queued_note(ev) + hook.inbox_lines(ctx), "block": False}
         verdict = self.judge(msg)
         lines, block = hook.outcome(ctx, stage, verdict, bool(msg.get("allow")))
