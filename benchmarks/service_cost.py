@@ -10,6 +10,11 @@ judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMIT
 collides with nobody to a bare remote; a 10-commit `git rebase`. Then the time from a file
 save in one worktree to the message in the other's inbox (no git command), median and p95,
 and the service's resident memory (peak by /usr/bin/time -v, current by /proc).
+
+``--commit-only`` (for 50k files x 32 worktrees): only `git commit`, bare / service /
+PROXIMITY_SKIP=1 (judging in process there takes minutes per commit), the ledger created by
+one in-process snapshot of the main checkout (the service's warm-up snapshots the rest), and
+the service's memory and warm-up time.
 """
 
 from __future__ import annotations
@@ -197,7 +202,8 @@ def save_to_inbox(root: str, common: str, trials: int) -> dict[str, Any]:
             "max_s": round(out[-1], 3)}
 
 
-def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any]:
+def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: bool = False
+            ) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix="proximity-service-")
     svc = None
     try:
@@ -212,7 +218,9 @@ def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any
                        stdout=subprocess.DEVNULL)
         # git config: no cooldown, so every rise in the latency trials sends a message
         git(main, "config", "proximity.cooldownSeconds", "0")
-        for w in [main] + [os.path.join(root, f"wt{i:02}") for i in range(worktrees)]:
+        warm = [main] + ([] if commit_only else
+                         [os.path.join(root, f"wt{i:02}") for i in range(worktrees)])
+        for w in warm:
             subprocess.run([PY, "-m", "proximity", "snapshot"], cwd=w, env=ENV, check=True,
                            stdout=subprocess.DEVNULL)  # a warm ledger, as after a day of work
         rss_file = os.path.join(root, "service.rss")
@@ -238,13 +246,17 @@ def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any
         row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
                                "generate_s": round(gen_s, 1), "service_warm_up_s":
                                round(warm_s, 2)}
-        row["commit"] = interleaved(runs, names, commit_once(wt))
-        row["switch"] = interleaved(runs, names[:3], switch_once(main))
-        row["push"] = interleaved(runs, names[:3], push_once(wt, "agent0"))
-        row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
-        row["save_to_inbox"] = save_to_inbox(root, common, trials)
+        if commit_only:
+            row["commit"] = interleaved(runs, ("bare", "service", "skip"), commit_once(wt))
+        else:
+            row["commit"] = interleaved(runs, names, commit_once(wt))
+            row["switch"] = interleaved(runs, names[:3], switch_once(main))
+            row["push"] = interleaved(runs, names[:3], push_once(wt, "agent0"))
+            row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
+            row["save_to_inbox"] = save_to_inbox(root, common, trials)
         st = request(common, {"op": "status"})
         row["service_rss_now_mib"] = round(st["status"]["rss_kb"] / 1024, 1) if st else None
+        row["answered"] = st["status"].get("answered") if st else None
         request(common, {"op": "shutdown"})
         svc.wait(60)
         svc = None
@@ -253,9 +265,12 @@ def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any
                 if "Maximum resident set size" in line:
                     row["service_rss_peak_mib"] = round(int(line.split()[-1]) / 1024, 1)
         for k in ("commit", "switch", "push", "rebase10"):
+            if k not in row:
+                continue
             b = row[k]["bare"]
             row[k]["ratio_service"] = round(row[k]["service"] / b, 2)
-            row[k]["ratio_in_process"] = round(row[k]["in_process"] / b, 2)
+            if "in_process" in row[k]:
+                row[k]["ratio_in_process"] = round(row[k]["in_process"] / b, 2)
             if "skip" in row[k]:
                 row[k]["ratio_skip"] = round(row[k]["skip"] / b, 2)
         return row
@@ -273,6 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--trials", type=int, default=15, help="save-to-inbox trials")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--commit-only", action="store_true",
+                    help="only git commit (bare, service, PROXIMITY_SKIP=1) and the service's "
+                    "memory: for 50k x 32")
     ap.add_argument("--fresh-install", action="store_true",
                     help="measure a normal pip install in a throwaway venv (default: this "
                     "interpreter, which may be an editable install)")
@@ -284,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         PY = fresh_install(tmp)
         print(f"measuring a fresh install: {PY}", flush=True)
     try:
-        row = measure(a.files, a.worktrees, a.runs, a.trials)
+        row = measure(a.files, a.worktrees, a.runs, a.trials, a.commit_only)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
