@@ -80,7 +80,8 @@ class Watcher:
     def stop(self) -> None:
         self._stop.set()
         self._restart.set()
-        self._thread.join(timeout=2.0)
+        if self._thread.is_alive():
+            self._thread.join(timeout=2.0)
 
     def _run(self) -> None:
         import watchfiles

@@ -196,8 +196,12 @@ def _check_hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
 def _thin(argv: list[str]) -> int | Fallback:
     """A hook or `check` answered by the resident service (thin.py), before anything
     heavy is imported: its exit code, or what the in-process path is told."""
-    from proximity import thin
+    try:
+        from proximity import thin
+    except Exception:  # a damaged thin path: the in-process path still answers
+        from types import SimpleNamespace
 
+        return SimpleNamespace(stdin=None, service=True, record=True)  # type: ignore[return-value]
     if argv[0] == "hook":
         return thin.run_hook(argv[1:])
     return thin.check(argv[1:])

@@ -238,6 +238,11 @@ class Service:
             self.air = air
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
+            print(f"proximity service: cannot start: {self.error}", file=sys.stderr)
+            if os.environ.get("PROXIMITY_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
             self.stop.set()
             return
         roots_seen = self.air.watch_roots()
