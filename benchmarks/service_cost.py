@@ -68,7 +68,9 @@ def settle_service(common: str) -> Callable[[], None]:
 
     def wait() -> None:
         time.sleep(0.3)  # the watcher's debounce: the last command's saves are reported
-        subprocess.run([PY, "-c", code, common], env=ENV, check=False)
+        # cwd: not this source tree, whose package would shadow the installed one (a
+        # client of other code asks the service to exit)
+        subprocess.run([PY, "-c", code, common], cwd=common, env=ENV, check=False)
     return wait
 
 
@@ -156,7 +158,7 @@ def request(common: str, msg: dict[str, Any], budget: float = 60.0) -> dict[str,
     out = subprocess.run([PY, "-c", "import json, sys\nfrom proximity import client\n"
                           "print(json.dumps(client.request(sys.argv[1], json.loads(sys.argv[2]),"
                           f" {budget})))", common, json.dumps(msg)],
-                         env=ENV, capture_output=True, text=True, check=True).stdout
+                         cwd=common, env=ENV, capture_output=True, text=True, check=True).stdout
     got: dict[str, Any] | None = json.loads(out)
     return got
 
