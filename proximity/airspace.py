@@ -122,6 +122,24 @@ def _lines(fc: FileChange, region: tuple[Range, ...] | None = None, near: int = 
     return total
 
 
+RESOLVERS = 3  # resolvers the resident service keeps (each holds every path of the tree)
+REACHES = 256  # agents' reaches it keeps
+
+
+def _kept(memo: dict[Any, Any] | None, kind: str, key: Any) -> Any:
+    return None if memo is None else memo.get(kind, {}).get(key)
+
+
+def _keep(memo: dict[Any, Any] | None, kind: str, key: Any, value: Any, most: int) -> None:
+    """Keep ``value`` in the memo's bounded shelf ``kind`` (the oldest go first)."""
+    if memo is None:
+        return
+    shelf = memo.setdefault(kind, {})
+    while len(shelf) >= most:
+        del shelf[next(iter(shelf))]
+    shelf[key] = value
+
+
 class _Pairwise:
     """Per-scan memo of bases, working sets, graphs; shared across all pairs."""
 
@@ -203,12 +221,11 @@ class _Pairwise:
             memo = self.facts.memo
             key = ("resolver", self.graph_tree, frozenset(extra - self.paths),
                    tuple(sorted(self.go_mods.items())))
-            kept = memo.get(key) if memo is not None else None
+            kept = _kept(memo, "resolver", key)
             if kept is None:
                 kept = resolve.Resolver(self.paths | extra)
                 kept.set_go_mods(self.go_mods)
-                if memo is not None:
-                    memo[key] = kept
+                _keep(memo, "resolver", key, kept, RESOLVERS)  # each holds every path
             self._resolver = kept
         return self._resolver
 
@@ -217,8 +234,16 @@ class _Pairwise:
         key = (agent.id, base_tree)
         if key not in self.reaches:
             assert self.graph is not None
-            self.reaches[key] = depgraph.Reach(self.graph, ws, edges, self.cfg.gamma,
-                                               self.cfg.depth_cap, self.cfg.hub_degree)
+            memo = self.facts.memo
+            # across scans (the resident service): by everything a reach is made of
+            mk = ("reach", self.graph_tree, agent.id, agent.tree, base_tree, _work(ws),
+                  tuple(edges)) if memo is not None else None
+            kept = _kept(memo, "reach", mk)
+            if kept is None:
+                kept = depgraph.Reach(self.graph, ws, edges, self.cfg.gamma,
+                                      self.cfg.depth_cap, self.cfg.hub_degree)
+                _keep(memo, "reach", mk, kept, REACHES)
+            self.reaches[key] = kept
         return self.reaches[key]
 
     def committed_lines(self, agent: Agent, base: str | None, contested: Contested) -> int:
@@ -330,15 +355,17 @@ def _channel_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str |
         return (x.id, x.tree, x.snapshot, x.head, x.branch, x.operation, x.remote, x.machine,
                 x.error)
 
-    def work(w: WorkingSet) -> tuple[Any, ...]:
-        return (tuple(sorted(w.weights.items())),
-                tuple(sorted((p, r) for p, r in w.intents.items())),
-                tuple(sorted(w.intent_weights.items())))
-
     ref = next((x.head for x in agents if x.id == "main" and x.head), None) or next(
         (x.head for x in agents if x.head), None)
-    return ("pair", state(a), state(b), base, base_tree, work(wa), work(wb), ref,
+    return ("pair", state(a), state(b), base, base_tree, _work(wa), _work(wb), ref,
             facts.defer_cold_graph)
+
+
+def _work(w: WorkingSet) -> tuple[Any, ...]:
+    """A working set's weights and intents as a key (its files follow from the trees)."""
+    return (tuple(sorted(w.weights.items())),
+            tuple(sorted((p, r) for p, r in w.intents.items())),
+            tuple(sorted(w.intent_weights.items())))
 
 
 def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
