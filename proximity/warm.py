@@ -178,8 +178,11 @@ class Airspace:
 
     def _warm_focus(self, wt: gitio.WorktreeInfo, index: str | None) -> bool:
         """Whether the focus's warm snapshot is its state now (no file changed, see
-        agents_now): without an index, yes; with one, when the index holds the tree the
-        warm snapshot started from."""
+        agents_now): without an index, yes; with one, when `add -A` over these same files
+        gives the same tree from that index as from the one the warm snapshot started at.
+        It does unless the two differ in a path that exists and is ignored (tracked in
+        one only) or is a large file (hashed in one, a stub in the other): so `git add`
+        of any files, then `git commit`, keeps it."""
         a = self.agents.get(wt.id)
         if a is None or a.error or not a.tree:
             return False
@@ -188,8 +191,17 @@ class Airspace:
         start = self.start_trees.get(wt.id)
         if not start or _stat(self._shadow(wt.id)) != self.shadow_stat.get(wt.id):
             return False
+        repo = self.ctx.repo
         try:
-            return self.ctx.repo.index_tree(index, wt.path) == start
+            now = repo.index_tree(index, wt.path)
+            if now == start:
+                return True
+            differ = [p for p in repo.changed_paths(start, now)
+                      if os.path.lexists(os.path.join(wt.path, p))]
+            for p in differ:
+                if os.lstat(os.path.join(wt.path, p)).st_size > repo.large_bytes:
+                    return False
+            return not differ or not _ignored(wt.path, differ)
         except Exception:
             return False
 
@@ -319,6 +331,16 @@ class Airspace:
                                   record=bool(msg.get("record")))
         self.scans += 1
         return report.scan_json(result)
+
+
+def _ignored(workdir: str, paths: list[str]) -> bool:
+    """Whether any of ``paths`` matches an ignore rule (tracked or not: --no-index)."""
+    from proximity import gitio
+
+    proc = gitio.git(["check-ignore", "--no-index", "--stdin", "-z"], cwd=workdir,
+                     input="\0".join(paths).encode("utf-8", "surrogateescape") + b"\0",
+                     ok=(0, 1))
+    return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))
 
 
 def _stat(path: str) -> tuple[int, int, int] | None:

@@ -385,3 +385,30 @@ def test_worktrees_from_files_match_git(tmp_path):
     git(main, "switch", "-q", "--orphan", "unborn")
     repo = gitio.Repo(str(main))
     assert repo.worktrees_from_files() == repo.worktrees()
+
+
+def test_a_forced_add_of_an_ignored_file_is_in_the_commit_verdict(pair_of_repos):
+    """The warm snapshot of the committing worktree is kept only when the index being
+    committed cannot change what `add -A` gives: a file added with `git add -f` past an
+    ignore rule can, so the worktree is snapshotted from that index."""
+    svc, _ = pair_of_repos()
+    for w in (svc.main,):
+        (w / ".gitignore").write_text("gen/\n")
+        git(w, "add", ".gitignore")
+        git(w, "commit", "-q", "-m", "ignore gen/")
+    for w in (svc.a, svc.b):
+        git(w, "merge", "-q", "--ff-only", "main")
+        (w / "gen").mkdir()
+        (w / "gen" / "out.txt").write_text(f"generated in {w.name}\n" * 20)
+    git(svc.b, "add", "-f", "gen/out.txt")  # b tracks it: its snapshots hold it
+    svc.snapshot_all()
+    start(svc)
+    idx = gitio.Repo(str(svc.a)).gitdir + "/index"
+    quiet = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=idx, **on())
+    assert "ADVISORY" not in quiet.stderr  # a's copy is ignored: not a's work
+    git(svc.a, "add", "-f", "gen/out.txt")  # now it is
+    hot = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=idx, **on())
+    inproc = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=idx, **off())
+    assert "ADVISORY with worktree 'b'" in inproc.stderr
+    assert "ADVISORY with worktree 'b'" in hot.stderr
+    assert svc.answered()["hook"] == 2
