@@ -5,7 +5,9 @@ other worktree's inbox.
     python benchmarks/service_cost.py --files 10000 --worktrees 8 --runs 11 --fresh-install
 
 Measured (medians, seconds): `git commit` bare / hooks answered by the service / hooks
-judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMITY_SKIP=1;
+judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMITY_SKIP=1,
+once right after the file was written and staged, once as an agent commits (the edit saved
+a while before: the service has seen it; then `git add`, `git commit`);
 `git switch` of the main checkout between two branches; `git push` of a branch that
 collides with nobody to a bare remote; a 10-commit `git rebase`. Then the time from a file
 save in one worktree to the message in the other's inbox (no git command), median and p95,
@@ -96,6 +98,19 @@ def commit_once(wt: str) -> Callable[[str, list[str], dict[str, str], int], floa
             f.write(f"{name} {i}\n")
         subprocess.run(["git", "add", "bench.txt"], cwd=wt, env=ENV, check=True)
         return timed(["git", *extra, "commit", "-q", "-m", f"{name} {i}"], wt, env)
+    return one
+
+
+def commit_settled(wt: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+    """The agent's flow: the edit was saved a while ago (the service has seen it), then
+    `git add` and `git commit`."""
+    def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
+        with open(os.path.join(wt, "bench.txt"), "a") as f:
+            f.write(f"settled {name} {i}\n")
+        for wait in SETTLE:
+            wait()
+        subprocess.run(["git", "add", "bench.txt"], cwd=wt, env=ENV, check=True)
+        return timed(["git", *extra, "commit", "-q", "-m", f"settled {name} {i}"], wt, env)
     return one
 
 
@@ -252,6 +267,8 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
             row["commit"] = interleaved(runs, ("bare", "service", "skip"), commit_once(wt))
         else:
             row["commit"] = interleaved(runs, names, commit_once(wt))
+            row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
+                                                commit_settled(wt))
             row["switch"] = interleaved(runs, names[:3], switch_once(main))
             row["push"] = interleaved(runs, names[:3], push_once(wt, "agent0"))
             row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
@@ -266,7 +283,7 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
             for line in fh:
                 if "Maximum resident set size" in line:
                     row["service_rss_peak_mib"] = round(int(line.split()[-1]) / 1024, 1)
-        for k in ("commit", "switch", "push", "rebase10"):
+        for k in ("commit", "commit_settled", "switch", "push", "rebase10"):
             if k not in row:
                 continue
             b = row[k]["bare"]
