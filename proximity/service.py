@@ -321,6 +321,10 @@ class Service:
         assert self.air is not None
         # a verdict may trust the warm state of a worktree only once every change made
         # before this request has been reported (then no pending event names it)
+        if not self.watcher.watching.is_set() or self.watcher.error:
+            # no watcher (too many directories for inotify, a vanished root): nothing
+            # tells which worktree changed, so every one is read again
+            self.air.dirty |= set(self.air.paths)
         synced = (job.op == "judge" or (job.op == "hook" and job.msg.get("stage") != "snapshot")
                   ) and self.sync()
         job.msg["synced"] = synced
