@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
 READ_TIMEOUT = 5.0
 QUIET = 2.0  # seconds without a hook request before background rescans run
+FILES_QUIET = 0.5  # seconds without a file event before they run (a commit follows its add)
 SYNC_TIMEOUT = 0.25  # seconds a hook waits for the watcher to catch up (service.sync)
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
@@ -121,6 +122,7 @@ class Service:
         self.stop = threading.Event()
         self.last_active = time.monotonic()
         self.last_request = 0.0  # when the last hook request (scan, judge, record) came
+        self.last_file_event = 0.0
         self.started = time.time()
         self.air: Airspace | None = None
         self.error: str | None = None
@@ -152,6 +154,8 @@ class Service:
         cookies = {p for p in paths if fswatch.COOKIE in p}
         paths = paths - cookies
         self.last_active = time.monotonic()
+        if paths:
+            self.last_file_event = self.last_active
         self.file_events += len(paths)
         with self.pending_lock:
             first = not self.pending and bool(paths)
@@ -261,9 +265,12 @@ class Service:
                 job.answer = {"ok": True, "fallback": "taken by the client"}
                 job.done.set()
                 continue
-            if prio > 0 and time.monotonic() - self.last_request < QUIET:
-                # hooks are running (a rebase, a switch): they never queue behind
-                # background rescans; those wait for a quiet moment, merged into one
+            now = time.monotonic()
+            if prio > 0 and (now - self.last_request < QUIET
+                             or now - self.last_file_event < FILES_QUIET):
+                # hooks are running (a rebase, a switch), or files are being saved (a
+                # commit may follow at once): hooks never queue behind background
+                # rescans; those wait for a quiet moment, merged into one
                 self.jobs.put((prio, seq, job))
                 time.sleep(0.02)
                 continue
