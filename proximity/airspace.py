@@ -123,7 +123,7 @@ def _lines(fc: FileChange, region: tuple[Range, ...] | None = None, near: int = 
 
 
 RESOLVERS = 3  # resolvers the resident service keeps (each holds every path of the tree)
-REACHES = 256  # agents' reaches it keeps
+REACHES = 64  # agents' reaches it keeps (each holds its part of the graph)
 
 
 def _kept(memo: dict[Any, Any] | None, kind: str, key: Any) -> Any:
