@@ -265,6 +265,8 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
                                round(warm_s, 2)}
         if commit_only:
             row["commit"] = interleaved(runs, ("bare", "service", "skip"), commit_once(wt))
+            row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
+                                                commit_settled(wt))
         else:
             row["commit"] = interleaved(runs, names, commit_once(wt))
             row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
