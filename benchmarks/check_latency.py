@@ -11,7 +11,10 @@ Cases, run from the first worktree (its neighbour edits a file it also edits):
   hook claude (Edit)     the Claude Code PreToolUse hook on an Edit event on stdin
   in-process             the same check called in one warm interpreter (no start-up, no
                          imports): the floor a resident service could reach
-Reports p50 and p95 in milliseconds; the cases are interleaved round by round.
+Each check case runs twice: answered by the resident service (started and warm before
+the rounds: the process is a thin client) and with PROXIMITY_SERVICE=0 (the whole check in
+the new process). Reports p50 and p95 in milliseconds; the cases are interleaved round by
+round.
 """
 
 from __future__ import annotations
@@ -77,39 +80,67 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                 "old_string": "    z = x * 0 + y\n",
                                                 "new_string": "    z = x + y\n"}})
         cmd = [py, "-m", "proximity", "check", "--json"]
-        cases: dict[str, tuple[list[str], str | None]] = {
-            "python -c pass": ([py, "-c", "pass"], None),
-            "python -c 'import proximity'": ([py, "-c", "import proximity"], None),
+        env = {**ENV, "PROXIMITY_SERVICE": "1"}
+        alone = {**ENV, "PROXIMITY_SERVICE": "0"}
+        checks: dict[str, tuple[list[str], str | None]] = {
             "check, plain lines": ([*cmd, f"{quiet}:{blank}"], None),
             "check, function body": ([*cmd, f"{quiet}:{body}-{body + 1}"], None),
             "check, contested (deny)": ([*cmd, f"{shared}:{n_lines - 1}-{n_lines}"], None),
             "hook claude (Edit)": ([py, "-m", "proximity", "check", "--hook", "claude"], event),
         }
-        env = dict(ENV)
-        for args, stdin in cases.values():  # warm caches once, and check it answers
-            out = subprocess.run(args, cwd=wt, env=env, input=stdin, capture_output=True,
+        cases: dict[str, tuple[list[str], str | None, dict[str, str]]] = {
+            "python -c pass": ([py, "-c", "pass"], None, env),
+            "python -c 'import proximity'": ([py, "-c", "import proximity"], None, env),
+            **{f"{k} [service]": (v[0], v[1], env) for k, v in checks.items()},
+            **{f"{k} [no service]": (v[0], v[1], alone) for k, v in checks.items()},
+        }
+        # a warm ledger (as after a day of work), then the resident service, warm
+        for w in sorted(os.listdir(tmp)):
+            subprocess.run([py, "-m", "proximity", "snapshot"], cwd=os.path.join(tmp, w),
+                           env=alone, check=True, capture_output=True)
+        t0 = time.perf_counter()
+        subprocess.run([py, "-m", "proximity", "service", "start"], cwd=wt, env=env,
+                       check=True, capture_output=True)
+        status = [py, "-m", "proximity", "service", "status", "--json"]
+        while True:
+            st = json.loads(subprocess.run(status, cwd=wt, env=env, capture_output=True,
+                                           text=True, check=True).stdout)
+            if (st.get("status") or {}).get("ready"):
+                break
+            if time.perf_counter() - t0 > 600:
+                raise SystemExit("the service did not start")
+            time.sleep(0.2)
+        print(f"service warm in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        for args, stdin, e in cases.values():  # warm caches once, and check it answers
+            out = subprocess.run(args, cwd=wt, env=e, input=stdin, capture_output=True,
                                  text=True, check=False)
             if out.returncode not in (0, 1):
                 raise SystemExit(f"{args}: exit {out.returncode}: {out.stderr}")
         decisions = {}
         times: dict[str, list[float]] = {k: [] for k in cases}
         for _ in range(a.runs):
-            for name, (args, stdin) in cases.items():
+            for name, (args, stdin, e) in cases.items():
                 t = time.perf_counter()
-                out = subprocess.run(args, cwd=wt, env=env, input=stdin, capture_output=True,
+                out = subprocess.run(args, cwd=wt, env=e, input=stdin, capture_output=True,
                                      text=True, check=False)
                 times[name].append((time.perf_counter() - t) * 1000)
                 if name.startswith(("check", "hook")):
                     d = json.loads(out.stdout)
                     decisions[name] = d.get("decision") or d["hookSpecificOutput"][
                         "permissionDecision"]
+        st = json.loads(subprocess.run(status, cwd=wt, env=env, capture_output=True,
+                                       text=True, check=True).stdout)
+        answered = (st.get("status") or {}).get("answered")
+        subprocess.run([py, "-m", "proximity", "service", "stop"], cwd=wt, env=env,
+                       check=False, capture_output=True)
         # the same check inside one warm process: what a resident service would pay
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from proximity import precheck
+        from proximity.intervals import parse_spec
 
         for name, spec in (("in-process, plain lines", f"{quiet}:{blank}"),
                            ("in-process, contested", f"{shared}:{n_lines - 1}-{n_lines}")):
-            target = [precheck.parse_spec(spec)]
+            target = [parse_spec(spec)]
             precheck.check(wt, target)
             times[name] = []
             for _ in range(a.runs):
@@ -118,14 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 times[name].append((time.perf_counter() - t) * 1000)
     rows = {k: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(pct(v, 0.95), 1),
                 "decision": decisions.get(k)} for k, v in times.items()}
-    print(f"{a.files} files x {a.worktrees} worktrees, {a.runs} runs per case")
-    print(f"{'case':32} {'p50 ms':>8} {'p95 ms':>8}  decision")
+    print(f"{a.files} files x {a.worktrees} worktrees, {a.runs} runs per case; answered by "
+          f"the service: {answered}")
+    print(f"{'case':45} {'p50 ms':>8} {'p95 ms':>8}  decision")
     for k, r in rows.items():
-        print(f"{k:32} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f}  {r['decision'] or ''}")
+        print(f"{k:45} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f}  {r['decision'] or ''}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"files": a.files, "worktrees": a.worktrees, "runs": a.runs,
-                       "cases": rows}, f, indent=2)
+                       "answered": answered, "cases": rows}, f, indent=2)
     return 0
 
 

@@ -5,11 +5,18 @@ other worktree's inbox.
     python benchmarks/service_cost.py --files 10000 --worktrees 8 --runs 11 --fresh-install
 
 Measured (medians, seconds): `git commit` bare / hooks answered by the service / hooks
-judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMITY_SKIP=1;
+judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMITY_SKIP=1,
+once right after the file was written and staged, once as an agent commits (the edit saved
+a while before: the service has seen it; then `git add`, `git commit`);
 `git switch` of the main checkout between two branches; `git push` of a branch that
 collides with nobody to a bare remote; a 10-commit `git rebase`. Then the time from a file
 save in one worktree to the message in the other's inbox (no git command), median and p95,
 and the service's resident memory (peak by /usr/bin/time -v, current by /proc).
+
+``--commit-only`` (for 50k files x 32 worktrees): only `git commit`, bare / service /
+PROXIMITY_SKIP=1 (judging in process there takes minutes per commit), the ledger created by
+one in-process snapshot of the main checkout (the service's warm-up snapshots the rest), and
+the service's memory and warm-up time.
 """
 
 from __future__ import annotations
@@ -56,7 +63,9 @@ def settle_service(common: str) -> Callable[[], None]:
 
     def wait() -> None:
         time.sleep(0.3)  # the watcher's debounce: the last command's saves are reported
-        subprocess.run([PY, "-c", code, common], env=ENV, check=False)
+        # cwd: not this source tree, whose package would shadow the installed one (a
+        # client of other code asks the service to exit)
+        subprocess.run([PY, "-c", code, common], cwd=common, env=ENV, check=False)
     return wait
 
 
@@ -74,6 +83,19 @@ def commit_once(wt: str) -> Callable[[str, list[str], dict[str, str], int], floa
             f.write(f"{name} {i}\n")
         subprocess.run(["git", "add", "bench.txt"], cwd=wt, env=ENV, check=True)
         return timed(["git", *extra, "commit", "-q", "-m", f"{name} {i}"], wt, env)
+    return one
+
+
+def commit_settled(wt: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+    """The agent's flow: the edit was saved a while ago (the service has seen it), then
+    `git add` and `git commit`."""
+    def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
+        with open(os.path.join(wt, "bench.txt"), "a") as f:
+            f.write(f"settled {name} {i}\n")
+        for wait in SETTLE:
+            wait()
+        subprocess.run(["git", "add", "bench.txt"], cwd=wt, env=ENV, check=True)
+        return timed(["git", *extra, "commit", "-q", "-m", f"settled {name} {i}"], wt, env)
     return one
 
 
@@ -136,7 +158,7 @@ def request(common: str, msg: dict[str, Any], budget: float = 60.0) -> dict[str,
     out = subprocess.run([PY, "-c", "import json, sys\nfrom proximity import client\n"
                           "print(json.dumps(client.request(sys.argv[1], json.loads(sys.argv[2]),"
                           f" {budget})))", common, json.dumps(msg)],
-                         env=ENV, capture_output=True, text=True, check=True).stdout
+                         cwd=common, env=ENV, capture_output=True, text=True, check=True).stdout
     got: dict[str, Any] | None = json.loads(out)
     return got
 
@@ -182,7 +204,8 @@ def save_to_inbox(root: str, common: str, trials: int) -> dict[str, Any]:
             "max_s": round(out[-1], 3)}
 
 
-def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any]:
+def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: bool = False
+            ) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix="proximity-service-")
     svc = None
     try:
@@ -197,21 +220,27 @@ def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any
                        stdout=subprocess.DEVNULL)
         # git config: no cooldown, so every rise in the latency trials sends a message
         git(main, "config", "proximity.cooldownSeconds", "0")
-        for w in [main] + [os.path.join(root, f"wt{i:02}") for i in range(worktrees)]:
+        warm = [main] + ([] if commit_only else
+                         [os.path.join(root, f"wt{i:02}") for i in range(worktrees)])
+        for w in warm:
             subprocess.run([PY, "-m", "proximity", "snapshot"], cwd=w, env=ENV, check=True,
                            stdout=subprocess.DEVNULL)  # a warm ledger, as after a day of work
         rss_file = os.path.join(root, "service.rss")
         t0 = time.perf_counter()
+        log = open(os.path.join(root, "service.log"), "w")  # noqa: SIM115 -- its lifetime
         svc = subprocess.Popen(["/usr/bin/time", "-v", "-o", rss_file, PY, "-m",
                                 "proximity.service", common], cwd=common, env=ENV,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+                               stderr=log, start_new_session=True)
         while True:
             ping = request(common, {"op": "ping"}, 1.0)
             if ping and ping.get("ready"):
                 break
             if svc.poll() is not None or time.perf_counter() - t0 > 600:
-                raise RuntimeError("the service did not start")
+                log.flush()
+                with open(os.path.join(root, "service.log")) as fh:
+                    said = fh.read()[-2000:]
+                raise RuntimeError(f"the service did not start (exit {svc.poll()}): {said}")
             time.sleep(0.1)
         warm_s = time.perf_counter() - t0
         SETTLE.append(settle_service(common))
@@ -219,13 +248,21 @@ def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any
         row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
                                "generate_s": round(gen_s, 1), "service_warm_up_s":
                                round(warm_s, 2)}
-        row["commit"] = interleaved(runs, names, commit_once(wt))
-        row["switch"] = interleaved(runs, names[:3], switch_once(main))
-        row["push"] = interleaved(runs, names[:3], push_once(wt, "agent0"))
-        row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
-        row["save_to_inbox"] = save_to_inbox(root, common, trials)
+        if commit_only:
+            row["commit"] = interleaved(runs, ("bare", "service", "skip"), commit_once(wt))
+            row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
+                                                commit_settled(wt))
+        else:
+            row["commit"] = interleaved(runs, names, commit_once(wt))
+            row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
+                                                commit_settled(wt))
+            row["switch"] = interleaved(runs, names[:3], switch_once(main))
+            row["push"] = interleaved(runs, names[:3], push_once(wt, "agent0"))
+            row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
+            row["save_to_inbox"] = save_to_inbox(root, common, trials)
         st = request(common, {"op": "status"})
         row["service_rss_now_mib"] = round(st["status"]["rss_kb"] / 1024, 1) if st else None
+        row["answered"] = st["status"].get("answered") if st else None
         request(common, {"op": "shutdown"})
         svc.wait(60)
         svc = None
@@ -233,10 +270,13 @@ def measure(files: int, worktrees: int, runs: int, trials: int) -> dict[str, Any
             for line in fh:
                 if "Maximum resident set size" in line:
                     row["service_rss_peak_mib"] = round(int(line.split()[-1]) / 1024, 1)
-        for k in ("commit", "switch", "push", "rebase10"):
+        for k in ("commit", "commit_settled", "switch", "push", "rebase10"):
+            if k not in row:
+                continue
             b = row[k]["bare"]
             row[k]["ratio_service"] = round(row[k]["service"] / b, 2)
-            row[k]["ratio_in_process"] = round(row[k]["in_process"] / b, 2)
+            if "in_process" in row[k]:
+                row[k]["ratio_in_process"] = round(row[k]["in_process"] / b, 2)
             if "skip" in row[k]:
                 row[k]["ratio_skip"] = round(row[k]["skip"] / b, 2)
         return row
@@ -254,6 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--trials", type=int, default=15, help="save-to-inbox trials")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--commit-only", action="store_true",
+                    help="only git commit (bare, service, PROXIMITY_SKIP=1) and the service's "
+                    "memory: for 50k x 32")
     ap.add_argument("--fresh-install", action="store_true",
                     help="measure a normal pip install in a throwaway venv (default: this "
                     "interpreter, which may be an editable install)")
@@ -265,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         PY = fresh_install(tmp)
         print(f"measuring a fresh install: {PY}", flush=True)
     try:
-        row = measure(a.files, a.worktrees, a.runs, a.trials)
+        row = measure(a.files, a.worktrees, a.runs, a.trials, a.commit_only)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

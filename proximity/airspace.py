@@ -40,6 +40,10 @@ class Facts:
     remote: list[Agent] = field(default_factory=list)
     created: dict[str, float] = field(default_factory=dict)  # stream -> creation time
     machine: str = ""  # this machine's id, for pairs that involve remote agents
+    # the resident service keeps one across scans: each pair's channel results keyed by
+    # everything the channels read (both states, base, working-set weights and intents,
+    # the graph's reference commit), and resolvers keyed by their paths
+    memo: dict[Any, Any] | None = None
 
 
 @dataclass
@@ -116,6 +120,24 @@ def _lines(fc: FileChange, region: tuple[Range, ...] | None = None, near: int = 
         new = fc.new_ranges[i] if i < len(fc.new_ranges) else (1, 0)
         total += max(1, hi - lo + 1, new[1] - new[0] + 1)
     return total
+
+
+RESOLVERS = 3  # resolvers the resident service keeps (each holds every path of the tree)
+REACHES = 64  # agents' reaches it keeps (each holds its part of the graph)
+
+
+def _kept(memo: dict[Any, Any] | None, kind: str, key: Any) -> Any:
+    return None if memo is None else memo.get(kind, {}).get(key)
+
+
+def _keep(memo: dict[Any, Any] | None, kind: str, key: Any, value: Any, most: int) -> None:
+    """Keep ``value`` in the memo's bounded shelf ``kind`` (the oldest go first)."""
+    if memo is None:
+        return
+    shelf = memo.setdefault(kind, {})
+    while len(shelf) >= most:
+        del shelf[next(iter(shelf))]
+    shelf[key] = value
 
 
 class _Pairwise:
@@ -196,8 +218,15 @@ class _Pairwise:
         if self._resolver is None:
             extra = {fc.dest for fcs in self.changes.values() for fc in fcs
                      if fc.status != "D"}
-            self._resolver = resolve.Resolver(self.paths | extra)
-            self._resolver.set_go_mods(self.go_mods)
+            memo = self.facts.memo
+            key = ("resolver", self.graph_tree, frozenset(extra - self.paths),
+                   tuple(sorted(self.go_mods.items())))
+            kept = _kept(memo, "resolver", key)
+            if kept is None:
+                kept = resolve.Resolver(self.paths | extra)
+                kept.set_go_mods(self.go_mods)
+                _keep(memo, "resolver", key, kept, RESOLVERS)  # each holds every path
+            self._resolver = kept
         return self._resolver
 
     def reach(self, agent: Agent, ws: WorkingSet, edges: list[tuple[str, str]],
@@ -205,8 +234,16 @@ class _Pairwise:
         key = (agent.id, base_tree)
         if key not in self.reaches:
             assert self.graph is not None
-            self.reaches[key] = depgraph.Reach(self.graph, ws, edges, self.cfg.gamma,
-                                               self.cfg.depth_cap, self.cfg.hub_degree)
+            memo = self.facts.memo
+            # across scans (the resident service): by everything a reach is made of
+            mk = ("reach", self.graph_tree, agent.id, agent.tree, base_tree, _work(ws),
+                  tuple(edges)) if memo is not None else None
+            kept = _kept(memo, "reach", mk)
+            if kept is None:
+                kept = depgraph.Reach(self.graph, ws, edges, self.cfg.gamma,
+                                      self.cfg.depth_cap, self.cfg.hub_degree)
+                _keep(memo, "reach", mk, kept, REACHES)
+            self.reaches[key] = kept
         return self.reaches[key]
 
     def committed_lines(self, agent: Agent, base: str | None, contested: Contested) -> int:
@@ -311,6 +348,26 @@ def _contested(findings: list[Finding], tau_ta: float) -> Contested:
     return {p: tuple(sorted(set(lines[p]))) if p in lines else None for p in sorted(files)}
 
 
+def _channel_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | None,
+                 base_tree: str, agents: list[Agent], facts: Facts) -> tuple[Any, ...]:
+    """Everything the channels read of one pair (their caches are keyed by content)."""
+    def state(x: Agent) -> tuple[Any, ...]:
+        return (x.id, x.tree, x.snapshot, x.head, x.branch, x.operation, x.remote, x.machine,
+                x.error)
+
+    ref = next((x.head for x in agents if x.id == "main" and x.head), None) or next(
+        (x.head for x in agents if x.head), None)
+    return ("pair", state(a), state(b), base, base_tree, _work(wa), _work(wb), ref,
+            facts.defer_cold_graph)
+
+
+def _work(w: WorkingSet) -> tuple[Any, ...]:
+    """A working set's weights and intents as a key (its files follow from the trees)."""
+    return (tuple(sorted(w.weights.items())),
+            tuple(sorted((p, r) for p, r in w.intents.items())),
+            tuple(sorted(w.intent_weights.items())))
+
+
 def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
     from proximity import channels
 
@@ -326,7 +383,15 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     pw.changed.setdefault(b.id, set()).update(wb.files)
     conc = _concurrent(repo, a, b, facts)
     ev = channels.Evidence(a, b, wa, wb, base, base_tree, cfg, pw, agents=all_agents)
-    values, findings = channels.run_all(ev)
+    key = _channel_key(a, b, wa, wb, base, base_tree, all_agents, facts) \
+        if facts.memo is not None else None
+    kept = facts.memo.get(key) if facts.memo is not None else None
+    if kept is not None:
+        values, findings = dict(kept[0]), list(kept[1])
+    else:
+        values, findings = channels.run_all(ev)
+        if facts.memo is not None:
+            facts.memo[key] = (dict(values), tuple(findings))
     r = risk.combine(values, cfg.weights, cfg.tau_ra) if conc else 0.0
     adv = risk.band(r, cfg.tau_ta, cfg.tau_ra)
     in_progress = {x.id: x.operation for x in (a, b) if x.operation}

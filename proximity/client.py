@@ -8,18 +8,23 @@ process as before; it never waits long. ``PROXIMITY_SERVICE=0`` turns the servic
 
 from __future__ import annotations
 
-import hashlib
-import json
+import _json  # the C parts only: `json` and `socket` would import re, enum, selectors...
+import _socket
+import marshal
 import os
-import socket
-import subprocess
 import sys
 import time
-from typing import Any
+
+from proximity import __version__
+
+TYPE_CHECKING = False  # (not typing's: hooks import this module)
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL = 1
 MAX_MESSAGE = 8 << 20  # bytes of one request or answer line
 CONNECT_TIMEOUT = 0.05
+CLAIM_AGE = 120.0  # seconds a request's claim is kept (far past any client's budget)
 HOOK_BUDGET = 2.0  # seconds a hook waits for an answer before judging in process
 SUN_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL; leave a margin
 
@@ -46,49 +51,175 @@ def socket_path(common: str) -> str:
     path = os.path.join(ecm_dir(common), "service.sock")
     if len(os.fsencode(path)) <= SUN_PATH_MAX:
         return path
+    import hashlib
+
     key = hashlib.sha256(os.fsencode(os.path.realpath(common))).hexdigest()[:20]
     return os.path.join(runtime_dir(), f"{key}.sock")
 
 
-def _read_line(sock: socket.socket, deadline: float) -> bytes | None:
+def dumps(value: Any) -> str:
+    """JSON text of plain data (str, int, float, bool, None, lists, dicts), without the
+    `json` package (whose import costs a hook more than its whole request)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return str(_json.encode_basestring_ascii(value))
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        if text in ("inf", "-inf", "nan"):
+            raise ValueError("not a JSON number")
+        return text
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dumps(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{dumps(str(k))}:{dumps(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot send {type(value).__name__}")
+
+
+MARSHAL_VERSION = 2  # plain containers and scalars; every Python 3 reads it
+
+
+def marshal_reply(answer: dict[str, Any]) -> bytes:
+    """A reply for a client that asked ``"reply": "marshal"``: its length, a newline, and
+    the answer in the interpreter's own builtin format (no `json` import to read it)."""
+    payload = marshal.dumps(answer, MARSHAL_VERSION)
+    return b"%d\n" % len(payload) + payload
+
+
+def _read_reply(sock: _socket.socket, deadline: float) -> dict[str, Any] | None:
     buf = bytearray()
-    while b"\n" not in buf:
+    size = -1
+    while True:
+        if size < 0 and b"\n" in buf:
+            head, _, rest = bytes(buf).partition(b"\n")
+            size = int(head)
+            if not 0 <= size <= MAX_MESSAGE:
+                return None
+            buf = bytearray(rest)
+        if size >= 0 and len(buf) >= size:
+            answer = marshal.loads(bytes(buf[:size]))
+            return answer if isinstance(answer, dict) else None
         left = deadline - time.monotonic()
-        if left <= 0 or len(buf) > MAX_MESSAGE:
+        if left <= 0 or len(buf) > MAX_MESSAGE + 32:
             return None
         sock.settimeout(left)
         chunk = sock.recv(65536)
         if not chunk:
             return None
         buf += chunk
-    return bytes(buf[:buf.index(b"\n")])
+
+
+_STAMP: list[str] = []
+
+
+def code_stamp() -> str:
+    """This code's identity: the package version and a hash of its modules' names, sizes
+    and modification times. A service whose stamp differs runs other code (it was started
+    before an upgrade, or an edit): its clients ask it to exit and judge in process."""
+    if not _STAMP:
+        import zlib
+
+        pkg = os.path.dirname(os.path.abspath(__file__))
+        listing = [sys.version.split()[0]]
+        for root, dirs, files in os.walk(pkg):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(root, name)
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    listing.append(f"{os.path.relpath(path, pkg)}:{st.st_size}:"
+                                   f"{st.st_mtime_ns}")
+        data = "\n".join(listing).encode("utf-8", "surrogateescape")
+        _STAMP.append(f"{__version__}+{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+                      f"{len(listing)}")
+    return _STAMP[0]
+
+
+def new_request_id() -> str:
+    return os.urandom(12).hex()
+
+
+def exchange(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
+             connect_timeout: float = CONNECT_TIMEOUT) -> tuple[dict[str, Any] | None, bool]:
+    """One request, one answer (None on any problem), and whether the request reached
+    the service (True: it may be working on it although no answer came in time)."""
+    deadline = time.monotonic() + budget
+    data = dumps({"v": PROTOCOL, "code": code_stamp(), **msg, "budget": budget,
+                  "reply": "marshal"}).encode() + b"\n"
+    if len(data) > MAX_MESSAGE:
+        return None, False
+    sent = False
+    try:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except OSError:
+        return None, False
+    try:
+        sock.settimeout(connect_timeout)
+        sock.connect(socket_path(common))
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        sock.sendall(data)
+        sent = True
+        answer = _read_reply(sock, deadline)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None, sent
+    finally:
+        sock.close()
+    if answer is None or answer.get("v") != PROTOCOL:
+        return None, sent
+    if answer.get("code") != code_stamp() and msg.get("op") != "shutdown":
+        # a service started from other code (before an upgrade): it goes, we judge here
+        # (a job it already began is claimed by it, see claim)
+        exchange(common, {"op": "shutdown"}, budget=0.3)
+        return None, sent
+    if not answer.get("ok"):
+        return None, sent and not answer.get("refused")  # refused: nothing was done
+    return answer, sent
 
 
 def request(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
             connect_timeout: float = CONNECT_TIMEOUT) -> dict[str, Any] | None:
     """One request, one answer; None on any problem."""
-    deadline = time.monotonic() + budget
-    data = json.dumps({"v": PROTOCOL, **msg, "budget": budget}).encode() + b"\n"
-    if len(data) > MAX_MESSAGE:
-        return None
+    return exchange(common, msg, budget, connect_timeout)[0]
+
+
+def claim(common: str, rid: str) -> bool:
+    """Take request ``rid`` for ourselves: True for the first taker only (an exclusive
+    create). The service claims each recording job as it begins it; a client that gave up
+    waiting claims it before recording in process. So an event is recorded once, by
+    whichever side began it, never twice."""
+    d = os.path.join(ecm_dir(common), "claims")
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(connect_timeout)
-            sock.connect(socket_path(common))
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            sock.sendall(data)
-            line = _read_line(sock, deadline)
-    except (OSError, ValueError):
-        return None
-    if line is None:
-        return None
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(d, rid), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # no claims possible here: nothing else can have taken it either
+    os.close(fd)
+    return True
+
+
+def forget_claims(common: str, older_than: float = CLAIM_AGE) -> None:
+    d = os.path.join(ecm_dir(common), "claims")
+    now = time.time()
     try:
-        answer = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(answer, dict) or answer.get("v") != PROTOCOL or not answer.get("ok"):
-        return None
-    return answer
+        names = os.listdir(d)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(d, name)
+        try:
+            if now - os.stat(path).st_mtime > older_than:
+                os.unlink(path)
+        except OSError:
+            pass
 
 
 def start(common: str) -> bool:
@@ -96,6 +227,8 @@ def start(common: str) -> bool:
     The service itself makes sure only one runs (a lock); a second start exits at once."""
     if not enabled() or not os.path.isdir(common):
         return False
+    import subprocess
+
     try:
         os.makedirs(ecm_dir(common), exist_ok=True)
         # a short-lived shell puts it in the background and exits (double fork): the caller
@@ -114,12 +247,18 @@ def start(common: str) -> bool:
 def ask(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
         autostart: bool = True) -> dict[str, Any] | None:
     """A request to the service; when none answers, start one for next time."""
+    return ask_sent(common, msg, budget, autostart)[0]
+
+
+def ask_sent(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
+             autostart: bool = True) -> tuple[dict[str, Any] | None, bool]:
+    """`ask`, and whether the request reached the service (see exchange)."""
     if not enabled():
-        return None
-    answer = request(common, msg, budget)
+        return None, False
+    answer, sent = exchange(common, msg, budget)
     if answer is None and autostart and not _alive(common):
         start(common)
-    return answer
+    return answer, sent
 
 
 def _alive(common: str) -> bool:

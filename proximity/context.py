@@ -24,6 +24,7 @@ class Context:
                  ledger_error: str | None, here: str) -> None:
         self.repo, self.cfg, self.ledger = repo, cfg, ledger
         self.ledger_error, self.here = ledger_error, here
+        self.memo: dict[object, object] | None = None  # the resident service's (Facts.memo)
 
     def close(self) -> None:
         if self.ledger is not None:
@@ -128,6 +129,7 @@ def run_scan(ctx: Context, *, focus: str | None = None,
     t0 = time.perf_counter()
     f = facts(ctx, what_if)
     f.defer_cold_graph = in_hook and ctx.ledger is not None
+    f.memo = ctx.memo
     if remote and has_remote_refs(ctx):
         from proximity import inbound
         from proximity import remote as remote_mod

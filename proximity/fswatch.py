@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable
 from proximity import gitio
 
 DEBOUNCE_MS = 200  # longest a burst of changes is grouped
-STEP_MS = 50  # quiet time that ends a burst
+STEP_MS = 10  # quiet time that ends a burst (a sync cookie comes back after it)
+COOKIE = os.sep + os.path.join("ecm", "cookies") + os.sep  # sync cookies (service.sync)
 
 
 def outside_git(path: str) -> bool:
@@ -79,7 +80,8 @@ class Watcher:
     def stop(self) -> None:
         self._stop.set()
         self._restart.set()
-        self._thread.join(timeout=2.0)
+        if self._thread.is_alive():
+            self._thread.join(timeout=2.0)
 
     def _run(self) -> None:
         import watchfiles
@@ -95,7 +97,7 @@ class Watcher:
                 # the first (empty) yield on timeout says the watches are in place: changes
                 # made after it are seen
                 for changes in watchfiles.watch(
-                        *roots, watch_filter=lambda _c, p: outside_git(p),
+                        *roots, watch_filter=lambda _c, p: outside_git(p) or COOKIE in p,
                         debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=self._restart,
                         rust_timeout=100, yield_on_timeout=True, raise_interrupt=False,
                         ignore_permission_denied=True):

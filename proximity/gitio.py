@@ -17,10 +17,22 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from proximity.errors import FatalError, GitTimeout, GitTooOld, NotARepository
 
+# the file-only helpers live in gitfiles.py (light enough for the hooks' thin client)
+from proximity.gitfiles import MAIN_ID as MAIN_ID
+from proximity.gitfiles import _read as _read
+from proximity.gitfiles import agent_id as agent_id
+from proximity.gitfiles import common_dir as common_dir
+from proximity.gitfiles import find_git_dir as find_git_dir
+from proximity.gitfiles import operation_in_progress as operation_in_progress
+from proximity.gitfiles import safe_name as safe_name
+from proximity.gitfiles import steps_left as steps_left
+from proximity.gitfiles import worktree_id as worktree_id
+
 if TYPE_CHECKING:
     from proximity import model
 
 MIN_GIT = (2, 38)
+MEMO_ENTRIES = 4096  # results a Repo keeps (see Repo._remember)
 LARGE_STUB = "proximity: large untracked file, not hashed: "
 LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pack them
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -168,6 +180,7 @@ class Repo:
         if not os.path.isdir(start):
             raise NotARepository(f"{start}: no such directory")
         self._pg: Any = None
+        self.memo: dict[tuple[Any, ...], Any] = {}  # results keyed by object ids
         if fast and self._discover(start):
             return
         proc = git(["rev-parse", "--is-bare-repository", "--absolute-git-dir",
@@ -275,6 +288,75 @@ class Repo:
             )
         return infos
 
+    def worktrees_from_files(self) -> list[WorktreeInfo] | None:
+        """What `worktrees()` lists, read from the common dir's files (no git process),
+        for the resident service that asks on every hook; in `git worktree list`'s order
+        (the main checkout, then by path). None: a layout only git should read (bare,
+        core.worktree, reftable, a HEAD that is not a plain ref or commit)."""
+        try:
+            config = _read(os.path.join(self.common, "config"))
+        except OSError:
+            return None
+        if os.path.basename(self.common) != ".git" or any(
+                w in config for w in ("worktree =", "worktree=", "bare = true", "reftable")):
+            return None
+        try:
+            packed = _read(os.path.join(self.common, "packed-refs")).splitlines()
+        except OSError:
+            packed = []
+
+        def head_of(admin: str) -> tuple[str | None, str | None] | None:
+            try:
+                text = _read(os.path.join(admin, "HEAD")).strip()
+            except OSError:
+                return None
+            if len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
+                return text, None
+            if not text.startswith("ref: refs/"):
+                return None
+            ref = text[5:]
+            branch = ref.removeprefix("refs/heads/")
+            try:
+                sha = _read(os.path.join(self.common, ref)).strip()
+            except OSError:
+                sha = next((ln.split()[0] for ln in packed
+                            if ln.endswith(" " + ref) and not ln.startswith(("#", "^"))), "")
+            if sha.startswith("ref:"):
+                return None
+            return (sha or None), branch  # no commit yet: an unborn branch
+
+        main = head_of(self.common)
+        if main is None:
+            return None
+        out = [WorktreeInfo(MAIN_ID, os.path.realpath(os.path.dirname(self.common)),
+                            self.common, main[0], main[1])]
+        base = os.path.join(self.common, "worktrees")
+        try:
+            names = os.listdir(base)
+        except FileNotFoundError:
+            names = []
+        except OSError:
+            return None
+        linked = []
+        for name in names:
+            admin = os.path.join(base, name)
+            try:
+                target = _read(os.path.join(admin, "gitdir")).strip()
+            except OSError:
+                return None
+            got = head_of(admin)
+            if not target or got is None:
+                return None
+            target = os.path.normpath(os.path.join(admin, target))
+            path = os.path.dirname(target)
+            locked = os.path.exists(os.path.join(admin, "locked"))
+            gone = not os.path.isdir(path)
+            linked.append(WorktreeInfo(
+                worktree_id(name), path if gone else os.path.realpath(path), admin, got[0],
+                got[1], prunable=gone or (not locked and not os.path.exists(target)),
+                locked=locked))
+        return out + sorted(linked, key=lambda w: w.path)
+
     def current(self) -> WorktreeInfo:
         """This worktree, read from its own git dir (no `git worktree list`)."""
         wid = agent_id(self.gitdir, self.common)
@@ -327,7 +409,9 @@ class Repo:
         return None
 
     # -- snapshots ----------------------------------------------------------------------
-    def snapshot_tree(self, wt: WorktreeInfo, index_file: str | None = None) -> str:
+    def snapshot_tree(self, wt: WorktreeInfo, index_file: str | None = None,
+                      start_tree: list[str] | None = None, from_user_index: bool = False
+                      ) -> str:
         """The tree of everything in the worktree that git would keep (add -A).
 
         Works on a private copy of a per-worktree shadow index, never the user's index;
@@ -347,7 +431,8 @@ class Repo:
         shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
         src = user_index
         try:
-            if os.path.exists(shadow) and (
+            if not (from_user_index and os.path.exists(user_index)) and os.path.exists(
+                    shadow) and (
                 not os.path.exists(user_index)
                 or os.stat(shadow).st_mtime_ns >= os.stat(user_index).st_mtime_ns
             ):
@@ -359,6 +444,10 @@ class Repo:
             if os.path.exists(src):
                 _copy(src, tmp)
             env = {"GIT_INDEX_FILE": tmp}
+            if start_tree is not None and src == user_index and os.path.exists(tmp):
+                # the tree of the user's index this snapshot starts from (the resident
+                # service compares a commit's index with it: see warm.Airspace)
+                start_tree.append(self.index_tree(tmp, wt.path))
             large = self._large_untracked(wt, env, user_index)
             if large:
                 git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path, env=env,
@@ -379,6 +468,20 @@ class Repo:
                 os.unlink(tmp)
             with contextlib.suppress(FatalError, OSError):  # housekeeping never fails it
                 self.pack_loose_objects()
+
+    def index_tree(self, index_file: str, cwd: str) -> str:
+        """The tree an index file holds (`git write-tree`), from a private copy: the
+        index itself is never written."""
+        tmp = f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
+        tmp = os.path.join(self.ecm_dir, "index", os.path.basename(tmp)) \
+            if os.path.isdir(os.path.join(self.ecm_dir, "index")) else tmp
+        try:
+            _copy(index_file, tmp)
+            return git(["write-tree"], cwd=cwd, env={"GIT_INDEX_FILE": tmp}
+                       ).stdout.decode().strip()
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
     def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
                          ) -> dict[str, os.stat_result]:
@@ -467,9 +570,13 @@ class Repo:
         return out.stdout.decode().strip()
 
     def changed_paths(self, old_tree: str, new_tree: str) -> dict[str, str]:
-        """path -> new blob id ("" when deleted) between two tree-ishes, via git plumbing."""
+        """path -> new blob id ("" when deleted) between two tree-ishes, via git plumbing
+        (remembered for object ids: what they name never changes)."""
         if old_tree == new_tree:
             return {}
+        key = ("changed_paths", old_tree, new_tree)
+        if key in self.memo:
+            return dict(self.memo[key])
         out = git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree],
                   cwd=self.workdir).stdout
         parts = out.split(b"\0")
@@ -479,9 +586,22 @@ class Repo:
             if len(fields) >= 5:
                 new_oid = "" if fields[4] == "D" else fields[3]
                 result[path.decode("utf-8", "surrogateescape")] = new_oid
+        self._remember(key, (old_tree, new_tree), dict(result))
         return result
 
+    def _remember(self, key: tuple[Any, ...], ids: tuple[str, ...], value: Any) -> None:
+        """Keep a result computed from object ids alone (never for names like HEAD)."""
+        if all(len(i) in (40, 64) and all(c in "0123456789abcdef" for c in i) for i in ids):
+            if len(self.memo) > MEMO_ENTRIES:
+                self.memo.clear()
+            self.memo[key] = value
+
     def pin(self, ref: str, commit: str) -> None:
+        try:
+            if _read(os.path.join(self.common, ref)).strip() == commit:
+                return  # pinned already
+        except OSError:
+            pass
         git(["update-ref", ref, commit], cwd=self.workdir)
 
     def is_ancestor_cli(self, anc: str, desc: str) -> bool:
@@ -571,12 +691,17 @@ class Repo:
         pygit2 = _pygit2()
         if old_tree == new_tree:
             return []
+        key = ("changes", old_tree, new_tree, max_bytes)
+        if key in self.memo:
+            return list(self.memo[key])
         diff = self.pg.diff(
             self.pg[old_tree], self.pg[new_tree], context_lines=0, interhunk_lines=0,
             flags=pygit2.enums.DiffOption.PATIENCE,
         )
         diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
-        return [fc for fc in _changes(self, diff, max_bytes)]
+        out = [fc for fc in _changes(self, diff, max_bytes)]
+        self._remember(key, (old_tree, new_tree), tuple(out))
+        return out
 
     def merge_conflicts(self, a: str, b: str) -> list[str] | None:
         """Paths git's own merge of two snapshot commits leaves conflicted; None if unknown."""
@@ -610,109 +735,8 @@ def _copy(src: str, dst: str) -> None:
     os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-MAIN_ID = "main"
-
-
-def worktree_id(name: str) -> str:
-    """The agent id of a linked worktree whose admin dir (``.git/worktrees/<name>``) is
-    ``name``: the name itself when it is plain (lower-case letters, digits, ``._-``) and
-    not "main"; otherwise its sanitised lower-case form plus a short hash of the exact
-    name. So ids never collide with the main checkout's, nor with each other after case
-    folding or sanitising (ref names, shadow-index files), and stay the same across runs.
-    """
-    if name != MAIN_ID and name and safe_name(name) == name and name == name.lower() \
-            and not name.startswith("."):
-        return name
-    import hashlib
-
-    digest = hashlib.sha1(name.encode("utf-8", "surrogateescape")).hexdigest()[:6]
-    return f"{safe_name(name).lower().lstrip('.') or 'wt'}-{digest}"
-
-
-def agent_id(gitdir: str, common: str) -> str:
-    """The agent id of the worktree whose git dir is ``gitdir``."""
-    if os.path.realpath(gitdir) == os.path.realpath(common):
-        return MAIN_ID
-    return worktree_id(os.path.basename(os.path.normpath(gitdir)))
-
-
-def steps_left(admin_dir: str) -> int:
-    """Steps a cherry-pick or revert range still has to make, the current one included
-    (its ``sequencer/todo``); 0 when there is none."""
-    try:
-        todo = _read(os.path.join(admin_dir, "sequencer", "todo"))
-    except OSError:
-        return 0
-    return sum(1 for ln in todo.splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
-
-
-def find_git_dir(start: str) -> str | None:
-    """The git dir of the worktree at ``start`` from files alone ($GIT_DIR, a `.git`
-    directory, or a `.git` file), or None; cheap enough for a hook's first step."""
-    env = os.environ.get("GIT_DIR")
-    if env:
-        return os.path.join(start, env)
-    d = os.path.abspath(start)
-    while True:
-        dotgit = os.path.join(d, ".git")
-        if os.path.isdir(dotgit):
-            return dotgit
-        if os.path.isfile(dotgit):
-            try:
-                text = _read(dotgit).strip()
-            except OSError:
-                return None
-            if not text.startswith("gitdir:"):
-                return None
-            return os.path.join(d, text[len("gitdir:"):].strip())
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-
-
-def operation_in_progress(admin_dir: str) -> str | None:
-    """The multi-step git operation under way in a worktree, from its git dir alone.
-
-    ``admin_dir`` is the worktree's own git dir (the common dir for the main checkout).
-    Returns "rebase", "am", "cherry-pick", "revert", "merge" or "bisect", or None when
-    nothing is in progress. Only ``stat`` calls (and one small read): hooks ask it before
-    importing anything heavy.
-    """
-    j = os.path.join
-    if os.path.isdir(j(admin_dir, "rebase-merge")):
-        return "rebase"
-    if os.path.isdir(j(admin_dir, "rebase-apply")):
-        return "am" if os.path.exists(j(admin_dir, "rebase-apply", "applying")) else "rebase"
-    if os.path.exists(j(admin_dir, "CHERRY_PICK_HEAD")):
-        return "cherry-pick"
-    if os.path.exists(j(admin_dir, "REVERT_HEAD")):
-        return "revert"
-    if os.path.isdir(j(admin_dir, "sequencer")):
-        # a cherry-pick or revert of a range, between two of its commits
-        try:
-            first = _read(j(admin_dir, "sequencer", "todo")).split(None, 1)
-        except OSError:
-            first = []
-        return "revert" if first[:1] in (["revert"], ["r"]) else "cherry-pick"
-    if os.path.exists(j(admin_dir, "MERGE_HEAD")):
-        return "merge"
-    if os.path.exists(j(admin_dir, "BISECT_LOG")):
-        return "bisect"
-    return None
-
-
 def _b(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
-
-
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8", errors="surrogateescape") as f:
-        return f.read()
-
-
-def safe_name(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
 def _kind(mode: int) -> str:
@@ -838,8 +862,18 @@ def new_file_diff(worktree: str, path: str) -> str:
 
 
 def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
-    """`git diff -U0` between two tree-ishes, limited to ``paths`` (for message hunks)."""
+    """`git diff -U0` between two tree-ishes, limited to ``paths`` (for message hunks;
+    remembered in this process for object ids: what they name never changes)."""
+    ids = (old or EMPTY_TREE, new)
+    if all(len(i) in (40, 64) and all(c in "0123456789abcdef" for c in i) for i in ids):
+        return _tree_diff_ids(cwd, ids[0], new, tuple(paths))
     return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd,
+               ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+@lru_cache(maxsize=256)
+def _tree_diff_ids(cwd: str, old: str, new: str, paths: tuple[str, ...]) -> str:
+    return git([*DIFF_ARGS, old, new, "--", *paths], cwd=cwd,
                ok=(0, 1)).stdout.decode("utf-8", "replace")
 
 

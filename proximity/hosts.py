@@ -25,7 +25,10 @@ else (no `proximity` on PATH, an interpreter that cannot start) is one warning a
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 WRAPPER = ('[ "${PROXIMITY_SKIP:-}" = 1 ] && exit 0; PROXIMITY_BLOCKED_EXIT=99 proximity hook '
            '"$0" "$@"; rc=$?; [ $rc = 0 ] && exit 0; [ $rc = 99 ] && exit 1; echo "proximity: '
@@ -113,9 +116,9 @@ def framework_merge(env: Mapping[str, str], cwd: str) -> bool:
     if env.get("PRE_COMMIT") != "1" or env.get("PRE_COMMIT_CHECKOUT_TYPE") \
             or env.get("PRE_COMMIT_REWRITE_COMMAND"):
         return False
-    from proximity import gitio
+    from proximity import gitfiles
 
-    admin = gitio.find_git_dir(cwd)
+    admin = gitfiles.find_git_dir(cwd)
     if admin is None:
         return False
     message = last_reflog_message(os.path.join(admin, "logs", "HEAD"))

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from proximity import __version__
-from proximity.errors import FatalError
 
+TYPE_CHECKING = False  # (not typing's: a hook never imports typing)
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
+
+    from proximity.thin import Fallback
 
 HOOK_STAGES = ("snapshot", "warn", "guard", "post-checkout", "post-commit", "post-merge",
                "post-rewrite", "pre-commit", "pre-push")
@@ -176,32 +177,6 @@ def _hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
     return None
 
 
-SKIP_IN_SEQUENCE = ("post-commit", "post-checkout")
-
-
-def _hook_skipped(stage: str) -> bool:
-    """PROXIMITY_SKIP=1, or a per-step hook inside a rebase/cherry-pick/… (post-rewrite
-    records once at the end). Decided before anything heavy is imported."""
-    if os.environ.get("PROXIMITY_SKIP") == "1":
-        return True
-    framework_step = stage == "snapshot" and not (
-        os.environ.get("PRE_COMMIT_REWRITE_COMMAND")
-        or os.environ.get("PRE_COMMIT_IS_SQUASH_MERGE"))
-    if stage not in SKIP_IN_SEQUENCE and not framework_step:
-        return False
-    from proximity import gitio
-
-    admin = gitio.find_git_dir(os.getcwd())
-    if admin is None:
-        return False
-    op = gitio.operation_in_progress(admin)
-    if op in ("cherry-pick", "revert"):
-        # CHERRY_PICK_HEAD/REVERT_HEAD stand while each picked commit is made: a single
-        # pick records; a range records its last step only (nothing fires after it)
-        return gitio.steps_left(admin) > 1
-    return op is not None
-
-
 def _check_hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
     """`proximity check --hook NAME [--deny-on P]` runs before every agent edit: parsed
     without building the whole parser."""
@@ -221,12 +196,32 @@ def _check_hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
                            paths=[], json=False, repo=None)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _thin(argv: list[str]) -> int | Fallback:
+    """A hook or `check` answered by the resident service (thin.py), before anything
+    heavy is imported: its exit code, or what the in-process path is told."""
+    try:
+        from proximity import thin
+    except Exception:  # a damaged thin path: the in-process path still answers
+        from types import SimpleNamespace
+
+        return SimpleNamespace(stdin=None, service=True, record=True)  # type: ignore[return-value]
+    if argv[0] == "hook":
+        return thin.run_hook(argv[1:])
+    return thin.check(argv[1:])
+
+
+def main(argv: Sequence[str] | None = None, fallback: Fallback | None = None) -> int:
+    """``fallback``: the hook script's boot asked the service already (thin.run_hook)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _hook_args(argv)
-    if args is not None and _hook_skipped(args.stage):
-        return 0
+    if fallback is None and (args is not None or argv[:1] == ["check"]):
+        got = _thin(argv)
+        if isinstance(got, int):
+            return got
+        fallback = got
     args = args or _check_hook_args(argv) or build_parser().parse_args(argv)
+    from proximity.errors import FatalError
+
     try:
         from importlib import import_module
 
@@ -234,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name in ("scan", "status"):
             name = "scan"
         mod = import_module(f"proximity.commands.{name}")
+        if name == "check":
+            args.stdin_text = fallback.stdin if fallback is not None else None
+        elif name == "hook" and fallback is not None:
+            return int(mod.run(args, fallback.stdin, fallback.service, fallback.record))
         return int(mod.run(args))
     except FatalError as e:
         print(f"proximity: error: {e}", file=sys.stderr)

@@ -39,6 +39,12 @@ def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default:
     from proximity.precheck import check
 
     where = _where(repo, default)
+    from proximity import thin
+
+    got = thin.ask_check(where, {"op": "check", "cwd": where, "specs": list(paths),
+                                 "deny_on": deny_on, "json": True})
+    if got is not None and isinstance(got.get("decision"), dict):
+        return dict(got["decision"])  # the resident service's answer (warm)
     d = check(where, [parse_spec(s) for s in paths], deny_on)
     return checker.decision_json(d)
 

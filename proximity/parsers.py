@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from functools import cache
 from typing import Any
 
@@ -45,11 +46,20 @@ def language(name: str) -> Any:
     raise KeyError(name)
 
 
-@cache
-def parser(name: str) -> Any:
-    from tree_sitter import Parser
+_PARSERS = threading.local()
 
-    return Parser(language(name))
+
+def parser(name: str) -> Any:
+    """A parser for ``name``, one per thread (a parser is not safe to share: the
+    resident service answers checks on connection threads while its worker scans)."""
+    mine: dict[str, Any] | None = getattr(_PARSERS, "by_name", None)
+    if mine is None:
+        mine = _PARSERS.by_name = {}
+    if name not in mine:
+        from tree_sitter import Parser
+
+        mine[name] = Parser(language(name))
+    return mine[name]
 
 
 @cache

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import NamedTuple
 
 from proximity import gitio
 from proximity.context import Context
 from proximity.errors import FatalError
 from proximity.ledger import Event
+from proximity.stages import index_override as index_override
 
 
 class Snap(NamedTuple):
@@ -30,14 +30,6 @@ def this_worktree(ctx: Context) -> gitio.WorktreeInfo:
     if wt.id != ctx.here:
         raise FatalError(f"worktree {ctx.here!r} does not match its git dir {wt.admin}")
     return wt
-
-
-def index_override() -> str | None:
-    """The temporary index of a commit being made (git sets it for pre-commit hooks)."""
-    idx = os.environ.get("GIT_INDEX_FILE")
-    if not idx:
-        return None
-    return os.path.abspath(idx)
 
 
 def snapshot_agent(ctx: Context, wt: gitio.WorktreeInfo, index_file: str | None = None,

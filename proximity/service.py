@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
 READ_TIMEOUT = 5.0
 QUIET = 2.0  # seconds without a hook request before background rescans run
+FILES_QUIET = 0.5  # seconds without a file event before they run (a commit follows its add)
+SYNC_TIMEOUT = 0.25  # seconds a hook waits for the watcher to catch up (service.sync)
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
 
@@ -120,17 +122,23 @@ class Service:
         self.stop = threading.Event()
         self.last_active = time.monotonic()
         self.last_request = 0.0  # when the last hook request (scan, judge, record) came
+        self.last_file_event = 0.0
         self.started = time.time()
         self.air: Airspace | None = None
         self.error: str | None = None
         self.requests = 0
+        self.answered = dict.fromkeys(("hook", "hook_fallback", "check", "check_fallback"), 0)
         self.working = False
         self.background_since: float | None = None  # when the running background job began
         self.file_events = 0
         self.pending: set[str] = set()
         self.pending_lock = threading.Lock()
+        self.cookies: dict[str, threading.Event] = {}
+        with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
+            os.makedirs(os.path.join(client.ecm_dir(common), "cookies"), exist_ok=True)
         from proximity import fswatch
 
+        self.code = client.code_stamp()  # the code this process runs (read at its start)
         self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
         self.rewatched = 0
 
@@ -139,14 +147,54 @@ class Service:
         self.jobs.put((priority, next(self.seq), job))
 
     def _on_files(self, paths: set[str]) -> None:
-        """Watcher thread: hand the batch to the worker (which asks git about ignores)."""
+        """Watcher thread: hand the batch to the worker (which asks git about ignores);
+        then release the sync cookies it carries (everything before them is pending)."""
+        from proximity import fswatch
+
+        cookies = {p for p in paths if fswatch.COOKIE in p}
+        paths = paths - cookies
         self.last_active = time.monotonic()
+        if paths:
+            self.last_file_event = self.last_active
         self.file_events += len(paths)
         with self.pending_lock:
-            first = not self.pending
+            first = not self.pending and bool(paths)
             self.pending |= paths
+            for p in cookies:
+                ev = self.cookies.get(os.path.basename(p))
+                if ev is not None:
+                    ev.set()
         if first:
             self.put(Job("files"), 2)
+
+    def sync(self, timeout: float = SYNC_TIMEOUT) -> bool:
+        """Whether the watcher has reported every file change made before now: a cookie
+        file written where it watches comes back through it after them (one inotify
+        queue keeps the order), as git's fsmonitor daemon does. False: not watching, or
+        not in time (the caller then snapshots instead of trusting the warm state)."""
+        from proximity import fswatch
+
+        d = os.path.join(client.ecm_dir(self.common), "cookies")
+        roots = self.air.watch_roots() if self.air is not None else {}
+        if (not self.watcher.watching.is_set() or self.watcher.error or not os.path.isdir(d)
+                or fswatch.owner(d, roots) is None):
+            return False
+        name = f"sync-{os.getpid()}-{next(self.seq)}"
+        ev = threading.Event()
+        with self.pending_lock:
+            self.cookies[name] = ev
+        path = os.path.join(d, name)
+        try:
+            with open(path, "w"):
+                pass
+            return ev.wait(timeout)
+        except OSError:
+            return False
+        finally:
+            with self.pending_lock:
+                self.cookies.pop(name, None)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def _on_watching(self) -> None:
         """Watcher thread: new roots are watched; what changed while they were not is
@@ -194,6 +242,11 @@ class Service:
             self.air = air
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
+            print(f"proximity service: cannot start: {self.error}", file=sys.stderr)
+            if os.environ.get("PROXIMITY_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
             self.stop.set()
             return
         roots_seen = self.air.watch_roots()
@@ -206,9 +259,18 @@ class Service:
                 break
             if job.abandoned:
                 continue
-            if prio > 0 and time.monotonic() - self.last_request < QUIET:
-                # hooks are running (a rebase, a switch): they never queue behind
-                # background rescans; those wait for a quiet moment, merged into one
+            rid = job.msg.get("rid")
+            if prio == 0 and isinstance(rid, str) and not client.claim(self.common, rid):
+                # the client gave up waiting and does this job in process
+                job.answer = {"ok": True, "fallback": "taken by the client"}
+                job.done.set()
+                continue
+            now = time.monotonic()
+            if prio > 0 and (now - self.last_request < QUIET
+                             or now - self.last_file_event < FILES_QUIET):
+                # hooks are running (a rebase, a switch), or files are being saved (a
+                # commit may follow at once): hooks never queue behind background
+                # rescans; those wait for a quiet moment, merged into one
                 self.jobs.put((prio, seq, job))
                 time.sleep(0.02)
                 continue
@@ -264,6 +326,15 @@ class Service:
 
     def _do(self, job: Job) -> dict[str, Any]:
         assert self.air is not None
+        # a verdict may trust the warm state of a worktree only once every change made
+        # before this request has been reported (then no pending event names it)
+        if not self.watcher.watching.is_set() or self.watcher.error:
+            # no watcher (too many directories for inotify, a vanished root): nothing
+            # tells which worktree changed, so every one is read again
+            self.air.dirty |= set(self.air.paths)
+        synced = (job.op == "judge" or (job.op == "hook" and job.msg.get("stage") != "snapshot")
+                  ) and self.sync()
+        job.msg["synced"] = synced
         # siblings' saves the watcher reported but no rescan has taken yet: read now
         for wid in self._files():
             self.air.dirty.add(wid)
@@ -274,7 +345,16 @@ class Service:
             settled = settled and self.watcher.watching.is_set() and not self.watcher.error
             done = self.air.record(job.msg, settled)
             self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
-            return {"ok": True, "recorded": done}
+            return {"ok": True, "recorded": done is not None}
+        if job.op == "hook":
+            with self.pending_lock:
+                settled = not self.pending
+            settled = settled and self.watcher.watching.is_set() and not self.watcher.error
+            answer = self.air.hook(job.msg, settled)
+            self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
+            if job.msg.get("stage") == "snapshot" and "fallback" not in answer:
+                self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
+            return {"ok": True, **answer}
         if job.op == "judge":
             return {"ok": True, "verdict": self.air.judge(job.msg)}
         if job.op == "scan":
@@ -294,7 +374,7 @@ class Service:
                 "file_events": self.file_events, "scans": air.scans if air else 0,
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
-                "rss_kb": _rss_kb()}
+                "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered)}
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
@@ -304,7 +384,9 @@ class Service:
                     "ok": False, "error": "bad request"}
                 if answer is not None:
                     conn.settimeout(READ_TIMEOUT)
-                    conn.sendall(json.dumps({"v": client.PROTOCOL, **answer}).encode() + b"\n")
+                    reply = {"v": client.PROTOCOL, "code": self.code, **answer}
+                    conn.sendall(client.marshal_reply(reply) if msg and msg.get("reply") ==
+                                 "marshal" else json.dumps(reply).encode() + b"\n")
             except OSError:
                 pass
 
@@ -322,16 +404,31 @@ class Service:
         if op == "shutdown":
             self.stop.set()
             return {"ok": True}
+        if msg.get("code") is not None and msg.get("code") != self.code:
+            # a client of other code (an upgrade since this process started): this one
+            # goes, the client judges in process, and its next hook starts the new code
+            self.stop.set()
+            return {"ok": False, "refused": True, "error": f"this service runs {self.code}, "
+                    f"the client {msg.get('code')}: exiting"}
         if op == "touched":
             self.put(Job("touched", msg), 1)
             return {"ok": True}
-        if op not in ("scan", "judge", "record"):
+        if op == "check":
+            return self._check(msg)
+        if op not in ("scan", "judge", "record", "hook"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         self.last_request = time.monotonic()
+        if (op == "hook" and msg.get("stage") == "snapshot" and self.air is not None
+                and msg.get("agent") in self.air.paths
+                and self._inbox_empty(str(msg.get("agent")))):
+            # a snapshot hook with nothing to print does not wait for its record: the
+            # worker takes it in order, so the next verdict sees it
+            self.put(Job("hook", {**msg, "later": True}), 0)
+            return {"ok": True, "lines": [], "block": False, "queued": True}
         since = self.background_since
         if op != "scan" and since is not None and self.last_request - since > BUSY:
             # a long rescan (a new import graph after main moved): no hook waits on it
-            return {"ok": False, "error": "busy"}
+            return {"ok": False, "refused": True, "error": "busy"}
         job = Job(str(op), msg)
         self.put(job, 0)
         budget = msg.get("budget")
@@ -341,11 +438,45 @@ class Service:
             return None
         return job.answer
 
+    def _inbox_empty(self, agent: str) -> bool:
+        """Whether the worktree has no undelivered message (read-only, on this thread)."""
+        import sqlite3
+
+        from proximity.ledger import FILENAME
+
+        path = os.path.join(client.ecm_dir(self.common), FILENAME)
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.2)
+        except sqlite3.Error:
+            return False
+        try:
+            return db.execute("SELECT 1 FROM inbox WHERE recipient=? AND delivered IS NULL "
+                              "LIMIT 1", (agent,)).fetchone() is None
+        except sqlite3.Error:
+            return False
+        finally:
+            db.close()
+
+    def _check(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """`proximity check` (its CLI, a harness's pre-edit hook) on this connection's own
+        thread: it reads only git's answers about the paths asked, never the worker's
+        state, so it never waits behind a rescan. Anything odd: the client checks in
+        process."""
+        from proximity import checkops
+
+        try:
+            answer = checkops.answer(msg)
+        except Exception as e:  # the in-process check says the same error its own way
+            answer = {"fallback": f"{type(e).__name__}: {e}"}
+        self.answered["check" if "fallback" not in answer else "check_fallback"] += 1
+        return {"ok": True, **answer}
+
     def serve(self, srv: socket.socket) -> None:
         worker = threading.Thread(target=self._work, name="airspace", daemon=True)
         worker.start()
         srv.settimeout(0.5)
         listing = _worktree_dirs(self.common)
+        swept = time.monotonic()
         while not self.stop.is_set():
             try:
                 conn, _ = srv.accept()
@@ -361,6 +492,9 @@ class Service:
                 break
             if not os.path.isdir(self.common):
                 break
+            if time.monotonic() - swept > 60.0:
+                swept = time.monotonic()
+                client.forget_claims(self.common)
             now = _worktree_dirs(self.common)
             if now != listing:  # a worktree was added or removed
                 listing = now
@@ -412,6 +546,8 @@ def run(common: str, idle: float | None = None) -> int:
     instance already serves it (the lock decides who does)."""
     import fcntl
 
+    client.code_stamp()  # the code as it is now, before anything else is loaded
+    os.environ.pop("PROXIMITY_SKIP", None)  # a skipped command's child serves everyone
     common = os.path.realpath(common)
     os.makedirs(client.ecm_dir(common), exist_ok=True)
     lock = open(lock_path(common), "a+")  # noqa: SIM115 -- held for the process lifetime

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from proximity import gitio
     from proximity.context import Context
-    from proximity.ledger import Ledger, TrackedDict
+    from proximity.ledger import Event, Ledger, TrackedDict
     from proximity.model import Agent, PairResult
 
 LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
@@ -29,6 +29,7 @@ class Airspace:
 
         self.common = common
         self.ctx: Context = context.open_context(self._a_worktree(common))
+        self.ctx.memo = {}  # channel results and resolvers, across scans
         if self.ctx.ledger is not None:
             _keep_caches_warm(self.ctx.ledger)
         self.agents: dict[str, Agent] = {}
@@ -39,6 +40,10 @@ class Airspace:
         self.scans = 0
         self.fired = 0
         self.last_scan_seconds = 0.0
+        self.start_trees: dict[str, str] = {}  # the index tree each warm snapshot began at
+        self.shadow_stat: dict[str, tuple[int, int, int] | None] = {}
+        self.policy_key: tuple[object, ...] = ()
+        self.policy_read = 0.0
 
     @staticmethod
     def _a_worktree(common: str) -> str:
@@ -58,10 +63,21 @@ class Airspace:
         return c
 
     def reload_policy(self) -> None:
-        """The airspace policy, read again (a request must judge by today's rules)."""
+        """The airspace policy, read again (a request must judge by today's rules) when
+        any of its inputs may have changed: the main checkout's HEAD (committed config)
+        or a git config file (repository, worktree, global, system), and at least every
+        POLICY_MAX_AGE seconds (for files those include)."""
         from proximity import config, gitio
 
-        self.ctx.cfg = config.load_policy(*gitio.policy_inputs(self.ctx.repo)).config
+        key = _policy_key(self.ctx.repo)
+        now = time.monotonic()
+        if key == self.policy_key and now - self.policy_read < POLICY_MAX_AGE:
+            return
+        cfg = config.load_policy(*gitio.policy_inputs(self.ctx.repo)).config
+        if cfg != self.ctx.cfg or self.ctx.memo is None or len(self.ctx.memo) > MEMO_ENTRIES:
+            self.ctx.memo = {}  # results under other rules (or too many) are not kept
+        self.ctx.cfg = cfg
+        self.policy_key, self.policy_read = key, now
 
     def _snap(self, wt: gitio.WorktreeInfo, tree: str | Exception) -> Agent:
         """One agent from its snapshot tree: what airspace.live_agents makes."""
@@ -81,12 +97,16 @@ class Airspace:
                      operation=gitio.operation_in_progress(wt.admin) if wt.admin else None)
 
     def agents_now(self, focus: str | None = None, index: str | None = None,
-                   same_files: str | None = None) -> tuple[list[Agent], list[str]]:
+                   same_files: str | None = None, synced: bool = False
+                   ) -> tuple[list[Agent], list[str]]:
         """Every live worktree's state now: cached snapshots where nothing changed, fresh
         ones for changed worktrees and the focus (from ``index`` when given: the index a
         commit is being made from; that state is not kept). ``same_files``: a worktree
         whose files are known unchanged (a commit, no file event since): a new HEAD keeps
-        its snapshot tree."""
+        its snapshot tree. ``synced``: the watcher has reported every change made before
+        this request (see service.Service.sync), so the focus keeps its warm snapshot
+        when no file of it changed and ``index`` holds the tree the warm snapshot started
+        from (what `add -A` gives from either index is then the same tree)."""
         from concurrent.futures import ThreadPoolExecutor
         from dataclasses import replace
 
@@ -95,20 +115,33 @@ class Airspace:
 
         repo = self.ctx.repo
         live, retired = [], []
-        for wt in repo.worktrees():
+        listed = repo.worktrees_from_files()
+        for wt in repo.worktrees() if listed is None else listed:
             (retired.append(wt.id) if wt.prunable else live.append(wt))
         self.paths = {wt.id: wt.path for wt in live}
         need = []
         for wt in live:
             a = self.agents.get(wt.id)
-            if (wt.id == focus or a is None or wt.id in self.dirty
-                    or (a.head, a.branch, a.path) != (wt.head, wt.branch, wt.path)):
+            if (a is None or wt.id in self.dirty
+                    or (a.head, a.branch, a.path) != (wt.head, wt.branch, wt.path)
+                    or (wt.id == focus and not (synced and self._warm_focus(wt, index)))):
                 need.append(wt)
         self.dirty -= {wt.id for wt in need}
+        starts: dict[str, list[str]] = {}
 
         def tree_of(wt: gitio.WorktreeInfo) -> str | Exception:
             try:
-                return repo.snapshot_tree(wt, index if wt.id == focus else None)
+                if index and wt.id == focus:
+                    return repo.snapshot_tree(wt, index)
+                if _stat(self._shadow(wt.id)) != self.shadow_stat.get(wt.id):
+                    self.start_trees.pop(wt.id, None)  # someone else's snapshot since
+                # from the user's index when the tree it holds is not known yet (then it is)
+                tree = repo.snapshot_tree(wt, None, starts.setdefault(wt.id, []),
+                                          from_user_index=wt.id not in self.start_trees)
+                self.shadow_stat[wt.id] = _stat(self._shadow(wt.id))
+                if starts[wt.id]:
+                    self.start_trees[wt.id] = starts[wt.id][0]
+                return tree
             except (FatalError, OSError) as e:
                 return e
 
@@ -137,6 +170,40 @@ class Airspace:
                 a = self.agents[wt.id] = replace(a, operation=op)
             out.append(a)
         return out, retired
+
+    def _shadow(self, wid: str) -> str:
+        from proximity import gitio
+
+        return os.path.join(self.ctx.repo.ecm_dir, "index", f"{gitio.safe_name(wid)}.idx")
+
+    def _warm_focus(self, wt: gitio.WorktreeInfo, index: str | None) -> bool:
+        """Whether the focus's warm snapshot is its state now (no file changed, see
+        agents_now): without an index, yes; with one, when `add -A` over these same files
+        gives the same tree from that index as from the one the warm snapshot started at.
+        It does unless the two differ in a path that exists and is ignored (tracked in
+        one only) or is a large file (hashed in one, a stub in the other): so `git add`
+        of any files, then `git commit`, keeps it."""
+        a = self.agents.get(wt.id)
+        if a is None or a.error or not a.tree:
+            return False
+        if not index:
+            return True
+        start = self.start_trees.get(wt.id)
+        if not start or _stat(self._shadow(wt.id)) != self.shadow_stat.get(wt.id):
+            return False
+        repo = self.ctx.repo
+        try:
+            now = repo.index_tree(index, wt.path)
+            if now == start:
+                return True
+            differ = [p for p in repo.changed_paths(start, now)
+                      if os.path.lexists(os.path.join(wt.path, p))]
+            for p in differ:
+                if os.lstat(os.path.join(wt.path, p)).st_size > repo.large_bytes:
+                    return False
+            return not differ or not _ignored(wt.path, differ)
+        except Exception:
+            return False
 
     def watch_roots(self) -> dict[str, str]:
         return dict(self.paths)
@@ -183,7 +250,7 @@ class Airspace:
         self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
         self.scans += 1
 
-    def record(self, msg: dict[str, Any], files_settled: bool) -> bool:
+    def record(self, msg: dict[str, Any], files_settled: bool) -> Event | None:
         """What the snapshot hook does, for it: record the worktree as one event (a
         commit outside any rebase/merge with no file event pending reuses the tree)."""
         from proximity import gitio, recorder
@@ -191,20 +258,22 @@ class Airspace:
 
         here, kind, index = str(msg["agent"]), str(msg["kind"]), msg.get("index")
         self.reload_policy()
-        admin = next((wt.admin for wt in self.ctx.repo.worktrees() if wt.id == here), "")
+        listed = self.ctx.repo.worktrees_from_files()
+        admin = next((wt.admin for wt in (self.ctx.repo.worktrees() if listed is None
+                                          else listed) if wt.id == here), "")
         reuse = (kind == "commit" and not index and files_settled and bool(admin)
                  and gitio.operation_in_progress(admin) is None)
         agents, _ = self.agents_now(None if reuse else here, index,
                                     same_files=here if reuse else None)
         me = next((a for a in agents if a.id == here), None)
         if me is None or me.error or me.tree is None:
-            return False
+            return None
         ctx = self.ctx_for(here)
         ev = recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
                                                       None, me.tree))
         if ev is not None and ctx.ledger is not None and ev.seq % hook.GC_EVERY == 0:
             ctx.ledger.gc(ctx.cfg.retain_events, set(self.paths))
-        return ev is not None
+        return ev
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
         from proximity.commands import hook
@@ -215,8 +284,42 @@ class Airspace:
         pushed_refs = [(str(r), str(s)) for r, s in pushed] if pushed is not None else None
         verdict = hook.judge(self.ctx_for(here), str(msg["stage"]), str(msg["kind"]),
                              msg.get("index"), pushed_refs,
-                             agents_of=lambda ix: self.agents_now(here, ix), in_hook=False)
+                             agents_of=lambda ix: self.agents_now(
+                                 here, ix, synced=msg.get("synced") is True),
+                             in_hook=False)
         return verdict
+
+    def hook(self, msg: dict[str, Any], files_settled: bool) -> dict[str, Any]:
+        """Everything a hook does, for the thin client (thin.py): record (snapshot
+        stages) or judge (pre-commit, pre-push), take the inbox, decide the block by the
+        airspace policy; the stderr lines to print and whether it blocks. By the very
+        functions the in-process hook uses, so both print alike. ``fallback``: a case this
+        service leaves to the in-process hook (no ledger, sync on, an unknown worktree)."""
+        from proximity.commands import hook
+
+        here, stage = str(msg["agent"]), str(msg.get("stage"))
+        self.reload_policy()
+        if stage not in ("snapshot", "warn", "guard"):
+            return {"fallback": f"stage {stage!r}"}
+        if self.ctx.ledger is None:
+            return {"fallback": "no ledger"}
+        if stage == "guard" and self.ctx.cfg.sync:
+            return {"fallback": "sync is on: the pre-push hook syncs in process"}
+        if here not in self.paths:
+            self.agents_now()
+            if here not in self.paths:
+                return {"fallback": f"unknown worktree {here!r}"}
+        ctx = self.ctx_for(here)
+        if stage == "snapshot":
+            ev = self.record(msg, files_settled)
+            if ev is None:
+                return {"fallback": "not recorded"}
+            if msg.get("later"):  # nobody waits for it: the messages stay for the next hook
+                return {"lines": [], "block": False}
+            return {"lines": hook.queued_note(ev) + hook.inbox_lines(ctx), "block": False}
+        verdict = self.judge(msg)
+        lines, block = hook.outcome(ctx, stage, verdict, bool(msg.get("allow")))
+        return {"lines": lines, "block": block}
 
     def scan(self, msg: dict[str, Any]) -> dict[str, Any]:
         from proximity import context, report
@@ -228,6 +331,48 @@ class Airspace:
                                   record=bool(msg.get("record")))
         self.scans += 1
         return report.scan_json(result)
+
+
+def _ignored(workdir: str, paths: list[str]) -> bool:
+    """Whether any of ``paths`` matches an ignore rule (tracked or not: --no-index)."""
+    from proximity import gitio
+
+    proc = gitio.git(["check-ignore", "--no-index", "--stdin", "-z"], cwd=workdir,
+                     input="\0".join(paths).encode("utf-8", "surrogateescape") + b"\0",
+                     ok=(0, 1))
+    return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))
+
+
+def _stat(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+MEMO_ENTRIES = 20_000  # kept pair results and resolvers before the memo starts again
+POLICY_MAX_AGE = 5.0  # seconds a policy read stays good while none of its files changed
+
+
+def _policy_key(repo: gitio.Repo) -> tuple[object, ...]:
+    """What the policy's inputs look like now, from files: the main checkout's HEAD and
+    the stat of every git config file git reads (a change of any: read it again)."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    paths = [os.path.join(repo.common, "config"), os.path.join(repo.common, "config.worktree"),
+             os.path.join(repo.gitdir, "config.worktree"),
+             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
+             os.path.join(xdg, "git", "config"),
+             os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
+    out: list[object] = [repo.read_head(repo.common)]
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 CACHE_ENTRIES = 200_000  # per kind; past it the warm copy starts again from the ledger

@@ -253,6 +253,9 @@ def test_the_service_records_what_the_snapshot_hook_would(space, services):
         finally:
             led.close()
 
+    # a snapshot hook with nothing to print does not wait for its record (the service
+    # takes it in order, before any later verdict): it lands a moment later
+    wait_for(lambda: last("a")[0] == "commit")
     by_service = last("a")
     assert by_service[0] == "commit"
     assert by_service[1] == git(a, "rev-parse", "HEAD").stdout.strip()
@@ -266,7 +269,9 @@ def test_the_service_records_what_the_snapshot_hook_would(space, services):
     switched = subprocess.run(["git", "switch", "-q", "--detach", "main"], cwd=b,
                               env=hook_env(), capture_output=True, text=True, timeout=120)
     assert switched.returncode == 0, switched.stderr
-    assert last("b")[0] == "checkout" and (b / "h.txt").exists()
+    now = git(b, "rev-parse", "HEAD").stdout.strip()
+    wait_for(lambda: last("b")[:2] == ("checkout", now))
+    assert (b / "h.txt").exists()
     svc_tree = last("b")[2]
     subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=b, check=True,
                    env=hook_env(PROXIMITY_SERVICE="0"), capture_output=True)

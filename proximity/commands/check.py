@@ -25,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
     if args.hook:
         from proximity import harness
 
-        return harness.run(args.hook, sys.stdin.read(), args.deny_on)
+        text = getattr(args, "stdin_text", None)  # read already by the thin client
+        return harness.run(args.hook, sys.stdin.read() if text is None else str(text),
+                           args.deny_on)
     if not args.paths:
         raise FatalError("name at least one PATH[:START-END] to check (or use --hook)")
     cwd = os.path.abspath(args.repo or os.getcwd())

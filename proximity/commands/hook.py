@@ -20,8 +20,14 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from proximity import context, hosts, recorder
+from proximity import context, recorder
 from proximity.errors import FatalError
+from proximity.stages import STAGE as STAGE
+from proximity.stages import ZERO as ZERO
+from proximity.stages import blocked_exit as blocked_exit
+from proximity.stages import kind_of as _kind
+from proximity.stages import pushed_refs as pushed_refs
+from proximity.stages import read_stdin as _read_stdin
 
 if TYPE_CHECKING:
     import argparse
@@ -29,47 +35,35 @@ if TYPE_CHECKING:
     from proximity.airspace import Scan
     from proximity.model import Agent
 
-STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
-         "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
-
-
-def _kind(stage: str, args: list[str]) -> str:
-    if stage == "post-checkout" or "PRE_COMMIT_CHECKOUT_TYPE" in os.environ:
-        prev = args[0] if args else os.environ.get("PRE_COMMIT_FROM_REF", "")
-        return "worktree-add" if prev and set(prev) == {"0"} else "checkout"
-    if stage == "post-rewrite" or "PRE_COMMIT_REWRITE_COMMAND" in os.environ:
-        return "rewrite"
-    if stage == "post-merge" or (stage == "snapshot"
-                                 and hosts.framework_merge(os.environ, os.getcwd())):
-        return "merge"
-    if stage in ("pre-push", "guard"):
-        return "push"
-    if stage in ("pre-commit", "warn"):
-        return "pre-commit"
-    return "commit"
-
 
 def err(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
-    """Print this worktree's undelivered messages, once; ``shown``: ids this run already
-    printed as advisories (marked delivered without repeating them)."""
+def inbox_lines(ctx: context.Context, shown: set[int] | None = None) -> list[str]:
+    """This worktree's undelivered messages, rendered, taken from the ledger (so shown
+    once); ``shown``: ids this run already printed as advisories (marked delivered
+    without repeating them)."""
     if ctx.ledger is None:
-        return
+        return []
     from proximity.errors import LedgerBusy
 
     try:
         taken = ctx.ledger.take(ctx.here)
     except LedgerBusy:
-        return  # they stay undelivered: the next hook shows them
+        return []  # they stay undelivered: the next hook shows them
     msgs = [m for m in taken if m["id"] not in (shown or set())]
-    if msgs:
-        from proximity import triggers
+    if not msgs:
+        return []
+    from proximity import triggers
 
-    for msg in msgs:
-        err(triggers.render(msg))
+    return [triggers.render(m) for m in msgs]
+
+
+def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
+    """Print this worktree's undelivered messages, once."""
+    for line in inbox_lines(ctx, shown):
+        err(line)
 
 
 GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
@@ -78,14 +72,25 @@ GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
 WAIT_BUDGET = 2.0  # seconds a hook may wait, in total, for a busy ledger
 
 
+QUEUED = ("proximity: warning: the ledger is busy (another process holds it); this event "
+          "is queued and the next hook records it")
+
+
+def queued_note(ev: object) -> list[str]:
+    """The warning for an event the busy ledger spooled (seq 0), if it was."""
+    return [QUEUED] if getattr(ev, "seq", None) == 0 else []
+
+
 def queued(ev: object) -> None:
-    if getattr(ev, "seq", None) == 0:
-        err("proximity: warning: the ledger is busy (another process holds it); this "
-            "event is queued and the next hook records it")
+    for line in queued_note(ev):
+        err(line)
 
 
-def snapshot(ctx: context.Context, kind: str) -> None:
-    if _service_records(ctx, kind):
+def snapshot(ctx: context.Context, kind: str, service: bool = True,
+             record: bool = True) -> None:
+    """``service=False``: the thin client asked the service already; ``record=False``:
+    the service took this event (a request the client gave up on) and records it."""
+    if not record or (service and _service_records(ctx, kind)):
         deliver(ctx)
         return
     ev = recorder.record_here(ctx, kind, recorder.index_override())
@@ -104,56 +109,15 @@ def _service_records(ctx: context.Context, kind: str) -> bool:
     return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override())
 
 
-ZERO = "0" * 40
-
-
-def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, str]] | None:
-    """What a push carries: (local ref, local commit) of every update that brings commits.
-
-    pre-push gets ``<local ref> <local sha> <remote ref> <remote sha>`` lines on stdin; the
-    pre-commit framework passes one of them as PRE_COMMIT_LOCAL_BRANCH / PRE_COMMIT_TO_REF
-    / PRE_COMMIT_FROM_REF. Deletions and tags carry no work to judge; an update the remote
-    already has neither. None: nothing said what is pushed (the guard run by hand).
-    """
-    lines: list[list[str]] = []
-    if env.get("PRE_COMMIT_TO_REF"):
-        lines.append([env.get("PRE_COMMIT_LOCAL_BRANCH", ""), env["PRE_COMMIT_TO_REF"],
-                      env.get("PRE_COMMIT_REMOTE_BRANCH", ""),
-                      env.get("PRE_COMMIT_FROM_REF", ZERO)])
-    elif stdin_text:
-        lines = [ln.split() for ln in stdin_text.splitlines() if ln.strip()]
-    else:
-        return None
-    out = []
-    for parts in lines:
-        if len(parts) != 4:
-            continue
-        local_ref, local_sha, _remote_ref, remote_sha = parts
-        if set(local_sha) == {"0"} or local_ref.startswith("refs/tags/"):
-            continue
-        if local_sha == remote_sha:
-            continue
-        out.append((local_ref, local_sha))
-    return out
-
-
-def _read_stdin() -> str | None:
-    try:
-        if sys.stdin is None or sys.stdin.closed or sys.stdin.isatty():
-            return None
-        return sys.stdin.read(1 << 20)
-    except (OSError, ValueError):
-        return None
-
-
 def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
           pushed: list[tuple[str, str]] | None,
           agents_of: Callable[[str | None], tuple[list[Agent], list[str]]] | None = None,
-          in_hook: bool = True) -> dict[str, Any]:
+          in_hook: bool = True, record: bool = True) -> dict[str, Any]:
     """Record this worktree, scan its pairs (each pushed commit standing in for it), fire
     the triggers; the verdict as plain data. The in-process hook and the resident service
     both call this, so both paths judge alike. ``agents_of(override)``: the live agents
-    (default: snapshot every worktree now)."""
+    (default: snapshot every worktree now). ``record=False``: judge without recording
+    this worktree (someone else records this very event)."""
     from dataclasses import replace
 
     from proximity import hunks, report, triggers
@@ -164,16 +128,17 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
     else:
         agents, retired = agents_of(override)
     me = next((a for a in agents if a.id == ctx.here), None)
-    if me is not None and me.error is None:
-        queued(recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
-                                                        me.snapshot, me.tree)))
+    notes: list[str] = []
+    if me is not None and me.error is None and record:
+        notes = queued_note(recorder.record(ctx, kind, recorder.Snap(
+            me.id, me.path, me.branch, me.head, me.snapshot, me.tree)))
     runs = [agents]
     if me is not None and pushed is not None:
         runs = [[replace(me, head=sha, snapshot=sha, tree=ctx.repo.commit_tree(sha),
                          branch=ref.removeprefix("refs/heads/") or me.branch, error=None)
                  if a.id == ctx.here else a for a in agents] for ref, sha in pushed]
         if not runs:
-            return {"nothing": True}
+            return {"nothing": True, "notes": notes}
     results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
                                 in_hook=in_hook, record=i == 0, remote=stage == "guard")
                for i, run in enumerate(runs)]
@@ -195,7 +160,7 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
                                           hunks.of_pair(ctx.repo, p, other)))
         if p.advisory == "resolution" and p.yielding == ctx.here:
             must_yield.append(p.b if p.a == ctx.here else p.a)
-    return {"nothing": False, "texts": texts, "must_yield": must_yield,
+    return {"nothing": False, "notes": notes, "texts": texts, "must_yield": must_yield,
             "posted": [m["id"] for m in posted if m["recipient"] == ctx.here],
             "graph_deferred": result.graph_deferred,
             "pairs": [report.pair_json(p) for p in result.pairs]}
@@ -209,14 +174,50 @@ def _ask_service(ctx: context.Context, stage: str, kind: str, override: str | No
     return client.judge(ctx.repo.common, ctx.here, stage, kind, override, pushed)
 
 
-def check(ctx: context.Context, stage: str, kind: str) -> int:
+def outcome(ctx: context.Context, stage: str, verdict: dict[str, Any], allow: bool
+            ) -> tuple[list[str], bool]:
+    """What a deciding hook prints (stderr lines, in order) and whether it blocks, from
+    its verdict; takes this worktree's undelivered messages. The in-process hook and the
+    resident service both call this, so both print alike. ``allow``: PROXIMITY_ALLOW=1."""
+    lines = list(verdict.get("notes") or [])
+    if verdict["nothing"]:
+        lines.append("proximity: nothing to judge in this push (deletion, tag, or commits "
+                     "the remote has); guard passes.")
+        return lines + inbox_lines(ctx), False
+    if verdict["graph_deferred"]:
+        lines.append("proximity: first run: building the import graph in the background; "
+                     "the dependency channel is unknown until it is ready.")
+    lines += inbox_lines(ctx, set(verdict["posted"]))
+    lines += verdict["texts"]
+    must_yield = verdict["must_yield"]
+    if not must_yield or not (stage == "guard" or (stage == "warn" and ctx.cfg.block_commit)):
+        return lines, False
+    if allow:
+        lines.append("proximity: PROXIMITY_ALLOW=1 set: letting this through despite the "
+                     "advisory.")
+        return lines, False
+    from proximity.untrusted import text
+
+    what = "push" if stage == "guard" else "commit"
+    lines.append(f"proximity: {what} blocked: this worktree must yield to "
+                 f"{', '.join(repr(text(x)) for x in must_yield)}. "
+                 f"Move your change away from their lines, or coordinate and override with "
+                 f"PROXIMITY_ALLOW=1 git {what} (or --no-verify).")
+    return lines, True
+
+
+def check(ctx: context.Context, stage: str, kind: str, stdin: str | None = None,
+          service: bool = True, record: bool = True) -> int:
     """Record, scan the pairs involving this worktree, fire triggers, print advisories.
 
     The guard judges what is pushed, not the worktree it runs in: each pushed commit
     stands in for this worktree against the live siblings; a push that carries no work
     (deletion, tag, a commit the remote has) is never blocked. The resident service
-    answers when it can; otherwise the same judgement runs in process.
+    answers when it can (``service=False``: the thin client asked it already); otherwise
+    the same judgement runs in process. ``stdin``: the pushed refs, when already read.
     """
+    from proximity import stages
+
     if stage == "guard" and ctx.cfg.sync:
         from proximity import remote
 
@@ -225,52 +226,24 @@ def check(ctx: context.Context, stage: str, kind: str) -> int:
         except FatalError as e:
             err(f"proximity: warning: sync skipped: {e}")
     override = recorder.index_override() if stage == "warn" else None
-    pushed = pushed_refs(_read_stdin(), dict(os.environ)) if stage == "guard" else None
-    verdict = _ask_service(ctx, stage, kind, override, pushed)
+    pushed = pushed_refs(stdin if stdin is not None else _read_stdin(), dict(os.environ)) \
+        if stage == "guard" else None
+    verdict = _ask_service(ctx, stage, kind, override, pushed) if service and record else None
     if verdict is None:
-        verdict = judge(ctx, stage, kind, override, pushed)
-    if verdict["nothing"]:
-        err("proximity: nothing to judge in this push (deletion, tag, or commits the "
-            "remote has); guard passes.")
-        deliver(ctx)
-        return 0
+        verdict = judge(ctx, stage, kind, override, pushed, record=record)
     if verdict["graph_deferred"]:
         context.warm_up(ctx)
-        err("proximity: first run: building the import graph in the background; the "
-            "dependency channel is unknown until it is ready.")
-    deliver(ctx, set(verdict["posted"]))
-    for line in verdict["texts"]:
+    lines, block = outcome(ctx, stage, verdict, stages.allowed())
+    for line in lines:
         err(line)
-    must_yield = verdict["must_yield"]
-    if not must_yield:
-        return 0
-    blocking = stage == "guard" or (stage == "warn" and ctx.cfg.block_commit)
-    if not blocking:
-        return 0
-    if os.environ.get("PROXIMITY_ALLOW") == "1":
-        err("proximity: PROXIMITY_ALLOW=1 set: letting this through despite the advisory.")
-        return 0
-    from proximity.untrusted import text
-
-    what = "push" if stage == "guard" else "commit"
-    err(f"proximity: {what} blocked: this worktree must yield to "
-        f"{', '.join(repr(text(x)) for x in must_yield)}. "
-        f"Move your change away from their lines, or coordinate and override with "
-        f"PROXIMITY_ALLOW=1 git {what} (or --no-verify).")
-    return 1
+    return 1 if block else 0
 
 
-def blocked_exit() -> int:
-    """The exit code of a deliberate block: 1, or the distinct code the hook script asks
-    for (PROXIMITY_BLOCKED_EXIT), so that it can tell a block from a Python that failed."""
-    try:
-        code = int(os.environ.get("PROXIMITY_BLOCKED_EXIT", "1"))
-    except ValueError:
-        return 1
-    return code if 0 < code < 126 else 1
-
-
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True,
+        record: bool = True) -> int:
+    """The in-process hook. The thin client (thin.py) passes what it read and learnt:
+    ``stdin`` (pushed refs), ``service=False`` (it asked the service already) and
+    ``record=False`` (the service took this very event and records it)."""
     stage = STAGE.get(args.stage, args.stage)
     kind = _kind(args.stage, list(args.args))
     if os.environ.get("PROXIMITY_SKIP") == "1":
@@ -293,9 +266,9 @@ def run(args: argparse.Namespace) -> int:
             if stage != "guard":
                 return 0
         if stage == "snapshot":
-            snapshot(ctx, kind)
+            snapshot(ctx, kind, service, record)
             return 0
-        return blocked_exit() if check(ctx, stage, kind) else 0
+        return blocked_exit() if check(ctx, stage, kind, stdin, service, record) else 0
     except FatalError as e:
         err(f"proximity: warning: {e} (hook skipped; git goes on)")
         return 0

@@ -32,8 +32,13 @@ def script(python: str | None = None) -> str:
     default = 'PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-python3}'
     if default not in text:  # pragma: no cover - the asset and this line change together
         raise FatalError("the packaged hook script is damaged; reinstall proximity")
-    return text.replace(default, 'PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-'
+    text = text.replace(default, 'PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-'
                         f'{shlex.quote(python or interpreter())}}}')
+    # where this package lives: the hook's fast start (python -S) imports it from there
+    import proximity
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(proximity.__file__)))
+    return text.replace("\nPROXIMITY_ROOT=\n", f"\nPROXIMITY_ROOT={shlex.quote(root)}\n", 1)
 
 
 def recorded_interpreter(path: str) -> str | None:

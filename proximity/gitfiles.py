@@ -1,0 +1,120 @@
+"""Facts about a worktree read from files alone (no git process, no pygit2): where its git
+dir and common dir are, its agent id, what multi-step operation is under way.
+
+Standard library only and cheap: the hooks' thin client (thin.py) uses it before anything
+heavy is imported; gitio re-exports every name.
+"""
+
+from __future__ import annotations
+
+import os
+
+MAIN_ID = "main"
+
+
+def worktree_id(name: str) -> str:
+    """The agent id of a linked worktree whose admin dir (``.git/worktrees/<name>``) is
+    ``name``: the name itself when it is plain (lower-case letters, digits, ``._-``) and
+    not "main"; otherwise its sanitised lower-case form plus a short hash of the exact
+    name. So ids never collide with the main checkout's, nor with each other after case
+    folding or sanitising (ref names, shadow-index files), and stay the same across runs.
+    """
+    if name != MAIN_ID and name and safe_name(name) == name and name == name.lower() \
+            and not name.startswith("."):
+        return name
+    import hashlib
+
+    digest = hashlib.sha1(name.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+    return f"{safe_name(name).lower().lstrip('.') or 'wt'}-{digest}"
+
+
+def agent_id(gitdir: str, common: str) -> str:
+    """The agent id of the worktree whose git dir is ``gitdir``."""
+    if os.path.realpath(gitdir) == os.path.realpath(common):
+        return MAIN_ID
+    return worktree_id(os.path.basename(os.path.normpath(gitdir)))
+
+
+def steps_left(admin_dir: str) -> int:
+    """Steps a cherry-pick or revert range still has to make, the current one included
+    (its ``sequencer/todo``); 0 when there is none."""
+    try:
+        todo = _read(os.path.join(admin_dir, "sequencer", "todo"))
+    except OSError:
+        return 0
+    return sum(1 for ln in todo.splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
+
+
+def find_git_dir(start: str) -> str | None:
+    """The git dir of the worktree at ``start`` from files alone ($GIT_DIR, a `.git`
+    directory, or a `.git` file), or None; cheap enough for a hook's first step."""
+    env = os.environ.get("GIT_DIR")
+    if env:
+        return os.path.join(start, env)
+    d = os.path.abspath(start)
+    while True:
+        dotgit = os.path.join(d, ".git")
+        if os.path.isdir(dotgit):
+            return dotgit
+        if os.path.isfile(dotgit):
+            try:
+                text = _read(dotgit).strip()
+            except OSError:
+                return None
+            if not text.startswith("gitdir:"):
+                return None
+            return os.path.join(d, text[len("gitdir:"):].strip())
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def operation_in_progress(admin_dir: str) -> str | None:
+    """The multi-step git operation under way in a worktree, from its git dir alone.
+
+    ``admin_dir`` is the worktree's own git dir (the common dir for the main checkout).
+    Returns "rebase", "am", "cherry-pick", "revert", "merge" or "bisect", or None when
+    nothing is in progress. Only ``stat`` calls (and one small read): hooks ask it before
+    importing anything heavy.
+    """
+    j = os.path.join
+    if os.path.isdir(j(admin_dir, "rebase-merge")):
+        return "rebase"
+    if os.path.isdir(j(admin_dir, "rebase-apply")):
+        return "am" if os.path.exists(j(admin_dir, "rebase-apply", "applying")) else "rebase"
+    if os.path.exists(j(admin_dir, "CHERRY_PICK_HEAD")):
+        return "cherry-pick"
+    if os.path.exists(j(admin_dir, "REVERT_HEAD")):
+        return "revert"
+    if os.path.isdir(j(admin_dir, "sequencer")):
+        # a cherry-pick or revert of a range, between two of its commits
+        try:
+            first = _read(j(admin_dir, "sequencer", "todo")).split(None, 1)
+        except OSError:
+            first = []
+        return "revert" if first[:1] in (["revert"], ["r"]) else "cherry-pick"
+    if os.path.exists(j(admin_dir, "MERGE_HEAD")):
+        return "merge"
+    if os.path.exists(j(admin_dir, "BISECT_LOG")):
+        return "bisect"
+    return None
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        return f.read()
+
+
+def safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def common_dir(gitdir: str) -> str:
+    """The common git dir of the worktree whose git dir is ``gitdir`` (its ``commondir``
+    file, else the git dir itself)."""
+    try:
+        rel = _read(os.path.join(gitdir, "commondir")).strip()
+    except OSError:
+        return gitdir
+    return os.path.join(gitdir, rel) if rel else gitdir

@@ -1,0 +1,106 @@
+"""What a hook stage is and what it carries, from its arguments and environment alone.
+
+Standard library only: the hooks' thin client (thin.py) and the in-process hook
+(commands/hook.py) both read stages, event kinds, pushed refs and the block's exit code
+from here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
+         "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
+ZERO = "0" * 40
+
+
+def stage_of(name: str) -> str:
+    """snapshot, warn or guard for a git hook name (a stage name stays itself)."""
+    return STAGE.get(name, name)
+
+
+def kind_of(stage: str, args: list[str]) -> str:
+    """The ledger event kind a hook records (the pre-commit framework says its stage in
+    PRE_COMMIT_* variables)."""
+    if stage == "post-checkout" or "PRE_COMMIT_CHECKOUT_TYPE" in os.environ:
+        prev = args[0] if args else os.environ.get("PRE_COMMIT_FROM_REF", "")
+        return "worktree-add" if prev and set(prev) == {"0"} else "checkout"
+    if stage == "post-rewrite" or "PRE_COMMIT_REWRITE_COMMAND" in os.environ:
+        return "rewrite"
+    if stage == "post-merge" or (stage == "snapshot" and _framework_merge()):
+        return "merge"
+    if stage in ("pre-push", "guard"):
+        return "push"
+    if stage in ("pre-commit", "warn"):
+        return "pre-commit"
+    return "commit"
+
+
+def _framework_merge() -> bool:
+    """pre-commit or prek running a snapshot from git's post-merge hook (hosts.py)."""
+    from proximity import hosts
+
+    return hosts.framework_merge(os.environ, os.getcwd())
+
+
+def index_override() -> str | None:
+    """The temporary index of a commit being made (git sets it for pre-commit hooks)."""
+    idx = os.environ.get("GIT_INDEX_FILE")
+    if not idx:
+        return None
+    return os.path.abspath(idx)
+
+
+def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, str]] | None:
+    """What a push carries: (local ref, local commit) of every update that brings commits.
+
+    pre-push gets ``<local ref> <local sha> <remote ref> <remote sha>`` lines on stdin; the
+    pre-commit framework passes one of them as PRE_COMMIT_LOCAL_BRANCH / PRE_COMMIT_TO_REF
+    / PRE_COMMIT_FROM_REF. Deletions and tags carry no work to judge; an update the remote
+    already has neither. None: nothing said what is pushed (the guard run by hand).
+    """
+    lines: list[list[str]] = []
+    if env.get("PRE_COMMIT_TO_REF"):
+        lines.append([env.get("PRE_COMMIT_LOCAL_BRANCH", ""), env["PRE_COMMIT_TO_REF"],
+                      env.get("PRE_COMMIT_REMOTE_BRANCH", ""),
+                      env.get("PRE_COMMIT_FROM_REF", ZERO)])
+    elif stdin_text:
+        lines = [ln.split() for ln in stdin_text.splitlines() if ln.strip()]
+    else:
+        return None
+    out = []
+    for parts in lines:
+        if len(parts) != 4:
+            continue
+        local_ref, local_sha, _remote_ref, remote_sha = parts
+        if set(local_sha) == {"0"} or local_ref.startswith("refs/tags/"):
+            continue
+        if local_sha == remote_sha:
+            continue
+        out.append((local_ref, local_sha))
+    return out
+
+
+def read_stdin() -> str | None:
+    try:
+        if sys.stdin is None or sys.stdin.closed or sys.stdin.isatty():
+            return None
+        return sys.stdin.read(1 << 20)
+    except (OSError, ValueError):
+        return None
+
+
+def blocked_exit() -> int:
+    """The exit code of a deliberate block: 1, or the distinct code the hook script asks
+    for (PROXIMITY_BLOCKED_EXIT), so that it can tell a block from a Python that failed."""
+    try:
+        code = int(os.environ.get("PROXIMITY_BLOCKED_EXIT", "1"))
+    except ValueError:
+        return 1
+    return code if 0 < code < 126 else 1
+
+
+def allowed() -> bool:
+    """PROXIMITY_ALLOW=1: let a blocked commit or push through."""
+    return os.environ.get("PROXIMITY_ALLOW") == "1"

@@ -1,0 +1,211 @@
+"""The thin client: hooks and `proximity check` asked of the resident service first.
+
+Standard library only (plus the light gitfiles, stages and client modules): the worktree,
+its common dir and its agent id come from files; what the hook carries (pushed refs, the
+index being committed, PROXIMITY_ALLOW) from its input and environment. ONE request asks
+the service to do everything the in-process path does — record, judge, deliver the inbox,
+decide the block by the airspace policy — and the answer is printed as the in-process path
+would print it, with the same exit code.
+
+No service, a timeout, an odd answer or a case the service leaves alone (``fallback``):
+the caller runs the in-process path, told by :class:`Fallback` what was read already and
+whether the service may have recorded this very event (a request it began before the
+client gave up: see client.claim), so nothing is recorded twice.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from proximity import client, gitfiles, stages
+
+TYPE_CHECKING = False  # (not typing's: this module must stay light)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Fallback:
+    """Run the in-process path. ``stdin``: what the hook read from its standard input
+    already; ``service``: it may still ask the service (False: this client did);
+    ``record``: it records the event (False: the service began recording it)."""
+
+    __slots__ = ("record", "service", "stdin")
+
+    def __init__(self, stdin: str | None = None, service: bool = True,
+                 record: bool = True) -> None:
+        self.stdin, self.service, self.record = stdin, service, record
+
+    def __repr__(self) -> str:
+        return f"Fallback(service={self.service}, record={self.record})"
+
+
+SKIP_IN_SEQUENCE = ("post-commit", "post-checkout")
+
+
+def skipped(stage: str) -> bool:
+    """PROXIMITY_SKIP=1, or a per-step hook inside a rebase/cherry-pick/… (post-rewrite
+    records once at the end). Decided from files, before anything is asked or imported."""
+    if os.environ.get("PROXIMITY_SKIP") == "1":
+        return True
+    framework_step = stage == "snapshot" and not (
+        os.environ.get("PRE_COMMIT_REWRITE_COMMAND")
+        or os.environ.get("PRE_COMMIT_IS_SQUASH_MERGE"))
+    if stage not in SKIP_IN_SEQUENCE and not framework_step:
+        return False
+    admin = gitfiles.find_git_dir(os.getcwd())
+    if admin is None:
+        return False
+    op = gitfiles.operation_in_progress(admin)
+    if op in ("cherry-pick", "revert"):
+        # CHERRY_PICK_HEAD/REVERT_HEAD stand while each picked commit is made: a single
+        # pick records; a range records its last step only (nothing fires after it)
+        return gitfiles.steps_left(admin) > 1
+    return op is not None
+
+
+def run_hook(argv: list[str]) -> int | Fallback:
+    """`proximity hook STAGE ARGS…` (the hook script's boot and the console script):
+    skipped, answered by the service, or Fallback to the in-process hook."""
+    if skipped(argv[0]):
+        return 0
+    return hook(argv[0], argv[1:])
+
+
+def where(start: str) -> tuple[str, str] | None:
+    """(git dir, common dir) of the worktree at ``start``, from files; None: not a plain
+    layout, or a repository proximity has never recorded in (the in-process path sets
+    it up)."""
+    gitdir = gitfiles.find_git_dir(start)
+    if gitdir is None:
+        return None
+    gitdir = os.path.realpath(os.path.join(start, gitdir))
+    if not os.path.isdir(gitdir):
+        return None
+    common = os.path.realpath(gitfiles.common_dir(gitdir))
+    if not os.path.isdir(os.path.join(common, "ecm")):
+        return None
+    return gitdir, common
+
+
+def _print(lines: Any, stream: Any) -> bool:
+    if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
+        return False
+    for line in lines:
+        print(line, file=stream)
+    return True
+
+
+def hook(name: str, args: list[str]) -> int | Fallback:
+    """`proximity hook NAME ARGS…` through the service: the exit code, or Fallback."""
+    stage = stages.stage_of(name)
+    stdin = stages.read_stdin() if stage == "guard" else None
+    try:
+        return _hook(name, stage, args, stdin)
+    except Exception:  # never break git: the in-process path decides
+        return Fallback(stdin)
+
+
+def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fallback:
+    if not client.enabled() or stage not in ("snapshot", "warn", "guard"):
+        return Fallback(stdin)
+    found = where(os.getcwd())
+    if found is None:
+        return Fallback(stdin)
+    gitdir, common = found
+    rid = client.new_request_id()
+    msg: dict[str, Any] = {"op": "hook", "rid": rid, "stage": stage,
+                           "agent": gitfiles.agent_id(gitdir, common),
+                           "kind": stages.kind_of(name, args),
+                           "index": stages.index_override(), "allow": stages.allowed()}
+    if stage == "guard":
+        msg["pushed"] = stages.pushed_refs(stdin, dict(os.environ))
+    answer, sent = client.ask_sent(common, msg)
+    if answer is None:
+        # no answer in time: whoever claims the request first records it
+        return Fallback(stdin, False, not sent or client.claim(common, rid))
+    if "fallback" in answer or not _print(answer.get("lines"), sys.stderr):
+        return Fallback(stdin, False)
+    return stages.blocked_exit() if answer.get("block") is True else 0
+
+
+# -- proximity check --------------------------------------------------------------------
+class CheckArgs:
+    __slots__ = ("deny_on", "hook", "json", "repo", "specs")
+
+    def __init__(self, specs: list[str], js: bool, deny_on: str | None, repo: str | None,
+                 hook: str | None) -> None:
+        self.specs, self.json, self.deny_on, self.repo, self.hook = (specs, js, deny_on,
+                                                                     repo, hook)
+
+
+def parse_check(argv: list[str]) -> CheckArgs | None:
+    """`check` arguments the thin path knows (None: leave them to argparse)."""
+    specs: list[str] = []
+    js, deny_on, repo, hook_name = False, None, None, None
+    it = iter(argv)
+    for a in it:
+        if a == "--json":
+            js = True
+        elif a in ("--deny-on", "-C", "--repo", "--hook"):
+            value = next(it, None)
+            if value is None:
+                return None
+            if a == "--deny-on":
+                deny_on = value
+            elif a == "--hook":
+                hook_name = value
+            else:
+                repo = value
+        elif a.startswith("-"):
+            return None
+        else:
+            specs.append(a)
+    if deny_on not in (None, "ra", "ta", "never"):
+        return None
+    if hook_name is not None and (specs or js or repo or hook_name not in ("claude", "gemini")):
+        return None  # the post-edit modes record: the in-process path does that
+    if hook_name is None and not specs:
+        return None
+    return CheckArgs(specs, js, deny_on, repo, hook_name)
+
+
+def check(argv: list[str]) -> int | Fallback:
+    """`proximity check …` through the service: prints what the command prints and
+    returns its exit code, or Fallback (``stdin``: a harness event read already)."""
+    a = parse_check(argv)
+    if a is None:
+        return Fallback()
+    stdin = sys.stdin.read() if a.hook else None
+    try:
+        if os.environ.get("PROXIMITY_SKIP") == "1" or not client.enabled():
+            return Fallback(stdin)
+        cwd = os.path.abspath(a.repo or os.getcwd())
+        msg: dict[str, Any] = {"op": "check", "deny_on": a.deny_on}
+        if a.hook:
+            # the service parses the event (no `json` import here) and defaults its cwd
+            msg.update(harness=a.hook, event_text=stdin or "", cwd=cwd)
+        else:
+            msg.update(cwd=cwd, specs=a.specs, json=a.json)
+        answer = ask_check(cwd, msg)
+        if answer is None or not isinstance(answer.get("stdout"), str) \
+                or not isinstance(answer.get("exit"), int):
+            return Fallback(stdin)
+        print(answer["stdout"])
+        return int(answer["exit"])
+    except Exception:
+        return Fallback(stdin)
+
+
+def ask_check(start: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+    """The service's answer to one check request (None: absent, odd, or ``fallback``)."""
+    found = where(start) if os.path.isdir(start) else None
+    if found is None:
+        return None
+    answer = client.ask(found[1], msg, budget=CHECK_BUDGET)
+    if answer is None or "fallback" in answer:
+        return None
+    return answer
+
+
+CHECK_BUDGET = 1.0  # seconds a check waits for the service before checking in process

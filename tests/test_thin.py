@@ -1,0 +1,414 @@
+"""Issues 12/13: hooks and `check` as thin clients of the resident service.
+
+Real repositories, worktrees, hook scripts and service processes. The same state is built
+twice (two tmp dirs) and judged once through the service and once in process; the printed
+lines (paths normalised) and exit codes must be identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import git, lines
+from test_service import edit, pid_of, wait_for
+
+from proximity import client, gitio
+from proximity.commands import service as service_cmd
+from proximity.ledger import Ledger
+from proximity.service import service_state
+
+BASE = {"f.txt": lines(60), "g.txt": lines(40)}
+
+
+class Repo:
+    """main + worktrees a and b of one repository under ``root``, hooks installed."""
+
+    def __init__(self, root: Path, block_commit: bool = False) -> None:
+        self.root = root
+        self.main = root / "repo"
+        self.main.mkdir(parents=True)
+        git(self.main, "init", "-q")
+        for rel, text in BASE.items():
+            (self.main / rel).write_text(text)
+        git(self.main, "add", "-A")
+        git(self.main, "commit", "-q", "-m", "base")
+        self.remote = root / "remote.git"
+        git(root, "init", "-q", "--bare", str(self.remote))
+        git(self.main, "remote", "add", "origin", str(self.remote))
+        git(self.main, "push", "-q", "origin", "main")
+        for name in ("a", "b"):
+            git(self.main, "worktree", "add", "-q", "-b", f"feat/{name}", str(root / name))
+        if block_commit:
+            git(self.main, "config", "proximity.blockCommit", "true")
+        subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=self.main,
+                       check=True, capture_output=True)
+        self.common = os.path.realpath(self.main / ".git")
+
+    @property
+    def a(self) -> Path:
+        return self.root / "a"
+
+    @property
+    def b(self) -> Path:
+        return self.root / "b"
+
+    def snapshot_all(self) -> None:
+        for w in (self.main, self.a, self.b):
+            subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=w, check=True,
+                           capture_output=True, env={**os.environ, "PROXIMITY_SERVICE": "0"})
+
+    def hook(self, where: Path, stage: str, *args: str, stdin: str = "",
+             **env: str) -> subprocess.CompletedProcess[str]:
+        """The console-script entry, as the pre-commit framework, prek and lefthook run it."""
+        return subprocess.run([sys.executable, "-m", "proximity", "hook", stage, *args],
+                              cwd=where, input=stdin, capture_output=True, text=True,
+                              timeout=120, env={**os.environ, **env})
+
+    def answered(self) -> dict[str, int]:
+        st = service_state(self.common).get("status")
+        return dict(st["answered"]) if isinstance(st, dict) else {}
+
+
+@pytest.fixture
+def pair_of_repos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
+        tuple[Repo, Repo]]:
+    """Two identical repositories: `svc` is judged through its service, `inp` in process
+    (PROXIMITY_SERVICE=0 for its commands)."""
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "60")
+    made: list[Repo] = []
+
+    def make(block_commit: bool = False) -> tuple[Repo, Repo]:
+        svc, inp = Repo(tmp_path / "svc", block_commit), Repo(tmp_path / "inp", block_commit)
+        made.append(svc)
+        return svc, inp
+
+    yield make  # type: ignore[misc]
+    for r in made:
+        stop(r.common)
+
+
+def stop(common: str) -> None:
+    pid = pid_of(common) if client._alive(common) else None
+    if not service_cmd.stop(common, timeout=10.0) and pid:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def norm(text: str, r: Repo) -> list[str]:
+    return text.replace(str(r.root), "<root>").splitlines()
+
+
+def start(r: Repo) -> None:
+    os.environ["PROXIMITY_SERVICE"] = "1"
+    try:
+        assert service_cmd.start(r.common)
+    finally:
+        os.environ["PROXIMITY_SERVICE"] = "0"
+
+
+def on(**env: str) -> dict[str, str]:
+    return {"PROXIMITY_SERVICE": "1", **env}
+
+
+def off(**env: str) -> dict[str, str]:
+    return {"PROXIMITY_SERVICE": "0", **env}
+
+
+def same_states(svc: Repo, inp: Repo) -> None:
+    for r in (svc, inp):
+        edit(r.a / "f.txt", 10, 20, "from a")
+        edit(r.b / "f.txt", 12, 18, "from b")
+        r.snapshot_all()
+
+
+def test_pre_commit_with_block_commit_same_lines_and_exit(pair_of_repos):
+    svc, inp = pair_of_repos(block_commit=True)
+    same_states(svc, inp)
+    start(svc)
+    results = {}
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        for w in (r.a, r.b):
+            git(w, "add", "f.txt")
+        idx = gitio.Repo(str(r.b)).gitdir + "/index"
+        results[name] = [r.hook(w, "pre-commit", GIT_INDEX_FILE=idx if w == r.b else
+                                gitio.Repo(str(r.a)).gitdir + "/index", **env)
+                         for w in (r.a, r.b)]
+    assert svc.answered()["hook"] == 2 and svc.answered()["hook_fallback"] == 0
+    for got_svc, got_inp in zip(results["svc"], results["inp"], strict=True):
+        assert got_svc.returncode == got_inp.returncode
+        assert norm(got_svc.stderr, svc) == norm(got_inp.stderr, inp)
+    codes = sorted(p.returncode for p in results["svc"])
+    assert codes == [0, 1]  # one yields (blocked), the other has right-of-way
+    blocked = next(p for p in results["svc"] if p.returncode == 1)
+    assert "commit blocked: this worktree must yield" in blocked.stderr
+    assert "RESOLUTION ADVISORY" in blocked.stderr
+    # PROXIMITY_ALLOW=1 passes the client's environment to the service's decision
+    which = svc.a if results["svc"][0].returncode == 1 else svc.b
+    let = svc.hook(which, "pre-commit", GIT_INDEX_FILE=gitio.Repo(str(which)).gitdir +
+                   "/index", **on(PROXIMITY_ALLOW="1"))
+    assert let.returncode == 0 and "PROXIMITY_ALLOW=1 set" in let.stderr
+    assert svc.answered()["hook"] == 3
+
+
+def test_real_commits_and_pushes_through_the_hook_script(pair_of_repos):
+    """`git commit` / `git push` run the installed hook script (its python -S start); the
+    service answers; the same printed lines and exit codes as in process."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+    out = {}
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        runs = []
+        for w, msg in ((r.a, "a commits"), (r.b, "b commits")):
+            git(w, "add", "f.txt")
+            runs.append(subprocess.run(["git", "commit", "-q", "-m", msg], cwd=w,
+                                       capture_output=True, text=True, timeout=120,
+                                       env={**os.environ, **env}))
+        for w, branch in ((r.a, "feat/a"), (r.b, "feat/b")):
+            runs.append(subprocess.run(["git", "push", "-q", "origin", branch], cwd=w,
+                                       capture_output=True, text=True, timeout=120,
+                                       env={**os.environ, **env}))
+        out[name] = runs
+    answered = svc.answered()
+    assert answered["hook"] >= 6 and answered["hook_fallback"] == 0  # 2 pre + 2 post + 2 push
+    for got_svc, got_inp in zip(out["svc"], out["inp"], strict=True):
+        assert got_svc.returncode == got_inp.returncode, (got_svc.stderr, got_inp.stderr)
+        assert norm(got_svc.stderr, svc) == norm(got_inp.stderr, inp)
+    pushes = [p.returncode for p in out["svc"][2:]]
+    assert sorted(pushes) == [0, 1]  # the RA blocks the yielding push only
+    assert "push blocked" in out["svc"][2 + pushes.index(1)].stderr
+    # the service recorded the commits (post-commit) as the in-process path did
+    for r in (svc, inp):
+        led = Ledger(os.path.join(r.common, "ecm"))
+        try:
+            kinds = [ev.kind for ev in led.events("a", 50)]
+        finally:
+            led.close()
+        assert "commit" in kinds and "pre-commit" in kinds and "push" in kinds
+
+
+def test_allow_is_quiet_both_ways(pair_of_repos):
+    svc, inp = pair_of_repos()
+    for r in (svc, inp):
+        edit(r.a / "f.txt", 1, 2, "a")
+        edit(r.b / "g.txt", 30, 31, "b")
+        r.snapshot_all()
+    start(svc)
+    got = [r.hook(r.a, "pre-commit", GIT_INDEX_FILE=gitio.Repo(str(r.a)).gitdir + "/index",
+                  **env) for r, env in ((svc, on()), (inp, off()))]
+    assert [p.returncode for p in got] == [0, 0]
+    assert norm(got[0].stderr, svc) == norm(got[1].stderr, inp)
+    assert "ADVISORY" not in got[0].stderr
+    assert svc.answered()["hook"] == 1
+
+
+def test_unstaged_save_just_before_the_commit_is_in_the_verdict(pair_of_repos):
+    """The warm snapshot is kept only once the watcher has reported every earlier save
+    (sync cookie): an edit made a moment before the hook, not staged, still counts."""
+    svc, _ = pair_of_repos()
+    edit(svc.b / "f.txt", 10, 20, "from b")
+    svc.snapshot_all()
+    start(svc)
+    idx = gitio.Repo(str(svc.a)).gitdir + "/index"
+    quiet = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=idx, **on())
+    assert quiet.returncode == 0 and "ADVISORY" not in quiet.stderr
+    time.sleep(2.5)  # the service goes quiet: a's warm snapshot is current
+    edit(svc.a / "f.txt", 12, 14, "from a")  # no `git add`, no pause
+    hot = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=idx, **on())
+    assert "RESOLUTION ADVISORY with worktree 'b'" in hot.stderr
+    assert svc.answered()["hook"] == 2
+
+
+def test_killed_service_falls_back_and_restarts(pair_of_repos):
+    svc, _ = pair_of_repos()
+    edit(svc.a / "f.txt", 10, 20, "a")
+    edit(svc.b / "f.txt", 12, 18, "b")
+    svc.snapshot_all()
+    start(svc)
+    pid = pid_of(svc.common)
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not client._alive(svc.common))
+    t0 = time.monotonic()
+    got = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=gitio.Repo(str(svc.a)).gitdir +
+                   "/index", **on())
+    assert got.returncode == 0
+    assert "RESOLUTION ADVISORY with worktree 'b'" in got.stderr  # judged in process
+    assert time.monotonic() - t0 < 60
+    new = wait_for(lambda: pid_of(svc.common) if client._alive(svc.common) else None, 30)
+    assert new and new != pid
+
+
+def test_a_service_of_other_code_is_told_to_exit_and_the_hook_judges_in_process(
+        pair_of_repos, tmp_path):
+    svc, _ = pair_of_repos()
+    edit(svc.a / "f.txt", 10, 20, "a")
+    edit(svc.b / "f.txt", 12, 18, "b")
+    svc.snapshot_all()
+    # the service runs a copy of the package as it was "before an upgrade"
+    old = tmp_path / "old"
+    pkg = Path(client.__file__).parent
+    shutil.copytree(pkg, old / "proximity", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(old / "proximity" / "risk.py", "a") as f:
+        f.write("\n# an older release\n")
+    env = {**os.environ, "PROXIMITY_SERVICE": "1", "PYTHONPATH": str(old)}
+    proc = subprocess.Popen([sys.executable, "-m", "proximity.service", svc.common],
+                            cwd=svc.common, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def ready() -> bool:
+            with client_code(old):
+                got = client.request(svc.common, {"op": "ping"}, 1.0)
+            return bool(got and got.get("ready"))
+        wait_for(ready, 60)
+        got = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=gitio.Repo(str(svc.a)).gitdir +
+                       "/index", **on())
+        assert got.returncode == 0
+        assert "RESOLUTION ADVISORY with worktree 'b'" in got.stderr  # in process
+        assert proc.wait(30) == 0  # the old service went away when asked
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert client.code_stamp() != stamp_of(old)
+
+
+@contextlib.contextmanager
+def client_code(pkg_root: Path) -> Iterator[None]:
+    """Talk as the client of the package under ``pkg_root`` would (its code stamp)."""
+    saved = list(client._STAMP)
+    client._STAMP[:] = [stamp_of(pkg_root)]
+    try:
+        yield
+    finally:
+        client._STAMP[:] = saved
+
+
+def stamp_of(pkg_root: Path) -> str:
+    out = subprocess.run([sys.executable, "-c", "from proximity import client; "
+                          "print(client.code_stamp())"], cwd=pkg_root, capture_output=True,
+                         text=True, check=True, env={**os.environ, "PYTHONPATH": str(pkg_root)})
+    return out.stdout.strip()
+
+
+def test_a_request_the_client_gave_up_on_is_recorded_once(pair_of_repos):
+    """The client claims a request before judging in process; the service then skips it
+    (and the other way round): never two events for one hook."""
+    svc, _ = pair_of_repos()
+    svc.snapshot_all()
+    start(svc)
+    led = Ledger(os.path.join(svc.common, "ecm"))
+    try:
+        before = len(led.events("a", 100))
+    finally:
+        led.close()
+    os.environ["PROXIMITY_SERVICE"] = "1"
+    try:
+        for stage, kind in (("warn", "pre-commit"), ("snapshot", "commit")):
+            rid = client.new_request_id()
+            assert client.claim(svc.common, rid)  # the client gave up and took it
+            assert not client.claim(svc.common, rid)
+            got = client.request(svc.common, {"op": "hook", "rid": rid, "stage": stage,
+                                              "agent": "a", "kind": kind, "index": None,
+                                              "allow": False}, budget=20)
+            # a verdict says it left the job to the client; a snapshot hook with nothing
+            # to print was not waited for: its job is skipped when the worker reaches it
+            assert got is not None and ("fallback" in got or got.get("queued"))
+        # a request after them is answered only once the worker has passed them
+        assert client.request(svc.common, {"op": "scan", "agent": "a"}, budget=20)
+    finally:
+        os.environ["PROXIMITY_SERVICE"] = "0"
+    led = Ledger(os.path.join(svc.common, "ecm"))
+    try:
+        assert len(led.events("a", 100)) == before
+    finally:
+        led.close()
+
+
+def test_check_through_the_service_equals_check_in_process(pair_of_repos):
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+
+    def check(r: Repo, env: dict[str, str], *args: str, stdin: str = ""
+              ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "proximity", "check", *args], cwd=r.a,
+                              input=stdin, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **env})
+
+    cases: list[tuple[list[str], str]] = [
+        (["f.txt:12-13", "--json"], ""), (["g.txt", "--json"], ""), (["f.txt:14"], ""),
+        (["--hook", "claude"], "claude")]
+    for args, kind in cases:
+        runs = []
+        for r, env in ((svc, on()), (inp, off())):
+            stdin = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Edit",
+                                "cwd": str(r.a), "tool_input": {
+                                    "file_path": str(r.a / "f.txt"),
+                                    "old_string": "line 15 from a\n",
+                                    "new_string": "line 15 changed\n"}}) if kind else ""
+            runs.append(check(r, env, *args, stdin=stdin))
+        assert runs[0].returncode == runs[1].returncode, args
+        one, two = runs[0].stdout.replace(str(svc.root), "<root>"), \
+            runs[1].stdout.replace(str(inp.root), "<root>")
+        assert one == two, args
+    assert svc.answered()["check"] == len(cases)
+    deny = json.loads(check(svc, on(), "f.txt:12-13", "--json").stdout)
+    assert deny["decision"] == "deny" and deny["conflicts"][0]["agent"] == "b"
+
+
+def test_worktrees_from_files_match_git(tmp_path):
+    main = tmp_path / "r"
+    main.mkdir()
+    git(main, "init", "-q")
+    (main / "f").write_text("1\n")
+    git(main, "add", "f")
+    git(main, "commit", "-q", "-m", "b")
+    for name, extra in (("zz", ["-b", "zz"]), ("aa", ["-b", "aa"]), ("mm", ["--detach"]),
+                        ("Odd Name", ["-b", "odd"]), ("locked", ["-b", "lk"]),
+                        ("gone", ["-b", "gone"])):
+        git(main, "worktree", "add", "-q", *extra, str(tmp_path / name))
+    git(main, "worktree", "lock", str(tmp_path / "locked"))
+    shutil.rmtree(tmp_path / "gone")
+    git(main, "pack-refs", "--all")
+    git(main, "worktree", "add", "-q", "-b", "newer", str(tmp_path / "newer"))
+    git(main, "switch", "-q", "--orphan", "unborn")
+    repo = gitio.Repo(str(main))
+    assert repo.worktrees_from_files() == repo.worktrees()
+
+
+def test_a_forced_add_of_an_ignored_file_is_in_the_commit_verdict(pair_of_repos):
+    """The warm snapshot of the committing worktree is kept only when the index being
+    committed cannot change what `add -A` gives: a file added with `git add -f` past an
+    ignore rule can, so the worktree is snapshotted from that index."""
+    svc, _ = pair_of_repos()
+    for w in (svc.main,):
+        (w / ".gitignore").write_text("gen/\n")
+        git(w, "add", ".gitignore")
+        git(w, "commit", "-q", "-m", "ignore gen/")
+    for w in (svc.a, svc.b):
+        git(w, "merge", "-q", "--ff-only", "main")
+        (w / "gen").mkdir()
+        (w / "gen" / "out.txt").write_text(f"generated in {w.name}\n" * 20)
+    git(svc.b, "add", "-f", "gen/out.txt")  # b tracks it: its snapshots hold it
+    svc.snapshot_all()
+    start(svc)
+    idx = gitio.Repo(str(svc.a)).gitdir + "/index"
+    quiet = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=idx, **on())
+    assert "ADVISORY" not in quiet.stderr  # a's copy is ignored: not a's work
+    git(svc.a, "add", "-f", "gen/out.txt")  # now it is
+    hot = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=idx, **on())
+    inproc = svc.hook(svc.a, "pre-commit", GIT_INDEX_FILE=idx, **off())
+    assert "ADVISORY with worktree 'b'" in inproc.stderr
+    assert "ADVISORY with worktree 'b'" in hot.stderr
+    assert svc.answered()["hook"] == 2
