@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from proximity import hunks, intervals
 from proximity.hunks import FileDiff
 from proximity.intervals import Range
+from proximity.untrusted import text
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 RA, TA, INFO = "ra", "ta", "info"
@@ -90,7 +91,10 @@ def _lines(r: Sequence[Range] | None) -> str:
 def evidence(side: Side) -> list[Conflict]:
     """Every piece of evidence one sibling gives against one request."""
     out: list[Conflict] = []
-    who = f"worktree {side.agent!r}" + (f" (branch {side.branch})" if side.branch else "")
+    # names, branches and paths come from other people's worktrees: printable, bounded
+    who = f"worktree {text(side.agent)!r}" + (f" (branch {text(side.branch)})"
+                                               if side.branch else "")
+    path = text(side.path, 300)
     d = side.diff
     if d is not None and d.changed:
         theirs = d.base_ranges()
@@ -98,7 +102,7 @@ def evidence(side: Side) -> list[Conflict]:
             hit = list(d.hunks)
             out.append(Conflict(side.agent, side.branch, side.path, tuple(h.base for h in hit),
                                 hunks.excerpt(hit) or "(binary change)", RA, "conflict",
-                                f"{who} changed {side.path}"
+                                f"{who} changed {path}"
                                 f"{' (binary)' if theirs is None else ''}; an edit of "
                                 f"{_lines(side.requested)} would conflict at merge"))
         else:
@@ -107,7 +111,7 @@ def evidence(side: Side) -> list[Conflict]:
                 rs = tuple(h.base for h in hit)
                 out.append(Conflict(side.agent, side.branch, side.path, rs, hunks.excerpt(hit),
                                     RA, "conflict",
-                                    f"{who} changed {side.path} {_lines(rs)} (live work, "
+                                    f"{who} changed {path} {_lines(rs)} (live work, "
                                     f"uncommitted included); your {_lines(side.requested)} "
                                     "touch that change: git's merge would conflict"))
             else:
@@ -120,16 +124,16 @@ def evidence(side: Side) -> list[Conflict]:
                 out.append(Conflict(side.agent, side.branch, side.path,
                                     tuple(h.base for h in near), hunks.excerpt(near),
                                     TA if kind == "near" else INFO, kind,
-                                    f"{who} changed {side.path} {_lines(theirs)}, {where}"))
+                                    f"{who} changed {path} {_lines(theirs)}, {where}"))
     if side.has_intent:
         out.append(Conflict(side.agent, side.branch, side.path, side.intent or (), "", TA,
-                            "intent", f"{who} declared it will touch {side.path} "
+                            "intent", f"{who} declared it will touch {path} "
                             f"{_lines(side.intent)} (`proximity intend`)"))
     for u in side.uses:
         out.append(Conflict(side.agent, side.branch, u.path, ((u.line, u.line),),
                             hunks.excerpt(u.hunk), TA, "symbol",
-                            f"{u.symbol}, defined in your {_lines(side.requested)} of "
-                            f"{side.path}, is used by {who}'s new code at {u.path}:{u.line}"))
+                            f"{text(u.symbol)}, defined in your {_lines(side.requested)} of "
+                            f"{path}, is used by {who}'s new code at {text(u.path, 300)}:{u.line}"))
     return out
 
 
@@ -168,9 +172,9 @@ def decision_text(d: Decision) -> str:
     lines = [f"proximity check: {d.decision.upper()}: {d.reason}"]
     for c in d.conflicts[:6]:
         rng = fmt_ranges(list(c.ranges))
-        lines.append(f"  {c.agent} ({c.branch or 'detached'}) {c.path}"
+        lines.append(f"  {text(c.agent)} ({text(c.branch or 'detached')}) {text(c.path, 300)}"
                      f"{':' + rng if rng else ''} [{c.evidence}]")
-        lines += [f"    {ln}" for ln in c.hunk.split("\n") if c.hunk]
+        lines += [f"    {text(ln, 300)}" for ln in c.hunk.split("\n") if c.hunk]
     if len(d.conflicts) > 6:
         lines.append(f"  … {len(d.conflicts) - 6} more")
     return "\n".join(lines)

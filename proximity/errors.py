@@ -33,3 +33,11 @@ class GitTimeout(FatalError):
 
 class ConfigError(FatalError):
     exit_code = 2
+
+
+class UsageError(FatalError):
+    """A request the command cannot answer as given (a directory where a file is wanted,
+    a path outside the worktree, a malformed line range): exit code 2, never 1 (which
+    `check` uses for ask/deny)."""
+
+    exit_code = 2

@@ -178,11 +178,14 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
 
 def _with_hunk(d: Any) -> str:
     """The reason, plus the other side's hunk for the first contested path (bounded)."""
-    text = str(d.reason)
+    from proximity.untrusted import text as shown
+
+    out = str(d.reason)
     if d.conflicts and d.conflicts[0].hunk:
-        c = d.conflicts[0]
-        text += f"\nTheir change ({c.agent}, {c.path}):\n{c.hunk}"
-    return text
+        c = d.conflicts[0]  # another worktree's names and lines: printable, bounded
+        out += (f"\nTheir change ({shown(c.agent)}, {shown(c.path, 300)}):\n"
+                + "\n".join(shown(ln, 300) for ln in c.hunk.split("\n")))
+    return out
 
 
 def post(name: str, event: dict[str, Any]) -> dict[str, Any]:

@@ -106,7 +106,7 @@ SPEC = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
 
 def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
     """``path`` or ``path:10-20,30`` -> (path, 1-based ranges or None for the whole file)."""
-    from proximity.errors import FatalError
+    from proximity.errors import UsageError
 
     m = SPEC.match(spec)
     if not m:
@@ -116,6 +116,6 @@ def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
         lo, _, hi = part.partition("-")
         s, e = int(lo), int(hi or lo)
         if e < s or s < 1:
-            raise FatalError(f"bad line range {part!r} in {spec!r} (want START-END, 1-based)")
+            raise UsageError(f"bad line range {part!r} in {spec!r} (want START-END, 1-based)")
         out.append((s, e))
     return m.group(1), tuple(out)

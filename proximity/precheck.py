@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from proximity import checker, gitio, hunks
-from proximity.errors import ConfigError, FatalError, LedgerError
+from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.intervals import Range
 
 if TYPE_CHECKING:
@@ -34,9 +34,12 @@ class Target(NamedTuple):
 
 def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
     full = os.path.realpath(os.path.join(cwd, path))
+    if os.path.isdir(full):
+        raise UsageError(f"{path} is a directory: check the files you will edit "
+                         "(PATH[:START-END]); `proximity status` shows who works where")
     rel = os.path.relpath(full, repo.workdir)
     if rel == "." or rel.startswith(".." + os.sep) or rel == "..":
-        raise FatalError(f"{path} is outside this worktree ({repo.workdir})")
+        raise UsageError(f"{path} is outside this worktree ({repo.workdir})")
     return rel.replace(os.sep, "/")
 
 

@@ -333,3 +333,30 @@ def test_multiedit_whose_second_edit_matches_text_the_first_one_wrote(tmp_path):
     assert harness.claude_targets(ev) == [(str(f), ((2, 2), (4, 4)))]
     ev["tool_input"]["edits"].append({"old_string": "nowhere", "new_string": ""})
     assert harness.claude_targets(ev) == [(str(f), None)]  # cannot place it: whole file
+
+
+def test_other_worktrees_names_and_lines_reach_the_terminal_sanitised(space, capsys):
+    evil = "red\x1b[31mX\x07.txt"
+    sp = space({evil: APP})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, evil, APP.replace("line 12\n", "line 12 \x1b]0;pwned\x07\n"))
+    assert main(["check", "-C", str(a), f"{evil}:12"]) == 1
+    out = capsys.readouterr().out
+    assert "DENY" in out and "\x1b" not in out and "\x07" not in out
+    ev = {"session_id": "s", "cwd": str(a), "hook_event_name": "PreToolUse",
+          "tool_name": "Edit", "tool_input": {"file_path": str(a / evil),
+                                              "old_string": "line 12\n", "new_string": "x\n"}}
+    got = hook(a, "claude", ev)["hookSpecificOutput"]
+    assert got["permissionDecision"] == "deny"
+    reason = got["permissionDecisionReason"]
+    assert "+line 12" in reason and "\x1b" not in reason and "\x07" not in reason
+
+
+def test_a_directory_or_a_path_outside_is_a_usage_error_not_an_allow(pair, capsys):
+    _sp, a, b = pair
+    (a / "src").mkdir()
+    for spec in ("src", ".", "../b/app.txt", "app.txt:0-3"):
+        assert main(["check", "-C", str(a), spec]) == 2, spec
+        err = capsys.readouterr().err
+        assert "proximity: error:" in err
+    assert "is a directory" in err or "bad line range" in err
