@@ -353,7 +353,7 @@ def test_other_worktrees_names_and_lines_reach_the_terminal_sanitised(space, cap
 
 
 def test_a_directory_or_a_path_outside_is_a_usage_error_not_an_allow(pair, capsys):
-    _sp, a, b = pair
+    _sp, a, _b = pair
     (a / "src").mkdir()
     for spec in ("src", ".", "../b/app.txt", "app.txt:0-3"):
         assert main(["check", "-C", str(a), spec]) == 2, spec

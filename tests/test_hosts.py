@@ -155,3 +155,24 @@ def test_one_wrapper_for_every_host():
     readme = (ROOT / "README.md").read_text()
     assert hosts.lefthook_block() in readme
 
+
+
+def test_doctor_says_when_a_branch_hook_config_drops_the_guard(tmp_path, on_path):
+    lefthook = tool("lefthook")
+    main, _ = make_repo(tmp_path, hosts.lefthook_block(), "lefthook.yml")
+    assert run(main, lefthook, "install").returncode == 0
+    d = run(main, sys.executable, "-m", "proximity", "doctor")
+    assert "[  ok] host config: lefthook.yml runs proximity's guard" in d.stdout, d.stdout
+    wt = tmp_path / "evil"
+    git(main, "worktree", "add", "-q", "-b", "evil", str(wt))
+    text = (wt / "lefthook.yml").read_text()
+    (wt / "lefthook.yml").write_text(text + "\n# a harmless-looking edit\n")
+    d = run(wt, sys.executable, "-m", "proximity", "doctor")
+    assert "[warn] host config: this worktree's lefthook.yml differs" in d.stdout, d.stdout
+    pre_push = text.index("pre-push:")
+    rest = text[pre_push:]
+    nxt = min((rest.index(f"\n{h}:") for h in hosts.LEFTHOOK_STAGES if f"\n{h}:" in rest),
+              default=len(rest))
+    (wt / "lefthook.yml").write_text(text[:pre_push] + rest[nxt + 1:])
+    d = run(wt, sys.executable, "-m", "proximity", "doctor")
+    assert "[fail] host config: this worktree's lefthook.yml does not run" in d.stdout, d.stdout

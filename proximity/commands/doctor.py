@@ -165,6 +165,7 @@ def hook_checks(repo: gitio.Repo) -> list[dict[str, str]]:
         fix = "lefthook install" if host == "lefthook" else f"{host} install -t <type>"
         add("hooks", not missing or None, f"{host} hooks: " + ", ".join(hosted) + (
             f"; not installed: {', '.join(missing)} ({fix})" if missing else ""))
+        add_host_config(add, repo, host)
         if host == "lefthook":
             import shutil
 
@@ -178,6 +179,48 @@ def hook_checks(repo: gitio.Repo) -> list[dict[str, str]]:
             "the proximity ids in .pre-commit-config.yaml (pre-commit, prek), or "
             "`proximity install --lefthook` (lefthook)")
     return out
+
+
+FRAMEWORK_CONFIGS = (".pre-commit-config.yaml", ".pre-commit-config.yml", "prek.toml")
+
+
+def add_host_config(add: Any, repo: gitio.Repo, host: str) -> None:
+    """Under pre-commit, prek and lefthook the hooks that run are read from this worktree's
+    own config file, which any branch can edit: say whether it still runs the guard, and
+    whether it differs from the main checkout's committed one."""
+    from proximity import hosts
+
+    names = ((os.path.basename(hosts.lefthook_config(repo.workdir) or "lefthook.yml"),)
+             if host == "lefthook" else FRAMEWORK_CONFIGS)
+    name = next((n for n in names if os.path.exists(os.path.join(repo.workdir, n))), names[0])
+    text = _read(os.path.join(repo.workdir, name))
+    guard = _runs_guard(text, host)
+    if not guard:
+        add("host config", False, f"this worktree's {name} does not run proximity's pre-push "
+            "guard: its pushes are never judged. Under " + host + " a branch's own hook "
+            "config decides what runs; plain hooks (`proximity install`) are not read from "
+            "the branch")
+        return
+    main = next((w for w in repo.worktrees() if not w.prunable), None)
+    committed = gitio.git(["show", f"{main.head}:{name}"], cwd=repo.workdir, ok=(0, 128)) \
+        if main is not None and main.head else None
+    if committed is not None and committed.returncode == 0 and \
+            committed.stdout.decode("utf-8", "replace") != text:
+        add("host config", None, f"this worktree's {name} differs from the one committed on "
+            f"the main checkout: under {host} a branch's hook config decides what runs at "
+            "commit and push (it can drop the guard or add commands); review the difference")
+        return
+    add("host config", True, f"{name} runs proximity's guard")
+
+
+def _runs_guard(text: str, host: str) -> bool:
+    """Whether a host's config (not a commented-out line of it) runs the pre-push guard."""
+    import re
+
+    if host == "lefthook":
+        m = re.search(r"^pre-push:[ \t]*\n((?:[ \t].*\n?|[ \t]*\n)*)", text, re.M)
+        return bool(m and re.search(r"^[ \t]+[^#\n]*proximity hook", m.group(1), re.M))
+    return bool(re.search(r"^[ \t]*-?[ \t]*id:[ \t]*['\"]?proximity-guard\b", text, re.M))
 
 
 def _host_hooks(workdir: str, hooks_dir: str) -> tuple[str | None, list[str]]:
