@@ -669,7 +669,12 @@ class Repo:
         return bytes(self.pg[oid].data)
 
     def blob_size(self, oid: str) -> int:
-        return int(self.pg[oid].size)
+        """The size from the object's header: a 300 MB blob is not inflated to learn it
+        (``pg[oid].size`` reads the whole object: seconds per hook for one large file)."""
+        try:
+            return int(self.pg.odb.read_header(oid)[1])
+        except (AttributeError, KeyError, ValueError):  # an odb without header reads
+            return int(self.pg[oid].size)
 
     def files(self, tree: str) -> dict[str, str]:
         """path -> blob id of every regular file in a tree (recursive)."""

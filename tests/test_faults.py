@@ -694,3 +694,26 @@ def test_events_queued_while_busy_are_all_replayed_once(tmp_path):
     rows = db.execute("SELECT stream, COUNT(*) FROM events GROUP BY stream").fetchall()
     db.close()
     assert sorted(rows) == [(f"w{n}", 5) for n in range(6)], rows
+
+
+def test_a_large_committed_file_is_sized_from_its_header_not_read(tmp_path):
+    """One large tracked file must not cost every hook a full read of its blob (a 300 MB
+    file made every commit take seconds): its size comes from the object header."""
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", str(repo))
+    with open(repo / "big.bin", "wb") as f:
+        f.write(os.urandom(1 << 20) * 120)  # 120 MiB, stored loose (zlib): inflating it costs
+    git(repo, "add", "big.bin")
+    git(repo, "commit", "-qm", "big")
+    probe = ("import resource, sys\nfrom proximity import gitio\n"
+             "r = gitio.Repo(sys.argv[1])\n"
+             "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+             "oid = r.pg.revparse_single('HEAD').peel(2)['big.bin'].id\n"
+             "size = r.blob_size(str(oid))\n"
+             "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+             "print(size, grew)\n")
+    out = run(repo, PY, "-c", probe, str(repo))
+    assert out.returncode == 0, out.stderr
+    size, grew_kb = (int(x) for x in out.stdout.split())
+    assert size == 120 << 20
+    assert grew_kb < 40_000, f"sizing the blob grew the process by {grew_kb} KiB"
