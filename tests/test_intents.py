@@ -72,5 +72,7 @@ def test_both_intending_the_same_file_is_reported(space, scan_json, capsys):
 
 def test_bad_intent_spec_is_a_clear_error(space, capsys):
     _sp, _a, b = setup(space)
-    assert main(["intend", "-C", str(b), "lib.py:9-3"]) == 1
+    # a malformed request is a usage error: exit 2, like every command's bad input (1 is
+    # what `check` answers for ask/deny)
+    assert main(["intend", "-C", str(b), "lib.py:9-3"]) == 2
     assert "bad line range" in capsys.readouterr().err
