@@ -71,6 +71,9 @@ CALL_CLASS = {"add": "snapshot", "write-tree": "snapshot", "merge-tree": "merge"
               "prune-packed": "snapshot"}
 
 
+CALLS: dict[str, int] = {}  # git subcommand -> calls made by this process (service status)
+
+
 def time_limit(args: Sequence[str]) -> float:
     """The time limit of a git call; PROXIMITY_GIT_TIMEOUT (seconds) overrides all."""
     env = os.environ.get("PROXIMITY_GIT_TIMEOUT")
@@ -97,6 +100,8 @@ def git(
     raises GitTimeout."""
     cmd = ["git", "-c", "core.quotePath=false", "-c", "advice.addEmbeddedRepo=false", *args]
     limit = timeout if timeout is not None else time_limit(args)
+    name = args[0] if args else ""
+    CALLS[name] = CALLS.get(name, 0) + 1
     try:
         p = subprocess.Popen(cmd, cwd=cwd, env=clean_env(env), stdin=subprocess.PIPE
                              if input is not None else subprocess.DEVNULL,

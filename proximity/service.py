@@ -374,7 +374,8 @@ class Service:
                 "file_events": self.file_events, "scans": air.scans if air else 0,
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
-                "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered)}
+                "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered),
+                "git_calls": _git_calls()}
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
@@ -528,6 +529,13 @@ def _read_request(conn: socket.socket) -> dict[str, Any] | None:
     except ValueError:
         return None
     return msg if isinstance(msg, dict) else None
+
+
+def _git_calls() -> dict[str, int]:
+    """git subcommands this process ran, by name (what a verdict cost: tests read it)."""
+    from proximity import gitio
+
+    return dict(gitio.CALLS)
 
 
 def _rss_kb() -> int | None:

@@ -412,3 +412,49 @@ def test_a_forced_add_of_an_ignored_file_is_in_the_commit_verdict(pair_of_repos)
     assert "ADVISORY with worktree 'b'" in inproc.stderr
     assert "ADVISORY with worktree 'b'" in hot.stderr
     assert svc.answered()["hook"] == 2
+
+
+def git_calls(r: Repo) -> dict[str, int]:
+    st = service_state(r.common).get("status")
+    return dict(st["git_calls"]) if isinstance(st, dict) else {}
+
+
+def settle(r: Repo) -> None:
+    """Until the service has no work queued (its background rescans are done)."""
+    def idle() -> bool:
+        st = service_state(r.common).get("status")
+        return isinstance(st, dict) and not st["busy"]
+    time.sleep(0.8)
+    wait_for(idle)
+
+
+def test_a_push_of_an_already_judged_commit_reuses_its_pairs(pair_of_repos):
+    """Issue 12: the pushed commit is the state the service judged at the commit (its
+    post-commit snapshot): same verdict as in process, and no merge-tree at all (the
+    pairs' channel results are found by their content key; right-of-way from HEAD)."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+    out: dict[str, list[subprocess.CompletedProcess[str]]] = {}
+    cost: list[int] = []
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        for w, msg in ((r.a, "a commits"), (r.b, "b commits")):
+            git(w, "add", "f.txt")
+            subprocess.run(["git", "commit", "-q", "-m", msg], cwd=w, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, **env}, check=False)
+        if r is svc:
+            settle(svc)
+            before = git_calls(svc).get("merge-tree", 0)
+        runs = [subprocess.run(["git", "push", "-q", "origin", branch], cwd=w,
+                               capture_output=True, text=True, timeout=120,
+                               env={**os.environ, **env})
+                for w, branch in ((r.a, "feat/a"), (r.b, "feat/b"))]
+        if r is svc:
+            cost.append(git_calls(svc).get("merge-tree", 0) - before)
+        out[name] = runs
+    assert svc.answered()["hook_fallback"] == 0
+    for got_svc, got_inp in zip(out["svc"], out["inp"], strict=True):
+        assert got_svc.returncode == got_inp.returncode, (got_svc.stderr, got_inp.stderr)
+        assert norm(got_svc.stderr, svc) == norm(got_inp.stderr, inp)
+    assert sorted(p.returncode for p in out["svc"]) == [0, 1]  # the yielding push blocked
+    assert cost == [0]
