@@ -474,6 +474,37 @@ class Repo:
             with contextlib.suppress(FatalError, OSError):  # housekeeping never fails it
                 self.pack_loose_objects()
 
+    def snapshot_paths(self, wt: WorktreeInfo, paths: Sequence[str], keep: bool) -> str:
+        """The tree of `add -A` over the worktree when only ``paths`` (relative: files or
+        directories, existing or deleted) changed since its shadow index was written: the
+        shadow plus `add -A -- <paths>` (literal pathspecs). ``keep``: the result becomes
+        the shadow (else it is left as it was). The caller knows the rest is unchanged
+        (the resident service's watcher) and that none of ``paths`` is a large file."""
+        shadow = os.path.join(self.ecm_dir, "index", f"{safe_name(wt.id)}.idx")
+        tmp = os.path.join(self.ecm_dir, "index",
+                           f".{safe_name(wt.id)}.{os.getpid()}.{os.urandom(4).hex()}")
+        try:
+            _copy(shadow, tmp)
+            env = {"GIT_INDEX_FILE": tmp}
+            here = [p for p in paths if os.path.lexists(os.path.join(wt.path, p))]
+            gone = [p for p in paths if p not in set(here)]
+            if gone:  # a deleted path is named only when the index has it (or under it)
+                out = git(["ls-files", "-z", "--", *(":(literal)" + p for p in gone)],
+                          cwd=wt.path, env=env).stdout.decode("utf-8", "surrogateescape")
+                had = [q for q in out.split("\0") if q]
+                here += [p for p in gone if any(q == p or q.startswith(p + "/") for q in had)]
+            if here:
+                git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                     "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                    input=b"".join(b":(literal)" + _b(p) + b"\0" for p in here))
+            tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+            if keep:
+                os.replace(tmp, shadow)
+            return tree
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
     def index_tree(self, index_file: str, cwd: str) -> str:
         """The tree an index file holds (`git write-tree`), from a private copy: the
         index itself is never written."""

@@ -141,6 +141,7 @@ class Service:
         self.code = client.code_stamp()  # the code this process runs (read at its start)
         self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
         self.rewatched = 0
+        self.rewatch_seen = 1  # the first watch is the baseline's
 
     # -- threads ------------------------------------------------------------------------
     def put(self, job: Job, priority: int) -> None:
@@ -219,6 +220,7 @@ class Service:
                 by_wt.setdefault(wid, []).append(os.path.relpath(p, roots[wid]))
         ids = set()
         for wid, rels in by_wt.items():
+            self.air.note_files(wid, rels)
             try:
                 skip = fswatch.ignored(roots[wid], rels)
             except Exception:
@@ -292,10 +294,20 @@ class Service:
                 roots_seen = roots
                 self.watcher.set_roots(fswatch.top_roots(roots.values()))
 
+    def _watch_gaps(self) -> None:
+        """Worker thread: after the watcher restarted (new roots, an error), what changed
+        meanwhile is unknown: no snapshot may start from the paths it reported."""
+        assert self.air is not None
+        if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \
+                or self.watcher.error:
+            self.rewatch_seen = self.rewatched
+            self.air.forget_files()
+
     def _background(self, first: Job) -> dict[str, Any]:
         """Every queued background job at once: re-snapshot what changed, rescan the
         pairs of the worktrees concerned, send the messages of rising advisories."""
         assert self.air is not None
+        self._watch_gaps()
         jobs, keep = [first], []
         while True:
             try:
@@ -318,6 +330,7 @@ class Service:
                 rescan.add(agent)
             elif job.op == "rewatch":
                 dirty |= set(self.air.paths)
+                self.air.forget_files()
         self.air.dirty |= dirty
         self.air.changed(dirty | rescan, dirty=False)
         for job in jobs[1:]:
@@ -332,6 +345,7 @@ class Service:
             # no watcher (too many directories for inotify, a vanished root): nothing
             # tells which worktree changed, so every one is read again
             self.air.dirty |= set(self.air.paths)
+        self._watch_gaps()
         synced = (job.op == "judge" or (job.op == "hook" and job.msg.get("stage") != "snapshot")
                   ) and self.sync()
         job.msg["synced"] = synced
@@ -375,7 +389,7 @@ class Service:
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
                 "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered),
-                "git_calls": _git_calls()}
+                "git_calls": _git_calls(), "partial_snapshots": air.partials if air else 0}
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:

@@ -458,3 +458,35 @@ def test_a_push_of_an_already_judged_commit_reuses_its_pairs(pair_of_repos):
         assert norm(got_svc.stderr, svc) == norm(got_inp.stderr, inp)
     assert sorted(p.returncode for p in out["svc"]) == [0, 1]  # the yielding push blocked
     assert cost == [0]
+
+
+def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
+    """Issue 12: the pre-commit snapshots only the paths the watcher reported (after the
+    sync cookie) over the worktree's shadow index: a modified file, an untracked new file
+    and a deletion, written and committed at once, give the same verdict as in process."""
+    svc, inp = pair_of_repos()
+    for r in (svc, inp):
+        edit(r.b / "f.txt", 12, 18, "from b")
+        edit(r.b / "g.txt", 5, 6, "from b")
+        (r.b / "new.txt").write_text("b's new file\n" * 5)
+        r.snapshot_all()
+    start(svc)
+    settle(svc)
+    partials = service_state(svc.common)["status"]["partial_snapshots"]
+    out = {}
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        edit(r.a / "f.txt", 10, 20, "from a")
+        (r.a / "new.txt").write_text("a's new file\n" * 5)
+        (r.a / "g.txt").unlink()
+        out[name] = subprocess.run(
+            ["sh", "-c", "git add -A && git commit -q -m 'a at once'"], cwd=r.a,
+            capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    assert out["svc"].returncode == out["inp"].returncode == 0
+    assert norm(out["svc"].stderr, svc) == norm(out["inp"].stderr, inp)
+    text = out["svc"].stderr
+    assert "ADVISORY with worktree 'b'" in text
+    for path in ("f.txt", "new.txt", "g.txt"):  # the edit, the new file, the deletion
+        assert path in text, (path, text)
+    st = service_state(svc.common)["status"]
+    assert st["answered"]["hook_fallback"] == 0
+    assert st["partial_snapshots"] > partials  # the commit's state: from the paths only
