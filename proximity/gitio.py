@@ -915,6 +915,8 @@ def _tree_diff_ids(cwd: str, old: str, new: str, paths: tuple[str, ...]) -> str:
 
 def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
     """Start a git command without waiting for it (see git_finish)."""
+    name = args[0] if args else ""
+    CALLS[name] = CALLS.get(name, 0) + 1
     try:
         return subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
                                 env=clean_env(), stdin=subprocess.DEVNULL,

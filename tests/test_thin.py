@@ -490,3 +490,34 @@ def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
     st = service_state(svc.common)["status"]
     assert st["answered"]["hook_fallback"] == 0
     assert st["partial_snapshots"] > partials  # the commit's state: from the paths only
+
+
+def test_a_repeated_deny_check_reuses_the_siblings_diff(pair_of_repos):
+    """Issue 13: the service keeps a sibling's parsed diff by the file's content: the
+    same deny again runs no `git diff`, and a new save of that file is diffed again."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+
+    def check(r: Repo, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "proximity", "check", "f.txt:12-13",
+                               "--json"], cwd=r.a, capture_output=True, text=True,
+                              timeout=120, env={**os.environ, **env})
+
+    first = check(svc, on())
+    diffs = git_calls(svc).get("diff", 0)
+    again = check(svc, on())
+    assert git_calls(svc).get("diff", 0) == diffs  # nothing diffed again
+    want = check(inp, off())
+    for got in (first, again):
+        assert got.returncode == want.returncode == 1
+        assert got.stdout.replace(str(svc.root), "<root>") == \
+            want.stdout.replace(str(inp.root), "<root>")
+    for r in (svc, inp):
+        edit(r.b / "f.txt", 30, 31, "b again")
+    moved = check(svc, on())
+    assert git_calls(svc).get("diff", 0) > diffs
+    assert moved.stdout.replace(str(svc.root), "<root>") == \
+        check(inp, off()).stdout.replace(str(inp.root), "<root>")
+    assert json.loads(moved.stdout)["decision"] == "deny"
+    assert svc.answered()["check"] == 3
