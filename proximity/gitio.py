@@ -695,6 +695,19 @@ class Repo:
         except Exception:
             return False
 
+    def steps_alike(self, old: str, new: str, other: str) -> bool:
+        """Whether ``new`` has the same merge bases with ``other`` as ``old`` has: it is
+        ``old``, or a commit whose only parent is ``old`` that ``other`` does not contain
+        (its ancestors are then itself and ``old``'s). False when unsure."""
+        if new == old:
+            return True
+        try:
+            c = self.pg[new]
+            return ([str(p) for p in c.parent_ids] == [old] and new != other
+                    and not self.pg.descendant_of(other, new))
+        except Exception:
+            return False
+
     def has_object(self, oid: str) -> bool:
         try:
             return oid in self.pg

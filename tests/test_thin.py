@@ -521,3 +521,33 @@ def test_a_repeated_deny_check_reuses_the_siblings_diff(pair_of_repos):
         check(inp, off()).stdout.replace(str(inp.root), "<root>")
     assert json.loads(moved.stdout)["decision"] == "deny"
     assert svc.answered()["check"] == 3
+
+
+def test_a_push_right_after_the_commit_reuses_what_the_pre_commit_judged(pair_of_repos):
+    """Issue 12: `git commit` then `git push` at once: the pushed commit is the tree the
+    pre-commit judged, on a commit whose only parent is the HEAD it was judged on: same
+    merge bases, same trees, so its pairs' channel results are reused (no merge-tree)
+    and the verdict is the in-process one."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+    settle(svc)
+    out, cost = {}, []
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        git(r.a, "add", "f.txt")
+        commit = subprocess.run(["git", "commit", "-q", "-m", "a commits"], cwd=r.a,
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, **env})
+        before = git_calls(svc).get("merge-tree", 0)
+        push = subprocess.run(["git", "push", "-q", "origin", "feat/a"], cwd=r.a,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **env})
+        if r is svc:
+            cost.append(git_calls(svc).get("merge-tree", 0) - before)
+        out[name] = (commit, push)
+    for got_svc, got_inp in zip(out["svc"], out["inp"], strict=True):
+        assert got_svc.returncode == got_inp.returncode, (got_svc.stderr, got_inp.stderr)
+        assert norm(got_svc.stderr, svc) == norm(got_inp.stderr, inp)
+    assert "ADVISORY with worktree 'b'" in out["svc"][1].stderr
+    assert svc.answered()["hook_fallback"] == 0
+    assert cost == [0]
