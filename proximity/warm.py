@@ -7,6 +7,7 @@ changed and judges with the very functions the in-process hook uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -143,17 +144,20 @@ class Airspace:
                 if index and wt.id == focus:
                     since = self._paths_since(wt, index) if partial else None
                     if since is not None:
-                        self.partials += 1
-                        return repo.snapshot_paths(wt, since, keep=False)
+                        with contextlib.suppress(FatalError):  # e.g. a path in a submodule
+                            tree = repo.snapshot_paths(wt, since, keep=False)
+                            self.partials += 1
+                            return tree
                     return repo.snapshot_tree(wt, index)
                 since = self._paths_since(wt, None) if partial else None
                 self.touched[wt.id] = None
                 if since is not None:
-                    tree = repo.snapshot_paths(wt, since, keep=True)
-                    self.shadow_stat[wt.id] = _stat(self._shadow(wt.id))
-                    self.touched[wt.id] = set()
-                    self.partials += 1
-                    return tree
+                    with contextlib.suppress(FatalError):
+                        tree = repo.snapshot_paths(wt, since, keep=True)
+                        self.shadow_stat[wt.id] = _stat(self._shadow(wt.id))
+                        self.touched[wt.id] = set()
+                        self.partials += 1
+                        return tree
                 if _stat(self._shadow(wt.id)) != self.shadow_stat.get(wt.id):
                     self.start_trees.pop(wt.id, None)  # someone else's snapshot since
                 # from the user's index when the tree it holds is not known yet (then it is)
