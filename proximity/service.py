@@ -142,6 +142,7 @@ class Service:
         self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
         self.rewatched = 0
         self.rewatch_seen = 1  # the first watch is the baseline's
+        self.last_ms: dict[str, float] = {}  # the last request of each kind took (ms)
 
     # -- threads ------------------------------------------------------------------------
     def put(self, job: Job, priority: int) -> None:
@@ -279,7 +280,10 @@ class Service:
             self.working = True
             self.background_since = time.monotonic() if prio > 0 else None
             try:
+                t0 = time.perf_counter()
                 job.answer = self._background(job) if prio > 0 else self._do(job)
+                what = f"{job.op}:{job.msg.get('stage', '')}" if prio == 0 else "background"
+                self.last_ms[what] = round((time.perf_counter() - t0) * 1000, 1)
             except Exception as e:  # one bad request never takes the service down
                 job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
                 if os.environ.get("PROXIMITY_DEBUG"):
@@ -389,7 +393,8 @@ class Service:
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
                 "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered),
-                "git_calls": _git_calls(), "partial_snapshots": air.partials if air else 0}
+                "git_calls": _git_calls(), "partial_snapshots": air.partials if air else 0,
+                "last_ms": dict(self.last_ms)}
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
