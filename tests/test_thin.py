@@ -551,3 +551,28 @@ def test_a_push_right_after_the_commit_reuses_what_the_pre_commit_judged(pair_of
     assert "ADVISORY with worktree 'b'" in out["svc"][1].stderr
     assert svc.answered()["hook_fallback"] == 0
     assert cost == [0]
+
+
+def test_the_commit_after_an_instant_pre_commit_records_the_committed_tree(pair_of_repos):
+    """The pre-commit's snapshot of the commit's index is not the worktree's warm state:
+    the post-commit that follows must not record the state from before the edit."""
+    svc, _ = pair_of_repos()
+    svc.snapshot_all()
+    start(svc)
+    settle(svc)
+    edit(svc.a / "f.txt", 10, 20, "from a")
+    (svc.a / "new.txt").write_text("new\n")
+    subprocess.run(["sh", "-c", "git add -A && git commit -q -m 'a at once'"], cwd=svc.a,
+                   check=True, capture_output=True, timeout=120, env={**os.environ, **on()})
+    head_tree = git(svc.a, "rev-parse", "HEAD^{tree}").stdout.strip()
+
+    def recorded() -> bool:
+        led = Ledger(os.path.join(svc.common, "ecm"))
+        try:
+            ev = next(e for e in led.events("a", 20) if e.kind == "commit")
+        except StopIteration:
+            return False
+        finally:
+            led.close()
+        return ev.tree == head_tree
+    wait_for(recorded, timeout=20)
