@@ -9,7 +9,9 @@ judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMIT
 once right after the file was written and staged, once as an agent commits (the edit saved
 a while before: the service has seen it; then `git add`, `git commit`);
 `git switch` of the main checkout between two branches; `git push` of a branch that
-collides with nobody to a bare remote; a 10-commit `git rebase`. Then the time from a file
+collides with nobody to a bare remote (`push`: of a commit made with hooks off, a state the
+service never judged; `push_committed`: right after a `git commit` through the variant's own
+hooks, an agent's commit-then-push); a 10-commit `git rebase`. Then the time from a file
 save in one worktree to the message in the other's inbox (no git command), median and p95,
 and the service's resident memory (peak by /usr/bin/time -v, current by /proc).
 
@@ -112,6 +114,19 @@ def push_once(wt: str, branch: str) -> Callable[[str, list[str], dict[str, str],
             f.write(f"push {name} {i}\n")
         subprocess.run(["git", *NO_HOOKS, "commit", "-qam", f"p {name} {i}"], cwd=wt, env=ENV,
                        check=True)
+        return timed(["git", *extra, "push", "-q", "origin", branch], wt, env)
+    return one
+
+
+def push_committed(wt: str, branch: str
+                   ) -> Callable[[str, list[str], dict[str, str], int], float]:
+    """An agent's flow: `git commit` through the variant's hooks (not timed), then at once
+    the timed `git push`."""
+    def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
+        with open(os.path.join(wt, "bench.txt"), "a") as f:
+            f.write(f"pushc {name} {i}\n")
+        subprocess.run(["git", *extra, "commit", "-qam", f"pc {name} {i}"], cwd=wt, env=env,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return timed(["git", *extra, "push", "-q", "origin", branch], wt, env)
     return one
 
@@ -258,6 +273,7 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
                                                 commit_settled(wt))
             row["switch"] = interleaved(runs, names[:3], switch_once(main))
             row["push"] = interleaved(runs, names[:3], push_once(wt, "agent0"))
+            row["push_committed"] = interleaved(runs, names[:3], push_committed(wt, "agent0"))
             row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
             row["save_to_inbox"] = save_to_inbox(root, common, trials)
         st = request(common, {"op": "status"})
@@ -270,7 +286,7 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
             for line in fh:
                 if "Maximum resident set size" in line:
                     row["service_rss_peak_mib"] = round(int(line.split()[-1]) / 1024, 1)
-        for k in ("commit", "commit_settled", "switch", "push", "rebase10"):
+        for k in ("commit", "commit_settled", "switch", "push", "push_committed", "rebase10"):
             if k not in row:
                 continue
             b = row[k]["bare"]

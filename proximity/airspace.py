@@ -361,6 +361,39 @@ def _channel_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str |
             facts.defer_cold_graph)
 
 
+def _content_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | None,
+                 base_tree: str, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The pair's channel inputs by content: both trees and the merge base, not the
+    commits the states sit on (see _kept_by_content). None: local states only."""
+    if a.remote or b.remote or not (a.head and b.head and a.snapshot and b.snapshot):
+        return None
+    def state(x: Agent) -> tuple[Any, ...]:
+        return (x.id, x.tree, x.operation, x.error)
+
+    return ("pair-content", state(a), state(b), base, base_tree, _work(wa), _work(wb),
+            key[-2], key[-1])
+
+
+def _kept_by_content(repo: gitio.Repo, memo: dict[Any, Any], content: tuple[Any, ...],
+                     a: Agent, b: Agent) -> Any:
+    """The channel results of the same trees over the same merge bases, judged with one
+    side's HEAD a step back: the state a pre-commit judged (tree on the old HEAD) is the
+    state pushed (that tree as a commit on it), and the channels read the trees and what
+    git's merge of the two states sees (their trees and merge bases; a snapshot commit
+    is its tree on its HEAD). Exact: only when the other side's HEAD is the same and
+    this side's new HEAD is a commit whose only parent is the old one, not contained in
+    the other side (then both HEADs have the same merge bases with it)."""
+    got = memo.get(content)
+    if got is None:
+        return None
+    ha, hb, kept = got
+    assert a.head and b.head
+    if (hb == b.head and repo.steps_alike(ha, a.head, b.head)) or (
+            ha == a.head and repo.steps_alike(hb, b.head, a.head)):
+        return kept
+    return None
+
+
 def _work(w: WorkingSet) -> tuple[Any, ...]:
     """A working set's weights and intents as a key (its files follow from the trees)."""
     return (tuple(sorted(w.weights.items())),
@@ -386,12 +419,18 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     key = _channel_key(a, b, wa, wb, base, base_tree, all_agents, facts) \
         if facts.memo is not None else None
     kept = facts.memo.get(key) if facts.memo is not None else None
+    content = _content_key(a, b, wa, wb, base, base_tree, key) \
+        if facts.memo is not None and key is not None else None
+    if kept is None and content is not None and facts.memo is not None:
+        kept = _kept_by_content(repo, facts.memo, content, a, b)
     if kept is not None:
         values, findings = dict(kept[0]), list(kept[1])
     else:
         values, findings = channels.run_all(ev)
         if facts.memo is not None:
             facts.memo[key] = (dict(values), tuple(findings))
+            if content is not None:
+                facts.memo[content] = (a.head, b.head, facts.memo[key])
     r = risk.combine(values, cfg.weights, cfg.tau_ra) if conc else 0.0
     adv = risk.band(r, cfg.tau_ta, cfg.tau_ra)
     in_progress = {x.id: x.operation for x in (a, b) if x.operation}

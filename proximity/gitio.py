@@ -71,6 +71,9 @@ CALL_CLASS = {"add": "snapshot", "write-tree": "snapshot", "merge-tree": "merge"
               "prune-packed": "snapshot"}
 
 
+CALLS: dict[str, int] = {}  # git subcommand -> calls made by this process (service status)
+
+
 def time_limit(args: Sequence[str]) -> float:
     """The time limit of a git call; PROXIMITY_GIT_TIMEOUT (seconds) overrides all."""
     env = os.environ.get("PROXIMITY_GIT_TIMEOUT")
@@ -97,6 +100,8 @@ def git(
     raises GitTimeout."""
     cmd = ["git", "-c", "core.quotePath=false", "-c", "advice.addEmbeddedRepo=false", *args]
     limit = timeout if timeout is not None else time_limit(args)
+    name = args[0] if args else ""
+    CALLS[name] = CALLS.get(name, 0) + 1
     try:
         p = subprocess.Popen(cmd, cwd=cwd, env=clean_env(env), stdin=subprocess.PIPE
                              if input is not None else subprocess.DEVNULL,
@@ -469,6 +474,37 @@ class Repo:
             with contextlib.suppress(FatalError, OSError):  # housekeeping never fails it
                 self.pack_loose_objects()
 
+    def snapshot_paths(self, wt: WorktreeInfo, paths: Sequence[str], keep: bool) -> str:
+        """The tree of `add -A` over the worktree when only ``paths`` (relative: files or
+        directories, existing or deleted) changed since its shadow index was written: the
+        shadow plus `add -A -- <paths>` (literal pathspecs). ``keep``: the result becomes
+        the shadow (else it is left as it was). The caller knows the rest is unchanged
+        (the resident service's watcher) and that none of ``paths`` is a large file."""
+        shadow = os.path.join(self.ecm_dir, "index", f"{safe_name(wt.id)}.idx")
+        tmp = os.path.join(self.ecm_dir, "index",
+                           f".{safe_name(wt.id)}.{os.getpid()}.{os.urandom(4).hex()}")
+        try:
+            _copy(shadow, tmp)
+            env = {"GIT_INDEX_FILE": tmp}
+            here = [p for p in paths if os.path.lexists(os.path.join(wt.path, p))]
+            gone = [p for p in paths if p not in set(here)]
+            if gone:  # a deleted path is named only when the index has it (or under it)
+                out = git(["ls-files", "-z", "--", *(":(literal)" + p for p in gone)],
+                          cwd=wt.path, env=env).stdout.decode("utf-8", "surrogateescape")
+                had = [q for q in out.split("\0") if q]
+                here += [p for p in gone if any(q == p or q.startswith(p + "/") for q in had)]
+            if here:
+                git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                     "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                    input=b"".join(b":(literal)" + _b(p) + b"\0" for p in here))
+            tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+            if keep:
+                os.replace(tmp, shadow)
+            return tree
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
     def index_tree(self, index_file: str, cwd: str) -> str:
         """The tree an index file holds (`git write-tree`), from a private copy: the
         index itself is never written."""
@@ -656,6 +692,19 @@ class Repo:
             return True
         try:
             return bool(self.pg.descendant_of(desc, anc))
+        except Exception:
+            return False
+
+    def steps_alike(self, old: str, new: str, other: str) -> bool:
+        """Whether ``new`` has the same merge bases with ``other`` as ``old`` has: it is
+        ``old``, or a commit whose only parent is ``old`` that ``other`` does not contain
+        (its ancestors are then itself and ``old``'s). False when unsure."""
+        if new == old:
+            return True
+        try:
+            c = self.pg[new]
+            return ([str(p) for p in c.parent_ids] == [old] and new != other
+                    and not self.pg.descendant_of(other, new))
         except Exception:
             return False
 
@@ -884,6 +933,8 @@ def _tree_diff_ids(cwd: str, old: str, new: str, paths: tuple[str, ...]) -> str:
 
 def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
     """Start a git command without waiting for it (see git_finish)."""
+    name = args[0] if args else ""
+    CALLS[name] = CALLS.get(name, 0) + 1
     try:
         return subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
                                 env=clean_env(), stdin=subprocess.DEVNULL,

@@ -9,6 +9,7 @@ new code uses (its last recorded state: a tree-to-tree diff).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -162,6 +163,19 @@ def new_uses(diff_text: str, names: list[str], skip: str) -> list[checker.Use]:
     return found[:10]
 
 
+# Parsed diffs of a worktree's file against a base blob, by the file's content: a process
+# that answers many checks (the resident service) diffs a sibling's file once per state.
+DIFFS: dict[tuple[str, str | None, str, bytes | None], hunks.FileDiff | None] = {}
+DIFF_ENTRIES = 4096
+
+
+def _diff_key(wpath: str, base: str | None, path: str, data: bytes | None
+              ) -> tuple[str, str | None, str, bytes | None]:
+    import hashlib
+
+    return (wpath, base, path, None if data is None else hashlib.sha1(data).digest())
+
+
 def _recorded(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
     """The sibling's last recorded working tree, else its HEAD."""
     ev = None
@@ -214,18 +228,26 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
                  **dict(zip(wanted, blobs, strict=True))}
     sides = [(w.id, w.path, bases[w.id]) for w in siblings] + [
         ("", me.path, b or None) for b in distinct]
-    todo = []
+    todo, keys = [], []
+    diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
     for key, wpath, base in sides:
         for p in paths:
             live = os.path.join(wpath, p)
-            data = _read_bytes(live)
+            data = raw = _read_bytes(live)
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
             if data != base_blob[base, p] and not (
                     os.path.exists(live) and _ignored_new(wpath, p, base_blob[base, p])):
+                ck = _diff_key(wpath, base, p, raw)
+                if ck in DIFFS:  # this very file against this very base: diffed before
+                    hit = DIFFS[ck]
+                    if hit is not None:
+                        diffs.setdefault((key, base), {})[p] = hit
+                    continue
                 todo.append((key, wpath, base, p))
-    diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
-    with tempfile.TemporaryDirectory(prefix="proximity-check-") as tmp:
+                keys.append(ck)
+    with (tempfile.TemporaryDirectory(prefix="proximity-check-") if todo
+          else contextlib.nullcontext("")) as tmp:
         olds: dict[tuple[str | None, str], str] = {}
         for n, ((b, p), data) in enumerate(base_blob.items()):
             if data is not None and any(t[2] == b and t[3] == p for t in todo):
@@ -236,10 +258,17 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
             olds.get((base, p), os.devnull),
             live if os.path.exists(live := os.path.join(wpath, p)) else os.devnull), wpath)
             for _, wpath, base, p in todo])
-    for (key, _, base, p), text in zip(todo, texts, strict=True):
+    if len(DIFFS) + len(todo) > DIFF_ENTRIES:
+        DIFFS.clear()
+    for (key, wpath, base, p), text, ck in zip(todo, texts, keys, strict=True):
         parsed = hunks.parse((text or b"").decode("utf-8", "replace"))
+        got = None
         for d in parsed.values():
-            diffs.setdefault((key, base), {})[p] = d
+            diffs.setdefault((key, base), {})[p] = got = d
+        # kept when git answered about the content read (not a save made meanwhile)
+        if text is not None and _diff_key(wpath, base, p,
+                                          _read_bytes(os.path.join(wpath, p))) == ck:
+            DIFFS[ck] = got
     theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
     # 3. symbols defined in the requested lines, used by a sibling's new code: its work as

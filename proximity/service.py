@@ -141,6 +141,8 @@ class Service:
         self.code = client.code_stamp()  # the code this process runs (read at its start)
         self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
         self.rewatched = 0
+        self.rewatch_seen = 1  # the first watch is the baseline's
+        self.last_ms: dict[str, float] = {}  # the last request of each kind took (ms)
 
     # -- threads ------------------------------------------------------------------------
     def put(self, job: Job, priority: int) -> None:
@@ -219,6 +221,7 @@ class Service:
                 by_wt.setdefault(wid, []).append(os.path.relpath(p, roots[wid]))
         ids = set()
         for wid, rels in by_wt.items():
+            self.air.note_files(wid, rels)
             try:
                 skip = fswatch.ignored(roots[wid], rels)
             except Exception:
@@ -277,7 +280,10 @@ class Service:
             self.working = True
             self.background_since = time.monotonic() if prio > 0 else None
             try:
+                t0 = time.perf_counter()
                 job.answer = self._background(job) if prio > 0 else self._do(job)
+                what = f"{job.op}:{job.msg.get('stage', '')}" if prio == 0 else "background"
+                self.last_ms[what] = round((time.perf_counter() - t0) * 1000, 1)
             except Exception as e:  # one bad request never takes the service down
                 job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
                 if os.environ.get("PROXIMITY_DEBUG"):
@@ -292,10 +298,20 @@ class Service:
                 roots_seen = roots
                 self.watcher.set_roots(fswatch.top_roots(roots.values()))
 
+    def _watch_gaps(self) -> None:
+        """Worker thread: after the watcher restarted (new roots, an error), what changed
+        meanwhile is unknown: no snapshot may start from the paths it reported."""
+        assert self.air is not None
+        if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \
+                or self.watcher.error:
+            self.rewatch_seen = self.rewatched
+            self.air.forget_files()
+
     def _background(self, first: Job) -> dict[str, Any]:
         """Every queued background job at once: re-snapshot what changed, rescan the
         pairs of the worktrees concerned, send the messages of rising advisories."""
         assert self.air is not None
+        self._watch_gaps()
         jobs, keep = [first], []
         while True:
             try:
@@ -318,6 +334,7 @@ class Service:
                 rescan.add(agent)
             elif job.op == "rewatch":
                 dirty |= set(self.air.paths)
+                self.air.forget_files()
         self.air.dirty |= dirty
         self.air.changed(dirty | rescan, dirty=False)
         for job in jobs[1:]:
@@ -332,6 +349,7 @@ class Service:
             # no watcher (too many directories for inotify, a vanished root): nothing
             # tells which worktree changed, so every one is read again
             self.air.dirty |= set(self.air.paths)
+        self._watch_gaps()
         synced = (job.op == "judge" or (job.op == "hook" and job.msg.get("stage") != "snapshot")
                   ) and self.sync()
         job.msg["synced"] = synced
@@ -374,7 +392,9 @@ class Service:
                 "file_events": self.file_events, "scans": air.scans if air else 0,
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
-                "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered)}
+                "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered),
+                "git_calls": _git_calls(), "partial_snapshots": air.partials if air else 0,
+                "last_ms": dict(self.last_ms)}
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
@@ -528,6 +548,13 @@ def _read_request(conn: socket.socket) -> dict[str, Any] | None:
     except ValueError:
         return None
     return msg if isinstance(msg, dict) else None
+
+
+def _git_calls() -> dict[str, int]:
+    """git subcommands this process ran, by name (what a verdict cost: tests read it)."""
+    from proximity import gitio
+
+    return dict(gitio.CALLS)
 
 
 def _rss_kb() -> int | None:

@@ -7,7 +7,9 @@ changed and judges with the very functions the in-process hook uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +44,10 @@ class Airspace:
         self.last_scan_seconds = 0.0
         self.start_trees: dict[str, str] = {}  # the index tree each warm snapshot began at
         self.shadow_stat: dict[str, tuple[int, int, int] | None] = {}
+        # paths the watcher reported per worktree since its shadow index was written by
+        # this service (None: not known -- the next snapshot reads the whole worktree)
+        self.touched: dict[str, set[str] | None] = {}
+        self.partials = 0  # snapshots made from the touched paths only (status, tests)
         self.policy_key: tuple[object, ...] = ()
         self.policy_read = 0.0
 
@@ -97,8 +103,8 @@ class Airspace:
                      operation=gitio.operation_in_progress(wt.admin) if wt.admin else None)
 
     def agents_now(self, focus: str | None = None, index: str | None = None,
-                   same_files: str | None = None, synced: bool = False
-                   ) -> tuple[list[Agent], list[str]]:
+                   same_files: str | None = None, synced: bool = False,
+                   partial: bool | None = None) -> tuple[list[Agent], list[str]]:
         """Every live worktree's state now: cached snapshots where nothing changed, fresh
         ones for changed worktrees and the focus (from ``index`` when given: the index a
         commit is being made from; that state is not kept). ``same_files``: a worktree
@@ -106,7 +112,10 @@ class Airspace:
         its snapshot tree. ``synced``: the watcher has reported every change made before
         this request (see service.Service.sync), so the focus keeps its warm snapshot
         when no file of it changed and ``index`` holds the tree the warm snapshot started
-        from (what `add -A` gives from either index is then the same tree)."""
+        from (what `add -A` gives from either index is then the same tree).
+        ``partial``: a changed worktree may be snapshotted from the paths the watcher
+        reported (_paths_since) -- by default when ``synced``; background rescans may
+        (a change not reported yet is read by the rescan its report starts)."""
         from concurrent.futures import ThreadPoolExecutor
         from dataclasses import replace
 
@@ -127,12 +136,28 @@ class Airspace:
                     or (wt.id == focus and not (synced and self._warm_focus(wt, index)))):
                 need.append(wt)
         self.dirty -= {wt.id for wt in need}
+        partial = synced if partial is None else partial
         starts: dict[str, list[str]] = {}
 
         def tree_of(wt: gitio.WorktreeInfo) -> str | Exception:
             try:
                 if index and wt.id == focus:
+                    since = self._paths_since(wt, index) if partial else None
+                    if since is not None:
+                        with contextlib.suppress(FatalError):  # e.g. a path in a submodule
+                            tree = repo.snapshot_paths(wt, since, keep=False)
+                            self.partials += 1
+                            return tree
                     return repo.snapshot_tree(wt, index)
+                since = self._paths_since(wt, None) if partial else None
+                self.touched[wt.id] = None
+                if since is not None:
+                    with contextlib.suppress(FatalError):
+                        tree = repo.snapshot_paths(wt, since, keep=True)
+                        self.shadow_stat[wt.id] = _stat(self._shadow(wt.id))
+                        self.touched[wt.id] = set()
+                        self.partials += 1
+                        return tree
                 if _stat(self._shadow(wt.id)) != self.shadow_stat.get(wt.id):
                     self.start_trees.pop(wt.id, None)  # someone else's snapshot since
                 # from the user's index when the tree it holds is not known yet (then it is)
@@ -141,6 +166,8 @@ class Airspace:
                 self.shadow_stat[wt.id] = _stat(self._shadow(wt.id))
                 if starts[wt.id]:
                     self.start_trees[wt.id] = starts[wt.id][0]
+                if self.shadow_stat[wt.id] is not None:
+                    self.touched[wt.id] = set()  # the watcher's paths count from here
                 return tree
             except (FatalError, OSError) as e:
                 return e
@@ -191,6 +218,11 @@ class Airspace:
         start = self.start_trees.get(wt.id)
         if not start or _stat(self._shadow(wt.id)) != self.shadow_stat.get(wt.id):
             return False
+        return self._same_add(wt, index, start)
+
+    def _same_add(self, wt: gitio.WorktreeInfo, index: str, start: str) -> bool:
+        """Whether `add -A` over the same files gives the same tree from ``index`` as
+        from an index holding ``start`` (see _warm_focus)."""
         repo = self.ctx.repo
         try:
             now = repo.index_tree(index, wt.path)
@@ -204,6 +236,63 @@ class Airspace:
             return not differ or not _ignored(wt.path, differ)
         except Exception:
             return False
+
+    def note_files(self, wid: str, rels: list[str]) -> None:
+        """The watcher reported these paths (relative to worktree ``wid``) changed."""
+        got = self.touched.get(wid)
+        if got is not None:
+            got.update(rels)
+            if len(got) > TOUCHED_MAX:
+                self.touched[wid] = None  # a checkout, a build: read the whole worktree
+
+    def forget_files(self) -> None:
+        """The watcher may have missed changes (restarted, not watching): every next
+        snapshot reads its whole worktree."""
+        self.touched = dict.fromkeys(self.touched)
+
+    def _paths_since(self, wt: gitio.WorktreeInfo, index: str | None) -> list[str] | None:
+        """The paths to `add -A` over the worktree's shadow index for the tree a whole
+        `add -A` would give now (from ``index``, the index of a commit being made, else
+        from the user's index), or None: snapshot the whole worktree. Only when the shadow
+        is the one this service last wrote, the watcher has named every path changed
+        since (few: TOUCHED_MAX), none of them is a large file (stubbed, not hashed), and
+        the index the whole snapshot would start from gives the same tree by `add -A` as
+        the one the shadow started from (it does unless they differ in an ignored or a
+        large file: _same_add)."""
+        touched = self.touched.get(wt.id)
+        a = self.agents.get(wt.id)
+        start = self.start_trees.get(wt.id)
+        shadow = _stat(self._shadow(wt.id))
+        if (touched is None or a is None or a.error or not a.tree or not start
+                or shadow is None or shadow != self.shadow_stat.get(wt.id)):
+            return None
+        user = index or (os.path.join(wt.admin, "index") if wt.admin else None)
+        user_stat = _stat(user) if user else None
+        if (user and (index or (user_stat is not None and user_stat[0] > shadow[0]))
+                and not self._same_add(wt, user, start)):
+            return None
+        count = 0
+        for rel in touched:
+            full = os.path.join(wt.path, rel)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                count += 1
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                for _dir, dirs, files in os.walk(full):
+                    dirs[:] = [d for d in dirs if d != ".git"]
+                    for f in files:
+                        count += 1
+                        if count > TOUCHED_MAX or _large(os.path.join(_dir, f),
+                                                         self.ctx.repo.large_bytes):
+                            return None
+            elif stat.S_ISREG(st.st_mode) and st.st_size > self.ctx.repo.large_bytes:
+                return None
+            count += 1
+            if count > TOUCHED_MAX:
+                return None
+        return sorted(touched)
 
     def watch_roots(self) -> dict[str, str]:
         return dict(self.paths)
@@ -219,7 +308,7 @@ class Airspace:
             self.dirty |= ids
         t0 = time.perf_counter()
         self.reload_policy()
-        agents, retired = self.agents_now()
+        agents, retired = self.agents_now(partial=True)
         ids = {i for i in ids if i in self.paths}
         if not ids:
             return 0
@@ -343,6 +432,14 @@ def _ignored(workdir: str, paths: list[str]) -> bool:
     return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))
 
 
+def _large(path: str, limit: int) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > limit
+
+
 def _stat(path: str) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
@@ -351,6 +448,7 @@ def _stat(path: str) -> tuple[int, int, int] | None:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
+TOUCHED_MAX = 256  # paths past which a snapshot reads the whole worktree again
 MEMO_ENTRIES = 20_000  # kept pair results and resolvers before the memo starts again
 POLICY_MAX_AGE = 5.0  # seconds a policy read stays good while none of its files changed
 

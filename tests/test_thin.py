@@ -412,3 +412,167 @@ def test_a_forced_add_of_an_ignored_file_is_in_the_commit_verdict(pair_of_repos)
     assert "ADVISORY with worktree 'b'" in inproc.stderr
     assert "ADVISORY with worktree 'b'" in hot.stderr
     assert svc.answered()["hook"] == 2
+
+
+def git_calls(r: Repo) -> dict[str, int]:
+    st = service_state(r.common).get("status")
+    return dict(st["git_calls"]) if isinstance(st, dict) else {}
+
+
+def settle(r: Repo) -> None:
+    """Until the service has no work queued (its background rescans are done)."""
+    def idle() -> bool:
+        st = service_state(r.common).get("status")
+        return isinstance(st, dict) and not st["busy"]
+    time.sleep(0.8)
+    wait_for(idle)
+
+
+def test_a_push_of_an_already_judged_commit_reuses_its_pairs(pair_of_repos):
+    """Issue 12: the pushed commit is the state the service judged at the commit (its
+    post-commit snapshot): same verdict as in process, and no merge-tree at all (the
+    pairs' channel results are found by their content key; right-of-way from HEAD)."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+    out: dict[str, list[subprocess.CompletedProcess[str]]] = {}
+    cost: list[int] = []
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        for w, msg in ((r.a, "a commits"), (r.b, "b commits")):
+            git(w, "add", "f.txt")
+            subprocess.run(["git", "commit", "-q", "-m", msg], cwd=w, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, **env}, check=False)
+        if r is svc:
+            settle(svc)
+            before = git_calls(svc).get("merge-tree", 0)
+        runs = [subprocess.run(["git", "push", "-q", "origin", branch], cwd=w,
+                               capture_output=True, text=True, timeout=120,
+                               env={**os.environ, **env})
+                for w, branch in ((r.a, "feat/a"), (r.b, "feat/b"))]
+        if r is svc:
+            cost.append(git_calls(svc).get("merge-tree", 0) - before)
+        out[name] = runs
+    assert svc.answered()["hook_fallback"] == 0
+    for got_svc, got_inp in zip(out["svc"], out["inp"], strict=True):
+        assert got_svc.returncode == got_inp.returncode, (got_svc.stderr, got_inp.stderr)
+        assert norm(got_svc.stderr, svc) == norm(got_inp.stderr, inp)
+    assert sorted(p.returncode for p in out["svc"]) == [0, 1]  # the yielding push blocked
+    assert cost == [0]
+
+
+def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
+    """Issue 12: the pre-commit snapshots only the paths the watcher reported (after the
+    sync cookie) over the worktree's shadow index: a modified file, an untracked new file
+    and a deletion, written and committed at once, give the same verdict as in process."""
+    svc, inp = pair_of_repos()
+    for r in (svc, inp):
+        edit(r.b / "f.txt", 12, 18, "from b")
+        edit(r.b / "g.txt", 5, 6, "from b")
+        (r.b / "new.txt").write_text("b's new file\n" * 5)
+        r.snapshot_all()
+    start(svc)
+    settle(svc)
+    partials = service_state(svc.common)["status"]["partial_snapshots"]
+    out = {}
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        edit(r.a / "f.txt", 10, 20, "from a")
+        (r.a / "new.txt").write_text("a's new file\n" * 5)
+        (r.a / "g.txt").unlink()
+        out[name] = subprocess.run(
+            ["sh", "-c", "git add -A && git commit -q -m 'a at once'"], cwd=r.a,
+            capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    assert out["svc"].returncode == out["inp"].returncode == 0
+    assert norm(out["svc"].stderr, svc) == norm(out["inp"].stderr, inp)
+    text = out["svc"].stderr
+    assert "ADVISORY with worktree 'b'" in text
+    for path in ("f.txt", "new.txt", "g.txt"):  # the edit, the new file, the deletion
+        assert path in text, (path, text)
+    st = service_state(svc.common)["status"]
+    assert st["answered"]["hook_fallback"] == 0
+    assert st["partial_snapshots"] > partials  # the commit's state: from the paths only
+
+
+def test_a_repeated_deny_check_reuses_the_siblings_diff(pair_of_repos):
+    """Issue 13: the service keeps a sibling's parsed diff by the file's content: the
+    same deny again runs no `git diff`, and a new save of that file is diffed again."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+
+    def check(r: Repo, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "proximity", "check", "f.txt:12-13",
+                               "--json"], cwd=r.a, capture_output=True, text=True,
+                              timeout=120, env={**os.environ, **env})
+
+    first = check(svc, on())
+    diffs = git_calls(svc).get("diff", 0)
+    again = check(svc, on())
+    assert git_calls(svc).get("diff", 0) == diffs  # nothing diffed again
+    want = check(inp, off())
+    for got in (first, again):
+        assert got.returncode == want.returncode == 1
+        assert got.stdout.replace(str(svc.root), "<root>") == \
+            want.stdout.replace(str(inp.root), "<root>")
+    for r in (svc, inp):
+        edit(r.b / "f.txt", 30, 31, "b again")
+    moved = check(svc, on())
+    assert git_calls(svc).get("diff", 0) > diffs
+    assert moved.stdout.replace(str(svc.root), "<root>") == \
+        check(inp, off()).stdout.replace(str(inp.root), "<root>")
+    assert json.loads(moved.stdout)["decision"] == "deny"
+    assert svc.answered()["check"] == 3
+
+
+def test_a_push_right_after_the_commit_reuses_what_the_pre_commit_judged(pair_of_repos):
+    """Issue 12: `git commit` then `git push` at once: the pushed commit is the tree the
+    pre-commit judged, on a commit whose only parent is the HEAD it was judged on: same
+    merge bases, same trees, so its pairs' channel results are reused (no merge-tree)
+    and the verdict is the in-process one."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+    settle(svc)
+    out, cost = {}, []
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        git(r.a, "add", "f.txt")
+        commit = subprocess.run(["git", "commit", "-q", "-m", "a commits"], cwd=r.a,
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, **env})
+        before = git_calls(svc).get("merge-tree", 0)
+        push = subprocess.run(["git", "push", "-q", "origin", "feat/a"], cwd=r.a,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **env})
+        if r is svc:
+            cost.append(git_calls(svc).get("merge-tree", 0) - before)
+        out[name] = (commit, push)
+    for got_svc, got_inp in zip(out["svc"], out["inp"], strict=True):
+        assert got_svc.returncode == got_inp.returncode, (got_svc.stderr, got_inp.stderr)
+        assert norm(got_svc.stderr, svc) == norm(got_inp.stderr, inp)
+    assert "ADVISORY with worktree 'b'" in out["svc"][1].stderr
+    assert svc.answered()["hook_fallback"] == 0
+    assert cost == [0]
+
+
+def test_the_commit_after_an_instant_pre_commit_records_the_committed_tree(pair_of_repos):
+    """The pre-commit's snapshot of the commit's index is not the worktree's warm state:
+    the post-commit that follows must not record the state from before the edit."""
+    svc, _ = pair_of_repos()
+    svc.snapshot_all()
+    start(svc)
+    settle(svc)
+    edit(svc.a / "f.txt", 10, 20, "from a")
+    (svc.a / "new.txt").write_text("new\n")
+    subprocess.run(["sh", "-c", "git add -A && git commit -q -m 'a at once'"], cwd=svc.a,
+                   check=True, capture_output=True, timeout=120, env={**os.environ, **on()})
+    head_tree = git(svc.a, "rev-parse", "HEAD^{tree}").stdout.strip()
+
+    def recorded() -> bool:
+        led = Ledger(os.path.join(svc.common, "ecm"))
+        try:
+            ev = next(e for e in led.events("a", 20) if e.kind == "commit")
+        except StopIteration:
+            return False
+        finally:
+            led.close()
+        return ev.tree == head_tree
+    wait_for(recorded, timeout=20)

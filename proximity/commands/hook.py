@@ -118,7 +118,6 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
     both call this, so both paths judge alike. ``agents_of(override)``: the live agents
     (default: snapshot every worktree now). ``record=False``: judge without recording
     this worktree (someone else records this very event)."""
-    from dataclasses import replace
 
     from proximity import hunks, report, triggers
     from proximity.airspace import live_agents
@@ -134,9 +133,8 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
             me.id, me.path, me.branch, me.head, me.snapshot, me.tree)))
     runs = [agents]
     if me is not None and pushed is not None:
-        runs = [[replace(me, head=sha, snapshot=sha, tree=ctx.repo.commit_tree(sha),
-                         branch=ref.removeprefix("refs/heads/") or me.branch, error=None)
-                 if a.id == ctx.here else a for a in agents] for ref, sha in pushed]
+        runs = [[_pushed_state(ctx, me, ref, sha) if a.id == ctx.here else a for a in agents]
+                for ref, sha in pushed]
         if not runs:
             return {"nothing": True, "notes": notes}
     results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
@@ -164,6 +162,23 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
             "posted": [m["id"] for m in posted if m["recipient"] == ctx.here],
             "graph_deferred": result.graph_deferred,
             "pairs": [report.pair_json(p) for p in result.pairs]}
+
+
+def _pushed_state(ctx: context.Context, me: Agent, ref: str, sha: str) -> Agent:
+    """This worktree as a pushed commit: its tree, on that commit, as the snapshot commit
+    of (tree, commit) -- content-addressed, so a push of the state already judged (the
+    warm snapshot after the commit, or the one recorded at it) is that very state and its
+    pairs' channel results are found by their key instead of computed again (git's merge
+    of two states is the same from the snapshot commit as from the commit: same tree,
+    same merge bases). Right-of-way is still computed from this HEAD."""
+    from dataclasses import replace
+
+    branch = ref.removeprefix("refs/heads/") or me.branch
+    tree = ctx.repo.commit_tree(sha)
+    if me.error is None and me.head == sha and me.tree == tree and me.snapshot:
+        return replace(me, branch=branch)
+    return replace(me, head=sha, snapshot=ctx.repo.snapshot_commit(tree, sha), tree=tree,
+                   branch=branch, error=None)
 
 
 def _ask_service(ctx: context.Context, stage: str, kind: str, override: str | None,
