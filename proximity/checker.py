@@ -151,7 +151,7 @@ def decide(sides: Sequence[Side], deny_on: str = "ra") -> Decision:
         return Decision(ALLOW, f"{top.detail}: no collision expected; their change is shown "
                         "below", tuple(found))
     decision = DENY if deny_on == "ta" or (deny_on == "ra" and top.level == RA) else ASK
-    more = len({c.agent for c in found}) - 1
+    more = len({c.agent for c in found if c.level != INFO}) - 1  # shown-only: not counted
     reason = top.detail + (f" (and {more} more worktree{'s' if more > 1 else ''})"
                            if more > 0 else "")
     if decision == DENY:

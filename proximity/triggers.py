@@ -52,6 +52,8 @@ def body(p: PairResult, sender: Agent, recipient: str, kind: str, scan: Scan,
         "channels": {k: v for k, v in p.channels.items() if v},
         "their_files": _files(p, sender.id), "your_files": _files(p, recipient),
         "intents": intents.get(sender.id, {}),
+        # a collision at a distance names what collides, not only the files
+        "symbols": [text(f.detail, 300) for f in p.findings if f.channel == "symbol"][:3],
     }
     if kind == "steer":
         mine = scan.changed.get(recipient, set())
@@ -133,6 +135,8 @@ def render(msg: dict[str, Any]) -> str:
         if f.get("hunk"):
             lines += [f"    {text(ln, 300)}"
                       for ln in hunks.clip(str(f["hunk"]), 12, 1200).split("\n")]
+    for detail in b.get("symbols", [])[:3]:
+        lines.append(f"  symbol: {text(detail, 300)}")
     if b.get("last_commit"):
         lines.append(f"  their last commit: {text(b['last_commit'])}")
     elif "last_commit" in b:

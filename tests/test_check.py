@@ -360,3 +360,12 @@ def test_a_directory_or_a_path_outside_is_a_usage_error_not_an_allow(pair, capsy
         err = capsys.readouterr().err
         assert "proximity: error:" in err
     assert "is a directory" in err or "bad line range" in err
+
+
+def test_a_worktree_only_shown_is_not_counted_among_those_in_the_way():
+    d = hunks.parse("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -10,2 +10,3 @@\n-a\n-b\n+A\n+B\n+C\n")
+    hit = checker.Side("b", "feat/b", "f", ((12, 14),), ((12, 14),), d["f"])
+    far = checker.Side("c", "feat/c", "f", ((40, 41),), ((40, 41),), d["f"])
+    got = checker.decide([hit, far])
+    assert got.decision == "deny" and "more worktree" not in got.reason
+    assert {c.agent for c in got.conflicts} == {"b", "c"}  # c is still shown

@@ -156,3 +156,19 @@ def test_inbox_survives_concurrent_writers_and_readers(tmp_path):
         assert led.integrity() == "ok"
     finally:
         led.close()
+
+
+def test_messages_of_a_symbol_collision_name_the_symbol(space, capsys):
+    lib = "def legacy():\n    return 1\n\n\ndef other():\n    return 2\n"
+    sp = space({"lib.py": lib, "cli.py": "print(0)\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "lib.py", "def other():\n    return 2\n")  # legacy removed
+    sp.commit(a, "a: drop legacy")
+    sp.write(b, "cli.py", "from lib import legacy\n\nprint(legacy())\n")
+    hook(b)
+    capsys.readouterr()
+    msgs = inbox(a, capsys, "--all") + inbox(b, capsys, "--all")
+    assert msgs and all(any("legacy" in s for s in m["body"]["symbols"]) for m in msgs)
+    from proximity.triggers import render
+
+    assert all("  symbol: " in render(m) and "legacy" in render(m) for m in msgs)
