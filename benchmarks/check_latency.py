@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, module_paths
+from timing import interpreter, save_json
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -50,13 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="measure a normal (non-editable) `pip install .` in a throwaway venv")
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args(argv)
-    py = a.python
-    with tempfile.TemporaryDirectory() as tmp:
-        if a.fresh_install:
-            from hook_cost import fresh_install
-
-            py = fresh_install(tmp)
-            print(f"measuring a fresh install: {py}", file=sys.stderr)
+    with interpreter(a.fresh_install, a.python) as py, tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         tmp = os.path.join(tmp, "repo")
         os.makedirs(tmp)
@@ -154,10 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'case':45} {'p50 ms':>8} {'p95 ms':>8}  decision")
     for k, r in rows.items():
         print(f"{k:45} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f}  {r['decision'] or ''}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"files": a.files, "worktrees": a.worktrees, "runs": a.runs,
-                       "answered": answered, "cases": rows}, f, indent=2)
+    save_json(a.json, {"files": a.files, "worktrees": a.worktrees, "runs": a.runs,
+                       "answered": answered, "cases": rows})
     return 0
 
 

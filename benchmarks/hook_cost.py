@@ -13,7 +13,6 @@ the pre-push guard.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -25,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git
-from timing import fresh_install
+from timing import interpreter, save_json
 from timing import timed as t
 
 PY = sys.executable
@@ -103,11 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "interpreter, which may be an editable install)")
     a = ap.parse_args(argv)
     global PY
-    tmp = None
-    if a.fresh_install:
-        tmp = tempfile.mkdtemp(prefix="proximity-venv-")
-        PY = fresh_install(tmp)
-        print(f"measuring a fresh install: {PY}", flush=True)
+    with interpreter(a.fresh_install, PY) as PY:
+        rows = _measure_all(a)
+    save_json(a.json, rows)
+    return 0
+
+
+def _measure_all(a: argparse.Namespace) -> list[dict[str, Any]]:
     files, wts = (a.files, a.worktrees) if not a.grid else ([1000, 10000, 50000], [2, 8, 32])
     cols = ("files", "worktrees", "commit_no_hooks_s", "commit_with_hooks_s",
             "post_commit_hook_s", "pre_commit_hook_s", "push_no_hooks_s",
@@ -119,12 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             row = measure(f, w, a.runs)
             rows.append(row)
             print(" ".join(f"{row[c]:>19}" for c in cols), flush=True)
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
-    if tmp:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git
 from service_cost import commit_once, prepare, push_once, settle_service, switch_once
-from timing import NO_HOOKS, ROOT, Variant, fresh_install, interleaved, load
+from timing import NO_HOOKS, ROOT, Variant, interleaved, interpreter, load, save_json
 
 HOOK_TYPES = ("pre-commit", "pre-push", "post-commit", "post-checkout", "post-merge",
               "post-rewrite")
@@ -194,21 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="plain hooks and lefthook run a normal pip install in a throwaway "
                     "venv (default: this interpreter, which may be an editable install)")
     a = ap.parse_args(argv)
-    py = sys.executable
-    tmp = None
-    if a.fresh_install:
-        tmp = tempfile.mkdtemp(prefix="proximity-venv-")
-        py = fresh_install(tmp)
-        print(f"measuring a fresh install: {py}", flush=True)
-    try:
+    with interpreter(a.fresh_install) as py:
         row = measure(a.files, a.worktrees, a.runs, py)
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(row, indent=2))
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(row, fh, indent=2)
+    save_json(a.json, row)
     return 0
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git
-from timing import NO_HOOKS, fresh_install, timed
+from timing import NO_HOOKS, interpreter, save_json, timed
 from timing import interleaved as interleaved_variants
 
 PY = sys.executable
@@ -318,20 +318,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "interpreter, which may be an editable install)")
     a = ap.parse_args(argv)
     global PY
-    tmp = None
-    if a.fresh_install:
-        tmp = tempfile.mkdtemp(prefix="proximity-venv-")
-        PY = fresh_install(tmp)
-        print(f"measuring a fresh install: {PY}", flush=True)
-    try:
+    with interpreter(a.fresh_install, PY) as PY:
         row = measure(a.files, a.worktrees, a.runs, a.trials, a.commit_only)
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(row, indent=2))
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(row, fh, indent=2)
+    save_json(a.json, row)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Timing helpers the hook benchmarks share (hook_cost.py, service_cost.py, host_cost.py).
+"""Timing helpers the hook benchmarks share (hook_cost.py, service_cost.py, host_cost.py,
+check_latency.py).
 
 A variant is one way of running a git command: git's extra arguments (``-c core.hooksPath=…``)
 and the environment. :func:`interleaved` lets the variants take turns round by round, so that
@@ -7,12 +8,16 @@ a machine getting busier or quieter during a run shifts them all alike, and repo
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV
@@ -55,6 +60,27 @@ def fresh_install(where: str) -> str:
     subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", ROOT],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return py
+
+
+@contextlib.contextmanager
+def interpreter(fresh: bool, default: str = sys.executable) -> Iterator[str]:
+    """The Python to measure: ``default``, or (``fresh``) a throwaway venv holding a normal
+    `pip install .`, removed afterwards."""
+    if not fresh:
+        yield default
+        return
+    with tempfile.TemporaryDirectory(prefix="proximity-venv-",
+                                     ignore_cleanup_errors=True) as tmp:
+        py = fresh_install(tmp)
+        print(f"measuring a fresh install: {py}", file=sys.stderr, flush=True)
+        yield py
+
+
+def save_json(path: str | None, doc: Any) -> None:
+    """Write the figures to ``path`` (``--json``), when one is given."""
+    if path:
+        with open(path, "w") as fh:
+            json.dump(doc, fh, indent=2)
 
 
 def load() -> str:
