@@ -88,26 +88,25 @@ Pair = list[tuple[str, Files, Files]]  # (variant, a, b)
 Maker = Callable[[Target, dict[str, str], str], Pair]
 
 
-def f_param_required(t: Target, src: dict[str, str], sid: str) -> Pair:
+def _new_param(t: Target, src: dict[str, str], sid: str, kwonly: bool) -> Pair:
+    """A gains ``strict_mode`` (without a default: breaking; with one: the near miss), B
+    calls the target as before."""
     assert t.args is not None
     b = py_b(t, sid, f"from {t.module} import {t.name}", call(t, t.args))
     out: Pair = []
     for variant, req in (("breaking", True), ("near-miss", False)):
-        a = {t.path: ed.add_param(src[t.path], t, "strict_mode", required=req, kwonly=False),
+        a = {t.path: ed.add_param(src[t.path], t, "strict_mode", required=req, kwonly=kwonly),
              **py_a_check(sid + variant[0], t.module, t.name, [*t.args, "strict_mode=None"])}
         out.append((variant, a, b))
     return out
+
+
+def f_param_required(t: Target, src: dict[str, str], sid: str) -> Pair:
+    return _new_param(t, src, sid, kwonly=False)
 
 
 def f_kwonly(t: Target, src: dict[str, str], sid: str) -> Pair:
-    assert t.args is not None
-    b = py_b(t, sid, f"from {t.module} import {t.name}", call(t, t.args))
-    out: Pair = []
-    for variant, req in (("breaking", True), ("near-miss", False)):
-        a = {t.path: ed.add_param(src[t.path], t, "strict_mode", required=req, kwonly=True),
-             **py_a_check(sid + variant[0], t.module, t.name, [*t.args, "strict_mode=None"])}
-        out.append((variant, a, b))
-    return out
+    return _new_param(t, src, sid, kwonly=True)
 
 
 def f_param_rename(t: Target, src: dict[str, str], sid: str) -> Pair:
