@@ -10,6 +10,7 @@ Each worktree gets ``--changes`` uncommitted edits; neighbouring worktrees share
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import subprocess
@@ -28,6 +29,16 @@ ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 def git(cwd: str, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True,
                           text=True).stdout
+
+
+def du(path: str) -> int:
+    """Bytes of the files under ``path`` (what a directory grew by, for growth benchmarks)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, f)).st_size
+    return total
 
 
 def module_paths(n: int) -> list[str]:

@@ -15,7 +15,6 @@ Measured in one run on one generated repository with plain hooks (`proximity ins
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -27,16 +26,7 @@ import time
 from collections.abc import Sequence
 
 sys.path.insert(0, os.path.dirname(__file__))
-from genrepo import ENV, generate, git
-
-
-def du(path: str) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, f)).st_size
-    return total
+from genrepo import ENV, du, generate, git
 
 
 def loose(repo: str) -> int:

@@ -21,20 +21,10 @@ import time
 from collections.abc import Sequence
 
 sys.path.insert(0, os.path.dirname(__file__))
-import contextlib
 
-from genrepo import ENV, generate, git
+from genrepo import ENV, du, generate, git
 
 PY = sys.executable
-
-
-def du(path: str) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, f)).st_size
-    return total
 
 
 def sync(where: str) -> float:
