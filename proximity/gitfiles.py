@@ -51,11 +51,19 @@ def find_git_dir(start: str) -> str | None:
     env = os.environ.get("GIT_DIR")
     if env:
         return os.path.join(start, env)
+    found = checkout_of(start)
+    return found[1] if found else None
+
+
+def checkout_of(start: str) -> tuple[str, str] | None:
+    """(worktree root, git dir) of the checkout containing ``start``, walking up to a `.git`
+    directory or a `.git` file naming a linked worktree's git dir; None when there is none
+    or the `.git` file is unreadable or not a ``gitdir:`` line."""
     d = os.path.abspath(start)
     while True:
         dotgit = os.path.join(d, ".git")
         if os.path.isdir(dotgit):
-            return dotgit
+            return d, dotgit
         if os.path.isfile(dotgit):
             try:
                 text = _read(dotgit).strip()
@@ -63,7 +71,7 @@ def find_git_dir(start: str) -> str | None:
                 return None
             if not text.startswith("gitdir:"):
                 return None
-            return os.path.join(d, text[len("gitdir:"):].strip())
+            return d, os.path.join(d, text[len("gitdir:"):].strip())
         parent = os.path.dirname(d)
         if parent == d:
             return None

@@ -21,6 +21,7 @@ from proximity.errors import FatalError, GitTimeout, GitTooOld, NotARepository
 from proximity.gitfiles import MAIN_ID as MAIN_ID
 from proximity.gitfiles import _read as _read
 from proximity.gitfiles import agent_id as agent_id
+from proximity.gitfiles import checkout_of as checkout_of
 from proximity.gitfiles import common_dir as common_dir
 from proximity.gitfiles import find_git_dir as find_git_dir
 from proximity.gitfiles import operation_in_progress as operation_in_progress
@@ -213,25 +214,10 @@ class Repo:
         worktree's git dir. Anything else (a bare repository, core.worktree, a missing
         file) returns False and `git rev-parse` decides.
         """
-        d = start
-        while True:
-            dotgit = os.path.join(d, ".git")
-            if os.path.isdir(dotgit):
-                gitdir = dotgit
-                break
-            if os.path.isfile(dotgit):
-                try:
-                    text = _read(dotgit).strip()
-                except OSError:
-                    return False
-                if not text.startswith("gitdir:"):
-                    return False
-                gitdir = os.path.join(d, text[len("gitdir:"):].strip())
-                break
-            parent = os.path.dirname(d)
-            if parent == d:
-                return False
-            d = parent
+        found = checkout_of(start)
+        if found is None:
+            return False
+        d, gitdir = found
         try:
             common = gitdir
             if os.path.isfile(os.path.join(gitdir, "commondir")):
