@@ -315,11 +315,19 @@ def moved_positional(old: dict[str, Any], new: dict[str, Any], call: Call,
     elsewhere (parameters reordered). A parameter renamed in place is no such case: a
     positional argument does not name it. "" when nothing moved."""
     po, pn = _positional(old, explicit_self), _positional(new, explicit_self)
-    names = set(pn) | {name for name, _ in new["kwonly"]}
-    for i in range(min(call[0], len(po), len(pn))):
-        if po[i] != pn[i] and po[i] in names:
-            return f"positional argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
-    return ""
+    i = moved_index(po, pn, call[0], set(pn) | {name for name, _ in new["kwonly"]})
+    return "" if i is None else \
+        f"positional argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
+
+
+def moved_index(old: list[str], new: list[str], count: int, still: set[str]) -> int | None:
+    """The first of ``count`` positional arguments whose parameter moved: it went to
+    ``old[i]``, now goes to ``new[i]``, and ``old[i]`` is still a parameter (in ``still``).
+    Any language whose calls bind positional arguments in order."""
+    for i in range(min(count, len(old), len(new))):
+        if old[i] != new[i] and old[i] in still:
+            return i
+    return None
 
 
 def signature(name: str, params: dict[str, Any]) -> str:

@@ -84,10 +84,8 @@ def _js_binds(params: dict[str, Any], call: list[Any], ts: bool) -> str | None:
 def _js_moved(old: dict[str, Any], new: dict[str, Any], call: list[Any]) -> str:
     """A JS/TS call whose i-th argument now lands in another, still existing, parameter."""
     po, pn = [n for n, _ in old["js"]], [n for n, _ in new["js"]]
-    for i in range(min(call[0], len(po), len(pn))):
-        if po[i] != pn[i] and po[i] in pn:
-            return f"argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
-    return ""
+    i = pysyms.moved_index(po, pn, call[0], set(pn))
+    return "" if i is None else f"argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
 
 
 def _js_sig(qual: str, params: dict[str, Any]) -> str:
