@@ -127,15 +127,6 @@ def semantic(variants: int, langs: Sequence[str]) -> dict[str, Any]:
 
     import semantic as sem
 
-    from proximity import context, report
-
-    def scan(main: str) -> dict[str, Any]:
-        ctx = context.open_context(main)
-        try:
-            return report.scan_json(context.run_scan(ctx))
-        finally:
-            ctx.close()
-
     out: dict[str, Any] = {"by_kind": defaultdict(Counter), "labels": Counter(), "misses": [],
                            "false_ra": []}
     for lang in langs:
@@ -143,7 +134,7 @@ def semantic(variants: int, langs: Sequence[str]) -> dict[str, Any]:
             out["skipped"] = "javascript (node not installed)"
             continue
         for case in sem.cases(lang, variants):
-            sem.evaluate(case, scan)
+            sem.evaluate(case, sem.scan)
             out["labels"][case.label] += 1
             if case.label not in ("collision", "clean"):
                 continue

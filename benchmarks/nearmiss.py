@@ -48,6 +48,7 @@ sys.path.insert(0, HERE)
 
 import nearmiss_cases as nc  # noqa: E402
 import nearmiss_edits as ed  # noqa: E402
+from semantic import scan, write  # noqa: E402
 
 ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
        "GIT_AUTHOR_NAME": "nearmiss", "GIT_AUTHOR_EMAIL": "n@example.com",
@@ -255,18 +256,6 @@ def label(base: Base, case: nc.Case, scratch: str) -> tuple[str, str, str]:
 
 # -- scanning the pair as live worktrees -------------------------------------------------------
 
-def write(root: str, files: nc.Files) -> None:
-    for rel, text in files.items():
-        path = os.path.join(root, rel)
-        if text is None:
-            if os.path.exists(path):
-                os.unlink(path)
-            continue
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text)
-
-
 def scan_pair(base: Base, case: nc.Case, a: str, b: str, swapped: bool, scratch: str
               ) -> dict[str, Any]:
     """Scan A and B as two live worktrees of the base repository.
@@ -304,16 +293,6 @@ def scan_pair(base: Base, case: nc.Case, a: str, b: str, swapped: bool, scratch:
             git(base.dir, "worktree", "remove", "--force", w, check=False)
         git(base.dir, "worktree", "prune", check=False)
         git(base.dir, "branch", "-q", "-D", f"nmA{n}", f"nmB{n}", check=False)
-
-
-def scan(main: str) -> dict[str, Any]:
-    from proximity import context, report
-
-    ctx = context.open_context(main)
-    try:
-        return report.scan_json(context.run_scan(ctx))
-    finally:
-        ctx.close()
 
 
 # -- the run -------------------------------------------------------------------------------------

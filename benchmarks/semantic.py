@@ -341,6 +341,17 @@ def write(root: str, files: dict[str, str | None]) -> None:
             f.write(text)
 
 
+def scan(main: str) -> dict[str, Any]:
+    """`scan --json` of the repository at ``main``, in process (the benchmarks' scanner)."""
+    from proximity import context, report
+
+    ctx = context.open_context(main)
+    try:
+        return report.scan_json(context.run_scan(ctx))
+    finally:
+        ctx.close()
+
+
 def run_checks(root: str, lang: str) -> bool:
     checks = sorted(f for f in os.listdir(root) if f.startswith("check_"))
     for c in checks:
