@@ -438,7 +438,8 @@ class Repo:
             if start_tree is not None and src == user_index and os.path.exists(tmp):
                 # the tree of the user's index this snapshot starts from (the resident
                 # service compares a commit's index with it: see warm.Airspace)
-                start_tree.append(self.index_tree(tmp, wt.path))
+                start_tree.append(git(["write-tree"], cwd=wt.path, env=env
+                                      ).stdout.decode().strip())  # tmp is private already
             large = self._large_untracked(wt, env, user_index)
             if large:
                 git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path, env=env,
@@ -473,7 +474,8 @@ class Repo:
             _copy(shadow, tmp)
             env = {"GIT_INDEX_FILE": tmp}
             here = [p for p in paths if os.path.lexists(os.path.join(wt.path, p))]
-            gone = [p for p in paths if p not in set(here)]
+            present = set(here)
+            gone = [p for p in paths if p not in present]
             if gone:  # a deleted path is named only when the index has it (or under it)
                 out = git(["ls-files", "-z", "--", *(":(literal)" + p for p in gone)],
                           cwd=wt.path, env=env).stdout.decode("utf-8", "surrogateescape")
