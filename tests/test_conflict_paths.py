@@ -1,0 +1,138 @@
+"""The exact channel skips git's merge only where it provably cannot conflict.
+
+Real repositories and real `git merge-tree`: random edits on two sides (modify, add,
+delete, rename, a file where the other side makes a directory), the channel's answer
+against git's own merge of the same two states every time.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from conftest import git, init_repo
+
+from proximity import gitio
+from proximity.airspace import Facts, _Pairwise
+from proximity.channels import Evidence, conflict
+from proximity.config import Config
+from proximity.model import Agent
+
+BASE = {"a.txt": "".join(f"a {i}\n" for i in range(12)),
+        "d1/x.txt": "".join(f"x {i}\n" for i in range(12)),
+        "d1/y.txt": "".join(f"y {i}\n" for i in range(12)),
+        "d2/z.txt": "".join(f"z {i}\n" for i in range(12)),
+        "d3/deep/w.txt": "w\n"}
+NEW = ["n.txt", "d1/n.txt", "d4", "d4/n.txt", "d1/x.txt/n.txt", "d3/deep", "d5/q/r.txt",
+       "d5/q"]
+
+
+def _side(repo: Path, base: str, branch: str, rnd: random.Random) -> str:
+    """A commit on ``base`` with 1-3 random changes; returns its id."""
+    git(repo, "checkout", "-q", "-f", "-B", branch, base)
+    for _ in range(rnd.randint(1, 3)):
+        files = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*")
+                       if p.is_file() and ".git" not in p.parts)
+        op = rnd.choice(["modify", "modify", "add", "delete", "rename"])
+        if op == "modify" and files:
+            f = repo / rnd.choice(files)
+            lines = f.read_text().splitlines(keepends=True) or ["\n"]
+            lines[rnd.randrange(len(lines))] = f"{branch} {rnd.random()}\n"
+            f.write_text("".join(lines))
+        elif op == "add":
+            target = repo / rnd.choice(NEW)
+            if target.exists() or any(p.is_file() for p in target.parents if p != repo):
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"{branch} new\n")
+        elif op == "delete" and files:
+            (repo / rnd.choice(files)).unlink()
+        elif op == "rename" and files:
+            src = rnd.choice(files)
+            git(repo, "mv", src, src.replace(".txt", ".moved.txt"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", branch)
+    return git(repo, "rev-parse", "HEAD").stdout.strip()
+
+
+def _evidence(repo: gitio.Repo, pw: _Pairwise, ha: str, hb: str) -> Evidence:
+    agents = []
+    for name, head in (("a", ha), ("b", hb)):
+        tree = repo.commit_tree(head)
+        agents.append(Agent(name, "", name, head, repo.snapshot_commit(tree, head), tree))
+    a, b = agents
+    base = repo.merge_base(ha, hb)
+    base_tree = repo.commit_tree(base)
+    wa, wb = pw.working_set(a, base_tree), pw.working_set(b, base_tree)
+    return Evidence(a, b, wa, wb, base, base_tree, pw.cfg, pw)
+
+
+def test_skipped_merges_are_the_ones_git_merges_cleanly(tmp_path: Path) -> None:
+    path = init_repo(tmp_path / "r", BASE)
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    repo = gitio.Repo(str(path))
+    rnd = random.Random(11)
+    apart = together = conflicts = 0
+    for i in range(40):
+        ha = _side(path, base, f"a{i}", rnd)
+        hb = _side(path, base, f"b{i}", rnd)
+        pw = _Pairwise(repo, Config(), Facts())
+        ev = _evidence(repo, pw, ha, hb)
+        truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
+        skipped = conflict._apart(ev)
+        before = gitio.CALLS.get("merge-tree", 0)
+        got = conflict.run(ev)
+        ran = gitio.CALLS.get("merge-tree", 0) - before
+        assert ran == (0 if skipped else 1)
+        if skipped:
+            apart += 1
+            assert truth == [], (i, truth)
+        else:
+            together += 1
+        conflicts += bool(truth)
+        assert [f.path_a for f in got.findings] == truth
+    # the sample exercises both branches and real conflicts
+    assert apart >= 5 and together >= 5 and conflicts >= 3, (apart, together, conflicts)
+
+
+def test_file_against_directory_runs_gits_merge(tmp_path: Path) -> None:
+    path = init_repo(tmp_path / "r", {"keep.txt": "k\n"})
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    for branch, rel in (("a", "d4"), ("b", "d4/n.txt")):
+        git(path, "checkout", "-q", "-B", branch, base)
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(branch + "\n")
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", branch)
+    repo = gitio.Repo(str(path))
+    ha, hb = (git(path, "rev-parse", b).stdout.strip() for b in ("a", "b"))
+    ev = _evidence(repo, _Pairwise(repo, Config(), Facts()), ha, hb)
+    assert not conflict._apart(ev)
+    truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
+    assert truth and [f.path_a for f in conflict.run(ev).findings] == truth
+
+
+def test_criss_cross_merge_bases_run_gits_merge(tmp_path: Path) -> None:
+    """Two merge bases: git merges against a virtual base, so what each side changed
+    since one of them says nothing; the channel asks git."""
+    path = init_repo(tmp_path / "r", {"f.txt": "one\n", "g.txt": "g\n"})
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    for branch, text in (("p", "p\n"), ("q", "q\n")):
+        git(path, "checkout", "-q", "-B", branch, base)
+        (path / "f.txt").write_text(text)
+        git(path, "commit", "-qam", branch)
+    # a merges p then q keeping p's line; b merges q then p keeping q's line
+    for branch, first, second, keep in (("a", "p", "q", "p\n"), ("b", "q", "p", "q\n")):
+        git(path, "checkout", "-q", "-B", branch, first)
+        git(path, "merge", "-q", "--no-edit", second, check=False)
+        (path / "f.txt").write_text(keep)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "--no-edit", "-m", f"merge {second}")
+    repo = gitio.Repo(str(path))
+    ha, hb = (git(path, "rev-parse", b).stdout.strip() for b in ("a", "b"))
+    assert len(git(path, "merge-base", "--all", ha, hb).stdout.split()) == 2
+    assert repo.sole_merge_base(ha, hb) is None
+    ev = _evidence(repo, _Pairwise(repo, Config(), Facts()), ha, hb)
+    assert not conflict._apart(ev)
+    truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
+    assert [f.path_a for f in conflict.run(ev).findings] == truth
