@@ -187,14 +187,17 @@ class _Pairwise:
         tree = self.repo.commit_tree(ref.head) if ref else gitio.EMPTY_TREE
         self.graph_tree = tree
         key = f"{depgraph.CACHE_FORMAT}:{tree}"
-        cached = self.facts.graph_cache.get(key)
-        loaded = None
+        memo = self.facts.memo
+        loaded = memo.get(("graph", key)) if memo is not None else None
+        cached = self.facts.graph_cache.get(key) if loaded is None else None
         if cached is not None:
             try:
                 loaded = depgraph.Graph.from_json(cached)
             except (KeyError, IndexError, TypeError, ValueError):
                 loaded = None  # damaged or foreign cache entry: rebuild it
         if loaded is not None:
+            if memo is not None:  # the resident service: decoded once per tree
+                memo[("graph", key)] = loaded
             self.graph, paths, go_mods = loaded
             self.paths = set(paths)
         else:

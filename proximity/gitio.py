@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from proximity import model
 
 MIN_GIT = (2, 38)
+SOLE_BASE_WALK = 500  # commits walked per side to tell that a merge base is the only one
 MEMO_ENTRIES = 4096  # results a Repo keeps (see Repo._remember)
 LARGE_STUB = "proximity: large untracked file, not hashed: "
 LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pack them
@@ -401,14 +402,15 @@ class Repo:
 
     # -- snapshots ----------------------------------------------------------------------
     def snapshot_tree(self, wt: WorktreeInfo, index_file: str | None = None,
-                      start_tree: list[str] | None = None, from_user_index: bool = False
-                      ) -> str:
+                      start_tree: list[str] | None = None, from_user_index: bool = False,
+                      keep: bool = True) -> str:
         """The tree of everything in the worktree that git would keep (add -A).
 
         Works on a private copy of a per-worktree shadow index, never the user's index;
         the shadow keeps git's stat cache between runs so unchanged files are not re-read.
         Untracked files over ``self.large_bytes`` are never hashed: the tree holds a small
-        stub naming their size and mtime instead (a change still shows).
+        stub naming their size and mtime instead (a change still shows). ``keep``: the
+        private copy becomes the shadow (False: the shadow is left as it was).
         """
         user_index = index_file or os.path.join(wt.admin, "index")
         shadow_dir = os.path.join(self.ecm_dir, "index")
@@ -452,7 +454,7 @@ class Repo:
             else:
                 git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
             tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
-            if tmp_dir == shadow_dir:
+            if tmp_dir == shadow_dir and keep:
                 os.replace(tmp, shadow)
             return tree
         finally:
@@ -586,7 +588,16 @@ class Repo:
     def snapshot_commit(self, tree: str, head: str | None,
                         message: str = "proximity snapshot") -> str:
         """A content-addressed commit of ``tree`` on ``head``: same state and message, same
-        id (fixed identity and dates)."""
+        id (fixed identity and dates). Written in process: the very object `git
+        commit-tree` writes with SNAPSHOT_IDENT (tests/test_faults.py compares them)."""
+        pygit2 = _pygit2()
+        try:
+            sig = pygit2.Signature("proximity", "proximity@localhost", 0, 0)
+            oid = self.pg.create_commit(None, sig, sig, message + "\n", pygit2.Oid(hex=tree),
+                                        [pygit2.Oid(hex=head)] if head else [])
+            return str(oid)
+        except (ValueError, KeyError, pygit2.GitError):
+            pass
         args = ["commit-tree", tree, "-m", message]
         if head:
             args[2:2] = ["-p", head]
@@ -598,18 +609,35 @@ class Repo:
         (remembered for object ids: what they name never changes)."""
         if old_tree == new_tree:
             return {}
-        key = ("changed_paths", old_tree, new_tree)
+        return {p: oid for p, (_st, oid) in self.tree_delta(old_tree, new_tree).items()}
+
+    def tree_delta(self, old_tree: str, new_tree: str) -> dict[str, tuple[str, str]]:
+        """path -> (status A/D/M/T, new blob id or "" when deleted) between two tree-ishes,
+        no rename detection (`diff-tree -r --no-renames`); in process through libgit2, by
+        git when libgit2 cannot read them; remembered for object ids."""
+        if old_tree == new_tree:
+            return {}
+        key = ("tree_delta", old_tree, new_tree)
         if key in self.memo:
             return dict(self.memo[key])
-        out = git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree],
-                  cwd=self.workdir).stdout
-        parts = out.split(b"\0")
-        result: dict[str, str] = {}
-        for meta, path in zip(parts[0::2], parts[1::2], strict=False):
-            fields = meta.decode().split()
-            if len(fields) >= 5:
-                new_oid = "" if fields[4] == "D" else fields[3]
-                result[path.decode("utf-8", "surrogateescape")] = new_oid
+        result: dict[str, tuple[str, str]] = {}
+        try:
+            old, new = self.pg.revparse_single(old_tree), self.pg.revparse_single(new_tree)
+            diff = old.peel(_pygit2().Tree).diff_to_tree(new.peel(_pygit2().Tree))
+            for d in diff.deltas:
+                st = d.status_char()
+                path = (d.old_file if st == "D" else d.new_file).path
+                result[path] = (st, "" if st == "D" else str(d.new_file.id))
+        except (KeyError, ValueError, _pygit2().GitError):
+            result = {}
+            out = git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree],
+                      cwd=self.workdir).stdout
+            parts = out.split(b"\0")
+            for meta, raw in zip(parts[0::2], parts[1::2], strict=False):
+                fields = meta.decode().split()
+                if len(fields) >= 5:
+                    result[raw.decode("utf-8", "surrogateescape")] = (
+                        fields[4][:1], "" if fields[4] == "D" else fields[3])
         self._remember(key, (old_tree, new_tree), dict(result))
         return result
 
@@ -626,7 +654,10 @@ class Repo:
                 return  # pinned already
         except OSError:
             pass
-        git(["update-ref", ref, commit], cwd=self.workdir)
+        try:  # in process: libgit2 writes the loose ref under its lock, as update-ref does
+            self.pg.references.create(ref, commit, force=True)
+        except (ValueError, _pygit2().GitError):
+            git(["update-ref", ref, commit], cwd=self.workdir)
 
     def is_ancestor_cli(self, anc: str, desc: str) -> bool:
         if anc == desc:
@@ -657,6 +688,35 @@ class Repo:
             return None
         oid = self.pg.merge_base(a, b)
         return str(oid) if oid is not None else None
+
+    def sole_merge_base(self, a: str | None, b: str | None) -> str | None:
+        """The merge base of ``a`` and ``b`` when it is their only one (git's merge then
+        merges against it, not against a virtual base made of several); None: there are
+        several, or the commits since it are too many to tell cheaply."""
+        base = self.merge_base(a, b)
+        if base is None or not a or not b:
+            return None
+        if base in (a, b):
+            return base
+        key = ("sole-base", a, b)
+        if key in self.memo:
+            return base if self.memo[key] else None
+        pygit2 = _pygit2()
+        since = []
+        for tip in (a, b):
+            seen: set[str] = set()
+            walker = self.pg.walk(tip, pygit2.enums.SortMode.NONE)
+            walker.hide(base)
+            for c in walker:
+                seen.add(str(c.id))
+                if len(seen) > SOLE_BASE_WALK:
+                    return None
+            since.append(seen)
+        # every common ancestor is an ancestor of base unless the two sides share a commit
+        # that base does not contain: then git sees more than one merge base
+        sole = not since[0] & since[1]
+        self._remember(key, (a, b), sole)
+        return base if sole else None
 
     def ahead(self, head: str | None, base: str | None) -> int:
         if not head:

@@ -68,22 +68,27 @@ class Airspace:
         c.here = agent_id
         return c
 
-    def reload_policy(self) -> None:
+    def reload_policy(self, aged: bool = True) -> None:
         """The airspace policy, read again (a request must judge by today's rules) when
         any of its inputs may have changed: the main checkout's HEAD (committed config)
-        or a git config file (repository, worktree, global, system), and at least every
-        POLICY_MAX_AGE seconds (for files those include)."""
+        or a git config file (repository, worktree, global, system); and, unless
+        ``aged`` is False, when it is older than POLICY_MAX_AGE seconds (for files those
+        include, which nothing here stats). Hooks' requests pass False: the service
+        reads an old policy again in the background, after them (service.Service)."""
         from proximity import config, gitio
 
         key = _policy_key(self.ctx.repo)
         now = time.monotonic()
-        if key == self.policy_key and now - self.policy_read < POLICY_MAX_AGE:
+        if key == self.policy_key and (not aged or now - self.policy_read < POLICY_MAX_AGE):
             return
         cfg = config.load_policy(*gitio.policy_inputs(self.ctx.repo)).config
         if cfg != self.ctx.cfg or self.ctx.memo is None or len(self.ctx.memo) > MEMO_ENTRIES:
             self.ctx.memo = {}  # results under other rules (or too many) are not kept
         self.ctx.cfg = cfg
         self.policy_key, self.policy_read = key, now
+
+    def policy_stale(self) -> bool:
+        return time.monotonic() - self.policy_read >= POLICY_MAX_AGE
 
     def _snap(self, wt: gitio.WorktreeInfo, tree: str | Exception) -> Agent:
         """One agent from its snapshot tree: what airspace.live_agents makes."""
@@ -128,6 +133,9 @@ class Airspace:
         for wt in repo.worktrees() if listed is None else listed:
             (retired.append(wt.id) if wt.prunable else live.append(wt))
         self.paths = {wt.id: wt.path for wt in live}
+        # the pre-commit and post-commit of a plain `git commit` name the worktree's own
+        # index: that state is the worktree's state (kept), not a commit's private index
+        own = bool(index) and any(wt.id == focus and _own_index(wt, str(index)) for wt in live)
         need = []
         for wt in live:
             a = self.agents.get(wt.id)
@@ -141,14 +149,15 @@ class Airspace:
 
         def tree_of(wt: gitio.WorktreeInfo) -> str | Exception:
             try:
-                if index and wt.id == focus:
+                if index and wt.id == focus and not own:
                     since = self._paths_since(wt, index) if partial else None
                     if since is not None:
                         with contextlib.suppress(FatalError):  # e.g. a path in a submodule
                             tree = repo.snapshot_paths(wt, since, keep=False)
                             self.partials += 1
                             return tree
-                    return repo.snapshot_tree(wt, index)
+                    # the shadow index stays as this service last wrote it
+                    return repo.snapshot_tree(wt, index, keep=False)
                 since = self._paths_since(wt, None) if partial else None
                 self.touched[wt.id] = None
                 if since is not None:
@@ -185,7 +194,7 @@ class Airspace:
                 trees = list(pool.map(tree_of, need))
             for wt, tree in zip(need, trees, strict=True):
                 fresh[wt.id] = self._snap(wt, tree)
-                if not (index and wt.id == focus):
+                if not (index and wt.id == focus and not own):
                     self.agents[wt.id] = fresh[wt.id]
         for gone in set(self.agents) - set(self.paths):
             del self.agents[gone]
@@ -228,12 +237,15 @@ class Airspace:
             now = repo.index_tree(index, wt.path)
             if now == start:
                 return True
-            differ = [p for p in repo.changed_paths(start, now)
-                      if os.path.lexists(os.path.join(wt.path, p))]
+            delta = repo.tree_delta(start, now)
+            differ = [p for p in delta if os.path.lexists(os.path.join(wt.path, p))]
             for p in differ:
                 if os.lstat(os.path.join(wt.path, p)).st_size > repo.large_bytes:
                     return False
-            return not differ or not _ignored(wt.path, differ)
+            # a path tracked in both (modified) is taken from the file either way; only
+            # one tracked in one index alone, if ignored, makes `add -A` differ
+            once = [p for p in differ if delta[p][0] in "AD"]
+            return not once or not _ignored(wt.path, once)
         except Exception:
             return False
 
@@ -346,11 +358,12 @@ class Airspace:
         from proximity.commands import hook
 
         here, kind, index = str(msg["agent"]), str(msg["kind"]), msg.get("index")
-        self.reload_policy()
+        self.reload_policy(aged=False)
         listed = self.ctx.repo.worktrees_from_files()
         admin = next((wt.admin for wt in (self.ctx.repo.worktrees() if listed is None
                                           else listed) if wt.id == here), "")
-        reuse = (kind == "commit" and not index and files_settled and bool(admin)
+        own = bool(admin) and bool(index) and _own_index_of(admin, str(index))
+        reuse = (kind == "commit" and (not index or own) and files_settled and bool(admin)
                  and gitio.operation_in_progress(admin) is None)
         agents, _ = self.agents_now(None if reuse else here, index,
                                     same_files=here if reuse else None)
@@ -368,7 +381,7 @@ class Airspace:
         from proximity.commands import hook
 
         here = str(msg["agent"])
-        self.reload_policy()
+        self.reload_policy(aged=False)
         pushed = msg.get("pushed")
         pushed_refs = [(str(r), str(s)) for r, s in pushed] if pushed is not None else None
         verdict = hook.judge(self.ctx_for(here), str(msg["stage"]), str(msg["kind"]),
@@ -387,7 +400,7 @@ class Airspace:
         from proximity.commands import hook
 
         here, stage = str(msg["agent"]), str(msg.get("stage"))
-        self.reload_policy()
+        self.reload_policy(aged=False)
         if stage not in ("snapshot", "warn", "guard"):
             return {"fallback": f"stage {stage!r}"}
         if self.ctx.ledger is None:
@@ -414,12 +427,24 @@ class Airspace:
         from proximity import context, report
 
         focus = msg.get("agent")
-        self.reload_policy()
+        self.reload_policy(aged=False)
         agents, retired = self.agents_now(focus, msg.get("index"))
         result = context.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
                                   record=bool(msg.get("record")))
         self.scans += 1
         return report.scan_json(result)
+
+
+def _own_index(wt: gitio.WorktreeInfo, index: str) -> bool:
+    return bool(wt.admin) and _own_index_of(wt.admin, index)
+
+
+def _own_index_of(admin: str, index: str) -> bool:
+    """Whether ``index`` (GIT_INDEX_FILE of a hook) is the worktree's own index file."""
+    try:
+        return os.path.samefile(index, os.path.join(admin, "index"))
+    except OSError:
+        return False
 
 
 def _ignored(workdir: str, paths: list[str]) -> bool:

@@ -717,3 +717,22 @@ def test_a_large_committed_file_is_sized_from_its_header_not_read(tmp_path):
     size, grew_kb = (int(x) for x in out.stdout.split())
     assert size == 120 << 20
     assert grew_kb < 40_000, f"sizing the blob grew the process by {grew_kb} KiB"
+
+
+def test_snapshot_commits_written_in_process_are_the_ones_git_writes(tmp_path):
+    """A snapshot commit is content-addressed: libgit2's object is byte for byte the one
+    `git commit-tree` writes with the fixed identity (on a parent, and for an unborn
+    branch without one)."""
+    repo_dir = init_repo(tmp_path / "repo", {"f.txt": BASE})
+    repo = gitio.Repo(str(repo_dir))
+    head = git(repo_dir, "rev-parse", "HEAD").stdout.strip()
+    tree = git(repo_dir, "rev-parse", "HEAD^{tree}").stdout.strip()
+    env = {**os.environ, **gitio.SNAPSHOT_IDENT}
+    for parent in ([head], []):
+        args = ["git", "commit-tree", tree, *(["-p", p] for p in parent), "-m",
+                "proximity snapshot"]
+        flat = [a for x in args for a in (x if isinstance(x, list) else [x])]
+        want = subprocess.run(flat, cwd=repo_dir, env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        assert repo.snapshot_commit(tree, parent[0] if parent else None) == want
+    assert git(repo_dir, "fsck", "--connectivity-only").returncode == 0
