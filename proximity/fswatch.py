@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from proximity import gitio
 
 DEBOUNCE_MS = 200  # longest a burst of changes is grouped
-STEP_MS = 10  # quiet time that ends a burst (a sync cookie comes back after it)
+STEP_MS = 4  # quiet time that ends a burst (a sync cookie comes back after it: 4-8 ms)
 COOKIE = os.sep + os.path.join("ecm", "cookies") + os.sep  # sync cookies (service.sync)
 
 

@@ -155,6 +155,8 @@ class Service:
 
         cookies = {p for p in paths if fswatch.COOKIE in p}
         paths = paths - cookies
+        for p in cookies:
+            self._posted(p)
         self.last_active = time.monotonic()
         if paths:
             self.last_file_event = self.last_active
@@ -168,6 +170,38 @@ class Service:
                     ev.set()
         if first:
             self.put(Job("files"), 2)
+
+    def _posted(self, path: str) -> None:
+        """Watcher thread: a post-commit hook's note (see post_note), taken once: the
+        commit is recorded as the thin client's post-commit request would have it (not
+        waited for: its messages stay for the next hook)."""
+        name = os.path.basename(path)
+        if not name.startswith(POST_PREFIX):
+            return
+        try:
+            os.unlink(path)
+        except OSError:
+            return  # taken already (its deletion is reported too)
+        agent = name[len(POST_PREFIX):].rsplit("-", 1)[0]
+        air = self.air
+        if air is None or agent not in air.paths:
+            return
+        self.last_request = time.monotonic()
+        self.put(Job("hook", {"op": "hook", "stage": "snapshot", "kind": "commit",
+                              "agent": agent, "index": None, "later": True}), 0)
+
+    def post_note(self, agent: str) -> dict[str, Any] | None:
+        """What a pre-commit's thin client leaves for the post-commit hook that follows:
+        this process's pid and where to drop a note, so that hook records the commit
+        without starting Python (hooks/proximity-hook); None when the watcher would not
+        see the note."""
+        d = os.path.join(client.ecm_dir(self.common), "cookies")
+        roots = self.air.watch_roots() if self.air is not None else {}
+        if (not self.watcher.watching.is_set() or self.watcher.error or not os.path.isdir(d)
+                or fswatch_owner(d, roots) is None or agent not in roots
+                or not _plain_name(agent)):
+            return None
+        return {"pid": os.getpid(), "dir": d, "agent": agent}
 
     def sync(self, timeout: float = SYNC_TIMEOUT) -> bool:
         """Whether the watcher has reported every file change made before now: a cookie
@@ -293,6 +327,8 @@ class Service:
             self.working = False
             self.background_since = None
             job.done.set()
+            if prio == 0 and self.air.policy_stale():
+                self.put(Job("policy"), 1)  # read again after the hooks (reload_policy)
             roots = self.air.watch_roots()
             if roots != roots_seen:
                 roots_seen = roots
@@ -332,6 +368,8 @@ class Service:
                 dirty.add(agent)
             elif job.op == "rescan" and agent:
                 rescan.add(agent)
+            elif job.op == "policy":
+                self.air.reload_policy()
             elif job.op == "rewatch":
                 dirty |= set(self.air.paths)
                 self.air.forget_files()
@@ -370,6 +408,10 @@ class Service:
             settled = settled and self.watcher.watching.is_set() and not self.watcher.error
             answer = self.air.hook(job.msg, settled)
             self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
+            if job.msg.get("kind") == "pre-commit" and "fallback" not in answer:
+                note = self.post_note(str(job.msg.get("agent")))
+                if note is not None:
+                    answer["post"] = note
             if job.msg.get("stage") == "snapshot" and "fallback" not in answer:
                 self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
             return {"ok": True, **answer}
@@ -524,6 +566,20 @@ class Service:
         self.put(Job("quit"), -1)
         self.watcher.stop()
         worker.join(timeout=5.0)
+
+
+POST_PREFIX = "post-commit-"  # a post-commit hook's note in the cookies directory
+
+
+def fswatch_owner(path: str, roots: dict[str, str]) -> str | None:
+    from proximity import fswatch
+
+    return fswatch.owner(path, roots)
+
+
+def _plain_name(agent: str) -> bool:
+    """An agent id the hook script may put in a file name as it is."""
+    return bool(agent) and all(c.isalnum() or c in "._-" for c in agent) and agent[0] != "."
 
 
 def _worktree_dirs(common: str) -> list[str]:

@@ -126,7 +126,33 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
         return Fallback(stdin, False, not sent or client.claim(common, rid))
     if "fallback" in answer or not _print(answer.get("lines"), sys.stderr):
         return Fallback(stdin, False)
+    if name == "pre-commit" and os.environ.get("PROXIMITY_HOOK_SCRIPT") == "1":
+        leave_post_note(gitdir, answer.get("post"))
     return stages.blocked_exit() if answer.get("block") is True else 0
+
+
+POST_NOTE = "proximity-post-commit"  # in the worktree's git dir; read by hooks/proximity-hook
+
+
+def leave_post_note(gitdir: str, post: Any) -> None:
+    """For the post-commit hook of this commit: the service's pid, the directory where
+    it takes notes and this worktree's id, one per line. With them the hook script tells
+    the service of the commit by a file, without starting Python; without them (no note,
+    a dead pid) it asks as every hook does. Removed when the service has none to give."""
+    path = os.path.join(gitdir, POST_NOTE)
+    try:
+        if not isinstance(post, dict) or not all(isinstance(post.get(k), t) for k, t in (
+                ("pid", int), ("dir", str), ("agent", str))) or any(
+                "\n" in post[k] for k in ("dir", "agent")):
+            if os.path.lexists(path):
+                os.unlink(path)
+            return
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as fh:
+            fh.write(f"{post['pid']}\n{post['dir']}\n{post['agent']}\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 # -- proximity check --------------------------------------------------------------------
