@@ -9,9 +9,12 @@ judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMIT
 once right after the file was written and staged, once as an agent commits (the edit saved
 a while before: the service has seen it; then `git add`, `git commit`);
 `git switch` of the main checkout between two branches; `git push` of a branch that
-collides with nobody to a bare remote (`push`: of a commit made with hooks off, a state the
-service never judged; `push_committed`: right after a `git commit` through the variant's own
-hooks, an agent's commit-then-push); a 10-commit `git rebase`. Then the time from a file
+collides with nobody (the last worktree, its generated edits dropped) to a bare remote
+(`push`: of a commit made with hooks off, a state the service never judged;
+`push_committed`: right after a `git commit` through the variant's own hooks, an agent's
+commit-then-push; `push_colliding`: the same from wt00, which has a Resolution Advisory
+with wt01 and the right-of-way, so the push prints the advisory and is not blocked); a
+10-commit `git rebase`. Then the time from a file
 save in one worktree to the message in the other's inbox (no git command), median and p95,
 and the service's resident memory (peak by /usr/bin/time -v, current by /proc).
 
@@ -110,7 +113,7 @@ def switch_once(main: str) -> Callable[[str, list[str], dict[str, str], int], fl
 
 def push_once(wt: str, branch: str) -> Callable[[str, list[str], dict[str, str], int], float]:
     def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
-        with open(os.path.join(wt, "bench.txt"), "a") as f:
+        with open(os.path.join(wt, f"push-{os.path.basename(wt)}.txt"), "a") as f:
             f.write(f"push {name} {i}\n")
         subprocess.run(["git", *NO_HOOKS, "commit", "-qam", f"p {name} {i}"], cwd=wt, env=ENV,
                        check=True)
@@ -123,7 +126,7 @@ def push_committed(wt: str, branch: str
     """An agent's flow: `git commit` through the variant's hooks (not timed), then at once
     the timed `git push`."""
     def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
-        with open(os.path.join(wt, "bench.txt"), "a") as f:
+        with open(os.path.join(wt, f"push-{os.path.basename(wt)}.txt"), "a") as f:
             f.write(f"pushc {name} {i}\n")
         subprocess.run(["git", *extra, "commit", "-qam", f"pc {name} {i}"], cwd=wt, env=env,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -231,6 +234,15 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
         common = os.path.join(main, ".git")
         wt = os.path.join(root, "wt00")
         git(wt, "push", "-q", "origin", "agent0")
+        # the last worktree collides with nobody (the issue's "push of a non-colliding
+        # branch"): its generated edits, which overlap its neighbour's, are dropped and
+        # one file of its own is added; wt00 (right-of-way over wt01) pushes a colliding one
+        solo_id = worktrees - 1
+        solo = os.path.join(root, f"wt{solo_id:02}")
+        git(solo, "checkout", "--", ".")
+        with open(os.path.join(solo, "solo.txt"), "w") as f:
+            f.write("solo\n")
+        git(solo, "push", "-q", "origin", f"agent{solo_id}")
         subprocess.run([PY, "-m", "proximity", "install"], cwd=main, env=ENV, check=True,
                        stdout=subprocess.DEVNULL)
         # git config: no cooldown, so every rise in the latency trials sends a message
@@ -272,8 +284,10 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
             row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
                                                 commit_settled(wt))
             row["switch"] = interleaved(runs, names[:3], switch_once(main))
-            row["push"] = interleaved(runs, names[:3], push_once(wt, "agent0"))
-            row["push_committed"] = interleaved(runs, names[:3], push_committed(wt, "agent0"))
+            row["push"] = interleaved(runs, names[:3], push_once(solo, f"agent{solo_id}"))
+            row["push_committed"] = interleaved(runs, names[:3],
+                                                push_committed(solo, f"agent{solo_id}"))
+            row["push_colliding"] = interleaved(runs, names[:3], push_committed(wt, "agent0"))
             row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
             row["save_to_inbox"] = save_to_inbox(root, common, trials)
         st = request(common, {"op": "status"})
@@ -286,7 +300,8 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
             for line in fh:
                 if "Maximum resident set size" in line:
                     row["service_rss_peak_mib"] = round(int(line.split()[-1]) / 1024, 1)
-        for k in ("commit", "commit_settled", "switch", "push", "push_committed", "rebase10"):
+        for k in ("commit", "commit_settled", "switch", "push", "push_committed",
+                  "push_colliding", "rebase10"):
             if k not in row:
                 continue
             b = row[k]["bare"]
