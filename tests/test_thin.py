@@ -576,3 +576,69 @@ def test_the_commit_after_an_instant_pre_commit_records_the_committed_tree(pair_
             led.close()
         return ev.tree == head_tree
     wait_for(recorded, timeout=20)
+
+
+def _logging_python(where: Path) -> tuple[str, Path]:
+    """An interpreter that notes each hook it is started for (then is this Python)."""
+    log = where / "started.log"
+    wrapper = where / "py-logging"
+    wrapper.write_text("#!/bin/sh\n"
+                       f"for a in \"$@\"; do case $a in pre-*|post-*) echo \"$a\" >>'{log}' ;;"
+                       " esac; done\n"
+                       f"exec '{sys.executable}' \"$@\"\n")
+    wrapper.chmod(0o755)
+    return str(wrapper), log
+
+
+def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_repos):
+    """Issue 12: the pre-commit the service answered leaves the post-commit a note; the
+    hook script drops a file where the service takes it, and the service records the
+    commit exactly as the Python hook would (same kind, head and tree), keeping the
+    snapshot the pre-commit made (no `git add` over the worktree again). A note naming a
+    service that is gone: the hook starts Python as always."""
+    svc, _ = pair_of_repos()
+    start(svc)
+    settle(svc)
+    py, log = _logging_python(svc.root)
+    edit(svc.a / "f.txt", 10, 20, "from a")
+    time.sleep(0.5)  # saved a moment ago: the service has seen it
+    git(svc.a, "add", "f.txt")
+    settle(svc)
+    adds = git_calls(svc).get("add", 0)
+    done = subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=svc.a, capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, **on(PROXIMITY_PYTHON=py)})
+    assert done.returncode == 0, done.stderr
+    head = git(svc.a, "rev-parse", "HEAD").stdout.strip()
+
+    def last_a() -> tuple[str, str | None, str | None] | None:
+        led = Ledger(os.path.join(svc.common, "ecm"))
+        try:
+            ev = led.last_event("a")
+            return (ev.kind, ev.head, ev.tree) if ev is not None else None
+        finally:
+            led.close()
+
+    wait_for(lambda: (last_a() or ("",))[0] == "commit")
+    kind, ev_head, tree = last_a() or ("", None, None)
+    assert (kind, ev_head) == ("commit", head)
+    assert log.read_text().split() == ["pre-commit"]  # the post-commit started no Python
+    admin = gitio.Repo(str(svc.a)).gitdir
+    assert not os.path.exists(os.path.join(admin, "proximity-post-commit"))
+    settle(svc)
+    assert git_calls(svc).get("add", 0) == adds  # the pre-commit's snapshot was kept
+    subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=svc.a, check=True,
+                   env={**os.environ, **off()}, capture_output=True)
+    assert (last_a() or ("",))[1:] == (head, tree)  # what the in-process snapshot sees
+    # a note from a service that is gone: Python records the commit, as always
+    with open(os.path.join(admin, "proximity-post-commit"), "w") as fh:
+        fh.write(f"999999999\n{svc.common}/ecm/cookies\na\n")
+    log.unlink()
+    git(svc.a, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m",
+        "made without hooks")
+    hook = subprocess.run([str(svc.main / ".git" / "hooks" / "post-commit")], cwd=svc.a,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **on(PROXIMITY_PYTHON=py)})
+    assert hook.returncode == 0, hook.stderr
+    assert log.read_text().split() == ["post-commit"]
+    assert not os.path.exists(os.path.join(admin, "proximity-post-commit"))
