@@ -13,7 +13,7 @@ import stat
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from proximity.errors import FatalError, GitTimeout, GitTooOld, NotARepository
 
@@ -686,8 +686,13 @@ class Repo:
     def merge_base(self, a: str | None, b: str | None) -> str | None:
         if not a or not b:
             return None
+        key = ("merge-base", a, b)
+        if key in self.memo:
+            return cast("str | None", self.memo[key])
         oid = self.pg.merge_base(a, b)
-        return str(oid) if oid is not None else None
+        got = str(oid) if oid is not None else None
+        self._remember(key, (a, b), got)  # commits never change: neither do their bases
+        return got
 
     def sole_merge_base(self, a: str | None, b: str | None) -> str | None:
         """The merge base of ``a`` and ``b`` when it is their only one (git's merge then
