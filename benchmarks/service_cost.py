@@ -115,7 +115,8 @@ def push_once(wt: str, branch: str) -> Callable[[str, list[str], dict[str, str],
     def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
         with open(os.path.join(wt, f"push-{os.path.basename(wt)}.txt"), "a") as f:
             f.write(f"push {name} {i}\n")
-        subprocess.run(["git", *NO_HOOKS, "commit", "-qam", f"p {name} {i}"], cwd=wt, env=ENV,
+        subprocess.run(["git", "add", "-A"], cwd=wt, env=ENV, check=True)
+        subprocess.run(["git", *NO_HOOKS, "commit", "-qm", f"p {name} {i}"], cwd=wt, env=ENV,
                        check=True)
         return timed(["git", *extra, "push", "-q", "origin", branch], wt, env)
     return one
@@ -128,7 +129,8 @@ def push_committed(wt: str, branch: str
     def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
         with open(os.path.join(wt, f"push-{os.path.basename(wt)}.txt"), "a") as f:
             f.write(f"pushc {name} {i}\n")
-        subprocess.run(["git", *extra, "commit", "-qam", f"pc {name} {i}"], cwd=wt, env=env,
+        subprocess.run(["git", "add", "-A"], cwd=wt, env=ENV, check=True)
+        subprocess.run(["git", *extra, "commit", "-qm", f"pc {name} {i}"], cwd=wt, env=env,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return timed(["git", *extra, "push", "-q", "origin", branch], wt, env)
     return one
