@@ -276,6 +276,7 @@ class Service:
             self.watcher.watching.wait(10.0)
             air.dirty |= set(air.paths)
             air.baseline()
+            _drop_old_notes(self.common)  # the baseline read those commits already
             self.air = air
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
@@ -569,6 +570,16 @@ class Service:
 
 
 POST_PREFIX = "post-commit-"  # a post-commit hook's note in the cookies directory
+
+
+def _drop_old_notes(common: str) -> None:
+    """Post-commit notes left for an earlier service (one that died before taking them)."""
+    d = os.path.join(client.ecm_dir(common), "cookies")
+    with contextlib.suppress(OSError):
+        for name in os.listdir(d):
+            if name.startswith(POST_PREFIX):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(d, name))
 
 
 def fswatch_owner(path: str, roots: dict[str, str]) -> str | None:
