@@ -689,8 +689,10 @@ class Repo:
         key = ("merge-base", a, b)
         if key in self.memo:
             return cast("str | None", self.memo[key])
-        oid = self.pg.merge_base(a, b)
-        got = str(oid) if oid is not None else None
+        got = self._base_by_step(a, b)
+        if got is None:
+            oid = self.pg.merge_base(a, b)
+            got = str(oid) if oid is not None else None
         self._remember(key, (a, b), got)  # commits never change: neither do their bases
         return got
 
@@ -706,6 +708,9 @@ class Repo:
         key = ("sole-base", a, b)
         if key in self.memo:
             return base if self.memo[key] else None
+        if self._sole_by_step(a, b, base):
+            self._remember(key, (a, b), True)
+            return base
         pygit2 = _pygit2()
         since = []
         for tip in (a, b):
@@ -757,8 +762,61 @@ class Repo:
         try:
             c = self.pg[new]
             return ([str(p) for p in c.parent_ids] == [old] and new != other
-                    and not self.pg.descendant_of(other, new))
+                    and not self._may_contain(other, old, new))
         except Exception:
+            return False
+
+    def _may_contain(self, other: str, parent: str, child: str) -> bool:
+        """Whether ``other`` contains ``child`` (whose only parent is ``parent``): not when
+        their remembered merge base is not ``parent`` (``other`` lacks the parent, so the
+        child too); else asked of libgit2."""
+        known = [self.memo[k] for k in (("merge-base", parent, other), ("merge-base", other,
+                                                                        parent))
+                 if k in self.memo]
+        if known and known[0] != parent:
+            return False
+        return other == child or bool(self.pg.descendant_of(other, child))
+
+    def _sole_by_step(self, a: str, b: str, base: str) -> bool:
+        """Whether ``base`` is the only merge base of ``a`` and ``b`` because one of them is
+        a single-parent step, absent from the other, on a commit whose only merge base with
+        the other was ``base`` (the shared ancestors are the same)."""
+        for x, y in ((a, b), (b, a)):
+            try:
+                parents = [str(p) for p in self.pg[x].parent_ids]
+            except (KeyError, ValueError):
+                return False
+            if len(parents) != 1 or parents[0] == base:
+                continue
+            p = parents[0]
+            if any(self.memo.get(("merge-base", *k)) == base
+                   and self.memo.get(("sole-base", *k)) is True for k in ((p, y), (y, p))):
+                return True
+        return False
+
+    def _base_by_step(self, a: str, b: str) -> str | None:
+        """The merge base of ``a`` and ``b`` from a remembered one, when one of them is a
+        single-parent step the other does not contain (a new commit on a worktree whose
+        base with the other was asked before); None: not known that way."""
+        for x, y in ((a, b), (b, a)):
+            try:
+                parents = [str(p) for p in self.pg[x].parent_ids]
+            except (KeyError, ValueError):
+                return None
+            if len(parents) != 1:
+                continue
+            for k in (("merge-base", parents[0], y), ("merge-base", y, parents[0])):
+                got = self.memo.get(k)
+                if isinstance(got, str) and got != parents[0]:
+                    return got  # y lacks x's parent, so x too: the same ancestors shared
+        return None
+
+    def tree_has(self, tree: str, path: str) -> bool:
+        """Whether ``path`` is an entry (file, link or submodule) of ``tree``."""
+        try:
+            self.pg[tree].peel(_pygit2().Tree)[path]
+            return True
+        except (KeyError, ValueError, TypeError, _pygit2().GitError):
             return False
 
     def has_object(self, oid: str) -> bool:

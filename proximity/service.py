@@ -256,6 +256,9 @@ class Service:
         ids = set()
         for wid, rels in by_wt.items():
             self.air.note_files(wid, rels)
+            if self.air.in_snapshot(wid, rels):
+                ids.add(wid)  # a file its state holds: no need to ask git about ignores
+                continue
             try:
                 skip = fswatch.ignored(roots[wid], rels)
             except Exception:

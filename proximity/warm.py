@@ -249,6 +249,14 @@ class Airspace:
         except Exception:
             return False
 
+    def in_snapshot(self, wid: str, rels: list[str]) -> set[str]:
+        """Those of ``rels`` the worktree's warm snapshot holds: tracked there (or added
+        by `add -A`), so a change to them always matters, whatever ignore rules say."""
+        a = self.agents.get(wid)
+        if a is None or not a.tree:
+            return set()
+        return {r for r in rels if self.ctx.repo.tree_has(a.tree, r)}
+
     def note_files(self, wid: str, rels: list[str]) -> None:
         """The watcher reported these paths (relative to worktree ``wid``) changed."""
         got = self.touched.get(wid)
