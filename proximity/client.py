@@ -125,17 +125,24 @@ def code_stamp() -> str:
 
         pkg = os.path.dirname(os.path.abspath(__file__))
         listing = [sys.version.split()[0]]
-        for root, dirs, files in os.walk(pkg):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    path = os.path.join(root, name)
-                    try:
-                        st = os.stat(path)
-                    except OSError:
-                        continue
-                    listing.append(f"{os.path.relpath(path, pkg)}:{st.st_size}:"
-                                   f"{st.st_mtime_ns}")
+        todo = [""]
+        while todo:  # every module, in a fixed order (a hook pays for this walk)
+            rel = todo.pop()
+            try:
+                entries = sorted(os.scandir(os.path.join(pkg, rel) if rel else pkg),
+                                 key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                name = f"{rel}/{e.name}" if rel else e.name
+                try:
+                    if e.name.endswith(".py"):
+                        st = e.stat()
+                        listing.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+                    elif e.name != "__pycache__" and e.is_dir():
+                        todo.append(name)
+                except OSError:
+                    continue
         data = "\n".join(listing).encode("utf-8", "surrogateescape")
         _STAMP.append(f"{__version__}+{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
                       f"{len(listing)}")

@@ -134,6 +134,7 @@ class Service:
         self.pending: set[str] = set()
         self.pending_lock = threading.Lock()
         self.cookies: dict[str, threading.Event] = {}
+        self.posts: list[str] = []  # worktrees whose post-commit notes are not taken yet
         with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
             os.makedirs(os.path.join(client.ecm_dir(common), "cookies"), exist_ok=True)
         from proximity import fswatch
@@ -187,8 +188,29 @@ class Service:
         if air is None or agent not in air.paths:
             return
         self.last_request = time.monotonic()
-        self.put(Job("hook", {"op": "hook", "stage": "snapshot", "kind": "commit",
-                              "agent": agent, "index": None, "later": True}), 0)
+        with self.pending_lock:
+            self.posts.append(agent)
+        self.put(Job("posts"), 0)  # taken by then by any verdict that synced after it
+
+    def _take_posts(self) -> None:
+        """Worker thread: record the commits post-commit notes told of, in their order,
+        before the request at hand (a push right after its commit finds it recorded)."""
+        assert self.air is not None
+        with self.pending_lock:
+            posts, self.posts = self.posts, []
+        for agent in posts:
+            msg = {"op": "hook", "stage": "snapshot", "kind": "commit", "agent": agent,
+                   "index": None, "later": True}
+            with self.pending_lock:
+                settled = not self.pending
+            settled = settled and self.watcher.watching.is_set() and not self.watcher.error
+            try:
+                answer = self.air.hook(msg, settled)
+            except Exception:
+                continue  # as a failed hook request: the next verdict snapshots it anyway
+            if "fallback" not in answer:
+                self.answered["hook"] += 1
+                self.put(Job("rescan", msg), 1)
 
     def post_note(self, agent: str) -> dict[str, Any] | None:
         """What a pre-commit's thin client leaves for the post-commit hook that follows:
@@ -399,6 +421,9 @@ class Service:
         for wid in self._files():
             self.air.dirty.add(wid)
             self.put(Job("rescan", {"agent": wid}), 1)  # their messages, later
+        self._take_posts()
+        if job.op == "posts":
+            return {"ok": True}
         if job.op == "record":
             with self.pending_lock:
                 settled = not self.pending
