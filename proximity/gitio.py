@@ -497,7 +497,24 @@ class Repo:
 
     def index_tree(self, index_file: str, cwd: str) -> str:
         """The tree an index file holds (`git write-tree`), from a private copy: the
-        index itself is never written."""
+        index itself is never written. Remembered by the file's identity and stat (git
+        replaces an index file whole, never in place)."""
+        try:
+            st = os.stat(index_file)
+            key: tuple[Any, ...] = ("index-tree", os.path.realpath(index_file), st.st_ino,
+                                    st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
+            key = ()
+        if key and key in self.memo:
+            return str(self.memo[key])
+        tree = self._index_tree(index_file, cwd)
+        if key:
+            if len(self.memo) > MEMO_ENTRIES:
+                self.memo.clear()
+            self.memo[key] = tree
+        return tree
+
+    def _index_tree(self, index_file: str, cwd: str) -> str:
         tmp = f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
         tmp = os.path.join(self.ecm_dir, "index", os.path.basename(tmp)) \
             if os.path.isdir(os.path.join(self.ecm_dir, "index")) else tmp
