@@ -224,6 +224,22 @@ def save_to_inbox(root: str, common: str, trials: int) -> dict[str, Any]:
             "max_s": round(out[-1], 3)}
 
 
+def idle_cpu(pid: int, seconds: float) -> float | None:
+    """The service's CPU use while nothing happens (its watcher's polling), in percent of
+    one core, from /proc (None elsewhere)."""
+    def ticks() -> int:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+    try:
+        t0, c0 = time.monotonic(), ticks()
+        time.sleep(seconds)
+        used = (ticks() - c0) / os.sysconf("SC_CLK_TCK")
+        return round(100.0 * used / (time.monotonic() - t0), 2)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: bool = False
             ) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix="proximity-service-")
@@ -292,9 +308,14 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
             row["push_colliding"] = interleaved(runs, names[:3], push_committed(wt, "agent0"))
             row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
             row["save_to_inbox"] = save_to_inbox(root, common, trials)
+        for wait in SETTLE:
+            wait()  # its background work done: what follows is the idle service
         st = request(common, {"op": "status"})
         row["service_rss_now_mib"] = round(st["status"]["rss_kb"] / 1024, 1) if st else None
         row["answered"] = st["status"].get("answered") if st else None
+        row["git_calls"] = st["status"].get("git_calls") if st else None
+        row["last_ms"] = st["status"].get("last_ms") if st else None
+        row["idle_cpu_percent"] = idle_cpu(int(st["status"]["pid"]), 10.0) if st else None
         request(common, {"op": "shutdown"})
         svc.wait(60)
         svc = None
