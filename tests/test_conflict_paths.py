@@ -136,3 +136,37 @@ def test_criss_cross_merge_bases_run_gits_merge(tmp_path: Path) -> None:
     assert not conflict._apart(ev)
     truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
     assert [f.path_a for f in conflict.run(ev).findings] == truth
+
+
+def test_merge_bases_derived_from_a_parent_are_gits(tmp_path: Path) -> None:
+    """A new commit's merge base with another side is taken from its parent's when the
+    other side lacks that parent; when the other side contains it, libgit2 is asked.
+    Every answer equals `git merge-base`, and a sole base is only claimed when git has one."""
+    path = init_repo(tmp_path / "r", {"f.txt": "f\n", "g.txt": "g\n"})
+
+    def commit(branch: str, start: str, rel: str) -> str:
+        git(path, "checkout", "-q", "-B", branch, start)
+        (path / rel).write_text(f"{branch} {rel}\n")
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"{branch} {rel}")
+        return git(path, "rev-parse", "HEAD").stdout.strip()
+
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    a1 = commit("a", base, "a1.txt")
+    b1 = commit("b", base, "b1.txt")
+    repo = gitio.Repo(str(path))
+    assert repo.merge_base(a1, b1) == base and repo.sole_merge_base(a1, b1) == base
+    a2 = commit("a", a1, "a2.txt")
+    assert repo._base_by_step(a2, b1) == base  # from a1's, remembered
+    git(path, "checkout", "-q", "b")
+    git(path, "merge", "-q", "--no-edit", a1)  # b now contains a1
+    b2 = git(path, "rev-parse", "HEAD").stdout.strip()
+    a3 = commit("a", a2, "a3.txt")
+    for x, y in ((a2, b1), (a3, b1), (a1, b2), (a2, b2), (a3, b2), (b2, a3)):
+        want = git(path, "merge-base", "--all", x, y).stdout.split()
+        got = repo.merge_base(x, y)
+        assert got in want, (x, y, got, want)
+        assert (repo.sole_merge_base(x, y) is not None) == (len(want) == 1)
+    assert repo._base_by_step(a2, b2) is None  # b2 holds a1: not derived
+    assert repo.steps_alike(a2, a3, b1) and repo.steps_alike(a2, a3, b2)
+    assert not repo.steps_alike(base, a1, b2)  # b2 contains a1
