@@ -29,7 +29,8 @@ class Facts:
     intent_weights: dict[str, dict[str, float]] = field(default_factory=dict)
     recency: Recency | None = None
     history: Callable[[str, str], list[tuple[float, float, float]]] | None = None
-    reached: Callable[[str, set[str]], int | None] | None = None  # ledger order of first work
+    # ledger order of first work (stream, paths, committed(old head, new head, path))
+    reached: Callable[[str, set[str], Callable[[str, str, str], bool]], int | None] | None = None
     imports_cache: dict[str, Any] = field(default_factory=dict)
     symbols_cache: dict[str, Any] = field(default_factory=dict)
     pair_cache: dict[str, Any] = field(default_factory=dict)
@@ -318,7 +319,8 @@ def _priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
               facts: Facts) -> risk.Priority:
     """Local pairs: committed work on the contested files, then who reached them first in
     the shared ledger's order of events (immune to clock skew), then the id."""
-    seq = facts.reached(x.id, set(contested)) if facts.reached and contested else None
+    seq = facts.reached(x.id, set(contested), pw.repo.committed_path) \
+        if facts.reached and contested else None
     # no retained event says: the stream's own first event
     first = float(seq) if seq is not None else facts.started.get(x.id)
     return risk.priority(pw.committed_lines(x, base, contested), first, x.id)

@@ -628,6 +628,13 @@ class Repo:
             return {}
         return {p: oid for p, (_st, oid) in self.tree_delta(old_tree, new_tree).items()}
 
+    def committed_path(self, old_head: str, new_head: str, path: str) -> bool:
+        """Whether ``path`` changed between two commits (False when unsure)."""
+        try:
+            return path in self.tree_delta(old_head, new_head)
+        except FatalError:
+            return False
+
     def tree_delta(self, old_tree: str, new_tree: str) -> dict[str, tuple[str, str]]:
         """path -> (status A/D/M/T, new blob id or "" when deleted) between two tree-ishes,
         no rename detection (`diff-tree -r --no-renames`); in process through libgit2, by

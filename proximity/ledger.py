@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from proximity import clocks
@@ -535,19 +535,28 @@ class Ledger:
             db.execute("DELETE FROM intents WHERE stream=?", (stream,))
 
     # -- right-of-way ----------------------------------------------------------------------
-    def reached(self, stream: str, paths: Collection[str]) -> int | None:
+    def reached(self, stream: str, paths: Collection[str],
+                committed: Callable[[str, str, str], bool] | None = None) -> int | None:
         """The ledger order (event seq) at which ``stream`` began its current work on any of
         ``paths``: per path, the first event of its present run of changes (a revert ends a
-        run). None when no retained event says (compacted, or never recorded)."""
+        run; a commit of the change does not: ``committed(old_head, new_head, path)`` tells
+        that a path no longer differing from HEAD went into the commits between the
+        stream's previous event and this one). None when no retained event says
+        (compacted, or never recorded)."""
         if not paths:
             return None
         marks = ",".join("?" * len(paths))
         rows = self.db.execute(
-            f"SELECT e.seq, j.key, j.value FROM events e, json_each(e.files) j "
+            f"SELECT e.seq, e.head, (SELECT p.head FROM events p WHERE p.stream=e.stream "
+            f"AND p.seq<e.seq ORDER BY p.seq DESC LIMIT 1), j.key, j.value "
+            f"FROM events e, json_each(e.files) j "
             f"WHERE e.stream=? AND j.key IN ({marks}) ORDER BY e.seq", (stream, *paths))
         start: dict[str, int | None] = {}
-        for seq, path, oid in rows:
+        for seq, head, before, path, oid in rows:
             if oid is None:
+                if (committed is not None and head and before and head != before
+                        and start.get(path) is not None and committed(before, head, path)):
+                    continue  # committed, not reverted: the same work goes on
                 start[path] = None
             elif start.get(path) is None:
                 start[path] = seq

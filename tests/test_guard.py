@@ -259,6 +259,45 @@ def test_who_reached_the_contested_file_first_has_right_of_way(space, scan_json,
     assert p["yielding"] == "b"
 
 
+def test_committing_the_contested_change_keeps_its_place(space, scan_json, capsys):
+    """Found by a trial on click: a change that is committed no longer differs from HEAD,
+    which the ledger used to read as a revert (the worktree then lost its place and the
+    tie went to whoever entered the ledger first). Committed, it is the same work."""
+    from proximity.main import main as cli
+
+    sp = space({"f.txt": lines(30), "g.txt": "g\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    for wt in (b, a):  # b enters the ledger first…
+        assert cli(["snapshot", "-C", str(wt)]) == 0
+    sp.write(a, "f.txt", lines(30).replace("line 9\n", "A\n"))  # …a reaches f.txt first
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    sp.write(b, "f.txt", lines(30).replace("line 9\n", "B\n"))
+    assert cli(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["advisory"] == "resolution" and p["yielding"] == "b"
+    for wt in (a, b):  # both commit their change (the same committed lines each)
+        git(wt, "commit", "-qam", f"{wt.name}'s change")
+        assert cli(["snapshot", "-C", str(wt)]) == 0
+    sp.write(a, "g.txt", "a elsewhere\n")  # and go on elsewhere
+    git(a, "commit", "-qam", "a elsewhere")
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["advisory"] == "resolution"
+    assert p["priority"]["a"]["committed"] == p["priority"]["b"]["committed"]
+    assert p["yielding"] == "b"
+    # a real revert still ends a's claim
+    sp.write(a, "f.txt", lines(30))
+    git(a, "commit", "-qam", "a reverts")
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    sp.write(a, "f.txt", lines(30).replace("line 9\n", "A again\n"))
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["yielding"] == "a"
+
+
 def test_padding_the_contested_file_far_away_buys_no_right_of_way(space, scan_json, capsys):
     """Found by a trial on click: committed comment lines at the end of the contested file
     must not outweigh the work on the contested lines."""
