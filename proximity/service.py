@@ -183,9 +183,10 @@ class Service:
             os.unlink(path)
         except OSError:
             return  # taken already (its deletion is reported too)
-        agent = name[len(POST_PREFIX):].rsplit("-", 1)[0]
+        admin = name[len(POST_PREFIX):].rsplit("-", 1)[0]
         air = self.air
-        if air is None or agent not in air.paths:
+        agent = air.agent_of_admin(admin) if air is not None else None
+        if agent is None:
             return
         self.last_request = time.monotonic()
         with self.pending_lock:
@@ -214,16 +215,17 @@ class Service:
 
     def post_note(self, agent: str) -> dict[str, Any] | None:
         """What a pre-commit's thin client leaves for the post-commit hook that follows:
-        this process's pid and where to drop a note, so that hook records the commit
-        without starting Python (hooks/proximity-hook); None when the watcher would not
-        see the note."""
+        this process's pid, so that hook records the commit by a file in the cookies
+        directory without starting Python (hooks/proximity-hook); None when the watcher
+        would not see that file (no watcher, a cookies directory that is a link or
+        outside every watched worktree)."""
         d = os.path.join(client.ecm_dir(self.common), "cookies")
         roots = self.air.watch_roots() if self.air is not None else {}
         if (not self.watcher.watching.is_set() or self.watcher.error or not os.path.isdir(d)
-                or fswatch_owner(d, roots) is None or agent not in roots
-                or not _plain_name(agent)):
+                or os.path.islink(d) or os.path.islink(os.path.dirname(d))
+                or fswatch_owner(os.path.realpath(d), roots) is None or agent not in roots):
             return None
-        return {"pid": os.getpid(), "dir": d, "agent": agent}
+        return {"pid": os.getpid()}
 
     def sync(self, timeout: float = SYNC_TIMEOUT) -> bool:
         """Whether the watcher has reported every file change made before now: a cookie
@@ -614,11 +616,6 @@ def fswatch_owner(path: str, roots: dict[str, str]) -> str | None:
     from proximity import fswatch
 
     return fswatch.owner(path, roots)
-
-
-def _plain_name(agent: str) -> bool:
-    """An agent id the hook script may put in a file name as it is."""
-    return bool(agent) and all(c.isalnum() or c in "._-" for c in agent) and agent[0] != "."
 
 
 def _worktree_dirs(common: str) -> list[str]:

@@ -135,22 +135,20 @@ POST_NOTE = "proximity-post-commit"  # in the worktree's git dir; read by hooks/
 
 
 def leave_post_note(gitdir: str, post: Any) -> None:
-    """For the post-commit hook of this commit: the service's pid, the directory where
-    it takes notes and this worktree's id, one per line. With them the hook script tells
-    the service of the commit by a file, without starting Python; without them (no note,
-    a dead pid) it asks as every hook does. Removed when the service has none to give."""
-    path = os.path.join(gitdir, POST_NOTE)
+    """For the post-commit hook of this commit: an empty file named for the service's pid
+    (``proximity-post-commit.<pid>``). With it the hook script tells that service of the
+    commit by a file in the repository's cookies directory, without starting Python;
+    without it (no note, a pid that is not a proximity service) it asks as every hook
+    does. Earlier notes go; none is left when the service gives no pid."""
     try:
-        if not isinstance(post, dict) or not all(isinstance(post.get(k), t) for k, t in (
-                ("pid", int), ("dir", str), ("agent", str))) or any(
-                "\n" in post[k] for k in ("dir", "agent")):
-            if os.path.lexists(path):
-                os.unlink(path)
-            return
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as fh:
-            fh.write(f"{post['pid']}\n{post['dir']}\n{post['agent']}\n")
-        os.replace(tmp, path)
+        for name in os.listdir(gitdir):
+            if name.startswith(POST_NOTE):
+                os.unlink(os.path.join(gitdir, name))
+        pid = post.get("pid") if isinstance(post, dict) else None
+        if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
+            fd = os.open(os.path.join(gitdir, f"{POST_NOTE}.{pid}"),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            os.close(fd)
     except OSError:
         pass
 

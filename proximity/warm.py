@@ -257,6 +257,20 @@ class Airspace:
             return set()
         return {r for r in rels if self.ctx.repo.tree_has(a.tree, r)}
 
+    def agent_of_admin(self, admin: str) -> str | None:
+        """The worktree whose git dir is named ``admin`` under the common dir's
+        ``worktrees/`` ("" : the main checkout, whose git dir is the common dir)."""
+        listed = self.ctx.repo.worktrees_from_files()
+        for wt in self.ctx.repo.worktrees() if listed is None else listed:
+            if not wt.admin or wt.id not in self.paths:
+                continue
+            if os.path.realpath(wt.admin) == os.path.realpath(self.common):
+                if admin == "":
+                    return wt.id
+            elif admin and os.path.basename(os.path.normpath(wt.admin)) == admin:
+                return wt.id
+        return None
+
     def note_files(self, wid: str, rels: list[str]) -> None:
         """The watcher reported these paths (relative to worktree ``wid``) changed."""
         got = self.touched.get(wid)

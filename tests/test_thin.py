@@ -624,21 +624,73 @@ def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_rep
     assert (kind, ev_head) == ("commit", head)
     assert log.read_text().split() == ["pre-commit"]  # the post-commit started no Python
     admin = gitio.Repo(str(svc.a)).gitdir
-    assert not os.path.exists(os.path.join(admin, "proximity-post-commit"))
+    assert not [n for n in os.listdir(admin) if n.startswith("proximity-post-commit")]
     settle(svc)
     assert git_calls(svc).get("add", 0) == adds  # the pre-commit's snapshot was kept
     subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=svc.a, check=True,
                    env={**os.environ, **off()}, capture_output=True)
     assert (last_a() or ("",))[1:] == (head, tree)  # what the in-process snapshot sees
-    # a note from a service that is gone: Python records the commit, as always
-    with open(os.path.join(admin, "proximity-post-commit"), "w") as fh:
-        fh.write(f"999999999\n{svc.common}/ecm/cookies\na\n")
+    # a note naming a process that is gone, or one that is not a proximity service:
+    # Python records the commit, as always, and no file is dropped anywhere
+    other = subprocess.Popen(["sleep", "60"])
+    cookies = os.path.join(svc.common, "ecm", "cookies")
+    try:
+        for pid in (999999999, other.pid):
+            open(os.path.join(admin, f"proximity-post-commit.{pid}"), "w").close()
+            log.unlink(missing_ok=True)
+            git(svc.a, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty",
+                "-m", f"made without hooks {pid}")
+            hook = subprocess.run([str(svc.main / ".git" / "hooks" / "post-commit")],
+                                  cwd=svc.a, capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, **on(PROXIMITY_PYTHON=py)})
+            assert hook.returncode == 0, hook.stderr
+            assert log.read_text().split() == ["post-commit"]
+            assert not [n for n in os.listdir(admin) if n.startswith("proximity-post-commit")]
+            assert not [n for n in os.listdir(cookies) if n.startswith("post-commit-")]
+            head = git(svc.a, "rev-parse", "HEAD").stdout.strip()
+            wait_for(lambda h=head: (last_a() or ("", ""))[:2] == ("commit", h))
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_post_commit_notes_in_the_main_checkout_and_never_through_a_link(pair_of_repos,
+                                                                        tmp_path):
+    """The main checkout's git dir is the common dir: its note names no worktree and the
+    service records "main". A cookies directory that is a link (to anywhere) gets no note
+    and no file: the post-commit starts Python."""
+    svc, _ = pair_of_repos()
+    start(svc)
+    settle(svc)
+    py, log = _logging_python(svc.root)
+
+    def commit(msg: str) -> None:
+        (svc.main / "g.txt").write_text((svc.main / "g.txt").read_text() + msg + "\n")
+        git(svc.main, "add", "g.txt")
+        done = subprocess.run(["git", "commit", "-q", "-m", msg], cwd=svc.main,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **on(PROXIMITY_PYTHON=py)})
+        assert done.returncode == 0, done.stderr
+        head = git(svc.main, "rev-parse", "HEAD").stdout.strip()
+
+        def recorded() -> bool:
+            led = Ledger(os.path.join(svc.common, "ecm"))
+            try:
+                ev = led.last_event("main")
+                return ev is not None and (ev.kind, ev.head) == ("commit", head)
+            finally:
+                led.close()
+        wait_for(recorded)
+
+    commit("main commits")
+    assert log.read_text().split() == ["pre-commit"]
+    cookies = os.path.join(svc.common, "ecm", "cookies")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(cookies)
+    os.symlink(elsewhere, cookies)
     log.unlink()
-    git(svc.a, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty", "-m",
-        "made without hooks")
-    hook = subprocess.run([str(svc.main / ".git" / "hooks" / "post-commit")], cwd=svc.a,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **on(PROXIMITY_PYTHON=py)})
-    assert hook.returncode == 0, hook.stderr
-    assert log.read_text().split() == ["post-commit"]
-    assert not os.path.exists(os.path.join(admin, "proximity-post-commit"))
+    settle(svc)
+    commit("main commits again")
+    assert log.read_text().split() == ["pre-commit", "post-commit"]
+    assert not [n for n in os.listdir(elsewhere) if n.startswith("post-commit-")]
