@@ -909,7 +909,14 @@ class Repo:
         if proc.returncode == 0:
             return []
         parts = proc.stdout.split(b"\0")
-        return sorted({p.decode("utf-8", "surrogateescape") for p in parts[1:] if p})
+        out = set()
+        for raw in parts[1:]:
+            if raw:
+                path = raw.decode("utf-8", "surrogateescape")
+                for side in (a, b):  # a file moved aside for a directory: "path~<side>"
+                    path = path.removesuffix(f"~{side}")
+                out.add(path)
+        return sorted(out)
 
 
 def _copy(src: str, dst: str) -> None:

@@ -110,6 +110,9 @@ def test_file_against_directory_runs_gits_merge(tmp_path: Path) -> None:
     assert not conflict._apart(ev)
     truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
     assert truth and [f.path_a for f in conflict.run(ev).findings] == truth
+    # git moves the file aside as "d4~<snapshot id>": named by its own path, the same
+    # from one snapshot to the next
+    assert "d4" in truth and not any("~" in p for p in truth), truth
 
 
 def test_criss_cross_merge_bases_run_gits_merge(tmp_path: Path) -> None:
