@@ -233,6 +233,12 @@ class Repo:
         self.workdir = os.path.realpath(d)
         return True
 
+    def warm(self) -> bool:
+        """Whether libgit2 is open for this repository already (the resident service, a
+        scan): then small reads and writes go through it instead of a `git` process; a
+        snapshot hook in process keeps to git plumbing and never loads libgit2."""
+        return self._pg is not None
+
     @property
     def pg(self) -> Any:
         """The pygit2 repository, opened on first use (a snapshot hook never needs it)."""
@@ -607,14 +613,16 @@ class Repo:
         """A content-addressed commit of ``tree`` on ``head``: same state and message, same
         id (fixed identity and dates). Written in process: the very object `git
         commit-tree` writes with SNAPSHOT_IDENT (tests/test_faults.py compares them)."""
-        pygit2 = _pygit2()
-        try:
-            sig = pygit2.Signature("proximity", "proximity@localhost", 0, 0)
-            oid = self.pg.create_commit(None, sig, sig, message + "\n", pygit2.Oid(hex=tree),
-                                        [pygit2.Oid(hex=head)] if head else [])
-            return str(oid)
-        except (ValueError, KeyError, pygit2.GitError):
-            pass
+        if self.warm():
+            pygit2 = _pygit2()
+            try:
+                sig = pygit2.Signature("proximity", "proximity@localhost", 0, 0)
+                oid = self.pg.create_commit(None, sig, sig, message + "\n",
+                                            pygit2.Oid(hex=tree),
+                                            [pygit2.Oid(hex=head)] if head else [])
+                return str(oid)
+            except (ValueError, KeyError, pygit2.GitError):
+                pass
         args = ["commit-tree", tree, "-m", message]
         if head:
             args[2:2] = ["-p", head]
@@ -644,15 +652,19 @@ class Repo:
         key = ("tree_delta", old_tree, new_tree)
         if key in self.memo:
             return dict(self.memo[key])
-        result: dict[str, tuple[str, str]] = {}
-        try:
-            old, new = self.pg.revparse_single(old_tree), self.pg.revparse_single(new_tree)
-            diff = old.peel(_pygit2().Tree).diff_to_tree(new.peel(_pygit2().Tree))
-            for d in diff.deltas:
-                st = d.status_char()
-                path = (d.old_file if st == "D" else d.new_file).path
-                result[path] = (st, "" if st == "D" else str(d.new_file.id))
-        except (KeyError, ValueError, _pygit2().GitError):
+        result: dict[str, tuple[str, str]] | None = None
+        if self.warm():
+            try:
+                old, new = self.pg.revparse_single(old_tree), self.pg.revparse_single(new_tree)
+                diff = old.peel(_pygit2().Tree).diff_to_tree(new.peel(_pygit2().Tree))
+                result = {}
+                for d in diff.deltas:
+                    st = d.status_char()
+                    path = (d.old_file if st == "D" else d.new_file).path
+                    result[path] = (st, "" if st == "D" else str(d.new_file.id))
+            except (KeyError, ValueError, _pygit2().GitError):
+                result = None
+        if result is None:
             result = {}
             out = git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree],
                       cwd=self.workdir).stdout
@@ -678,10 +690,13 @@ class Repo:
                 return  # pinned already
         except OSError:
             pass
-        try:  # in process: libgit2 writes the loose ref under its lock, as update-ref does
-            self.pg.references.create(ref, commit, force=True)
-        except (ValueError, _pygit2().GitError):
-            git(["update-ref", ref, commit], cwd=self.workdir)
+        if self.warm():
+            try:  # libgit2 writes the loose ref under its lock, as update-ref does
+                self.pg.references.create(ref, commit, force=True)
+                return
+            except (ValueError, _pygit2().GitError):
+                pass
+        git(["update-ref", ref, commit], cwd=self.workdir)
 
     def is_ancestor_cli(self, anc: str, desc: str) -> bool:
         if anc == desc:

@@ -725,6 +725,7 @@ def test_snapshot_commits_written_in_process_are_the_ones_git_writes(tmp_path):
     branch without one)."""
     repo_dir = init_repo(tmp_path / "repo", {"f.txt": BASE})
     repo = gitio.Repo(str(repo_dir))
+    assert repo.pg is not None and repo.warm()  # libgit2 open, as in the service
     head = git(repo_dir, "rev-parse", "HEAD").stdout.strip()
     tree = git(repo_dir, "rev-parse", "HEAD^{tree}").stdout.strip()
     env = {**os.environ, **gitio.SNAPSHOT_IDENT}
