@@ -236,6 +236,8 @@ def start(common: str) -> bool:
         return False
     import subprocess
 
+    common = os.path.realpath(common)  # its command line names it so (hooks/proximity-hook)
+
     try:
         os.makedirs(ecm_dir(common), exist_ok=True)
         # a short-lived shell puts it in the background and exits (double fork): the caller

@@ -199,7 +199,9 @@ class Service:
         assert self.air is not None
         with self.pending_lock:
             posts, self.posts = self.posts, []
-        for agent in posts:
+        for agent in dict.fromkeys(posts):  # one commit, one record (a note is only a cue)
+            if self.air.commit_recorded(agent):
+                continue
             msg = {"op": "hook", "stage": "snapshot", "kind": "commit", "agent": agent,
                    "index": None, "later": True}
             with self.pending_lock:

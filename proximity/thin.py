@@ -143,7 +143,10 @@ def leave_post_note(gitdir: str, post: Any) -> None:
     try:
         for name in os.listdir(gitdir):
             if name.startswith(POST_NOTE):
-                os.unlink(os.path.join(gitdir, name))
+                try:  # noqa: SIM105 -- contextlib is not imported by the thin client
+                    os.unlink(os.path.join(gitdir, name))
+                except OSError:
+                    pass  # (a directory: the hook script passes it by)
         pid = post.get("pid") if isinstance(post, dict) else None
         if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
             fd = os.open(os.path.join(gitdir, f"{POST_NOTE}.{pid}"),

@@ -257,6 +257,16 @@ class Airspace:
             return set()
         return {r for r in rels if self.ctx.repo.tree_has(a.tree, r)}
 
+    def commit_recorded(self, agent: str) -> bool:
+        """Whether the worktree's last ledger event is a commit at its HEAD now (a second
+        post-commit note for it, or a forged one, records nothing)."""
+        led = self.ctx.ledger
+        listed = self.ctx.repo.worktrees_from_files()
+        head = next((wt.head for wt in (self.ctx.repo.worktrees() if listed is None
+                                        else listed) if wt.id == agent), None)
+        ev = led.last_event(agent) if led is not None else None
+        return ev is not None and ev.kind == "commit" and head is not None and ev.head == head
+
     def agent_of_admin(self, admin: str) -> str | None:
         """The worktree whose git dir is named ``admin`` under the common dir's
         ``worktrees/`` ("" : the main checkout, whose git dir is the common dir)."""

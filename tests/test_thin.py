@@ -633,9 +633,11 @@ def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_rep
     # a note naming a process that is gone, or one that is not a proximity service:
     # Python records the commit, as always, and no file is dropped anywhere
     other = subprocess.Popen(["sleep", "60"])
+    # a process that merely calls itself proximity.service (of no repository)
+    named = subprocess.Popen(["sh", "-c", 'exec -a proximity.service sleep 60'])
     cookies = os.path.join(svc.common, "ecm", "cookies")
     try:
-        for pid in (999999999, other.pid):
+        for pid in (999999999, other.pid, named.pid):
             open(os.path.join(admin, f"proximity-post-commit.{pid}"), "w").close()
             log.unlink(missing_ok=True)
             git(svc.a, "-c", "core.hooksPath=/dev/null", "commit", "-q", "--allow-empty",
@@ -650,8 +652,9 @@ def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_rep
             head = git(svc.a, "rev-parse", "HEAD").stdout.strip()
             wait_for(lambda h=head: (last_a() or ("", ""))[:2] == ("commit", h))
     finally:
-        other.kill()
-        other.wait()
+        for p in (other, named):
+            p.kill()
+            p.wait()
 
 
 def test_post_commit_notes_in_the_main_checkout_and_never_through_a_link(pair_of_repos,
@@ -694,3 +697,58 @@ def test_post_commit_notes_in_the_main_checkout_and_never_through_a_link(pair_of
     commit("main commits again")
     assert log.read_text().split() == ["pre-commit", "post-commit"]
     assert not [n for n in os.listdir(elsewhere) if n.startswith("post-commit-")]
+
+
+def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repos, tmp_path):
+    """Found by an attacker trial: a link planted where the hook drops its file is never
+    followed (nothing is truncated), a directory named like a note does not switch the
+    fast path off, and a second drop for the same commit records nothing more."""
+    svc, _ = pair_of_repos()
+    start(svc)
+    settle(svc)
+    py, log = _logging_python(svc.root)
+    admin = gitio.Repo(str(svc.a)).gitdir
+    cookies = os.path.join(svc.common, "ecm", "cookies")
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    os.mkdir(os.path.join(admin, "proximity-post-commit.0"))  # a directory "note"
+    # the hook's file name is post-commit-<admin>-<its shell pid>: plant links for the
+    # next pids
+    probe = subprocess.Popen(["true"])  # pids are handed out in order: the next ones
+    probe.wait()
+    base = probe.pid
+    for n in range(base, base + 400):
+        with contextlib.suppress(OSError):
+            os.symlink(victim, os.path.join(cookies, f"post-commit-a-{n}"))
+    try:
+        edit(svc.a / "f.txt", 10, 20, "from a")
+        time.sleep(0.5)
+        git(svc.a, "add", "f.txt")
+        done = subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=svc.a,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **on(PROXIMITY_PYTHON=py)})
+        assert done.returncode == 0, done.stderr
+    finally:
+        for n in range(base, base + 400):
+            p = os.path.join(cookies, f"post-commit-a-{n}")
+            if os.path.islink(p):
+                os.unlink(p)
+    assert victim.read_text() == "precious\n"
+    head = git(svc.a, "rev-parse", "HEAD").stdout.strip()
+
+    def commits() -> list[int]:
+        led = Ledger(os.path.join(svc.common, "ecm"))
+        try:
+            rows = led.db.execute("SELECT seq FROM events WHERE stream='a' AND kind='commit' "
+                                  "AND head=?", (head,)).fetchall()
+            return [r[0] for r in rows]
+        finally:
+            led.close()
+
+    wait_for(lambda: len(commits()) == 1)
+    # the hook met its planted link (then Python recorded the commit) or did not
+    assert log.read_text().split() in (["pre-commit"], ["pre-commit", "post-commit"])
+    # a forged second drop for the same commit: nothing more is recorded
+    open(os.path.join(cookies, "post-commit-a-forged"), "w").close()
+    settle(svc)
+    assert len(commits()) == 1
