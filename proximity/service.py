@@ -204,11 +204,8 @@ class Service:
                 continue
             msg = {"op": "hook", "stage": "snapshot", "kind": "commit", "agent": agent,
                    "index": None, "later": True}
-            with self.pending_lock:
-                settled = not self.pending
-            settled = settled and self.watcher.watching.is_set() and not self.watcher.error
             try:
-                answer = self.air.hook(msg, settled)
+                answer = self.air.hook(msg, self._settled())
             except Exception:
                 continue  # as a failed hook request: the next verdict snapshots it anyway
             if "fallback" not in answer:
@@ -221,25 +218,37 @@ class Service:
         directory without starting Python (hooks/proximity-hook); None when the watcher
         would not see that file (no watcher, a cookies directory that is a link or
         outside every watched worktree)."""
+        if self._cookies() is None or self.air is None or agent not in self.air.paths:
+            return None
+        return {"pid": os.getpid()}
+
+    def _cookies(self) -> str | None:
+        """The cookies directory when the watcher sees files made there (sync cookies,
+        post-commit notes): watching, no error, a real directory (neither it nor ``ecm``
+        a link) inside a watched worktree; else None."""
+        from proximity import fswatch
+
         d = os.path.join(client.ecm_dir(self.common), "cookies")
         roots = self.air.watch_roots() if self.air is not None else {}
         if (not self.watcher.watching.is_set() or self.watcher.error or not os.path.isdir(d)
                 or os.path.islink(d) or os.path.islink(os.path.dirname(d))
-                or fswatch_owner(os.path.realpath(d), roots) is None or agent not in roots):
+                or fswatch.owner(os.path.realpath(d), roots) is None):
             return None
-        return {"pid": os.getpid()}
+        return d
+
+    def _settled(self) -> bool:
+        """No file event waits to be read, and the watcher is sound."""
+        with self.pending_lock:
+            settled = not self.pending
+        return settled and self.watcher.watching.is_set() and not self.watcher.error
 
     def sync(self, timeout: float = SYNC_TIMEOUT) -> bool:
         """Whether the watcher has reported every file change made before now: a cookie
         file written where it watches comes back through it after them (one inotify
         queue keeps the order), as git's fsmonitor daemon does. False: not watching, or
         not in time (the caller then snapshots instead of trusting the warm state)."""
-        from proximity import fswatch
-
-        d = os.path.join(client.ecm_dir(self.common), "cookies")
-        roots = self.air.watch_roots() if self.air is not None else {}
-        if (not self.watcher.watching.is_set() or self.watcher.error or not os.path.isdir(d)
-                or fswatch.owner(d, roots) is None):
+        d = self._cookies()
+        if d is None:
             return False
         name = f"sync-{os.getpid()}-{next(self.seq)}"
         ev = threading.Event()
@@ -429,17 +438,11 @@ class Service:
         if job.op == "posts":
             return {"ok": True}
         if job.op == "record":
-            with self.pending_lock:
-                settled = not self.pending
-            settled = settled and self.watcher.watching.is_set() and not self.watcher.error
-            done = self.air.record(job.msg, settled)
+            done = self.air.record(job.msg, self._settled())
             self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
             return {"ok": True, "recorded": done is not None}
         if job.op == "hook":
-            with self.pending_lock:
-                settled = not self.pending
-            settled = settled and self.watcher.watching.is_set() and not self.watcher.error
-            answer = self.air.hook(job.msg, settled)
+            answer = self.air.hook(job.msg, self._settled())
             self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
             if job.msg.get("kind") == "pre-commit" and "fallback" not in answer:
                 note = self.post_note(str(job.msg.get("agent")))
@@ -612,12 +615,6 @@ def _drop_old_notes(common: str) -> None:
             if name.startswith(POST_PREFIX):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(d, name))
-
-
-def fswatch_owner(path: str, roots: dict[str, str]) -> str | None:
-    from proximity import fswatch
-
-    return fswatch.owner(path, roots)
 
 
 def _worktree_dirs(common: str) -> list[str]:

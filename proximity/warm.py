@@ -129,13 +129,13 @@ class Airspace:
 
         repo = self.ctx.repo
         live, retired = [], []
-        listed = repo.worktrees_from_files()
-        for wt in repo.worktrees() if listed is None else listed:
+        for wt in self._worktrees():
             (retired.append(wt.id) if wt.prunable else live.append(wt))
         self.paths = {wt.id: wt.path for wt in live}
         # the pre-commit and post-commit of a plain `git commit` name the worktree's own
         # index: that state is the worktree's state (kept), not a commit's private index
-        own = bool(index) and any(wt.id == focus and _own_index(wt, str(index)) for wt in live)
+        own = bool(index) and any(wt.id == focus and _own_index(wt.admin, str(index))
+                                  for wt in live)
         need = []
         for wt in live:
             a = self.agents.get(wt.id)
@@ -257,21 +257,23 @@ class Airspace:
             return set()
         return {r for r in rels if self.ctx.repo.tree_has(a.tree, r)}
 
+    def _worktrees(self) -> list[gitio.WorktreeInfo]:
+        """Every worktree, from files when they say (else from git)."""
+        listed = self.ctx.repo.worktrees_from_files()
+        return list(self.ctx.repo.worktrees() if listed is None else listed)
+
     def commit_recorded(self, agent: str) -> bool:
         """Whether the worktree's last ledger event is a commit at its HEAD now (a second
         post-commit note for it, or a forged one, records nothing)."""
         led = self.ctx.ledger
-        listed = self.ctx.repo.worktrees_from_files()
-        head = next((wt.head for wt in (self.ctx.repo.worktrees() if listed is None
-                                        else listed) if wt.id == agent), None)
+        head = next((wt.head for wt in self._worktrees() if wt.id == agent), None)
         ev = led.last_event(agent) if led is not None else None
         return ev is not None and ev.kind == "commit" and head is not None and ev.head == head
 
     def agent_of_admin(self, admin: str) -> str | None:
         """The worktree whose git dir is named ``admin`` under the common dir's
         ``worktrees/`` ("" : the main checkout, whose git dir is the common dir)."""
-        listed = self.ctx.repo.worktrees_from_files()
-        for wt in self.ctx.repo.worktrees() if listed is None else listed:
+        for wt in self._worktrees():
             if not wt.admin or wt.id not in self.paths:
                 continue
             if os.path.realpath(wt.admin) == os.path.realpath(self.common):
@@ -391,10 +393,8 @@ class Airspace:
 
         here, kind, index = str(msg["agent"]), str(msg["kind"]), msg.get("index")
         self.reload_policy(aged=False)
-        listed = self.ctx.repo.worktrees_from_files()
-        admin = next((wt.admin for wt in (self.ctx.repo.worktrees() if listed is None
-                                          else listed) if wt.id == here), "")
-        own = bool(admin) and bool(index) and _own_index_of(admin, str(index))
+        admin = next((wt.admin for wt in self._worktrees() if wt.id == here), "")
+        own = bool(index) and _own_index(admin, str(index))
         reuse = (kind == "commit" and (not index or own) and files_settled and bool(admin)
                  and gitio.operation_in_progress(admin) is None)
         agents, _ = self.agents_now(None if reuse else here, index,
@@ -467,12 +467,11 @@ class Airspace:
         return report.scan_json(result)
 
 
-def _own_index(wt: gitio.WorktreeInfo, index: str) -> bool:
-    return bool(wt.admin) and _own_index_of(wt.admin, index)
-
-
-def _own_index_of(admin: str, index: str) -> bool:
-    """Whether ``index`` (GIT_INDEX_FILE of a hook) is the worktree's own index file."""
+def _own_index(admin: str | None, index: str) -> bool:
+    """Whether ``index`` (GIT_INDEX_FILE of a hook) is the own index file of the worktree
+    whose git dir is ``admin``."""
+    if not admin:
+        return False
     try:
         return os.path.samefile(index, os.path.join(admin, "index"))
     except OSError:
