@@ -632,8 +632,6 @@ class Repo:
     def changed_paths(self, old_tree: str, new_tree: str) -> dict[str, str]:
         """path -> new blob id ("" when deleted) between two tree-ishes, via git plumbing
         (remembered for object ids: what they name never changes)."""
-        if old_tree == new_tree:
-            return {}
         return {p: oid for p, (_st, oid) in self.tree_delta(old_tree, new_tree).items()}
 
     def committed_path(self, old_head: str, new_head: str, path: str) -> bool:
@@ -809,25 +807,32 @@ class Repo:
         """Whether ``other`` contains ``child`` (whose only parent is ``parent``): not when
         their remembered merge base is not ``parent`` (``other`` lacks the parent, so the
         child too); else asked of libgit2."""
-        known = [self.memo[k] for k in (("merge-base", parent, other), ("merge-base", other,
-                                                                        parent))
-                 if k in self.memo]
-        if known and known[0] != parent:
+        known = self._remembered("merge-base", parent, other)
+        if isinstance(known, str) and known != parent:
             return False
         return other == child or bool(self.pg.descendant_of(other, child))
+
+    def _remembered(self, kind: str, x: str, y: str) -> Any:
+        """A remembered result for the unordered pair (x, y) (None: not remembered)."""
+        got = self.memo.get((kind, x, y))
+        return got if got is not None else self.memo.get((kind, y, x))
+
+    def _only_parent(self, commit: str) -> str | None:
+        """The parent of a single-parent commit; None for a root, a merge or unknown."""
+        try:
+            parents = [str(p) for p in self.pg[commit].parent_ids]
+        except (KeyError, ValueError):
+            return None
+        return parents[0] if len(parents) == 1 else None
 
     def _sole_by_step(self, a: str, b: str, base: str) -> bool:
         """Whether ``base`` is the only merge base of ``a`` and ``b`` because one of them is
         a single-parent step, absent from the other, on a commit whose only merge base with
         the other was ``base`` (the shared ancestors are the same)."""
         for x, y in ((a, b), (b, a)):
-            try:
-                parents = [str(p) for p in self.pg[x].parent_ids]
-            except (KeyError, ValueError):
-                return False
-            if len(parents) != 1 or parents[0] == base:
+            p = self._only_parent(x)
+            if p is None or p == base:
                 continue
-            p = parents[0]
             if any(self.memo.get(("merge-base", *k)) == base
                    and self.memo.get(("sole-base", *k)) is True for k in ((p, y), (y, p))):
                 return True
@@ -838,16 +843,10 @@ class Repo:
         single-parent step the other does not contain (a new commit on a worktree whose
         base with the other was asked before); None: not known that way."""
         for x, y in ((a, b), (b, a)):
-            try:
-                parents = [str(p) for p in self.pg[x].parent_ids]
-            except (KeyError, ValueError):
-                return None
-            if len(parents) != 1:
-                continue
-            for k in (("merge-base", parents[0], y), ("merge-base", y, parents[0])):
-                got = self.memo.get(k)
-                if isinstance(got, str) and got != parents[0]:
-                    return got  # y lacks x's parent, so x too: the same ancestors shared
+            p = self._only_parent(x)
+            got = self._remembered("merge-base", p, y) if p is not None else None
+            if isinstance(got, str) and got != p:
+                return got  # y lacks x's parent, so x too: the same ancestors shared
         return None
 
     def tree_has(self, tree: str, path: str) -> bool:
