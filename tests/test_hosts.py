@@ -41,6 +41,18 @@ def on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
 
 
+def exercise(main: Path, tmp_path: Path, host: str) -> str:
+    """The host installed its hooks: every stage, post stages and commit styles through
+    it, then `doctor` says so. Returns doctor's output."""
+    assert hosts.script_host((main / ".git" / "hooks" / "pre-push").read_text()) == host
+    scenario(main, tmp_path)
+    post_stages(main, tmp_path)
+    commit_styles(main, tmp_path)
+    d = run(main, sys.executable, "-m", "proximity", "doctor")
+    assert f"{host} hooks: " in d.stdout and "not installed" not in d.stdout, d.stdout
+    return d.stdout
+
+
 @pytest.mark.slow
 def test_prek_end_to_end(tmp_path, tmp_path_factory, monkeypatch, on_path):
     prek = tool("prek")
@@ -53,12 +65,7 @@ def test_prek_end_to_end(tmp_path, tmp_path_factory, monkeypatch, on_path):
     assert r.returncode == 0, r.stdout + r.stderr
     r = run(main, prek, "install-hooks")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert hosts.script_host((main / ".git" / "hooks" / "pre-push").read_text()) == "prek"
-    scenario(main, tmp_path)
-    post_stages(main, tmp_path)
-    commit_styles(main, tmp_path)
-    d = run(main, sys.executable, "-m", "proximity", "doctor")
-    assert "prek hooks: " in d.stdout and "not installed" not in d.stdout, d.stdout
+    exercise(main, tmp_path, "prek")
     assert not (home / "tools" / "uv").exists()  # it used the uv beside it: none downloaded
 
 
@@ -68,13 +75,8 @@ def test_lefthook_end_to_end(tmp_path, on_path):
     main, _ = make_repo(tmp_path, hosts.lefthook_block(), "lefthook.yml")
     r = run(main, lefthook, "install")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert hosts.script_host((main / ".git" / "hooks" / "pre-push").read_text()) == "lefthook"
-    scenario(main, tmp_path)
-    post_stages(main, tmp_path)
-    commit_styles(main, tmp_path)
-    d = run(main, sys.executable, "-m", "proximity", "doctor")
-    assert "lefthook hooks: " in d.stdout and "not installed" not in d.stdout, d.stdout
-    assert "[  ok] hook command: lefthook runs `proximity` from PATH" in d.stdout, d.stdout
+    doctor = exercise(main, tmp_path, "lefthook")
+    assert "[  ok] hook command: lefthook runs `proximity` from PATH" in doctor, doctor
 
 
 def test_lefthook_without_proximity_on_path_warns_and_git_goes_on(tmp_path, monkeypatch):
