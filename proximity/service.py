@@ -134,7 +134,7 @@ class Service:
         self.pending: set[str] = set()
         self.pending_lock = threading.Lock()
         self.cookies: dict[str, threading.Event] = {}
-        self.posts: list[str] = []  # worktrees whose post-commit notes are not taken yet
+        self.posts: list[str] = []  # git dir names of post-commit notes not taken yet
         with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
             os.makedirs(os.path.join(client.ecm_dir(common), "cookies"), exist_ok=True)
         from proximity import fswatch
@@ -183,14 +183,11 @@ class Service:
             os.unlink(path)
         except OSError:
             return  # taken already (its deletion is reported too)
-        admin = name[len(POST_PREFIX):].rsplit("-", 1)[0]
-        air = self.air
-        agent = air.agent_of_admin(admin) if air is not None else None
-        if agent is None:
+        if self.air is None:
             return
         self.last_request = time.monotonic()
-        with self.pending_lock:
-            self.posts.append(agent)
+        with self.pending_lock:  # the worker maps the git dir's name to its worktree
+            self.posts.append(name[len(POST_PREFIX):].rsplit("-", 1)[0])
         self.put(Job("posts"), 0)  # taken by then by any verdict that synced after it
 
     def _take_posts(self) -> None:
@@ -199,8 +196,9 @@ class Service:
         assert self.air is not None
         with self.pending_lock:
             posts, self.posts = self.posts, []
-        for agent in dict.fromkeys(posts):  # one commit, one record (a note is only a cue)
-            if self.air.commit_recorded(agent):
+        for admin in dict.fromkeys(posts):  # one commit, one record (a note is only a cue)
+            agent = self.air.agent_of_admin(admin)
+            if agent is None or self.air.commit_recorded(agent):
                 continue
             msg = {"op": "hook", "stage": "snapshot", "kind": "commit", "agent": agent,
                    "index": None, "later": True}
