@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 MIN_GIT = (2, 38)
 SOLE_BASE_WALK = 500  # commits walked per side to tell that a merge base is the only one
 MEMO_ENTRIES = 4096  # results a Repo keeps (see Repo._remember)
+OVERLAY_MAX = 64  # paths a snapshot builds in process (Repo.snapshot_overlay); more: git
 LARGE_STUB = "proximity: large untracked file, not hashed: "
 LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pack them
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -501,6 +502,70 @@ class Repo:
             if os.path.exists(tmp):
                 os.unlink(tmp)
 
+    def snapshot_overlay(self, wt: WorktreeInfo, base_tree: str, paths: Sequence[str]
+                         ) -> str | None:
+        """The tree `add -A -- <paths>` gives over an index that holds ``base_tree`` (the
+        worktree's shadow index, see snapshot_paths), built in process from ``base_tree``
+        without reading or writing an index: regular files hashed by `git hash-object`
+        (the filters and attributes `git add` applies), deleted paths dropped. None where
+        that is not certain to be git's tree -- libgit2 not open, a directory, a link or
+        another special file, a file where the base has a directory or a submodule (or
+        the reverse), a new file in a nested repository or one git ignores, core.fileMode
+        off, core.ignoreCase on, per-worktree config: then the caller asks git."""
+        if not self.warm() or not paths or len(paths) > OVERLAY_MAX:
+            return None
+        pygit2 = _pygit2()
+        try:
+            cfg = self.pg.config
+            if (not _cfg_bool(cfg, "core.fileMode", True) or _cfg_bool(cfg, "core.ignoreCase",
+                                                                      False)
+                    or _cfg_bool(cfg, "extensions.worktreeConfig", False)):
+                return None
+            base = self.pg[base_tree].peel(pygit2.Tree)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        files: list[tuple[str, int]] = []
+        gone: list[str] = []
+        new: list[str] = []
+        for rel in paths:
+            parts = rel.split("/")
+            if (not rel or "\n" in rel or rel.startswith("/") or any(
+                    x in ("", ".", "..", ".git") for x in parts)):
+                return None
+            kind = _tree_kind(base, parts)
+            if kind == "blocked":  # a parent is a file or a submodule in the base
+                return None
+            try:
+                st = os.lstat(os.path.join(wt.path, rel))
+            except FileNotFoundError:
+                if kind is not None:
+                    gone.append(rel)
+                continue
+            except OSError:
+                return None
+            if not stat.S_ISREG(st.st_mode) or kind not in (None, "blob"):
+                return None
+            if kind is None:
+                if _in_nested_repo(wt.path, base, parts):
+                    return None
+                new.append(rel)
+            files.append((rel, 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644))
+        if new and _any_ignored(wt.path, new):
+            return None
+        changes: dict[tuple[str, ...], tuple[str, int] | None] = {
+            tuple(p.split("/")): None for p in gone}
+        if files:
+            out = git(["hash-object", "-w", "--stdin-paths"], cwd=wt.path,
+                      input=b"".join(_b(p) + b"\n" for p, _ in files)).stdout.split()
+            if len(out) != len(files):
+                return None
+            for (rel, mode), oid in zip(files, out, strict=True):
+                changes[tuple(rel.split("/"))] = (oid.decode(), mode)
+        try:
+            return str(_tree_with(self.pg, base, changes) or EMPTY_TREE)
+        except (KeyError, ValueError, TypeError, pygit2.GitError):
+            return None
+
     def index_tree(self, index_file: str, cwd: str) -> str:
         """The tree an index file holds (`git write-tree`), from a private copy: the
         index itself is never written. Remembered by the file's identity and stat (git
@@ -521,6 +586,10 @@ class Repo:
         return tree
 
     def _index_tree(self, index_file: str, cwd: str) -> str:
+        if self.warm():  # in process: no copy, no git process
+            tree = _lg2_index_tree(self.pg, index_file)
+            if tree:
+                return tree
         tmp = f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
         tmp = os.path.join(self.ecm_dir, "index", os.path.basename(tmp)) \
             if os.path.isdir(os.path.join(self.ecm_dir, "index")) else tmp
@@ -783,12 +852,22 @@ class Repo:
         return str(self.pg[commit].message).splitlines()[0] if self.pg[commit].message else ""
 
     def is_ancestor(self, anc: str, desc: str) -> bool:
+        """Remembered; a single-parent commit's answer is its parent's when that one is
+        remembered (its ancestors are itself and its parent's)."""
         if anc == desc:
             return True
-        try:
-            return bool(self.pg.descendant_of(desc, anc))
-        except Exception:
-            return False
+        got = self.memo.get(("ancestor", anc, desc))
+        if got is None:
+            parent = self._only_parent(desc) if self.warm() else None
+            if parent is not None:
+                got = self.memo.get(("ancestor", anc, parent)) if parent != anc else True
+        if got is None:
+            try:
+                got = bool(self.pg.descendant_of(desc, anc))
+            except Exception:
+                return False
+        self._remember(("ancestor", anc, desc), (anc, desc), got)
+        return bool(got)
 
     def steps_alike(self, old: str, new: str, other: str) -> bool:
         """Whether ``new`` has the same merge bases with ``other`` as ``old`` has: it is
@@ -931,6 +1010,96 @@ class Repo:
                     path = path.removesuffix(f"~{side}")
                 out.add(path)
         return sorted(out)
+
+
+def _lg2_index_tree(pg: Any, index_file: str) -> str | None:
+    """`git write-tree` of an index file through libgit2, only for a version 2 index:
+    version 3 and 4 may hold intent-to-add entries (`git add -N`), which git leaves out of
+    the tree and libgit2 does not; a split or sparse index makes libgit2 refuse. None:
+    ask git."""
+    pygit2 = _pygit2()
+    try:
+        with open(index_file, "rb") as f:
+            head = f.read(8)
+        if head != b"DIRC\0\0\0\x02":
+            return None
+        return str(pygit2.Index(index_file).write_tree(pg))
+    except (OSError, ValueError, KeyError, pygit2.GitError):
+        return None
+
+
+def _cfg_bool(cfg: Any, key: str, default: bool) -> bool:
+    try:
+        return bool(cfg.get_bool(key)) if key in cfg else default
+    except (ValueError, KeyError, _pygit2().GitError):
+        return not default  # unreadable: the answer that declines the fast path
+
+
+def _tree_kind(base: Any, parts: Sequence[str]) -> str | None:
+    """What ``parts`` names in tree ``base``: "blob" (a file or link), "tree", "commit"
+    (a submodule), None (nothing), or "blocked" (a parent is not a directory)."""
+    tree = base
+    for i, name in enumerate(parts):
+        try:
+            entry = tree[name]
+        except KeyError:
+            return None
+        if i == len(parts) - 1:
+            return {"blob": "blob", "tree": "tree", "commit": "commit"}.get(entry.type_str,
+                                                                          "blocked")
+        if entry.type_str != "tree":
+            return "blocked"
+        tree = entry
+    return None
+
+
+def _in_nested_repo(root: str, base: Any, parts: Sequence[str]) -> bool:
+    """Whether a new file sits in a directory the base does not have that holds a `.git`
+    (`add -A` would record that repository, not the file)."""
+    for i in range(len(parts) - 1, 0, -1):
+        if _tree_kind(base, parts[:i]) == "tree":
+            return False
+        if os.path.lexists(os.path.join(root, *parts[:i], ".git")):
+            return True
+    return False
+
+
+def _any_ignored(workdir: str, paths: Sequence[str]) -> bool:
+    proc = git(["check-ignore", "--no-index", "--stdin", "-z"], cwd=workdir,
+               input=b"".join(_b(p) + b"\0" for p in paths), ok=(0, 1))
+    return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))
+
+
+def _tree_with(pg: Any, tree: Any, changes: Mapping[tuple[str, ...], tuple[str, int] | None]
+               ) -> Any:
+    """The id of ``tree`` (None: empty) with ``changes`` made (path parts -> (blob id,
+    mode), or None to remove), written through libgit2; None when the result is empty
+    (git writes no empty directories)."""
+    pygit2 = _pygit2()
+    tb = pg.TreeBuilder(tree) if tree is not None else pg.TreeBuilder()
+    below: dict[str, dict[tuple[str, ...], tuple[str, int] | None]] = {}
+    for parts, val in changes.items():
+        if len(parts) > 1:
+            below.setdefault(parts[0], {})[parts[1:]] = val
+        elif val is None:
+            if tb.get(parts[0]) is not None:
+                tb.remove(parts[0])
+        else:
+            tb.insert(parts[0], pygit2.Oid(hex=val[0]), val[1])
+    for name, sub in below.items():
+        entry = tb.get(name)
+        old = pg[entry.id] if entry is not None and entry.filemode == pygit2.GIT_FILEMODE_TREE \
+            else None
+        got = _tree_with(pg, old, sub)
+        if got is None:
+            if entry is not None:
+                tb.remove(name)
+        else:
+            tb.insert(name, got, pygit2.GIT_FILEMODE_TREE)
+    if tree is not None and not changes:
+        return tree.id
+    oid = tb.write()
+    return None if len(pg[oid]) == 0 else oid
 
 
 def _copy(src: str, dst: str) -> None:

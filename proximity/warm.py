@@ -44,6 +44,7 @@ class Airspace:
         self.last_scan_seconds = 0.0
         self.start_trees: dict[str, str] = {}  # the index tree each warm snapshot began at
         self.shadow_stat: dict[str, tuple[int, int, int] | None] = {}
+        self.shadow_trees: dict[str, str] = {}  # the tree each shadow index holds
         # paths the watcher reported per worktree since its shadow index was written by
         # this service (None: not known -- the next snapshot reads the whole worktree)
         self.touched: dict[str, set[str] | None] = {}
@@ -153,17 +154,27 @@ class Airspace:
                     since = self._paths_since(wt, index) if partial else None
                     if since is not None:
                         with contextlib.suppress(FatalError):  # e.g. a path in a submodule
-                            tree = repo.snapshot_paths(wt, since, keep=False)
+                            tree = self._overlay(wt, since) or repo.snapshot_paths(
+                                wt, since, keep=False)
                             self.partials += 1
                             return tree
                     # the shadow index stays as this service last wrote it
                     return repo.snapshot_tree(wt, index, keep=False)
                 since = self._paths_since(wt, None) if partial else None
+                if since is not None:
+                    with contextlib.suppress(FatalError):
+                        # built from the shadow's tree, which stays as it is: the watcher's
+                        # paths keep counting from it
+                        built = self._overlay(wt, since)
+                        if built:
+                            self.partials += 1
+                            return built
                 self.touched[wt.id] = None
                 if since is not None:
                     with contextlib.suppress(FatalError):
                         tree = repo.snapshot_paths(wt, since, keep=True)
                         self.shadow_stat[wt.id] = _stat(self._shadow(wt.id))
+                        self.shadow_trees[wt.id] = tree
                         self.touched[wt.id] = set()
                         self.partials += 1
                         return tree
@@ -173,6 +184,7 @@ class Airspace:
                 tree = repo.snapshot_tree(wt, None, starts.setdefault(wt.id, []),
                                           from_user_index=wt.id not in self.start_trees)
                 self.shadow_stat[wt.id] = _stat(self._shadow(wt.id))
+                self.shadow_trees[wt.id] = tree
                 if starts[wt.id]:
                     self.start_trees[wt.id] = starts[wt.id][0]
                 if self.shadow_stat[wt.id] is not None:
@@ -211,6 +223,15 @@ class Airspace:
         from proximity import gitio
 
         return os.path.join(self.ctx.repo.ecm_dir, "index", f"{gitio.safe_name(wid)}.idx")
+
+    def _overlay(self, wt: gitio.WorktreeInfo, since: list[str]) -> str | None:
+        """The tree of the shadow's tree with ``since`` (the paths changed since the shadow
+        was written) read again, built in process (gitio.Repo.snapshot_overlay); None:
+        snapshot them with git."""
+        base = self.shadow_trees.get(wt.id)
+        if not base:
+            return None
+        return self.ctx.repo.snapshot_overlay(wt, base, since)
 
     def _warm_focus(self, wt: gitio.WorktreeInfo, index: str | None) -> bool:
         """Whether the focus's warm snapshot is its state now (no file changed, see
