@@ -173,3 +173,72 @@ def test_merge_bases_derived_from_a_parent_are_gits(tmp_path: Path) -> None:
     assert repo._base_by_step(a2, b2) is None  # b2 holds a1: not derived
     assert repo.steps_alike(a2, a3, b1) and repo.steps_alike(a2, a3, b2)
     assert not repo.steps_alike(base, a1, b2)  # b2 contains a1
+    # ancestry, remembered and derived from a single parent's answer: git's every time
+    commits = [base, a1, a2, a3, b1, b2]
+    for _ in range(2):  # the second round answers from what the first remembered
+        for x in commits:
+            for y in commits:
+                want = git(path, "merge-base", "--is-ancestor", x, y,
+                           check=False).returncode == 0
+                assert repo.is_ancestor(x, y) == want, (x, y)
+    a4 = commit("a", a3, "a4.txt")
+    assert repo.is_ancestor(a1, a4) and repo.is_ancestor(base, a4)  # from a3's answers
+    assert not repo.is_ancestor(b1, a4) and not repo.is_ancestor(a4, a3)
+
+
+def test_a_pair_merged_again_only_where_it_could_change(tmp_path: Path) -> None:
+    """One side moves on (new live states on the same HEAD, then commits on it), the
+    other stays: the last merge is reused only when the moving side has since modified
+    files the base holds and the other never touched -- and its answer is git's anyway."""
+    counts = [0, 0, 0]
+    for seed in (5, 15, 19):
+        got = _walk(tmp_path / f"r{seed}", random.Random(seed))
+        counts = [x + y for x, y in zip(counts, got, strict=True)]
+    reused, asked, conflicted = counts
+    assert reused >= 10 and asked >= 10 and conflicted >= 10, counts
+
+
+def _walk(path: Path, rnd: random.Random) -> tuple[int, int, int]:
+    init_repo(path, BASE)
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    repo = gitio.Repo(str(path))
+    hb = _side(path, base, "b", rnd)
+    ha = _side(path, base, "a", rnd)
+    reused = asked = conflicted = 0
+    for i in range(30):
+        if rnd.random() < 0.3:  # a commit on the moving side's HEAD
+            git(path, "checkout", "-q", "-f", "a")
+            git(path, "commit", "-q", "--allow-empty", "-m", f"step {i}")
+            ha = git(path, "rev-parse", "HEAD").stdout.strip()
+        # a live state on that HEAD: a random edit over its tree
+        git(path, "checkout", "-q", "-f", ha)
+        files = sorted(p.relative_to(path).as_posix() for p in path.rglob("*")
+                       if p.is_file() and ".git" not in p.parts)
+        op = rnd.choice(["modify", "modify", "modify", "add", "delete"])
+        target = path / (rnd.choice(files) if op != "add" else rnd.choice(NEW))
+        if op == "modify":
+            with open(target, "a") as f:
+                f.write(f"live {i}\n")
+        elif op == "add" and not target.exists() and not any(
+                p.is_file() for p in target.parents if p != path):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"new {i}\n")
+        elif op == "delete":
+            target.unlink()
+        git(path, "add", "-A")
+        tree = git(path, "write-tree").stdout.strip()
+        git(path, "reset", "-q", "--hard", ha)
+        pw = _Pairwise(repo, Config(), Facts())
+        ev = _evidence(repo, pw, ha, hb)
+        a = Agent("a", "", "a", ha, repo.snapshot_commit(tree, ha), tree)
+        ev = Evidence(a, ev.b, pw.working_set(a, ev.base_tree), ev.wb, ev.base, ev.base_tree,
+                      pw.cfg, pw)
+        truth = repo.merge_conflicts(a.snapshot or "", ev.b.snapshot or "")
+        before = gitio.CALLS.get("merge-tree", 0)
+        got = conflict.run(ev)
+        ran = gitio.CALLS.get("merge-tree", 0) - before
+        reused += ran == 0 and not conflict._apart(ev)
+        asked += ran
+        assert [f.path_a for f in got.findings] == truth, (i, truth)
+        conflicted += bool(truth)
+    return reused, asked, conflicted

@@ -8,6 +8,13 @@ files (no deletion, hence no rename for git to detect), on disjoint paths, with 
 one side a directory of a path of the other, against a single merge base. git then takes
 each path from the one side that changed it, which is what `merge-tree` answers too
 (tests/test_conflict_paths.py compares the two).
+
+Nor is it run again for a pair one side of which has since only modified files that the
+merge base holds and the other side never touched, with the same merge bases (the same
+HEAD, or one commit on it the other side lacks): git takes those files from the side that
+changed them, a modified file is neither a deletion nor an addition (no rename can start
+or end there), so every other path merges as it did (the last merge of each pair is kept
+in process, for the resident service).
 """
 
 from __future__ import annotations
@@ -27,10 +34,13 @@ def run(ev: Evidence) -> Result:
     key = "conflict:" + ":".join(sorted((a.snapshot, b.snapshot)))
     paths = cache.get(key)
     if paths is None:
-        paths = [] if _apart(ev) else ev.scope.repo.merge_conflicts(a.snapshot, b.snapshot)
+        paths = [] if _apart(ev) else _as_last(ev)
+        if paths is None:
+            paths = ev.scope.repo.merge_conflicts(a.snapshot, b.snapshot)
         if paths is None:
             return Result(None, [])
         cache[key] = paths
+    _keep_last(ev, paths)
     p = calibration.probability(NAME, "conflict", 1.0)
     findings = [Finding(NAME, p, path, path, detail="git's merge of the two working states "
                         "conflicts here", kind="conflict") for path in paths]
@@ -66,3 +76,52 @@ def _touched(changes: list[FileChange]) -> set[str] | None:
 
 def _dirs(paths: set[str]) -> set[str]:
     return {p[:i] for p in paths for i in range(len(p)) if p[i] == "/"}
+
+
+# the last merge of each pair: (common dir, id, id) -> {id: (snapshot, tree, head), ...}
+_LAST: dict[tuple[str, str, str], dict[str, tuple[str, str, str] | list[str]]] = {}
+LAST_MAX = 4096
+
+
+def _last_key(ev: Evidence) -> tuple[str, str, str]:
+    x, y = sorted((ev.a.id, ev.b.id))
+    return (str(getattr(ev.scope.repo, "common", "")), x, y)
+
+
+def _keep_last(ev: Evidence, paths: list[str]) -> None:
+    if not ev.a.head or not ev.b.head or not ev.a.tree or not ev.b.tree:
+        return
+    if len(_LAST) > LAST_MAX:
+        _LAST.clear()
+    _LAST[_last_key(ev)] = {
+        ev.a.id: (ev.a.snapshot or "", ev.a.tree, ev.a.head),
+        ev.b.id: (ev.b.snapshot or "", ev.b.tree, ev.b.head), "paths": list(paths)}
+
+
+def _as_last(ev: Evidence) -> list[str] | None:
+    """The conflicted paths of the pair's last merge when it provably merges alike now
+    (see the module's docstring); None: ask git."""
+    last = _LAST.get(_last_key(ev))
+    if last is None or not ev.base_tree:
+        return None
+    repo: gitio.Repo = ev.scope.repo
+    changes = getattr(ev.scope, "changes", {})
+    try:
+        for x, y in ((ev.a, ev.b), (ev.b, ev.a)):
+            lx, ly = last.get(x.id), last.get(y.id)
+            if (not isinstance(lx, tuple) or not isinstance(ly, tuple) or ly[0] != y.snapshot
+                    or not x.head or not y.head or not x.tree):
+                continue
+            if lx[2] != x.head and not repo.steps_alike(lx[2], x.head, y.head):
+                continue
+            cy = changes.get((ev.base_tree, y.tree or ""))
+            if cy is None:
+                continue
+            theirs = {fc.path for fc in cy} | {fc.new_path for fc in cy if fc.new_path}
+            delta = repo.tree_delta(lx[1], x.tree)
+            if all(st == "M" and p not in theirs and not (_dirs({p}) & theirs)
+                   and repo.tree_has(ev.base_tree, p) for p, (st, _oid) in delta.items()):
+                return list(last["paths"])
+    except Exception:  # unsure: git's merge decides
+        return None
+    return None
