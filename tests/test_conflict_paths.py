@@ -205,16 +205,16 @@ def _walk(path: Path, rnd: random.Random) -> tuple[int, int, int]:
     hb = _side(path, base, "b", rnd)
     ha = _side(path, base, "a", rnd)
     reused = asked = conflicted = 0
+    tree = repo.commit_tree(ha)
     for i in range(30):
-        if rnd.random() < 0.3:  # a commit on the moving side's HEAD
-            git(path, "checkout", "-q", "-f", "a")
-            git(path, "commit", "-q", "--allow-empty", "-m", f"step {i}")
-            ha = git(path, "rev-parse", "HEAD").stdout.strip()
-        # a live state on that HEAD: a random edit over its tree
+        if rnd.random() < 0.3:  # the moving side commits its live state
+            ha = git(path, "commit-tree", tree, "-p", ha, "-m", f"step {i}").stdout.strip()
+        # a live state on that HEAD: a random edit over the last one
         git(path, "checkout", "-q", "-f", ha)
+        git(path, "read-tree", "-u", "--reset", tree)
         files = sorted(p.relative_to(path).as_posix() for p in path.rglob("*")
                        if p.is_file() and ".git" not in p.parts)
-        op = rnd.choice(["modify", "modify", "modify", "add", "delete"])
+        op = rnd.choice(["modify", "modify", "modify", "add", "delete"] if files else ["add"])
         target = path / (rnd.choice(files) if op != "add" else rnd.choice(NEW))
         if op == "modify":
             with open(target, "a") as f:

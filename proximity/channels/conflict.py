@@ -10,11 +10,12 @@ each path from the one side that changed it, which is what `merge-tree` answers 
 (tests/test_conflict_paths.py compares the two).
 
 Nor is it run again for a pair one side of which has since only modified files that the
-merge base holds and the other side never touched, with the same merge bases (the same
-HEAD, or one commit on it the other side lacks): git takes those files from the side that
-changed them, a modified file is neither a deletion nor an addition (no rename can start
-or end there), so every other path merges as it did (the last merge of each pair is kept
-in process, for the resident service).
+other side never touched, with the same merge bases (the same HEAD, or one commit on it
+the other side lacks), where those files are in the merge base or that side deleted
+nothing: git takes them from the side that changed them, and their content cannot start
+or end a rename (git pairs one side's deletions with its additions), so every other path
+merges as it did (the last merge of each pair is kept in process, for the resident
+service).
 """
 
 from __future__ import annotations
@@ -118,9 +119,14 @@ def _as_last(ev: Evidence) -> list[str] | None:
             if cy is None:
                 continue
             theirs = {fc.path for fc in cy} | {fc.new_path for fc in cy if fc.new_path}
+            cx = changes.get((ev.base_tree, x.tree))
+            # a file the moving side added counts too when it deleted none (git looks for
+            # renames among one side's deletions and additions)
+            adds = cx is not None and _touched(cx) is not None
             delta = repo.tree_delta(lx[1], x.tree)
             if all(st == "M" and p not in theirs and not (_dirs({p}) & theirs)
-                   and repo.tree_has(ev.base_tree, p) for p, (st, _oid) in delta.items()):
+                   and (adds or repo.tree_has(ev.base_tree, p))
+                   for p, (st, _oid) in delta.items()):
                 return list(last["paths"])
     except Exception:  # unsure: git's merge decides
         return None
