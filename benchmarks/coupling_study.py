@@ -16,7 +16,13 @@ more than ``--max-files`` files skipped). Candidates (issue 10):
   with conf(x -> hot file) >= c;
 * ``dir``: a directory other than the root holds files of both sides (``dir-d2``: at depth
   >= 2, ``parent``: the files' own directories, ``parent-diff``: ... and not a common file);
-* OR / AND of two candidates and a small logistic rule, chosen on FIT repositories only.
+* ``files>=N`` / ``each side>=N files`` / ``one side>=N files``: how much the sides changed;
+* OR / AND of two candidates and logistic rules (``VARIANTS``: history only, common + sizes,
+  all, all + the scan's R), each with its threshold chosen on FIT repositories only.
+
+Also the ceiling of coupling: at the step before the first conflict, had both sides already
+changed a file that then conflicts, or one side, and does the other side's work co-change with
+it?
 
 Reported per candidate, fit / held out (``replay.FIT``), in ``steps.summary()`` semantics:
 ``early`` = share of eligible conflicting pairs (first conflict not at step 0) where it is
