@@ -586,10 +586,6 @@ class Repo:
         return tree
 
     def _index_tree(self, index_file: str, cwd: str) -> str:
-        if self.warm():  # in process: no copy, no git process
-            tree = _lg2_index_tree(self.pg, index_file)
-            if tree:
-                return tree
         tmp = f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
         tmp = os.path.join(self.ecm_dir, "index", os.path.basename(tmp)) \
             if os.path.isdir(os.path.join(self.ecm_dir, "index")) else tmp
@@ -1010,22 +1006,6 @@ class Repo:
                     path = path.removesuffix(f"~{side}")
                 out.add(path)
         return sorted(out)
-
-
-def _lg2_index_tree(pg: Any, index_file: str) -> str | None:
-    """`git write-tree` of an index file through libgit2, only for a version 2 index:
-    version 3 and 4 may hold intent-to-add entries (`git add -N`), which git leaves out of
-    the tree and libgit2 does not; a split or sparse index makes libgit2 refuse. None:
-    ask git."""
-    pygit2 = _pygit2()
-    try:
-        with open(index_file, "rb") as f:
-            head = f.read(8)
-        if head != b"DIRC\0\0\0\x02":
-            return None
-        return str(pygit2.Index(index_file).write_tree(pg))
-    except (OSError, ValueError, KeyError, pygit2.GitError):
-        return None
 
 
 def _cfg_bool(cfg: Any, key: str, default: bool) -> bool:

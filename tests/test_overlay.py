@@ -125,17 +125,3 @@ def test_deleting_a_whole_directory_and_the_last_file(tmp_path: Path) -> None:
     paths = ["d1/x.txt", "d1/y.txt", "d2"]
     assert r.snapshot_overlay(wt, base_tree, paths) == _git_tree(repo, base_tree, paths,
                                                                  tmp_path)
-
-
-def test_index_tree_in_process_matches_git(tmp_path: Path) -> None:
-    """An index's tree through libgit2 is `git write-tree`'s; an index git may hold
-    intent-to-add entries in (version 3) is left to git, which leaves them out."""
-    repo, r, _wt = _repo(tmp_path)
-    index = str(repo / ".git" / "index")
-    (repo / "a.txt").write_text("staged\n")
-    git(repo, "add", "a.txt")
-    assert gitio._lg2_index_tree(r.pg, index) == git(repo, "write-tree").stdout.strip()
-    (repo / "later.txt").write_text("later\n")
-    git(repo, "add", "-N", "later.txt")
-    assert gitio._lg2_index_tree(r.pg, index) is None
-    assert r.index_tree(index, str(repo)) == git(repo, "write-tree").stdout.strip()
