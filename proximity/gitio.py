@@ -822,6 +822,7 @@ class Repo:
             for c in walker:
                 seen.add(str(c.id))
                 if len(seen) > SOLE_BASE_WALK:
+                    self._remember(key, (a, b), False)  # too many to tell: not claimed
                     return None
             since.append(seen)
         # every common ancestor is an ancestor of base unless the two sides share a commit

@@ -133,6 +133,7 @@ class Service:
         self.file_events = 0
         self.pending: set[str] = set()
         self.pending_lock = threading.Lock()
+        self.request_ready = threading.Event()
         self.cookies: dict[str, threading.Event] = {}
         self.posts: list[str] = []  # git dir names of post-commit notes not taken yet
         with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
@@ -148,6 +149,8 @@ class Service:
     # -- threads ------------------------------------------------------------------------
     def put(self, job: Job, priority: int) -> None:
         self.jobs.put((priority, next(self.seq), job))
+        if priority == 0:
+            self.request_ready.set()  # a worker waiting for a quiet moment takes it now
 
     def _on_files(self, paths: set[str]) -> None:
         """Watcher thread: hand the batch to the worker (which asks git about ignores);
@@ -346,7 +349,8 @@ class Service:
                 # commit may follow at once): hooks never queue behind background
                 # rescans; those wait for a quiet moment, merged into one
                 self.jobs.put((prio, seq, job))
-                time.sleep(0.02)
+                if self.request_ready.wait(0.02):  # a hook's request came: at once
+                    self.request_ready.clear()
                 continue
             self.working = True
             self.background_since = time.monotonic() if prio > 0 else None

@@ -202,8 +202,11 @@ class Airspace:
             fresh[keep.id] = self.agents[keep.id] = self._snap(keep, self.agents[keep.id].tree
                                                                or "")
         if need:
-            with ThreadPoolExecutor(max_workers=min(8, len(need))) as pool:
-                trees = list(pool.map(tree_of, need))
+            if len(need) == 1:  # (a hook's own worktree, mostly: no thread to start)
+                trees = [tree_of(need[0])]
+            else:
+                with ThreadPoolExecutor(max_workers=min(8, len(need))) as pool:
+                    trees = list(pool.map(tree_of, need))
             for wt, tree in zip(need, trees, strict=True):
                 fresh[wt.id] = self._snap(wt, tree)
                 if not (index and wt.id == focus and not own):
