@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import sys
@@ -134,6 +135,9 @@ class Service:
         self.pending: set[str] = set()
         self.pending_lock = threading.Lock()
         self.request_ready = threading.Event()
+        # hook scripts' cookies back before their request: name -> (when, file identity)
+        self.early_seen: dict[str, tuple[float, tuple[int, int, int]]] = {}
+        self.early_syncs = 0  # requests synced by their hook script's cookie
         self.cookies: dict[str, threading.Event] = {}
         self.posts: list[str] = []  # git dir names of post-commit notes not taken yet
         with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
@@ -169,11 +173,33 @@ class Service:
             first = not self.pending and bool(paths)
             self.pending |= paths
             for p in cookies:
-                ev = self.cookies.get(os.path.basename(p))
+                name = os.path.basename(p)
+                ev = self.cookies.get(name)
                 if ev is not None:
                     ev.set()
+                elif EARLY_COOKIE.fullmatch(name):
+                    self._early(name, p)
         if first:
             self.put(Job("files"), 2)
+
+    def _early(self, name: str, path: str) -> None:
+        """Watcher thread, under pending_lock: a hook script's cookie came back before its
+        request (kept a while for it, by the file's identity; older ones are dropped with
+        their files), or went (forgotten)."""
+        ident = _ident(path)
+        if ident is None:
+            self.early_seen.pop(name, None)
+            return
+        now = time.monotonic()
+        self.early_seen[name] = (now, ident)
+        if len(self.early_seen) > 64 or any(now - t > EARLY_KEEP
+                                           for t, _i in self.early_seen.values()):
+            d = os.path.join(client.ecm_dir(self.common), "cookies")
+            for old, (t, _i) in list(self.early_seen.items()):
+                if now - t > EARLY_KEEP or len(self.early_seen) > 64:
+                    del self.early_seen[old]
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(d, old))
 
     def _posted(self, path: str) -> None:
         """Watcher thread: a post-commit hook's note (see post_note), taken once: the
@@ -243,14 +269,33 @@ class Service:
             settled = not self.pending
         return settled and self.watcher.watching.is_set() and not self.watcher.error
 
-    def sync(self, timeout: float = SYNC_TIMEOUT) -> bool:
+    def sync(self, timeout: float = SYNC_TIMEOUT, early: object = None) -> bool:
         """Whether the watcher has reported every file change made before now: a cookie
         file written where it watches comes back through it after them (one inotify
         queue keeps the order), as git's fsmonitor daemon does. False: not watching, or
-        not in time (the caller then snapshots instead of trusting the warm state)."""
+        not in time (the caller then snapshots instead of trusting the warm state).
+        ``early``: the name of a cookie the hook script made before its request (every
+        change before the hook is then reported, usually by the time it asks)."""
         d = self._cookies()
         if d is None:
             return False
+        if isinstance(early, str) and EARLY_COOKIE.fullmatch(early):
+            ev = threading.Event()
+            with self.pending_lock:
+                got = self.early_seen.pop(early, None)
+                # that very file (not an older one of the same name)
+                seen = got is not None and got[1] == _ident(os.path.join(d, early))
+                if not seen:
+                    self.cookies[early] = ev
+            try:
+                if seen or ev.wait(EARLY_WAIT):
+                    self.early_syncs += 1
+                    return True
+            finally:
+                with self.pending_lock:
+                    self.cookies.pop(early, None)
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(d, early))
         name = f"sync-{os.getpid()}-{next(self.seq)}"
         ev = threading.Event()
         with self.pending_lock:
@@ -430,7 +475,7 @@ class Service:
             self.air.dirty |= set(self.air.paths)
         self._watch_gaps()
         synced = (job.op == "judge" or (job.op == "hook" and job.msg.get("stage") != "snapshot")
-                  ) and self.sync()
+                  ) and self.sync(early=job.msg.get("cookie"))
         job.msg["synced"] = synced
         # siblings' saves the watcher reported but no rescan has taken yet: read now
         for wid in self._files():
@@ -474,6 +519,7 @@ class Service:
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
                 "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered),
                 "git_calls": _git_calls(), "partial_snapshots": air.partials if air else 0,
+                "early_syncs": self.early_syncs,
                 "last_ms": dict(self.last_ms)}
 
     def _serve(self, conn: socket.socket) -> None:
@@ -606,15 +652,28 @@ class Service:
         worker.join(timeout=5.0)
 
 
+EARLY_COOKIE = re.compile(r"sync-h[0-9]{1,10}")  # a hook script's cookie (proximity-hook)
+EARLY_WAIT = 0.05  # for it to come back; then a cookie of the service's own
+EARLY_KEEP = 10.0  # seconds a cookie back before its request is kept for it
 POST_PREFIX = "post-commit-"  # a post-commit hook's note in the cookies directory
 
 
+def _ident(path: str) -> tuple[int, int, int] | None:
+    """A file's identity (device, inode, change time); None when it is gone."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns
+
+
 def _drop_old_notes(common: str) -> None:
-    """Post-commit notes left for an earlier service (one that died before taking them)."""
+    """Post-commit notes and hook scripts' sync cookies left for an earlier service (one
+    that died before taking them)."""
     d = os.path.join(client.ecm_dir(common), "cookies")
     with contextlib.suppress(OSError):
         for name in os.listdir(d):
-            if name.startswith(POST_PREFIX):
+            if name.startswith(POST_PREFIX) or EARLY_COOKIE.fullmatch(name):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(d, name))
 

@@ -120,6 +120,9 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
                            "index": stages.index_override(), "allow": stages.allowed()}
     if stage == "guard":
         msg["pushed"] = stages.pushed_refs(stdin, dict(os.environ))
+    cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")
+    if cookie and stage != "snapshot":
+        msg["cookie"] = cookie  # made by the hook script (the service checks the name)
     answer, sent = client.ask_sent(common, msg)
     if answer is None:
         # no answer in time: whoever claims the request first records it

@@ -490,6 +490,10 @@ def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
     st = service_state(svc.common)["status"]
     assert st["answered"]["hook_fallback"] == 0
     assert st["partial_snapshots"] > partials  # the commit's state: from the paths only
+    # synced by the cookie the hook script made before Python started, which is gone
+    assert st["early_syncs"] >= 1
+    assert not [n for n in os.listdir(os.path.join(svc.common, "ecm", "cookies"))
+                if n.startswith("sync-")]
 
 
 def test_a_repeated_deny_check_reuses_the_siblings_diff(pair_of_repos):
@@ -696,13 +700,14 @@ def test_post_commit_notes_in_the_main_checkout_and_never_through_a_link(pair_of
     settle(svc)
     commit("main commits again")
     assert log.read_text().split() == ["pre-commit", "post-commit"]
-    assert not [n for n in os.listdir(elsewhere) if n.startswith("post-commit-")]
+    assert not [n for n in os.listdir(elsewhere) if n.startswith(("post-commit-", "sync-"))]
 
 
 def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repos, tmp_path):
-    """Found by an attacker trial: a link planted where the hook drops its file is never
-    followed (nothing is truncated), a directory named like a note does not switch the
-    fast path off, and a second drop for the same commit records nothing more."""
+    """Found by an attacker trial: a link planted where the hook drops its file (or its
+    sync cookie) is never followed (nothing is truncated), a directory named like a note
+    does not switch the fast path off, and a second drop for the same commit records
+    nothing more."""
     svc, _ = pair_of_repos()
     start(svc)
     settle(svc)
@@ -717,9 +722,11 @@ def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repo
     probe = subprocess.Popen(["true"])  # pids are handed out in order: the next ones
     probe.wait()
     base = probe.pid
-    for n in range(base, base + 400):
+    planted = [f"{kind}{n}" for n in range(base, base + 400)
+               for kind in ("post-commit-a-", "sync-h")]  # (and the pre-commit's cookie)
+    for name in planted:
         with contextlib.suppress(OSError):
-            os.symlink(victim, os.path.join(cookies, f"post-commit-a-{n}"))
+            os.symlink(victim, os.path.join(cookies, name))
     try:
         edit(svc.a / "f.txt", 10, 20, "from a")
         time.sleep(0.5)
@@ -729,8 +736,8 @@ def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repo
                               env={**os.environ, **on(PROXIMITY_PYTHON=py)})
         assert done.returncode == 0, done.stderr
     finally:
-        for n in range(base, base + 400):
-            p = os.path.join(cookies, f"post-commit-a-{n}")
+        for name in planted:
+            p = os.path.join(cookies, name)
             if os.path.islink(p):
                 os.unlink(p)
     assert victim.read_text() == "precious\n"
