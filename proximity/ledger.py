@@ -637,6 +637,19 @@ class Ledger:
         except LedgerBusy:
             return None
 
+    def cooling(self, recipient: str, sender: str, kind: str, hops: float, cooldown_s: float,
+                cooldown_hops: float) -> bool:
+        """Whether a message like this was posted within the cooldown (post would drop it):
+        read without the write lock, so a message's body is built only when it may go."""
+        try:
+            last = self.db.execute(
+                "SELECT created, hops FROM inbox WHERE recipient=? AND sender=? AND type=? "
+                "ORDER BY id DESC LIMIT 1", (recipient, sender, kind)).fetchone()
+        except sqlite3.Error:
+            return False
+        return bool(last and time.time() - last[0] < cooldown_s
+                    and hops - last[1] < cooldown_hops)
+
     def _post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
               hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
         now = time.time()

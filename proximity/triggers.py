@@ -98,9 +98,12 @@ def fire(ctx: Context, scan: Scan) -> list[dict[str, Any]]:
     for recipient, sender, kind, p in plan(scan):
         if sender not in agents:
             continue
+        hops = float(sum(agents[recipient].clock.values()) if recipient in agents else 0)
+        if ctx.ledger.cooling(recipient, sender, kind, hops, ctx.cfg.cooldown_seconds,
+                              ctx.cfg.cooldown_hops):
+            continue  # (post would drop it: no body, no diff for its hunks)
         msg = body(p, agents[sender], recipient, kind, scan, intents)
         add_hunks(msg, hunks.of_pair(ctx.repo, p, agents[sender]))
-        hops = float(sum(agents[recipient].clock.values()) if recipient in agents else 0)
         try:
             mid = ctx.ledger.post(recipient, sender, kind, msg, hops,
                                   ctx.cfg.cooldown_seconds, ctx.cfg.cooldown_hops)
