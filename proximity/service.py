@@ -190,16 +190,17 @@ class Service:
         if ident is None:
             self.early_seen.pop(name, None)
             return
+        self.early_seen[name] = (time.monotonic(), ident)
+        self._prune_early()
+
+    def _prune_early(self) -> None:
+        """Under pending_lock: hook scripts' cookies no request came for (a hook that
+        judged in process, PROXIMITY_SERVICE=0) go after EARLY_KEEP, with their files."""
         now = time.monotonic()
-        self.early_seen[name] = (now, ident)
-        if len(self.early_seen) > 64 or any(now - t > EARLY_KEEP
-                                           for t, _i in self.early_seen.values()):
-            d = os.path.join(client.ecm_dir(self.common), "cookies")
-            for old, (t, _i) in list(self.early_seen.items()):
-                if now - t > EARLY_KEEP or len(self.early_seen) > 64:
-                    del self.early_seen[old]
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(d, old))
+        for old, (t, _i) in list(self.early_seen.items()):
+            if now - t > EARLY_KEEP or len(self.early_seen) > 64:
+                del self.early_seen[old]
+                _remove(self.common, old)
 
     def _posted(self, path: str) -> None:
         """Watcher thread: a post-commit hook's note (see post_note), taken once: the
@@ -208,10 +209,8 @@ class Service:
         name = os.path.basename(path)
         if not name.startswith(POST_PREFIX):
             return
-        try:
-            os.unlink(path)
-        except OSError:
-            return  # taken already (its deletion is reported too)
+        if not _remove(self.common, name):
+            return  # taken already (its deletion is reported too), or not ours to take
         if self.air is None:
             return
         self.last_request = time.monotonic()
@@ -294,24 +293,27 @@ class Service:
             finally:
                 with self.pending_lock:
                     self.cookies.pop(early, None)
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(d, early))
+                _remove(self.common, early)
         name = f"sync-{os.getpid()}-{next(self.seq)}"
         ev = threading.Event()
         with self.pending_lock:
             self.cookies[name] = ev
-        path = os.path.join(d, name)
         try:
-            with open(path, "w"):
-                pass
+            fd = _cookies_fd(self.common)
+            if fd is None:
+                return False
+            try:  # a new file, never through a link, never over anything, never blocking
+                os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                                 | os.O_NONBLOCK, 0o600, dir_fd=fd))
+            finally:
+                os.close(fd)
             return ev.wait(timeout)
         except OSError:
             return False
         finally:
             with self.pending_lock:
                 self.cookies.pop(name, None)
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            _remove(self.common, name)
 
     def _on_watching(self) -> None:
         """Watcher thread: new roots are watched; what changed while they were not is
@@ -376,6 +378,9 @@ class Service:
             try:
                 prio, seq, job = self.jobs.get(timeout=0.5)
             except queue.Empty:
+                if self.early_seen:
+                    with self.pending_lock:
+                        self._prune_early()
                 continue
             if job.op == "quit":
                 break
@@ -667,6 +672,43 @@ def _ident(path: str) -> tuple[int, int, int] | None:
     return st.st_dev, st.st_ino, st.st_ctime_ns
 
 
+def _cookies_fd(common: str) -> int | None:
+    """The cookies directory opened from the common dir one component at a time, never
+    through a link (a link swapped in on the way fails the open); None: not there."""
+    fds: list[int] = []
+    try:
+        fds.append(os.open(common, os.O_RDONLY | os.O_DIRECTORY))
+        for part in (os.path.basename(client.ecm_dir(common)), "cookies"):
+            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
+                               dir_fd=fds[-1]))
+        return fds.pop()
+    except OSError:
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _remove(common: str, name: str) -> bool:
+    """Remove the cookie or note ``name`` (a file, a link itself, or an empty directory)
+    from the cookies directory, reached without following links; whether it was there."""
+    if "/" in name or name in ("", ".", ".."):
+        return False
+    fd = _cookies_fd(common)
+    if fd is None:
+        return False
+    try:
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except NotADirectoryError:
+            os.unlink(name, dir_fd=fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def _drop_old_notes(common: str) -> None:
     """Post-commit notes and hook scripts' sync cookies left for an earlier service (one
     that died before taking them)."""
@@ -674,8 +716,7 @@ def _drop_old_notes(common: str) -> None:
     with contextlib.suppress(OSError):
         for name in os.listdir(d):
             if name.startswith(POST_PREFIX) or EARLY_COOKIE.fullmatch(name):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(d, name))
+                _remove(common, name)
 
 
 def _worktree_dirs(common: str) -> list[str]:

@@ -759,3 +759,51 @@ def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repo
     open(os.path.join(cookies, "post-commit-a-forged"), "w").close()
     settle(svc)
     assert len(commits()) == 1
+
+
+def test_planted_fifos_never_hang_a_commit_and_cookies_never_pile_up(pair_of_repos):
+    """Found by an attacker trial: a FIFO (or a link to one) planted where a hook script
+    makes its sync cookie or its post-commit drop made `: >` wait for a reader forever.
+    Cookies and drops are directories made by mkdir now: the commit goes on, the service
+    records it, the FIFOs are left alone. A hook that judges in process
+    (PROXIMITY_SERVICE=0) beside a running service makes no cookie at all."""
+    svc, _ = pair_of_repos()
+    start(svc)
+    settle(svc)
+    cookies = os.path.join(svc.common, "ecm", "cookies")
+    probe = subprocess.Popen(["true"])  # pids are handed out in order: the next ones
+    probe.wait()
+    planted = [os.path.join(cookies, f"{kind}{n}") for n in range(probe.pid, probe.pid + 300)
+               for kind in ("sync-h", "post-commit-a-")]
+    for p in planted:
+        os.mkfifo(p)
+    try:
+        edit(svc.a / "f.txt", 10, 20, "from a")
+        git(svc.a, "add", "f.txt")
+        done = subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=svc.a,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, **on()})
+        assert done.returncode == 0, done.stderr
+        head = git(svc.a, "rev-parse", "HEAD").stdout.strip()
+
+        def recorded() -> bool:
+            led = Ledger(os.path.join(svc.common, "ecm"))
+            try:
+                ev = led.last_event("a")
+                return ev is not None and (ev.kind, ev.head) == ("commit", head)
+            finally:
+                led.close()
+        wait_for(recorded)
+    finally:
+        for p in planted:
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+    for n in range(3):
+        edit(svc.a / "g.txt", 2, 3, f"in process {n}")
+        git(svc.a, "add", "g.txt")
+        done = subprocess.run(["git", "commit", "-q", "-m", f"in process {n}"], cwd=svc.a,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **off()})
+        assert done.returncode == 0, done.stderr
+    settle(svc)
+    assert not [n for n in os.listdir(cookies) if n.startswith(("sync-", "post-commit-"))]
