@@ -31,6 +31,9 @@ class Facts:
     history: Callable[[str, str], list[tuple[float, float, float]]] | None = None
     # ledger order of first work (stream, paths, committed(old head, new head, path))
     reached: Callable[[str, set[str], Callable[[str, str, str], bool]], int | None] | None = None
+    # a pair's standing right-of-way decision: (told to yield, ledger order when told,
+    # the other side's committed lines then)
+    held: Callable[[str, str], tuple[str, int, int] | None] | None = None
     imports_cache: dict[str, Any] = field(default_factory=dict)
     symbols_cache: dict[str, Any] = field(default_factory=dict)
     pair_cache: dict[str, Any] = field(default_factory=dict)
@@ -315,6 +318,29 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
     return True
 
 
+def _standing(pw: _Pairwise, a: Agent, b: Agent, yielding: str, contested: Contested,
+              facts: Facts, prio: dict[str, risk.Priority]) -> str:
+    """The side a Resolution Advisory keeps telling to yield: the one it told first, for as
+    long as the other side's claim holds -- every committed line it has had there since is
+    there still (a revert ends it), or, with none committed, its work on the contested
+    files has run without a break since before it was told; else ``yielding``. So the side
+    told to yield buys nothing by committing more to the contested lines, and the advice
+    does not flip under the agents."""
+    if facts.held is None or facts.reached is None or not contested:
+        return yielding
+    got = facts.held(a.id, b.id)
+    if got is None or got[0] == yielding or got[0] not in (a.id, b.id):
+        return yielding
+    told, since, lines = got
+    holder = b.id if told == a.id else a.id
+    if -prio[holder][0] < lines:
+        return yielding
+    if lines > 0:  # committed work it had then is all there still
+        return told
+    seq = facts.reached(holder, set(contested), pw.repo.committed_path)
+    return told if seq is not None and seq <= since else yielding
+
+
 def _priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
               facts: Facts) -> risk.Priority:
     """Local pairs: committed work on the contested files, then who reached them first in
@@ -457,9 +483,11 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
             per_hop, _ = risk.closure([*hist, (now_hops + 1, time.time(), r)])
     esc = risk.escalate(adv, r, per_hop, cfg.tau_ta, cfg.tau_ra, cfg.closure_escalate)
     findings.sort(key=lambda x: (-x.score, x.channel))
+    yielding = risk.yielding(a.id, pa, b.id, pb) if adv == risk.RESOLUTION else None
+    if yielding is not None and not (a.remote or b.remote):
+        yielding = _standing(pw, a, b, yielding, contested, facts, {a.id: pa, b.id: pb})
     return PairResult(
-        a.id, b.id, r, values, adv,
-        risk.yielding(a.id, pa, b.id, pb) if adv == risk.RESOLUTION else None,
+        a.id, b.id, r, values, adv, yielding,
         tuple(findings[:12]), base, conc, esc, per_hop, {a.id: pa, b.id: pb}, in_progress,
     )
 

@@ -86,6 +86,7 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
     f.recency = led.recency
     f.history = led.history
     f.reached = led.reached
+    f.held = led.held
     f.imports_cache = led.cache("imports")
     f.symbols_cache = led.cache("symbols")
     f.pair_cache = led.cache("pair")
@@ -108,12 +109,19 @@ def record_risk(ctx: Context, result: Scan) -> None:
     if ctx.ledger is None:
         return
     total = {x.id: sum(x.clock.values()) for x in result.agents}
+    remote = {x.id for x in result.agents if x.remote}
     samples = []
+    decisions = {}
     for p in result.pairs:
         a, b = sorted((p.a, p.b))
         samples.append((a, b, p.risk, p.advisory, float(total.get(a, 0) + total.get(b, 0))))
+        if p.advisory == "resolution" and p.yielding and not {a, b} & remote:
+            holder = b if p.yielding == a else a
+            prio = p.priority.get(holder)
+            decisions[(a, b)] = (p.yielding, -int(prio[0]) if prio else 0)
     with contextlib.suppress(LedgerError):
         ctx.ledger.add_risk(samples)
+        ctx.ledger.hold(decisions)
 
 
 def run_scan(ctx: Context, *, focus: str | None = None,

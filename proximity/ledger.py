@@ -563,6 +563,40 @@ class Ledger:
         found = [s for s in start.values() if s is not None]
         return min(found) if found else None
 
+    def held(self, a: str, b: str) -> tuple[str, int, int] | None:
+        """The pair's standing right-of-way decision: (the side told to yield, the ledger
+        order when it was told, the other side's committed lines then), or None."""
+        x, y = sorted((a, b))
+        row = self.db.execute("SELECT value FROM cache WHERE kind='right-of-way' AND key=?",
+                              (f"{x}\t{y}",)).fetchone()
+        try:
+            got = json.loads(row[0]) if row else None
+            return (str(got[0]), int(got[1]), int(got[2])) \
+                if isinstance(got, list) and len(got) == 3 else None
+        except (ValueError, TypeError):
+            return None
+
+    def hold(self, decisions: Mapping[tuple[str, str], tuple[str, int]]) -> None:
+        """Keep each pair's decision (pair -> (the side told to yield, the other side's
+        committed lines)) from the ledger order now; a pair whose standing decision names
+        the same side keeps its order, and the most committed lines its holder has had."""
+        rows: list[tuple[str, str, int | None, int]] = []
+        for (a, b), (yielding, lines) in decisions.items():
+            got = self.held(a, b)
+            x, y = sorted((a, b))
+            if got is None or got[0] != yielding:
+                rows.append((f"{x}\t{y}", yielding, None, lines))
+            elif lines > got[2]:
+                rows.append((f"{x}\t{y}", yielding, got[1], lines))
+        if not rows:
+            return
+        with self.tx() as db:
+            now = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+            db.executemany("INSERT OR REPLACE INTO cache VALUES ('right-of-way', ?, ?)",
+                           [(k, json.dumps([yielding, int(now if since is None else since),
+                                            int(lines)]))
+                            for k, yielding, since, lines in rows])
+
     # -- recency ------------------------------------------------------------------------
     def recency(self, stream: str, files: Mapping[str, str], window: int = 60
                 ) -> dict[str, float]:

@@ -327,3 +327,42 @@ def test_padding_the_contested_file_far_away_buys_no_right_of_way(space, scan_js
     git(b, "commit", "-qam", "b extends its edit")
     more = pair(scan_json(sp.main, capsys=capsys), "a", "b")
     assert more["priority"]["b"]["committed"] > 1
+
+
+def test_the_side_told_to_yield_buys_nothing_by_committing_more(space, scan_json, capsys):
+    """Found by a trial on click: the side told to yield kept committing to the contested
+    lines, outgrew the holder's committed work there, and took the right-of-way -- the
+    holder's push was then blocked. The advice stands while the holder's claim does."""
+    from proximity.main import main as cli
+
+    sp = space({"f.txt": lines(30)})
+    a, b = sp.wt("a"), sp.wt("b")
+    for wt in (a, b):
+        assert cli(["snapshot", "-C", str(wt)]) == 0
+    sp.write(a, "f.txt", lines(30).replace("line 9\n", "A\n"))
+    git(a, "commit", "-qam", "a's change")
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    sp.write(b, "f.txt", lines(30).replace("line 9\n", "B\n"))
+    assert cli(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["advisory"] == "resolution" and p["yielding"] == "b"
+    # b ignores the advice: commits more lines than a has, right there
+    more = "".join(f"B {i}\n" if 6 <= i <= 12 else f"line {i}\n" for i in range(30))
+    sp.write(b, "f.txt", more)
+    git(b, "commit", "-qam", "b insists")
+    assert cli(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["advisory"] == "resolution"
+    assert p["priority"]["b"]["committed"] > p["priority"]["a"]["committed"]
+    assert p["yielding"] == "b"  # still
+    # a gives its claim up (reverts): the decision is made again
+    sp.write(a, "f.txt", lines(30))
+    git(a, "commit", "-qam", "a reverts")
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    sp.write(a, "f.txt", lines(30).replace("line 9\n", "A again\n"))
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["yielding"] == "a"
