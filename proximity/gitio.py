@@ -502,7 +502,8 @@ class Repo:
             if os.path.exists(tmp):
                 os.unlink(tmp)
 
-    def snapshot_overlay(self, wt: WorktreeInfo, base_tree: str, paths: Sequence[str]
+    def snapshot_overlay(self, wt: WorktreeInfo, base_tree: str, paths: Sequence[str],
+                         hashing: tuple[list[str], subprocess.Popen[bytes]] | None = None
                          ) -> str | None:
         """The tree `add -A -- <paths>` gives over an index that holds ``base_tree`` (the
         worktree's shadow index, see snapshot_paths), built in process from ``base_tree``
@@ -511,7 +512,22 @@ class Repo:
         that is not certain to be git's tree -- libgit2 not open, a directory, a link or
         another special file, a file where the base has a directory or a submodule (or
         the reverse), a new file in a nested repository or one git ignores, core.fileMode
-        off, core.ignoreCase on, per-worktree config: then the caller asks git."""
+        off, core.ignoreCase on, per-worktree config: then the caller asks git.
+        ``hashing``: (files, `git hash-object -w -- files` started already: hash_start);
+        its ids are taken when those are exactly the files to hash, and it is always
+        waited for."""
+        try:
+            return self._overlay(wt, base_tree, paths, hashing)
+        finally:
+            if hashing is not None:
+                reap(hashing[1])
+
+    def hash_start(self, cwd: str, files: Sequence[str]) -> subprocess.Popen[bytes]:
+        """`git hash-object -w -- files` started (snapshot_overlay takes its answer)."""
+        return git_start(["hash-object", "-w", "--", *files], cwd)
+
+    def _overlay(self, wt: WorktreeInfo, base_tree: str, paths: Sequence[str],
+                 hashing: tuple[list[str], subprocess.Popen[bytes]] | None) -> str | None:
         if not self.warm() or not paths or len(paths) > OVERLAY_MAX:
             return None
         pygit2 = _pygit2()
@@ -555,8 +571,12 @@ class Repo:
         changes: dict[tuple[str, ...], tuple[str, int] | None] = {
             tuple(p.split("/")): None for p in gone}
         if files:
-            out = git(["hash-object", "-w", "--stdin-paths"], cwd=wt.path,
-                      input=b"".join(_b(p) + b"\n" for p, _ in files)).stdout.split()
+            got = None
+            if hashing is not None and hashing[0] == [p for p, _ in files]:
+                got = git_finish(hashing[1], ok=(0,))
+            out = got.split() if got is not None else git(
+                ["hash-object", "-w", "--stdin-paths"], cwd=wt.path,
+                input=b"".join(_b(p) + b"\n" for p, _ in files)).stdout.split()
             if len(out) != len(files):
                 return None
             for (rel, mode), oid in zip(files, out, strict=True):
@@ -1253,6 +1273,14 @@ def git_finish(proc: subprocess.Popen[bytes], ok: tuple[int, ...] = (0, 1)) -> b
     """Its stdout, or None when it failed."""
     data, _ = proc.communicate()
     return data if proc.returncode in ok else None
+
+
+def reap(proc: subprocess.Popen[bytes]) -> None:
+    """Stop and wait for a git process started by git_start, unless it was waited for."""
+    if proc.returncode is None:
+        proc.kill()
+        with contextlib.suppress(OSError, ValueError):
+            proc.communicate()
 
 
 def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1)

@@ -14,6 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import subprocess
+
     from proximity import gitio
     from proximity.context import Context
     from proximity.ledger import Event, Ledger, TrackedDict
@@ -160,12 +162,17 @@ class Airspace:
                             return tree
                     # the shadow index stays as this service last wrote it
                     return repo.snapshot_tree(wt, index, keep=False)
+                # the few files the watcher named are hashed while _paths_since checks
+                # the index (two git processes at once)
+                early = self._hash_early(wt) if partial else None
                 since = self._paths_since(wt, None) if partial else None
+                if since is None and early is not None:
+                    gitio.reap(early[1])
                 if since is not None:
                     with contextlib.suppress(FatalError):
                         # built from the shadow's tree, which stays as it is: the watcher's
                         # paths keep counting from it
-                        built = self._overlay(wt, since)
+                        built = self._overlay(wt, since, early)
                         if built:
                             self.partials += 1
                             return built
@@ -227,14 +234,47 @@ class Airspace:
 
         return os.path.join(self.ctx.repo.ecm_dir, "index", f"{gitio.safe_name(wid)}.idx")
 
-    def _overlay(self, wt: gitio.WorktreeInfo, since: list[str]) -> str | None:
+    def _overlay(self, wt: gitio.WorktreeInfo, since: list[str],
+                 hashing: tuple[list[str], subprocess.Popen[bytes]] | None = None
+                 ) -> str | None:
         """The tree of the shadow's tree with ``since`` (the paths changed since the shadow
         was written) read again, built in process (gitio.Repo.snapshot_overlay); None:
         snapshot them with git."""
+        from proximity import gitio
+
         base = self.shadow_trees.get(wt.id)
         if not base:
+            if hashing is not None:
+                gitio.reap(hashing[1])
             return None
-        return self.ctx.repo.snapshot_overlay(wt, base, since)
+        return self.ctx.repo.snapshot_overlay(wt, base, since, hashing)
+
+    def _hash_early(self, wt: gitio.WorktreeInfo
+                    ) -> tuple[list[str], subprocess.Popen[bytes]] | None:
+        """`git hash-object` of the few regular files the watcher named for ``wt``,
+        started now (see agents_now); None when there is nothing small to hash."""
+        from proximity.errors import FatalError
+
+        touched = self.touched.get(wt.id)
+        repo = self.ctx.repo
+        if (not touched or len(touched) > HASH_EARLY_MAX or not self.shadow_trees.get(wt.id)
+                or not repo.warm()):
+            return None
+        files = []
+        for rel in sorted(touched):
+            try:
+                st = os.lstat(os.path.join(wt.path, rel))
+            except OSError:
+                continue  # (a deletion: nothing to hash)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > repo.large_bytes or "\n" in rel:
+                return None
+            files.append(rel)
+        if not files:
+            return None
+        try:
+            return files, repo.hash_start(wt.path, files)
+        except FatalError:
+            return None
 
     def _warm_focus(self, wt: gitio.WorktreeInfo, index: str | None) -> bool:
         """Whether the focus's warm snapshot is its state now (no file changed, see
@@ -529,6 +569,7 @@ def _stat(path: str) -> tuple[int, int, int] | None:
 
 
 TOUCHED_MAX = 256  # paths past which a snapshot reads the whole worktree again
+HASH_EARLY_MAX = 8  # files hashed while the index is checked (Airspace._hash_early)
 MEMO_ENTRIES = 20_000  # kept pair results and resolvers before the memo starts again
 POLICY_MAX_AGE = 5.0  # seconds a policy read stays good while none of its files changed
 
