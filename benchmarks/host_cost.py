@@ -145,11 +145,19 @@ def measure(files: int, worktrees: int, runs: int, py: str) -> dict[str, Any]:
         prepare(main, root)
         wt = os.path.join(root, "wt00")
         git(wt, "push", "-q", "origin", "agent0")
+        # the push: a branch that collides with nobody (service_cost's last worktree, its
+        # generated edits dropped); wt00, which commits, collides with wt01
+        solo_id = worktrees - 1
+        solo = os.path.join(root, f"wt{solo_id:02}")
+        git(solo, "checkout", "--", ".")
+        with open(os.path.join(solo, "solo.txt"), "w") as f:
+            f.write("solo\n")
+        git(solo, "push", "-q", "origin", f"agent{solo_id}")
         env = {**ENV, "PATH": os.path.dirname(py) + os.pathsep + ENV.get("PATH", ""),
                "PRE_COMMIT_HOME": os.path.join(root, "pre-commit-home"),
                "PREK_HOME": os.path.join(root, "prek-home"),
                "LEFTHOOK_BIN": lefthook_binary()}
-        dirs = hooks_dirs(root, main, env, py, [main, wt])
+        dirs = hooks_dirs(root, main, env, py, [main, wt, solo])
         for w in [main] + [os.path.join(root, f"wt{i:02}") for i in range(worktrees)]:
             subprocess.run([py, "-m", "proximity", "snapshot"], cwd=w, env=env, check=True,
                            stdout=subprocess.DEVNULL)  # a warm ledger, as after a day of work
@@ -157,7 +165,7 @@ def measure(files: int, worktrees: int, runs: int, py: str) -> dict[str, Any]:
         row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
                                "load_before": load()}
         ops: dict[str, Callable[..., float]] = {
-            "commit": commit_once(wt), "push": push_once(wt, "agent0"),
+            "commit": commit_once(wt), "push": push_once(solo, f"agent{solo_id}"),
             "switch": switch_once(main)}
         for service in (False, True):
             before: list[Callable[[], None]] = []
