@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git
-from service_cost import commit_once, prepare, push_once, settle_service, switch_once
+from service_cost import commit_once, prepare, push_once, settle_service, solo_worktree, switch_once
 from timing import NO_HOOKS, ROOT, Variant, interleaved, interpreter, load, save_json
 
 HOOK_TYPES = ("pre-commit", "pre-push", "post-commit", "post-checkout", "post-merge",
@@ -145,14 +145,8 @@ def measure(files: int, worktrees: int, runs: int, py: str) -> dict[str, Any]:
         prepare(main, root)
         wt = os.path.join(root, "wt00")
         git(wt, "push", "-q", "origin", "agent0")
-        # the push: a branch that collides with nobody (service_cost's last worktree, its
-        # generated edits dropped); wt00, which commits, collides with wt01
-        solo_id = worktrees - 1
-        solo = os.path.join(root, f"wt{solo_id:02}")
-        git(solo, "checkout", "--", ".")
-        with open(os.path.join(solo, "solo.txt"), "w") as f:
-            f.write("solo\n")
-        git(solo, "push", "-q", "origin", f"agent{solo_id}")
+        # the push: a branch that collides with nobody; wt00, which commits, collides
+        solo, solo_branch = solo_worktree(root, worktrees)
         env = {**ENV, "PATH": os.path.dirname(py) + os.pathsep + ENV.get("PATH", ""),
                "PRE_COMMIT_HOME": os.path.join(root, "pre-commit-home"),
                "PREK_HOME": os.path.join(root, "prek-home"),
@@ -165,7 +159,7 @@ def measure(files: int, worktrees: int, runs: int, py: str) -> dict[str, Any]:
         row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
                                "load_before": load()}
         ops: dict[str, Callable[..., float]] = {
-            "commit": commit_once(wt), "push": push_once(solo, f"agent{solo_id}"),
+            "commit": commit_once(wt), "push": push_once(solo, solo_branch),
             "switch": switch_once(main)}
         for service in (False, True):
             before: list[Callable[[], None]] = []

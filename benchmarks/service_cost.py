@@ -145,6 +145,19 @@ def rebase_once(main: str) -> Callable[[str, list[str], dict[str, str], int], fl
     return one
 
 
+def solo_worktree(root: str, worktrees: int) -> tuple[str, str]:
+    """The last worktree, made to collide with nobody (the issue's "push of a non-colliding
+    branch"): its generated edits, which overlap its neighbour's, dropped, one file of its
+    own added, its branch on the remote. (path, branch)"""
+    n = worktrees - 1
+    solo = os.path.join(root, f"wt{n:02}")
+    git(solo, "checkout", "--", ".")
+    with open(os.path.join(solo, "solo.txt"), "w") as f:
+        f.write("solo\n")
+    git(solo, "push", "-q", "origin", f"agent{n}")
+    return solo, f"agent{n}"
+
+
 def prepare(main: str, root: str) -> None:
     """A side branch for switch (50 files differ), ten commits to rebase, a bare remote."""
     files = sorted(p for p in git(main, "ls-files").split() if p.endswith(".py"))[:50]
@@ -252,15 +265,8 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
         common = os.path.join(main, ".git")
         wt = os.path.join(root, "wt00")
         git(wt, "push", "-q", "origin", "agent0")
-        # the last worktree collides with nobody (the issue's "push of a non-colliding
-        # branch"): its generated edits, which overlap its neighbour's, are dropped and
-        # one file of its own is added; wt00 (right-of-way over wt01) pushes a colliding one
-        solo_id = worktrees - 1
-        solo = os.path.join(root, f"wt{solo_id:02}")
-        git(solo, "checkout", "--", ".")
-        with open(os.path.join(solo, "solo.txt"), "w") as f:
-            f.write("solo\n")
-        git(solo, "push", "-q", "origin", f"agent{solo_id}")
+        # wt00 (right-of-way over wt01) pushes a colliding one
+        solo, solo_branch = solo_worktree(root, worktrees)
         subprocess.run([PY, "-m", "proximity", "install"], cwd=main, env=ENV, check=True,
                        stdout=subprocess.DEVNULL)
         # git config: no cooldown, so every rise in the latency trials sends a message
@@ -302,9 +308,9 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
             row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
                                                 commit_settled(wt))
             row["switch"] = interleaved(runs, names[:3], switch_once(main))
-            row["push"] = interleaved(runs, names[:3], push_once(solo, f"agent{solo_id}"))
+            row["push"] = interleaved(runs, names[:3], push_once(solo, solo_branch))
             row["push_committed"] = interleaved(runs, names[:3],
-                                                push_committed(solo, f"agent{solo_id}"))
+                                                push_committed(solo, solo_branch))
             row["push_colliding"] = interleaved(runs, names[:3], push_committed(wt, "agent0"))
             row["rebase10"] = interleaved(max(3, runs // 2), names[:3], rebase_once(main))
             row["save_to_inbox"] = save_to_inbox(root, common, trials)

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from conftest import git, lines, pair
 from test_hooks import BASE, collide, make_repo, run
@@ -288,14 +289,21 @@ def test_committing_the_contested_change_keeps_its_place(space, scan_json, capsy
     assert p["priority"]["a"]["committed"] == p["priority"]["b"]["committed"]
     assert p["yielding"] == "b"
     # a real revert still ends a's claim
+    assert _revert_and_redo(sp, a, scan_json, capsys)["yielding"] == "a"
+
+
+def _revert_and_redo(sp: Any, a: Path, scan_json: Any, capsys: Any) -> dict[str, Any]:
+    """``a`` commits the revert of its line-9 change, then makes it again (uncommitted):
+    the pair a-b as `scan --json` gives it then."""
+    from proximity.main import main as cli
+
     sp.write(a, "f.txt", lines(30))
     git(a, "commit", "-qam", "a reverts")
     assert cli(["snapshot", "-C", str(a)]) == 0
     sp.write(a, "f.txt", lines(30).replace("line 9\n", "A again\n"))
     assert cli(["snapshot", "-C", str(a)]) == 0
     capsys.readouterr()
-    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
-    assert p["yielding"] == "a"
+    return pair(scan_json(sp.main, capsys=capsys), "a", "b")
 
 
 def test_padding_the_contested_file_far_away_buys_no_right_of_way(space, scan_json, capsys):
@@ -358,11 +366,4 @@ def test_the_side_told_to_yield_buys_nothing_by_committing_more(space, scan_json
     assert p["priority"]["b"]["committed"] > p["priority"]["a"]["committed"]
     assert p["yielding"] == "b"  # still
     # a gives its claim up (reverts): the decision is made again
-    sp.write(a, "f.txt", lines(30))
-    git(a, "commit", "-qam", "a reverts")
-    assert cli(["snapshot", "-C", str(a)]) == 0
-    sp.write(a, "f.txt", lines(30).replace("line 9\n", "A again\n"))
-    assert cli(["snapshot", "-C", str(a)]) == 0
-    capsys.readouterr()
-    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
-    assert p["yielding"] == "a"
+    assert _revert_and_redo(sp, a, scan_json, capsys)["yielding"] == "a"
