@@ -167,7 +167,7 @@ def measure(files: int, worktrees: int, runs: int, py: str) -> dict[str, Any]:
                 subprocess.run([py, "-m", "proximity", "service", "start"], cwd=main,
                                env={**env, "PROXIMITY_SERVICE": "1"}, check=True,
                                stdout=subprocess.DEVNULL)
-                before.append(settle_service(common))
+                before.append(settle_service(common, py))  # (the measured install's code)
             key = "service_on" if service else "service_off"
             row[key] = {}
             vs = variants(dirs, env, service, empty=not service)

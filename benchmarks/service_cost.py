@@ -57,9 +57,11 @@ def variants() -> dict[str, tuple[list[str], dict[str, str]]]:
 SETTLE: list[Callable[[], None]] = []  # waits run before each timed command
 
 
-def settle_service(common: str) -> Callable[[], None]:
+def settle_service(common: str, py: str | None = None) -> Callable[[], None]:
     """Wait until the service has no background work left (its re-snapshots and rescans
-    after the previous command), so no variant is timed while it competes for the CPU."""
+    after the previous command), so no variant is timed while it competes for the CPU.
+    ``py``: the interpreter whose package the service runs (default: the measured one):
+    a client of other code would ask the service to exit."""
     code = ("import sys, time\nfrom proximity import client\nend = time.time() + 30\n"
             "while time.time() < end:\n"
             "    a = client.request(sys.argv[1], {'op': 'status'}, 2.0)\n"
@@ -70,7 +72,7 @@ def settle_service(common: str) -> Callable[[], None]:
         time.sleep(0.3)  # the watcher's debounce: the last command's saves are reported
         # cwd: not this source tree, whose package would shadow the installed one (a
         # client of other code asks the service to exit)
-        subprocess.run([PY, "-c", code, common], cwd=common, env=ENV, check=False)
+        subprocess.run([py or PY, "-c", code, common], cwd=common, env=ENV, check=False)
     return wait
 
 
