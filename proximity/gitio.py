@@ -566,7 +566,7 @@ class Repo:
                     return None
                 new.append(rel)
             files.append((rel, 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644))
-        if new and _any_ignored(wt.path, new):
+        if new and any_ignored(wt.path, new):
             return None
         changes: dict[tuple[str, ...], tuple[str, int] | None] = {
             tuple(p.split("/")): None for p in gone}
@@ -1065,7 +1065,8 @@ def _in_nested_repo(root: str, base: Any, parts: Sequence[str]) -> bool:
     return False
 
 
-def _any_ignored(workdir: str, paths: Sequence[str]) -> bool:
+def any_ignored(workdir: str, paths: Sequence[str]) -> bool:
+    """Whether any of ``paths`` matches an ignore rule (tracked or not: --no-index)."""
     proc = git(["check-ignore", "--no-index", "--stdin", "-z"], cwd=workdir,
                input=b"".join(_b(p) + b"\0" for p in paths), ok=(0, 1))
     return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))

@@ -676,22 +676,16 @@ class Ledger:
         """Whether a message like this was posted within the cooldown (post would drop it):
         read without the write lock, so a message's body is built only when it may go."""
         try:
-            last = self.db.execute(
-                "SELECT created, hops FROM inbox WHERE recipient=? AND sender=? AND type=? "
-                "ORDER BY id DESC LIMIT 1", (recipient, sender, kind)).fetchone()
+            return _cooling(self.db, recipient, sender, kind, time.time(), hops, cooldown_s,
+                            cooldown_hops)
         except sqlite3.Error:
             return False
-        return bool(last and time.time() - last[0] < cooldown_s
-                    and hops - last[1] < cooldown_hops)
 
     def _post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
               hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
         now = time.time()
         with self.tx() as db:
-            last = db.execute(
-                "SELECT created, hops FROM inbox WHERE recipient=? AND sender=? AND type=? "
-                "ORDER BY id DESC LIMIT 1", (recipient, sender, kind)).fetchone()
-            if last and now - last[0] < cooldown_s and hops - last[1] < cooldown_hops:
+            if _cooling(db, recipient, sender, kind, now, hops, cooldown_s, cooldown_hops):
                 return None
             cur = db.execute(
                 "INSERT INTO inbox(recipient, sender, type, body, created, hops) "
@@ -808,3 +802,13 @@ class Ledger:
 def _event(row: tuple[Any, ...]) -> Event:
     return Event(int(row[0]), row[1], row[2], row[3], row[4], row[5], row[6],
                  json.loads(row[7]), json.loads(row[8]), float(row[9]))
+
+
+def _cooling(db: sqlite3.Connection, recipient: str, sender: str, kind: str, now: float,
+             hops: float, cooldown_s: float, cooldown_hops: float) -> bool:
+    """Whether the last message of this recipient, sender and type is within both
+    cooldowns (then a new one is dropped)."""
+    last = db.execute(
+        "SELECT created, hops FROM inbox WHERE recipient=? AND sender=? AND type=? "
+        "ORDER BY id DESC LIMIT 1", (recipient, sender, kind)).fetchone()
+    return bool(last and now - last[0] < cooldown_s and hops - last[1] < cooldown_hops)

@@ -296,6 +296,8 @@ class Airspace:
     def _same_add(self, wt: gitio.WorktreeInfo, index: str, start: str) -> bool:
         """Whether `add -A` over the same files gives the same tree from ``index`` as
         from an index holding ``start`` (see _warm_focus)."""
+        from proximity import gitio
+
         repo = self.ctx.repo
         try:
             now = repo.index_tree(index, wt.path)
@@ -309,7 +311,7 @@ class Airspace:
             # a path tracked in both (modified) is taken from the file either way; only
             # one tracked in one index alone, if ignored, makes `add -A` differ
             once = [p for p in differ if delta[p][0] in "AD"]
-            return not once or not _ignored(wt.path, once)
+            return not once or not gitio.any_ignored(wt.path, once)
         except Exception:
             return False
 
@@ -540,16 +542,6 @@ def _own_index(admin: str | None, index: str) -> bool:
         return os.path.samefile(index, os.path.join(admin, "index"))
     except OSError:
         return False
-
-
-def _ignored(workdir: str, paths: list[str]) -> bool:
-    """Whether any of ``paths`` matches an ignore rule (tracked or not: --no-index)."""
-    from proximity import gitio
-
-    proc = gitio.git(["check-ignore", "--no-index", "--stdin", "-z"], cwd=workdir,
-                     input="\0".join(paths).encode("utf-8", "surrogateescape") + b"\0",
-                     ok=(0, 1))
-    return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))
 
 
 def _large(path: str, limit: int) -> bool:
