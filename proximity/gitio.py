@@ -830,9 +830,10 @@ class Repo:
         key = ("sole-base", a, b)
         if key in self.memo:
             return base if self.memo[key] else None
-        if self._sole_by_step(a, b, base):
-            self._remember(key, (a, b), True)
-            return base
+        known = self._sole_by_step(a, b, base)
+        if known is not None:
+            self._remember(key, (a, b), known)
+            return base if known else None
         pygit2 = _pygit2()
         since = []
         for tip in (a, b):
@@ -921,18 +922,21 @@ class Repo:
             return None
         return parents[0] if len(parents) == 1 else None
 
-    def _sole_by_step(self, a: str, b: str, base: str) -> bool:
-        """Whether ``base`` is the only merge base of ``a`` and ``b`` because one of them is
-        a single-parent step, absent from the other, on a commit whose only merge base with
-        the other was ``base`` (the shared ancestors are the same)."""
+    def _sole_by_step(self, a: str, b: str, base: str) -> bool | None:
+        """Whether ``base`` is the only merge base of ``a`` and ``b``, known from one of
+        them being a single-parent step, absent from the other, on a commit whose merge
+        base with the other was ``base`` too: the shared ancestors are the same, so is the
+        answer (True: the only one; False: several, or too many commits since it to tell,
+        one more now). None: not known that way."""
         for x, y in ((a, b), (b, a)):
             p = self._only_parent(x)
             if p is None or p == base:
                 continue
-            if any(self.memo.get(("merge-base", *k)) == base
-                   and self.memo.get(("sole-base", *k)) is True for k in ((p, y), (y, p))):
-                return True
-        return False
+            for k in ((p, y), (y, p)):
+                sole = self.memo.get(("sole-base", *k))
+                if sole is not None and self.memo.get(("merge-base", *k)) == base:
+                    return bool(sole)
+        return None
 
     def _base_by_step(self, a: str, b: str) -> str | None:
         """The merge base of ``a`` and ``b`` from a remembered one, when one of them is a

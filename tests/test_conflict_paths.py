@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from conftest import git, init_repo
 
 from proximity import gitio
@@ -139,6 +140,56 @@ def test_criss_cross_merge_bases_run_gits_merge(tmp_path: Path) -> None:
     assert not conflict._apart(ev)
     truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
     assert [f.path_a for f in conflict.run(ev).findings] == truth
+
+
+def test_no_sole_base_stays_none_one_step_on(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several merge bases (criss-cross), or too many commits since the base to tell: a
+    single-parent step on either side keeps that answer (the same ancestors are shared),
+    and a step on a sole base keeps it; every answer agrees with `git merge-base --all`."""
+    path = init_repo(tmp_path / "r", {"f.txt": "one\n", "g.txt": "g\n"})
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    for branch, text in (("p", "p\n"), ("q", "q\n")):
+        git(path, "checkout", "-q", "-B", branch, base)
+        (path / "f.txt").write_text(text)
+        git(path, "commit", "-qam", branch)
+    for branch, first, second, keep in (("a", "p", "q", "p\n"), ("b", "q", "p", "q\n")):
+        git(path, "checkout", "-q", "-B", branch, first)
+        git(path, "merge", "-q", "--no-edit", second, check=False)
+        (path / "f.txt").write_text(keep)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "--no-edit", "-m", f"merge {second}")
+
+    def step(branch: str, n: int) -> list[str]:
+        git(path, "checkout", "-q", branch)
+        out = []
+        for i in range(n):
+            (path / f"{branch}{i}.txt").write_text(f"{i}\n")
+            git(path, "add", "-A")
+            git(path, "commit", "-q", "-m", f"{branch} {i}")
+            out.append(git(path, "rev-parse", "HEAD").stdout.strip())
+        return out
+
+    ha, hb = (git(path, "rev-parse", b).stdout.strip() for b in ("a", "b"))
+    repo = gitio.Repo(str(path))
+    assert repo.sole_merge_base(ha, hb) is None
+    for x in step("a", 2):
+        assert repo._sole_by_step(x, hb, repo.merge_base(x, hb) or "") is False
+        assert repo.sole_merge_base(x, hb) is None
+    # a long branch against a short one: too far to tell, one commit on still too far
+    monkeypatch.setattr(gitio, "SOLE_BASE_WALK", 3)
+    git(path, "checkout", "-q", "-B", "long", base)
+    git(path, "checkout", "-q", "-B", "short", base)
+    short = step("short", 1)[0]
+    longs = step("long", 6)
+    for x in longs:
+        assert git(path, "merge-base", "--all", x, short).stdout.split() == [base]
+    repo = gitio.Repo(str(path))  # asked from the first commit on: told, then stepped
+    assert [repo.sole_merge_base(x, short) for x in longs] == [base] * 6
+    repo = gitio.Repo(str(path))  # first asked 5 commits on: too many to tell, and then
+    assert repo.sole_merge_base(longs[4], short) is None  # one more is still too many
+    assert repo._sole_by_step(longs[5], short, base) is False
+    assert repo.sole_merge_base(longs[5], short) is None
 
 
 def test_merge_bases_derived_from_a_parent_are_gits(tmp_path: Path) -> None:
