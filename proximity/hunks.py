@@ -227,9 +227,7 @@ def of_pair(repo: Any, p: Any, other: Any) -> dict[str, str]:
         paths = list(files)[:PAIR_PATHS]
         if not paths:
             return {}
-        from proximity import gitio
-
-        parsed = parse(gitio.tree_diff(repo.workdir, p.base, other.tree, paths))
+        parsed = parse(repo.tree_diff(p.base, other.tree, paths))
         out = {}
         for path in paths:
             d = parsed.get(path)

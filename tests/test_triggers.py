@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import git, lines
 
+from proximity.errors import FatalError
 from proximity.ledger import Ledger
 from proximity.main import main
 
@@ -172,3 +174,46 @@ def test_messages_of_a_symbol_collision_name_the_symbol(space, capsys):
     from proximity.triggers import render
 
     assert all("  symbol: " in render(m) and "legacy" in render(m) for m in msgs)
+
+
+def test_message_hunks_made_in_process_are_gits(tmp_path):
+    """The hunks a message or an advisory shows come from libgit2 in the service; they
+    are git's own `diff -U0` (modified, added, deleted, binary, a path outside the asked
+    ones left out), and from git itself when libgit2 cannot read an object."""
+    import random
+
+    from conftest import init_repo
+
+    from proximity import gitio, hunks
+
+    rnd = random.Random(7)
+    files = {f"d{i % 3}/f{i}.py": "".join(f"def f{j}():\n    return {j}\n\n" for j in range(40))
+             for i in range(6)}
+    path = init_repo(tmp_path / "r", {**files, "gone.txt": "x\n" * 5, "blob.bin": "a\0b"})
+    old = git(path, "rev-parse", "HEAD").stdout.strip()
+    for rel, text in files.items():
+        rows = text.splitlines(keepends=True)
+        for _ in range(rnd.randint(1, 4)):
+            at = rnd.randrange(len(rows))
+            op = rnd.choice(["edit", "insert", "drop"])
+            if op == "edit":
+                rows[at] = f"    return {rnd.random()}\n"
+            elif op == "insert":
+                rows[at:at] = [f"def g{at}():\n", "    pass\n", "\n"]
+            else:
+                del rows[at:at + rnd.randint(1, 6)]
+        (path / rel).write_text("".join(rows))
+    (path / "gone.txt").unlink()
+    (path / "new.txt").write_text("one\ntwo\n")
+    (path / "blob.bin").write_bytes(b"c\0d")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "edits")
+    new = git(path, "rev-parse", "HEAD^{tree}").stdout.strip()
+    repo = gitio.Repo(str(path))
+    every = [*files, "gone.txt", "new.txt", "blob.bin"]
+    for paths in (every, every[:3], ["new.txt", "gone.txt"], ["nothing.txt"]):
+        want = hunks.parse(git(path, *gitio.DIFF_ARGS, old, new, "--", *paths).stdout)
+        assert hunks.parse(repo.tree_diff(old, new, paths)) == want, paths
+    assert hunks.parse(repo.tree_diff(old, new, ["new.txt"]))["new.txt"].new_file
+    with pytest.raises(FatalError, match="bad object"):  # unreadable: git says why
+        repo.tree_diff(old, "0" * 40, ["new.txt"])
