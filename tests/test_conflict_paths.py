@@ -116,6 +116,48 @@ def test_file_against_directory_runs_gits_merge(tmp_path: Path) -> None:
     assert "d4" in truth and not any("~" in p for p in truth), truth
 
 
+def test_tree_deltas_are_diff_trees(tmp_path: Path) -> None:
+    """What changed between two trees, walked in process, is `git diff-tree -r
+    --no-renames` over 40 random pairs: modify, add, delete, rename, file <-> directory,
+    file -> link ("T"), exec bit ("M"), a submodule entry added and moved on."""
+    path = init_repo(tmp_path / "r", BASE)
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    rnd = random.Random(11)
+    commits, variants = [base], []
+    for i in range(30):
+        git(path, "checkout", "-q", "-f", rnd.choice(commits))
+        head = _side(path, git(path, "rev-parse", "HEAD").stdout.strip(), f"t{i}", rnd)
+        commits.append(head)  # the next sides start from these; links only in variants
+        files = sorted(p.relative_to(path).as_posix() for p in path.rglob("*")
+                       if p.is_file() and not p.is_symlink() and ".git" not in p.parts)
+        rnd.shuffle(files)
+        if len(files) > 1 and rnd.random() < 0.5:
+            (path / files[0]).unlink()
+            (path / files[0]).symlink_to("a.txt")
+        if len(files) > 1 and rnd.random() < 0.5:
+            (path / files[1]).chmod(0o755)
+        git(path, "add", "-A")
+        if rnd.random() < 0.4:
+            git(path, "update-index", "--add", "--cacheinfo", f"160000,{head},sub/m{i % 3}")
+        git(path, "commit", "-q", "--allow-empty", "-m", f"t{i} more")
+        variants.append(git(path, "rev-parse", "HEAD").stdout.strip())
+    repo = gitio.Repo(str(path))
+    repo.pg  # noqa: B018  (libgit2 open: the in-process walk)
+    every = commits + variants
+    pairs = [(rnd.choice(every), rnd.choice(every)) for _ in range(40)]
+    seen: set[str] = set()
+    for old, new in pairs:
+        want = {}
+        out = git(path, "diff-tree", "-r", "-z", "--no-renames", old, new).stdout.split("\0")
+        for meta, name in zip(out[0::2], out[1::2], strict=False):
+            f = meta.split()
+            want[name] = (f[4], "" if f[4] == "D" else f[3])
+        assert repo.tree_delta(old, new) == want, (old, new)
+        seen.update(st for st, _ in want.values())
+        seen.update("sub" for name in want if name.startswith("sub/"))
+    assert seen == {"A", "D", "M", "T", "sub"}  # every kind of change was compared
+
+
 def test_criss_cross_merge_bases_run_gits_merge(tmp_path: Path) -> None:
     """Two merge bases: git merges against a virtual base, so what each side changed
     since one of them says nothing; the channel asks git."""
