@@ -287,10 +287,11 @@ def _alive(common: str) -> bool:
 
 
 def judge(common: str, here: str, stage: str, kind: str, override: str | None,
-          pushed: list[tuple[str, str]] | None) -> dict[str, Any] | None:
+          pushed: list[tuple[str, str]] | None, unstash: str | None = None
+          ) -> dict[str, Any] | None:
     """The service's verdict for a pre-commit (warn) or pre-push (guard) hook."""
     answer = ask(common, {"op": "judge", "agent": here, "stage": stage, "kind": kind,
-                          "index": override, "pushed": pushed})
+                          "index": override, "pushed": pushed, "unstash": unstash})
     if answer is None or not isinstance(answer.get("verdict"), dict):
         return None
     verdict: dict[str, Any] = answer["verdict"]
@@ -308,10 +309,12 @@ def scan(common: str, focus: str | None = None, index: str | None = None,
     return result
 
 
-def record(common: str, here: str, kind: str, index: str | None) -> bool:
+def record(common: str, here: str, kind: str, index: str | None,
+           unstash: str | None = None) -> bool:
     """Ask the service to record this worktree's state as one ledger event (what the
     snapshot hook does); False: not done, record in process."""
-    answer = ask(common, {"op": "record", "agent": here, "kind": kind, "index": index})
+    answer = ask(common, {"op": "record", "agent": here, "kind": kind, "index": index,
+                          "unstash": unstash})
     return bool(answer and answer.get("recorded"))
 
 

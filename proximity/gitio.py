@@ -618,6 +618,70 @@ class Repo:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
+    def tree_with_patch(self, tree: str, patch: str, cwd: str) -> str | None:
+        """``tree`` with a `git diff --binary` patch of tracked files applied, in a
+        temporary index (a hook host's stashed unstaged edits: stash.py); None when it
+        does not apply, or ``tree`` does not hold what the patch was made from (every
+        file's blob before it: the patch's full ids), so it is never applied twice. The
+        worktree and the user's index are never touched."""
+        tmp = os.path.join(self.ecm_dir, "index", f"unstash-{os.getpid()}-{os.urandom(4).hex()}") \
+            if os.path.isdir(os.path.join(self.ecm_dir, "index")) else None
+        if tmp is None:
+            import tempfile
+
+            fd, tmp = tempfile.mkstemp(prefix="proximity-unstash-")
+            os.close(fd)
+            os.unlink(tmp)
+        env = {"GIT_INDEX_FILE": tmp}
+        try:
+            if not self._patch_fits(tree, patch):
+                return None
+            git(["read-tree", tree], cwd=cwd, env=env)
+            for extra in ([], ["-c", "core.autocrlf=false"]):  # as the hosts retry it
+                if git([*extra, "apply", "--cached", "--whitespace=nowarn", "--", patch],
+                       cwd=cwd, env=env, ok=(0, 1, 128)).returncode == 0:
+                    return git(["write-tree"], cwd=cwd, env=env).stdout.decode().strip()
+            return None
+        except FatalError:
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def _patch_fits(self, tree: str, patch: str) -> bool:
+        """Whether every file a `diff --binary` patch changes is, in ``tree``, the blob the
+        patch starts from (its `index` line's id, abbreviated for text; absent for a new
+        file; present for a mode change alone)."""
+        import re
+
+        pygit2 = _pygit2()
+        try:
+            with open(patch, "rb") as f:
+                data = f.read()
+            deltas = list(pygit2.Diff.parse_diff(data).deltas)
+            sections = re.split(rb"^diff --git ", data, flags=re.M)[1:]
+            if not deltas or len(sections) != len(deltas):
+                return False
+            root = self.pg[tree].peel(pygit2.Tree)
+            for d, section in zip(deltas, sections, strict=True):
+                try:
+                    have = str(root[d.old_file.path].id)
+                except KeyError:
+                    have = ""
+                m = re.search(rb"^index ([0-9a-f]+)\.\.[0-9a-f]+", section, flags=re.M)
+                before = m.group(1).decode() if m else None
+                if before is None:
+                    fits = bool(have)
+                elif before.strip("0") == "":
+                    fits = not have
+                else:
+                    fits = have.startswith(before)
+                if not fits:
+                    return False
+            return True
+        except (OSError, ValueError, KeyError, TypeError, pygit2.GitError):
+            return False
+
     def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
                          ) -> dict[str, os.stat_result]:
         """Untracked files (not in the user's index) larger than ``large_bytes``: new ones

@@ -33,10 +33,13 @@ def this_worktree(ctx: Context) -> gitio.WorktreeInfo:
 
 
 def snapshot_agent(ctx: Context, wt: gitio.WorktreeInfo, index_file: str | None = None,
-                   commit: bool = True) -> Snap:
+                   commit: bool = True, unstash: str | None = None) -> Snap:
     """This worktree's live state; ``commit=False`` skips the snapshot commit (the
-    post-* hooks record the tree; a scan makes the content-addressed commit when needed)."""
+    post-* hooks record the tree; a scan makes the content-addressed commit when needed).
+    ``unstash``: the patch of unstaged edits the hook host holds out (stash.py)."""
     tree = ctx.repo.snapshot_tree(wt, index_file)
+    if unstash:
+        tree = ctx.repo.tree_with_patch(tree, unstash, wt.path) or tree
     snap = ctx.repo.snapshot_commit(tree, wt.head) if commit else None
     return Snap(wt.id, wt.path, wt.branch, wt.head, snap, tree)
 
@@ -95,6 +98,7 @@ def record(ctx: Context, kind: str, agent: Snap) -> Event | None:
 
 
 def record_here(ctx: Context, kind: str, index_file: str | None = None,
-                commit: bool = False) -> Event | None:
+                commit: bool = False, unstash: str | None = None) -> Event | None:
     """Snapshot this worktree and record it as one event (what hooks and commands do)."""
-    return record(ctx, kind, snapshot_agent(ctx, this_worktree(ctx), index_file, commit))
+    return record(ctx, kind, snapshot_agent(ctx, this_worktree(ctx), index_file, commit,
+                                            unstash))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import client, gitfiles, stages
+from proximity import client, gitfiles, stages, stash
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:
@@ -117,7 +117,8 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
     msg: dict[str, Any] = {"op": "hook", "rid": rid, "stage": stage,
                            "agent": gitfiles.agent_id(gitdir, common),
                            "kind": stages.kind_of(name, args),
-                           "index": stages.index_override(), "allow": stages.allowed()}
+                           "index": stages.index_override(), "allow": stages.allowed(),
+                           "unstash": stash.host_patch(os.environ)}
     if stage == "guard":
         msg["pushed"] = stages.pushed_refs(stdin, dict(os.environ))
     cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")

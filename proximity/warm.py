@@ -465,10 +465,11 @@ class Airspace:
                  and gitio.operation_in_progress(admin) is None)
         agents, _ = self.agents_now(None if reuse else here, index,
                                     same_files=here if reuse else None)
+        ctx = self.ctx_for(here)
+        agents = hook.unstashed(ctx, agents, _unstash(msg))
         me = next((a for a in agents if a.id == here), None)
         if me is None or me.error or me.tree is None:
             return None
-        ctx = self.ctx_for(here)
         ev = recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
                                                       None, me.tree))
         if ev is not None and ctx.ledger is not None and ev.seq % hook.GC_EVERY == 0:
@@ -486,7 +487,7 @@ class Airspace:
                              msg.get("index"), pushed_refs,
                              agents_of=lambda ix: self.agents_now(
                                  here, ix, synced=msg.get("synced") is True),
-                             in_hook=False)
+                             in_hook=False, unstash=_unstash(msg))
         return verdict
 
     def hook(self, msg: dict[str, Any], files_settled: bool) -> dict[str, Any]:
@@ -531,6 +532,19 @@ class Airspace:
                                   record=bool(msg.get("record")))
         self.scans += 1
         return report.scan_json(result)
+
+
+def _unstash(msg: dict[str, Any]) -> str | None:
+    """The hook host's patch of stashed edits a hook names (stash.host_patch): an
+    absolute path to a regular file, else nothing (it is read by `git apply --cached`
+    into a temporary index, never run or written)."""
+    patch = msg.get("unstash")
+    if not isinstance(patch, str) or not os.path.isabs(patch):
+        return None
+    try:
+        return patch if stat.S_ISREG(os.stat(patch).st_mode) else None
+    except (OSError, ValueError):
+        return None
 
 
 def _own_index(admin: str | None, index: str) -> bool:

@@ -90,10 +90,13 @@ def snapshot(ctx: context.Context, kind: str, service: bool = True,
              record: bool = True) -> None:
     """``service=False``: the thin client asked the service already; ``record=False``:
     the service took this event (a request the client gave up on) and records it."""
-    if not record or (service and _service_records(ctx, kind)):
+    from proximity import stash
+
+    unstash = stash.host_patch(os.environ)
+    if not record or (service and _service_records(ctx, kind, unstash)):
         deliver(ctx)
         return
-    ev = recorder.record_here(ctx, kind, recorder.index_override())
+    ev = recorder.record_here(ctx, kind, recorder.index_override(), unstash=unstash)
     queued(ev)
     deliver(ctx)
     if ev is not None and ctx.ledger is not None and ev.seq and ev.seq % GC_EVERY == 0:
@@ -101,23 +104,25 @@ def snapshot(ctx: context.Context, kind: str, service: bool = True,
         ctx.ledger.gc(ctx.cfg.retain_events, live)
 
 
-def _service_records(ctx: context.Context, kind: str) -> bool:
+def _service_records(ctx: context.Context, kind: str, unstash: str | None) -> bool:
     """The resident service records this worktree (it knows what changed: the work is
     proportional to the change); False: absent or busy (it is started for next time)."""
     from proximity import client
 
-    return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override())
+    return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override(), unstash)
 
 
 def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
           pushed: list[tuple[str, str]] | None,
           agents_of: Callable[[str | None], tuple[list[Agent], list[str]]] | None = None,
-          in_hook: bool = True, record: bool = True) -> dict[str, Any]:
+          in_hook: bool = True, record: bool = True, unstash: str | None = None
+          ) -> dict[str, Any]:
     """Record this worktree, scan its pairs (each pushed commit standing in for it), fire
     the triggers; the verdict as plain data. The in-process hook and the resident service
     both call this, so both paths judge alike. ``agents_of(override)``: the live agents
     (default: snapshot every worktree now). ``record=False``: judge without recording
-    this worktree (someone else records this very event)."""
+    this worktree (someone else records this very event). ``unstash``: the patch of
+    unstaged edits the hook host holds out of this worktree (stash.py)."""
 
     from proximity import hunks, report, triggers
     from proximity.airspace import live_agents
@@ -126,6 +131,7 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
         agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
     else:
         agents, retired = agents_of(override)
+    agents = unstashed(ctx, agents, unstash)
     me = next((a for a in agents if a.id == ctx.here), None)
     notes: list[str] = []
     if me is not None and me.error is None and record:
@@ -164,6 +170,22 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
             "pairs": [report.pair_json(p) for p in result.pairs]}
 
 
+def unstashed(ctx: context.Context, agents: list[Agent], patch: str | None) -> list[Agent]:
+    """The agents with this worktree as its user has it: the unstaged edits its hook host
+    holds out while hooks run (``patch``, stash.py) put back on the state read from its
+    files (that state as it is when the patch does not apply)."""
+    from dataclasses import replace
+
+    me = next((a for a in agents if a.id == ctx.here), None)
+    if not patch or me is None or me.error is not None or not me.tree:
+        return agents
+    tree = ctx.repo.tree_with_patch(me.tree, patch, me.path)
+    if not tree or tree == me.tree:
+        return agents
+    back = replace(me, tree=tree, snapshot=ctx.repo.snapshot_commit(tree, me.head))
+    return [back if a.id == ctx.here else a for a in agents]
+
+
 def _pushed_state(ctx: context.Context, me: Agent, ref: str, sha: str) -> Agent:
     """This worktree as a pushed commit: its tree, on that commit, as the snapshot commit
     of (tree, commit) -- content-addressed, so a push of the state already judged (the
@@ -182,11 +204,12 @@ def _pushed_state(ctx: context.Context, me: Agent, ref: str, sha: str) -> Agent:
 
 
 def _ask_service(ctx: context.Context, stage: str, kind: str, override: str | None,
-                 pushed: list[tuple[str, str]] | None) -> dict[str, Any] | None:
+                 pushed: list[tuple[str, str]] | None, unstash: str | None
+                 ) -> dict[str, Any] | None:
     """The resident service's verdict, or None (absent, busy, broken: judge in process)."""
     from proximity import client
 
-    return client.judge(ctx.repo.common, ctx.here, stage, kind, override, pushed)
+    return client.judge(ctx.repo.common, ctx.here, stage, kind, override, pushed, unstash)
 
 
 def outcome(ctx: context.Context, stage: str, verdict: dict[str, Any], allow: bool
@@ -231,7 +254,7 @@ def check(ctx: context.Context, stage: str, kind: str, stdin: str | None = None,
     answers when it can (``service=False``: the thin client asked it already); otherwise
     the same judgement runs in process. ``stdin``: the pushed refs, when already read.
     """
-    from proximity import stages
+    from proximity import stages, stash
 
     if stage == "guard" and ctx.cfg.sync:
         from proximity import remote
@@ -243,9 +266,11 @@ def check(ctx: context.Context, stage: str, kind: str, stdin: str | None = None,
     override = recorder.index_override() if stage == "warn" else None
     pushed = pushed_refs(stdin if stdin is not None else _read_stdin(), dict(os.environ)) \
         if stage == "guard" else None
-    verdict = _ask_service(ctx, stage, kind, override, pushed) if service and record else None
+    unstash = stash.host_patch(os.environ)
+    verdict = _ask_service(ctx, stage, kind, override, pushed, unstash) \
+        if service and record else None
     if verdict is None:
-        verdict = judge(ctx, stage, kind, override, pushed, record=record)
+        verdict = judge(ctx, stage, kind, override, pushed, record=record, unstash=unstash)
     if verdict["graph_deferred"]:
         context.warm_up(ctx)
     lines, block = outcome(ctx, stage, verdict, stages.allowed())

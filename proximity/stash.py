@@ -1,0 +1,115 @@
+"""The unstaged edits a hook host took out of the worktree while its hooks run.
+
+The pre-commit framework and prek, before the hooks of any stage, save the worktree's
+unstaged changes to tracked files as a binary patch in their store (`git diff-index
+--binary` against the index's tree), drop them (`git checkout -- .`), run the hooks and
+apply the patch again. A hook in between sees the worktree without that work: recorded
+as is, the ledger would read it as reverted (a right-of-way lost, an advisory dropped)
+for the second the hooks take.
+
+The patch is not named to the hooks. It is found by the process that wrote it: its pid
+is in the file name, and that process is an ancestor of the hook (git runs the host, the
+host runs the hook), alive now, started no later than the patch was written. pre-commit:
+``patch<seconds>-<pid>`` in ``$PRE_COMMIT_HOME`` (else ``$XDG_CACHE_HOME/pre-commit``,
+``~/.cache/pre-commit``); prek: ``patches/<milliseconds>-<pid>.patch`` in ``$PREK_HOME``
+(else ``$XDG_CACHE_HOME/prek``, ``~/.cache/prek``). Both hosts set ``PRE_COMMIT=1`` for
+their hooks; nothing is looked for without it.
+
+The patch is only ever data: it is applied to a temporary index holding the state the
+hook read (gitio.Repo.tree_with_patch), never to the worktree or the user's index.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+TYPE_CHECKING = False  # (not typing's: the thin client imports this module)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+MAX_DEPTH = 8  # ancestors looked at: hook -> sh -> host (-> python launcher) -> git
+
+
+def host_patch(env: Mapping[str, str], pid: int | None = None) -> str | None:
+    """The patch of unstaged edits the hook host running this process holds out of the
+    worktree now, or None (no host, nothing stashed, or not sure)."""
+    if env.get("PRE_COMMIT") != "1":
+        return None
+    started = _ancestors(os.getpid() if pid is None else pid)
+    if not started:
+        return None
+    best: tuple[float, str] | None = None
+    for store, prefix, suffix, scale in _stores(env):
+        try:
+            names = os.listdir(store)
+        except OSError:
+            continue
+        for name in names:
+            got = _name(name, prefix, suffix)
+            if got is None or got[1] not in started:
+                continue
+            written = got[0] / scale
+            # the process was alive when it wrote the patch (a recycled pid's old file no)
+            if written + 1.0 < started[got[1]]:
+                continue
+            path = os.path.join(store, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            if best is None or written > best[0]:
+                best = (written, path)
+    return best[1] if best else None
+
+
+def _name(name: str, prefix: str, suffix: str) -> tuple[int, int] | None:
+    """(time, pid) from ``<prefix><digits>-<digits><suffix>``, else None."""
+    if not (name.startswith(prefix) and name.endswith(suffix)):
+        return None
+    when, _, pid = name[len(prefix):len(name) - len(suffix)].partition("-")
+    if not (when.isascii() and when.isdigit() and pid.isascii() and pid.isdigit()):
+        return None
+    return int(when), int(pid)
+
+
+def _stores(env: Mapping[str, str]) -> list[tuple[str, str, str, float]]:
+    home = env.get("HOME") or os.path.expanduser("~")
+    cache = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    pre_commit = env.get("PRE_COMMIT_HOME") or os.path.join(cache, "pre-commit")
+    prek = env.get("PREK_HOME") or os.path.join(cache, "prek")
+    if prek.startswith("~"):
+        prek = os.path.join(home, prek[1:].lstrip("/"))
+    return [(os.path.abspath(pre_commit), "patch", "", 1.0),  # patch<seconds>-<pid>
+            (os.path.abspath(os.path.join(prek, "patches")), "", ".patch", 1000.0)]
+
+
+def _ancestors(pid: int) -> dict[int, float]:
+    """pid -> start time (seconds since the epoch) of this process's ancestors, from
+    /proc; empty where there is no /proc."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            boot = next(float(ln.split()[1]) for ln in f if ln.startswith(b"btime "))
+        tick = float(os.sysconf("SC_CLK_TCK"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return {}
+    out: dict[int, float] = {}
+    for _ in range(MAX_DEPTH):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            ppid = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            break
+        if ppid <= 1:
+            break
+        try:
+            with open(f"/proc/{ppid}/stat", "rb") as f:
+                start = int(f.read().rsplit(b")", 1)[1].split()[19])
+        except (OSError, ValueError, IndexError):
+            break
+        out[ppid] = boot + start / tick
+        pid = ppid
+    return out

@@ -1,0 +1,183 @@
+"""A hook host's stash: the pre-commit framework (and prek) take the committing worktree's
+unstaged edits out while every hook runs; proximity judges and records the worktree as its
+user has it, never as reverted. The real pre-commit framework, real worktrees, the ledger."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import git, lines
+
+from proximity import gitio
+
+BIN = os.path.dirname(sys.executable)
+BASE = lines(40)
+
+# proximity's own manifest entries, run from this test's interpreter (language: system)
+# instead of an environment the framework would build: the same hooks, no install
+ENTRY = ("sh -c '[ \"${PROXIMITY_SKIP:-}\" = 1 ] && exit 0; PROXIMITY_BLOCKED_EXIT=99 "
+         "proximity hook \"$0\" \"$@\"; rc=$?; [ $rc = 0 ] && exit 0; [ $rc = 99 ] && exit 1; "
+         "exit 0' ")
+CONFIG = f"""default_install_hook_types: [pre-commit, post-commit]
+repos:
+- repo: local
+  hooks:
+  - id: proximity-warn
+    name: proximity advisories
+    entry: {json.dumps(ENTRY + "warn")}
+    language: system
+    pass_filenames: false
+    always_run: true
+    verbose: true
+    stages: [pre-commit]
+  - id: proximity-snapshot
+    name: proximity snapshot
+    entry: {json.dumps(ENTRY + "snapshot")}
+    language: system
+    pass_filenames: false
+    always_run: true
+    stages: [post-commit]
+"""
+
+
+def run(cwd: Path, *args: str, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def ledger(where: Path, stream: str) -> list[dict]:  # type: ignore[type-arg]
+    out = run(where, sys.executable, "-m", "proximity", "ledger", "--json", "-n", "200")
+    return [e for e in json.loads(out.stdout)["events"] if e["stream"] == stream]
+
+
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str) -> Path:
+    """A repository whose hooks ``host`` (pre-commit or prek) runs."""
+    monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pc-home"))
+    monkeypatch.setenv("PREK_HOME", str(tmp_path / "prek-home"))
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    (main / "f.txt").write_text(BASE)
+    (main / "other.txt").write_text(lines(10, "other"))
+    (main / ".pre-commit-config.yaml").write_text(CONFIG)
+    git(main, "add", "-A")
+    git(main, "commit", "-q", "-m", "base")
+    cmd = [sys.executable, "-m", "pre_commit"] if host == "pre-commit" else [
+        shutil.which("prek", path=BIN) or pytest.skip("prek is not installed (tests/run.sh)")]
+    r = run(main, *cmd, "install")
+    assert r.returncode == 0, r.stdout + r.stderr
+    return main
+
+
+@pytest.mark.parametrize(("host", "service"),
+                         [("pre-commit", "1"), ("pre-commit", "0"), ("prek", "1")])
+def test_unstaged_work_stashed_by_the_host_is_judged_and_recorded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, service: str) -> None:
+    """b commits other.txt while its edit of f.txt line 20 -- the line a committed -- is
+    unstaged: the framework takes that edit out while the hooks run. The commit still gets
+    the advisory on f.txt, the recorded events hold the edit (not a revert), and the
+    host puts it back untouched. pre-commit with the service and in process; prek."""
+    monkeypatch.setenv("PROXIMITY_SERVICE", service)
+    framework = installed(tmp_path, monkeypatch, host)
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        assert git(framework, "worktree", "add", "-q", "-b", br, str(wt)).returncode == 0
+    (a / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by a\n"))
+    ra = run(a, "git", "commit", "-qam", "a edits line 20")
+    assert ra.returncode == 0, ra.stdout + ra.stderr
+    mine = BASE.replace("line 20\n", "line 20 by b\n")
+    (b / "f.txt").write_text(mine)
+    (b / "other.txt").write_text(lines(10, "other") + "more\n")
+    git(b, "add", "other.txt")
+    rb = run(b, "git", "commit", "-qm", "b: other.txt only")
+    out = rb.stdout + rb.stderr
+    assert rb.returncode == 0, out
+    # the host did take the edit out while the hooks ran
+    assert "Stashing unstaged files" in out or "Unstaged changes detected" in out, out
+    assert "RESOLUTION ADVISORY" in out and "f.txt" in out, out
+    assert (b / "f.txt").read_text() == mine  # put back by the framework, untouched
+    assert git(b, "diff", "--name-only").stdout.split() == ["f.txt"]
+    events = ledger(framework, "wt-b")
+    kinds = [e["kind"] for e in events]
+    assert "pre-commit" in kinds and "commit" in kinds, kinds
+    for e in events:  # every state b's hooks recorded holds the unstaged edit
+        if e["kind"] == "pre-commit":
+            assert "f.txt" in e["files"], e  # changed since HEAD: not reverted
+        if e["kind"] in ("pre-commit", "commit"):
+            tree = e["tree"]
+            blob = git(framework, "rev-parse", f"{tree}:f.txt").stdout.strip()
+            assert git(framework, "cat-file", "blob", blob).stdout == mine
+
+
+def test_the_hosts_patch_is_found_by_its_process_only(tmp_path: Path) -> None:
+    """The patch is the one an ancestor of the hook wrote, while alive: another pid's, a
+    recycled pid's older file, or no PRE_COMMIT=1 find nothing; pre-commit's and prek's
+    names in their stores (PRE_COMMIT_HOME, PREK_HOME)."""
+    pc, pk = tmp_path / "pc", tmp_path / "pk"
+    (pk / "patches").mkdir(parents=True)
+    pc.mkdir()
+    probe = ("import os; from proximity import stash; "
+             "print(stash.host_patch(os.environ) or '')")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(pc), "PREK_HOME": str(pk), "PRE_COMMIT": "1"}
+
+    def host(script: str, extra: dict[str, str] | None = None) -> str:
+        """A shell standing for the host: it writes the file as ``$$``, then the hook
+        (a child process) looks."""
+        r = subprocess.run(["sh", "-c", f"{script}; \"$0\" -c \"$1\"", sys.executable, probe],
+                           env={**env, **(extra or {})}, capture_output=True, text=True,
+                           check=True)
+        return r.stdout.strip()
+
+    now = int(time.time())
+    got = host(f'echo x > "{pc}/patch{now}-$$"')
+    assert os.path.dirname(got) == str(pc) and os.path.basename(got).startswith(f"patch{now}-")
+    got = host(f'echo x > "{pk}/patches/{now}123-$$.patch"')
+    assert got.startswith(str(pk / "patches")) and got.endswith(".patch")
+    # another process's patch, a file older than the process, a directory: nothing
+    for name in (f"patch{now}-1", f"patch{now - 10 ** 6}-$$"):
+        for old in pc.iterdir():
+            old.unlink()
+        for old in (pk / "patches").iterdir():
+            old.unlink()
+        assert host(f'echo x > "{pc}/{name}"') == ""
+    assert host(f'mkdir "{pc}/patch{now}-$$"') == ""
+    assert host(f'echo x > "{pc}/patch{now}-$$x"') == ""  # not the host's name
+    assert host(f'echo x > "{pc}/patch{now + 5}-$$"', {"PRE_COMMIT": ""}) == ""
+
+
+def test_a_patch_is_applied_only_on_the_state_it_was_made_from(tmp_path: Path) -> None:
+    """Applied to the stashed state it restores the worktree's; on a state that already
+    holds the edits (or any other) it is not applied at all, never twice."""
+    main = tmp_path / "r"
+    main.mkdir()
+    git(main, "init", "-q")
+    (main / "f.txt").write_text(BASE)
+    (main / "bin.dat").write_bytes(b"\0\1\2" * 100)
+    git(main, "add", "-A")
+    git(main, "commit", "-qm", "base")
+    stashed = git(main, "write-tree").stdout.strip()
+    (main / "f.txt").write_text(BASE.replace("line 3\n", "line 3 edited\n") + "tail\n")
+    (main / "bin.dat").write_bytes(b"\0\3\2" * 100)
+    patch = tmp_path / "p.patch"
+    patch.write_bytes(subprocess.run(["git", "diff-index", "--binary", "--no-color",
+                                      "--no-ext-diff", stashed, "--"], cwd=main,
+                                     capture_output=True, check=True).stdout)
+    git(main, "add", "-A")
+    live = git(main, "write-tree").stdout.strip()
+    status = git(main, "status", "--porcelain").stdout
+    repo = gitio.Repo(str(main))
+    assert repo.tree_with_patch(stashed, str(patch), str(main)) == live
+    assert repo.tree_with_patch(live, str(patch), str(main)) is None
+    assert repo.tree_with_patch(stashed, str(tmp_path / "none"), str(main)) is None
+    (tmp_path / "junk.patch").write_text("not a patch\n")
+    assert repo.tree_with_patch(stashed, str(tmp_path / "junk.patch"), str(main)) is None
+    assert git(main, "status", "--porcelain").stdout == status  # index, files as they were
