@@ -3,7 +3,8 @@ repository with bare git, proximity's plain hooks, and proximity under the pre-c
 framework, prek and lefthook, plus each host with an empty config (one no-op `true` hook per
 stage: the host's own overhead, proximity absent), the variants taking turns round by round;
 medians and ratios to bare git in the same run; with the resident service off (hooks judge
-in process) and on.
+in process), all variants taking turns, and on, in one block per host whose service runs on
+that host's own install of proximity (bare git taking turns with it).
 
     python benchmarks/host_cost.py --files 10000 --worktrees 8 --runs 7 --fresh-install
 
@@ -138,7 +139,17 @@ def ratios(medians: dict[str, float]) -> dict[str, float]:
     return {n: round(s / medians["bare"], 2) for n, s in medians.items() if n != "bare"}
 
 
-def measure(files: int, worktrees: int, runs: int, py: str) -> dict[str, Any]:
+def host_python(home: str) -> str:
+    """The interpreter of the proximity environment a host built under ``home`` (the
+    one whose `bin/` holds a `proximity` command)."""
+    for d, _, files in os.walk(home):
+        if os.path.basename(d) == "bin" and "proximity" in files and "python" in files:
+            return os.path.join(d, "python")
+    raise SystemExit(f"no proximity environment under {home}")
+
+
+def measure(files: int, worktrees: int, runs: int, py: str,
+            service_only: bool = False) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix="proximity-hosts-")
     try:
         main = generate(root, files, worktrees, changes=3)
@@ -161,23 +172,37 @@ def measure(files: int, worktrees: int, runs: int, py: str) -> dict[str, Any]:
         ops: dict[str, Callable[..., float]] = {
             "commit": commit_once(wt), "push": push_once(solo, solo_branch),
             "switch": switch_once(main)}
-        for service in (False, True):
-            before: list[Callable[[], None]] = []
-            if service:
-                subprocess.run([py, "-m", "proximity", "service", "start"], cwd=main,
-                               env={**env, "PROXIMITY_SERVICE": "1"}, check=True,
-                               stdout=subprocess.DEVNULL)
-                before.append(settle_service(common, py))  # (the measured install's code)
-            key = "service_on" if service else "service_off"
-            row[key] = {}
-            vs = variants(dirs, env, service, empty=not service)
+        if not service_only:
+            row["service_off"] = {}
+            vs = variants(dirs, env, False, empty=True)
+            for op, one in ops.items():
+                med = interleaved(runs, vs, one)
+                row["service_off"][op] = {"median_s": med, "ratio_to_bare": ratios(med)}
+                print("service_off " + op + ": " + json.dumps(row["service_off"][op]),
+                      flush=True)
+        # service on: one block per host, its service run by that host's own install of
+        # proximity (installs of other code stop each other's service: each hook asks a
+        # service of other code to exit), bare git taking turns with it in the same block
+        row["service_on"] = {}
+        every = variants(dirs, env, True, empty=False)
+        pythons = {"plain": py, "lefthook": py,
+                   "pre-commit": host_python(env["PRE_COMMIT_HOME"]),
+                   "prek": host_python(env["PREK_HOME"])}
+        for host in ("plain", "pre-commit", "prek", "lefthook"):
+            hpy = pythons[host]
+            subprocess.run([hpy, "-m", "proximity", "service", "start"], cwd=main,
+                           env={**env, "PROXIMITY_SERVICE": "1"}, check=True,
+                           stdout=subprocess.DEVNULL)
+            before = [settle_service(common, hpy)]
+            vs = {"bare": every["bare"], host: every[host]}
+            row["service_on"][host] = {"python": hpy}
             for op, one in ops.items():
                 med = interleaved(runs, vs, one, before)
-                row[key][op] = {"median_s": med, "ratio_to_bare": ratios(med)}
-                print(f"{key} {op}: " + json.dumps(row[key][op]), flush=True)
-            if service:
-                subprocess.run([py, "-m", "proximity", "service", "stop"], cwd=main,
-                               env=env, check=False, stdout=subprocess.DEVNULL)
+                row["service_on"][host][op] = {"median_s": med, "ratio_to_bare": ratios(med)}
+                print(f"service_on {host} {op}: " + json.dumps(row["service_on"][host][op]),
+                      flush=True)
+            subprocess.run([hpy, "-m", "proximity", "service", "stop"], cwd=main,
+                           env=env, check=False, stdout=subprocess.DEVNULL)
         row["load_after"] = load()
         return row
     finally:
@@ -192,12 +217,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--worktrees", type=int, default=8)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--service-only", action="store_true",
+                    help="only the service-on blocks (one per host)")
     ap.add_argument("--fresh-install", action="store_true",
                     help="plain hooks and lefthook run a normal pip install in a throwaway "
                     "venv (default: this interpreter, which may be an editable install)")
     a = ap.parse_args(argv)
     with interpreter(a.fresh_install) as py:
-        row = measure(a.files, a.worktrees, a.runs, py)
+        row = measure(a.files, a.worktrees, a.runs, py, a.service_only)
     print(json.dumps(row, indent=2))
     save_json(a.json, row)
     return 0
