@@ -5,9 +5,10 @@ other worktree's inbox.
     python benchmarks/service_cost.py --files 10000 --worktrees 8 --runs 11 --fresh-install
 
 Measured (medians, seconds): `git commit` bare / hooks answered by the service / hooks
-judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMITY_SKIP=1,
-once right after the file was written and staged, once as an agent commits (the edit saved
-a while before: the service has seen it; then `git add`, `git commit`);
+judging in process (PROXIMITY_SERVICE=0, the path before the service) / PROXIMITY_SKIP=1 /
+hooks that do nothing (`exit 0`: the floor any installed hook costs), once right after
+the file was written and staged, once as an agent commits (the edit saved a while before:
+the service has seen it; then `git add`, `git commit`);
 `git switch` of the main checkout between two branches; `git push` of a branch that
 collides with nobody (the last worktree, its generated edits dropped) to a bare remote
 (`push`: of a commit made with hooks off, a state the service never judged;
@@ -47,11 +48,28 @@ from timing import interleaved as interleaved_variants
 PY = sys.executable
 
 
+EMPTY_HOOKS: list[str] = []  # git's args for a hooks directory of `exit 0` scripts
+
+
 def variants() -> dict[str, tuple[list[str], dict[str, str]]]:
-    """name -> (git's extra args, environment)."""
+    """name -> (git's extra args, environment). ``empty_hooks``: hooks that do nothing,
+    the floor any hook costs (git runs each script, re-reads the index after pre-commit)."""
     return {"bare": (NO_HOOKS, ENV), "service": ([], ENV),
             "in_process": ([], {**ENV, "PROXIMITY_SERVICE": "0"}),
-            "skip": ([], {**ENV, "PROXIMITY_SKIP": "1"})}
+            "skip": ([], {**ENV, "PROXIMITY_SKIP": "1"}),
+            "empty_hooks": (EMPTY_HOOKS, ENV)}
+
+
+def empty_hooks(root: str) -> list[str]:
+    """A hooks directory whose every hook is `#!/bin/sh` + `exit 0`; git's args for it."""
+    d = os.path.join(root, "hooks-empty")
+    os.makedirs(d, exist_ok=True)
+    for name in ("pre-commit", "post-commit", "pre-push", "post-checkout", "post-merge",
+                 "post-rewrite"):
+        with open(os.path.join(d, name), "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(os.path.join(d, name), 0o755)
+    return ["-c", f"core.hooksPath={d}"]
 
 
 SETTLE: list[Callable[[], None]] = []  # waits run before each timed command
@@ -297,18 +315,18 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
             time.sleep(0.1)
         warm_s = time.perf_counter() - t0
         SETTLE.append(settle_service(common))
+        EMPTY_HOOKS[:] = empty_hooks(root)
         names = ("bare", "service", "in_process", "skip")
+        floor = ("bare", "service", "skip", "empty_hooks")
         row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
                                "generate_s": round(gen_s, 1), "service_warm_up_s":
                                round(warm_s, 2)}
         if commit_only:
-            row["commit"] = interleaved(runs, ("bare", "service", "skip"), commit_once(wt))
-            row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
-                                                commit_settled(wt))
+            row["commit"] = interleaved(runs, floor, commit_once(wt))
+            row["commit_settled"] = interleaved(runs, floor, commit_settled(wt))
         else:
-            row["commit"] = interleaved(runs, names, commit_once(wt))
-            row["commit_settled"] = interleaved(runs, ("bare", "service", "skip"),
-                                                commit_settled(wt))
+            row["commit"] = interleaved(runs, (*names, "empty_hooks"), commit_once(wt))
+            row["commit_settled"] = interleaved(runs, floor, commit_settled(wt))
             row["switch"] = interleaved(runs, names[:3], switch_once(main))
             row["push"] = interleaved(runs, names[:3], push_once(solo, solo_branch))
             row["push_committed"] = interleaved(runs, names[:3],
@@ -341,6 +359,8 @@ def measure(files: int, worktrees: int, runs: int, trials: int, commit_only: boo
                 row[k]["ratio_in_process"] = round(row[k]["in_process"] / b, 2)
             if "skip" in row[k]:
                 row[k]["ratio_skip"] = round(row[k]["skip"] / b, 2)
+            if "empty_hooks" in row[k]:
+                row[k]["ratio_empty_hooks"] = round(row[k]["empty_hooks"] / b, 2)
         return row
     finally:
         if svc is not None:

@@ -211,6 +211,10 @@ class Ledger:
         self.dir = ecm_dir
         self.path = os.path.join(ecm_dir, FILENAME)
         self._claimed: list[str] = []
+        # recency answers by what they were computed from (see recency): a process that
+        # keeps its Ledger (the resident service) reads a stream's events again only when
+        # they changed
+        self._recency: dict[tuple[str, int, tuple[int, ...]], tuple[Any, dict[str, float]]] = {}
         _opened.append(self.path)
         del _opened[:-4]
         if not os.path.exists(self.path):
@@ -600,7 +604,25 @@ class Ledger:
     # -- recency ------------------------------------------------------------------------
     def recency(self, stream: str, files: Mapping[str, str], window: int = 60
                 ) -> dict[str, float]:
-        """w_f per path: backward decay of the hops since ``stream`` last changed f."""
+        """w_f per path: backward decay of the hops since ``stream`` last changed f.
+        Remembered per stream by the sequence numbers of its newest ``window`` events
+        (events never change; a new one or a deleted one changes the numbers)."""
+        seqs = tuple(r[0] for r in self.db.execute(
+            "SELECT seq FROM events WHERE stream=? ORDER BY seq DESC LIMIT ?", (stream, window)))
+        if not seqs:
+            return {}
+        key = (stream, window, seqs)
+        kept = self._recency.get(key)
+        if kept is not None and kept[0] == files:
+            return dict(kept[1])
+        out = self._recency_now(stream, files, window)
+        if len(self._recency) > 256:
+            self._recency.clear()
+        self._recency[key] = (dict(files), dict(out))
+        return out
+
+    def _recency_now(self, stream: str, files: Mapping[str, str], window: int
+                     ) -> dict[str, float]:
         evs = self.events(stream, window)
         if not evs:
             return {}
