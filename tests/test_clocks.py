@@ -110,5 +110,15 @@ def test_recency_decays_with_hops_since_last_touch(tmp_path):
     led = Ledger(str(main / ".git" / "ecm"), create=False)
     try:
         assert abs(led.recency("main", {"f.txt": oid})["f.txt"] - 0.5) < 1e-9
+        # one Ledger kept open (the resident service's): remembered until the stream
+        # records again, then computed anew from the new events
+        assert abs(led.recency("main", {"f.txt": oid})["f.txt"] - 0.5) < 1e-9
+        for _ in range(5):
+            assert cli(["snapshot", "-C", str(main)]) == 0
+        later = led.recency("main", {"f.txt": oid})["f.txt"]
+        fresh = Ledger(str(main / ".git" / "ecm"), create=False)
+        assert later < 0.5 and later == fresh.recency("main", {"f.txt": oid})["f.txt"]
+        fresh.close()
+        assert led.recency("main", {"f.txt": "0" * 40})["f.txt"] == 1.0  # other content
     finally:
         led.close()
