@@ -146,7 +146,13 @@ class Airspace:
                     or (a.head, a.branch, a.path) != (wt.head, wt.branch, wt.path)
                     or (wt.id == focus and not (synced and self._warm_focus(wt, index)))):
                 need.append(wt)
+        stale = set(self.dirty)  # (what the watcher or a private-index focus left)
         self.dirty -= {wt.id for wt in need}
+        if index and focus and not own:
+            # judged from a commit's private index (`commit -a`, `commit PATH`), not kept:
+            # the kept state may predate the worktree's edits, so the next request reads
+            # it again (a post-commit that took it as current recorded them as reverted)
+            self.dirty.add(focus)
         partial = synced if partial is None else partial
         starts: dict[str, list[str]] = {}
 
@@ -202,7 +208,7 @@ class Airspace:
 
         fresh: dict[str, Agent] = {}
         keep = next((wt for wt in need if wt.id == same_files and wt.id != focus
-                     and wt.id not in self.dirty and self.agents.get(wt.id) is not None
+                     and wt.id not in stale and self.agents.get(wt.id) is not None
                      and self.agents[wt.id].tree and not self.agents[wt.id].error), None)
         if keep is not None:
             need.remove(keep)
