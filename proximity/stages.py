@@ -65,6 +65,14 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
         lines.append([env.get("PRE_COMMIT_LOCAL_BRANCH", ""), env["PRE_COMMIT_TO_REF"],
                       env.get("PRE_COMMIT_REMOTE_BRANCH", ""),
                       env.get("PRE_COMMIT_FROM_REF", ZERO)])
+    elif env.get("PRE_COMMIT_LOCAL_BRANCH") and env.get("PRE_COMMIT_REMOTE_BRANCH"):
+        # pre-commit's push of history down to a root commit (a new remote, or one with
+        # none of it): the local ref is named, its commit is not
+        local = env["PRE_COMMIT_LOCAL_BRANCH"]
+        sha = _commit_of(local)
+        if sha is None:
+            return None  # not resolvable: judged as a guard run by hand (the worktree)
+        lines.append([local, sha, env["PRE_COMMIT_REMOTE_BRANCH"], ZERO])
     elif stdin_text:
         lines = [ln.split() for ln in stdin_text.splitlines() if ln.strip()]
     else:
@@ -80,6 +88,20 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
             continue
         out.append((local_ref, local_sha))
     return out
+
+
+def _commit_of(ref: str) -> str | None:
+    """The commit a local ref names (git's answer; the name is never read as an option)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options",
+                              f"{ref}^{{commit}}"], capture_output=True, text=True,
+                             timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and len(sha) in (40, 64) else None
 
 
 def read_stdin() -> str | None:

@@ -25,10 +25,18 @@ BASE = lines(40)
 ENTRY = ("sh -c '[ \"${PROXIMITY_SKIP:-}\" = 1 ] && exit 0; PROXIMITY_BLOCKED_EXIT=99 "
          "proximity hook \"$0\" \"$@\"; rc=$?; [ $rc = 0 ] && exit 0; [ $rc = 99 ] && exit 1; "
          "exit 0' ")
-CONFIG = f"""default_install_hook_types: [pre-commit, post-commit]
+CONFIG = f"""default_install_hook_types: [pre-commit, post-commit, pre-push]
 repos:
 - repo: local
   hooks:
+  - id: proximity-guard
+    name: proximity guard
+    entry: {json.dumps(ENTRY + "guard")}
+    language: system
+    pass_filenames: false
+    always_run: true
+    verbose: true
+    stages: [pre-push]
   - id: proximity-warn
     name: proximity advisories
     entry: {json.dumps(ENTRY + "warn")}
@@ -181,3 +189,33 @@ def test_a_patch_is_applied_only_on_the_state_it_was_made_from(tmp_path: Path) -
     (tmp_path / "junk.patch").write_text("not a patch\n")
     assert repo.tree_with_patch(stashed, str(tmp_path / "junk.patch"), str(main)) is None
     assert git(main, "status", "--porcelain").stdout == status  # index, files as they were
+
+
+@pytest.mark.parametrize("host", ["pre-commit", "prek"])
+def test_a_must_yield_push_down_to_the_root_is_judged(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      host: str) -> None:
+    """A push to a remote that has none of the history (pre-commit names the local branch
+    but no commit then): the branch that must yield is blocked, from its worktree or
+    another one, the other passes (trial14: pre-commit let it through from another
+    worktree: the worktree was judged instead of what was pushed)."""
+    framework = installed(tmp_path, monkeypatch, host)
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        assert git(framework, "worktree", "add", "-q", "-b", br, str(wt)).returncode == 0
+    (a / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by a\n"))
+    assert run(a, "git", "commit", "-qam", "a").returncode == 0
+    (b / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by b\n"))
+    rb = run(b, "git", "commit", "-qam", "b")
+    assert "RESOLUTION ADVISORY" in rb.stdout + rb.stderr
+    empty = tmp_path / "empty.git"
+    git(tmp_path, "init", "-q", "--bare", str(empty))
+    pb = run(b, "git", "push", "-q", str(empty), "feat/b")
+    assert pb.returncode != 0 and "must yield" in pb.stdout + pb.stderr, pb.stdout + pb.stderr
+    # and from another worktree: what is pushed is judged, not the worktree pushing it
+    pm = run(framework, "git", "push", "-q", str(empty), "feat/b")
+    assert pm.returncode != 0 and "must yield" in pm.stdout + pm.stderr, pm.stdout + pm.stderr
+    assert git(empty, "rev-parse", "--verify", "-q", "refs/heads/feat/b",
+               check=False).returncode != 0
+    pa = run(a, "git", "push", "-q", str(empty), "feat/a")
+    assert pa.returncode == 0, pa.stdout + pa.stderr
