@@ -620,10 +620,14 @@ class Repo:
 
     def tree_with_patch(self, tree: str, patch: str, cwd: str) -> str | None:
         """``tree`` with a `git diff --binary` patch of tracked files applied, in a
-        temporary index (a hook host's stashed unstaged edits: stash.py); None when it
-        does not apply, or ``tree`` does not hold what the patch was made from (every
-        file's blob before it: the patch's full ids), so it is never applied twice. The
-        worktree and the user's index are never touched."""
+        temporary index (a hook host's stashed unstaged edits: stash.py): the files of
+        the patch that ``tree`` holds as the patch found them (each file's blob before
+        it), so nothing is applied twice, and a file a hook rewrote meanwhile keeps what
+        was read; None when no file fits or git cannot apply them. The worktree and the
+        user's index are never touched."""
+        fits = self._patch_fits(tree, patch)
+        if not fits:
+            return None
         tmp = os.path.join(self.ecm_dir, "index", f"unstash-{os.getpid()}-{os.urandom(4).hex()}") \
             if os.path.isdir(os.path.join(self.ecm_dir, "index")) else None
         if tmp is None:
@@ -633,25 +637,27 @@ class Repo:
             os.close(fd)
             os.unlink(tmp)
         env = {"GIT_INDEX_FILE": tmp}
+        part = f"{tmp}.patch"
         try:
-            if not self._patch_fits(tree, patch):
-                return None
+            with open(part, "xb") as f:  # the fitting files' sections, in their order
+                f.write(b"".join(fits))
             git(["read-tree", tree], cwd=cwd, env=env)
             for extra in ([], ["-c", "core.autocrlf=false"]):  # as the hosts retry it
-                if git([*extra, "apply", "--cached", "--whitespace=nowarn", "--", patch],
+                if git([*extra, "apply", "--cached", "--whitespace=nowarn", "--", part],
                        cwd=cwd, env=env, ok=(0, 1, 128)).returncode == 0:
                     return git(["write-tree"], cwd=cwd, env=env).stdout.decode().strip()
             return None
-        except FatalError:
+        except (FatalError, OSError):
             return None
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            for path in (tmp, part):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
-    def _patch_fits(self, tree: str, patch: str) -> bool:
-        """Whether every file a `diff --binary` patch changes is, in ``tree``, the blob the
-        patch starts from (its `index` line's id, abbreviated for text; absent for a new
-        file; present for a mode change alone)."""
+    def _patch_fits(self, tree: str, patch: str) -> list[bytes]:
+        """The sections (one per file) of a `diff --binary` patch whose file is, in
+        ``tree``, the blob the patch starts from: its `index` line's id (abbreviated for
+        text), absent for a new file, present for a mode change alone."""
         import re
 
         pygit2 = _pygit2()
@@ -659,10 +665,12 @@ class Repo:
             with open(patch, "rb") as f:
                 data = f.read()
             deltas = list(pygit2.Diff.parse_diff(data).deltas)
-            sections = re.split(rb"^diff --git ", data, flags=re.M)[1:]
+            sections = [b"diff --git " + x for x in re.split(rb"^diff --git ", data,
+                                                            flags=re.M)[1:]]
             if not deltas or len(sections) != len(deltas):
-                return False
+                return []
             root = self.pg[tree].peel(pygit2.Tree)
+            out = []
             for d, section in zip(deltas, sections, strict=True):
                 try:
                     have = str(root[d.old_file.path].id)
@@ -676,11 +684,11 @@ class Repo:
                     fits = not have
                 else:
                     fits = have.startswith(before)
-                if not fits:
-                    return False
-            return True
+                if fits:
+                    out.append(section)
+            return out
         except (OSError, ValueError, KeyError, TypeError, pygit2.GitError):
-            return False
+            return []
 
     def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
                          ) -> dict[str, os.stat_result]:

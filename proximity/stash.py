@@ -33,14 +33,16 @@ MAX_DEPTH = 8  # ancestors looked at: hook -> sh -> host (-> python launcher) ->
 
 def host_patch(env: Mapping[str, str], pid: int | None = None) -> str | None:
     """The patch of unstaged edits the hook host running this process holds out of the
-    worktree now, or None (no host, nothing stashed, or not sure)."""
+    worktree now, or None (no host, nothing stashed, or not sure): the newest patch of
+    the nearest ancestor that is that host (its command line names it) and was alive when
+    the patch was written."""
     if env.get("PRE_COMMIT") != "1":
         return None
     started = _ancestors(os.getpid() if pid is None else pid)
     if not started:
         return None
-    best: tuple[float, str] | None = None
-    for store, prefix, suffix, scale in _stores(env):
+    found: dict[int, tuple[float, str]] = {}  # ancestor pid -> its newest patch
+    for store, prefix, suffix, scale, host in _stores(env):
         try:
             names = os.listdir(store)
         except OSError:
@@ -49,9 +51,9 @@ def host_patch(env: Mapping[str, str], pid: int | None = None) -> str | None:
             got = _name(name, prefix, suffix)
             if got is None or got[1] not in started:
                 continue
-            written = got[0] / scale
+            written, owner = got[0] / scale, got[1]
             # the process was alive when it wrote the patch (a recycled pid's old file no)
-            if written + 1.0 < started[got[1]]:
+            if written + 1.0 < started[owner][0] or host not in started[owner][1]:
                 continue
             path = os.path.join(store, name)
             try:
@@ -60,9 +62,12 @@ def host_patch(env: Mapping[str, str], pid: int | None = None) -> str | None:
                 continue
             if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
                 continue
-            if best is None or written > best[0]:
-                best = (written, path)
-    return best[1] if best else None
+            if owner not in found or written > found[owner][0]:
+                found[owner] = (written, path)
+    for owner in started:  # nearest first
+        if owner in found:
+            return found[owner][1]
+    return None
 
 
 def _name(name: str, prefix: str, suffix: str) -> tuple[int, int] | None:
@@ -75,27 +80,30 @@ def _name(name: str, prefix: str, suffix: str) -> tuple[int, int] | None:
     return int(when), int(pid)
 
 
-def _stores(env: Mapping[str, str]) -> list[tuple[str, str, str, float]]:
+def _stores(env: Mapping[str, str]) -> list[tuple[str, str, str, float, str]]:
+    """(directory, name prefix, name suffix, time unit per second, the host's name as its
+    command line says it) of each host's patches."""
     home = env.get("HOME") or os.path.expanduser("~")
     cache = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     pre_commit = env.get("PRE_COMMIT_HOME") or os.path.join(cache, "pre-commit")
     prek = env.get("PREK_HOME") or os.path.join(cache, "prek")
     if prek.startswith("~"):
         prek = os.path.join(home, prek[1:].lstrip("/"))
-    return [(os.path.abspath(pre_commit), "patch", "", 1.0),  # patch<seconds>-<pid>
-            (os.path.abspath(os.path.join(prek, "patches")), "", ".patch", 1000.0)]
+    return [(os.path.abspath(pre_commit), "patch", "", 1.0, "pre-commit"),  # patch<s>-<pid>
+            (os.path.abspath(os.path.join(prek, "patches")), "", ".patch", 1000.0, "prek")]
 
 
-def _ancestors(pid: int) -> dict[int, float]:
-    """pid -> start time (seconds since the epoch) of this process's ancestors, from
-    /proc; empty where there is no /proc."""
+def _ancestors(pid: int) -> dict[int, tuple[float, str]]:
+    """pid -> (start time in seconds since the epoch, which host its command line names:
+    "pre-commit", "prek" or "") of this process's ancestors, nearest first, from /proc;
+    empty where there is no /proc."""
     try:
         with open("/proc/stat", "rb") as f:
             boot = next(float(ln.split()[1]) for ln in f if ln.startswith(b"btime "))
         tick = float(os.sysconf("SC_CLK_TCK"))
     except (OSError, StopIteration, ValueError, IndexError):
         return {}
-    out: dict[int, float] = {}
+    out: dict[int, tuple[float, str]] = {}
     for _ in range(MAX_DEPTH):
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
@@ -108,8 +116,23 @@ def _ancestors(pid: int) -> dict[int, float]:
         try:
             with open(f"/proc/{ppid}/stat", "rb") as f:
                 start = int(f.read().rsplit(b")", 1)[1].split()[19])
+            with open(f"/proc/{ppid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
         except (OSError, ValueError, IndexError):
             break
-        out[ppid] = boot + start / tick
+        out[ppid] = (boot + start / tick, _host_named(argv))
         pid = ppid
     return out
+
+
+def _host_named(argv: list[bytes]) -> str:
+    """Which hook host a command line runs: pre-commit (`pre-commit ...`, `python -m
+    pre_commit ...`, its hook script's `python .../pre-commit hook-impl`), prek, or ""."""
+    for arg in argv[:3]:
+        base = os.path.basename(arg).decode("utf-8", "replace")
+        base = base[2:] if base.startswith("-m") else base  # `python -mpre_commit`
+        if base in ("pre-commit", "pre_commit") or base.startswith("pre-commit-"):
+            return "pre-commit"
+        if base == "prek" or base.startswith("prek-"):
+            return "prek"
+    return ""

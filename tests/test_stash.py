@@ -127,44 +127,59 @@ def test_unstaged_work_stashed_by_the_host_is_judged_and_recorded(
 
 
 def test_the_hosts_patch_is_found_by_its_process_only(tmp_path: Path) -> None:
-    """The patch is the one an ancestor of the hook wrote, while alive: another pid's, a
-    recycled pid's older file, or no PRE_COMMIT=1 find nothing; pre-commit's and prek's
-    names in their stores (PRE_COMMIT_HOME, PREK_HOME)."""
-    pc, pk = tmp_path / "pc", tmp_path / "pk"
-    (pk / "patches").mkdir(parents=True)
-    pc.mkdir()
+    """The patch is the newest one of the nearest ancestor that is the host (its command
+    line says pre-commit or prek), written while it lived: another pid's, a recycled pid's
+    older file, one named for an ancestor that is not a host (the user's shell, an agent's
+    harness), a directory, or no PRE_COMMIT=1 find nothing."""
+    pc, pk, bin_dir = tmp_path / "pc", tmp_path / "pk", tmp_path / "bin"
+    for d in (pk / "patches", pc, bin_dir):
+        d.mkdir(parents=True)
     probe = ("import os; from proximity import stash; "
              "print(stash.host_patch(os.environ) or '')")
     env = {**os.environ, "PRE_COMMIT_HOME": str(pc), "PREK_HOME": str(pk), "PRE_COMMIT": "1"}
 
-    def host(script: str, extra: dict[str, str] | None = None) -> str:
-        """A shell standing for the host: it writes the file as ``$$``, then the hook
-        (a child process) looks."""
-        r = subprocess.run(["sh", "-c", f"{script}; \"$0\" -c \"$1\"", sys.executable, probe],
-                           env={**env, **(extra or {})}, capture_output=True, text=True,
-                           check=True)
+    def host(name: str, script: str, extra: dict[str, str] | None = None) -> str:
+        """A shell script called ``name`` stands for the host: it runs ``script`` (which
+        may write a patch named with its pid, ``$$``), then the hook (a child) looks."""
+        exe = bin_dir / name
+        exe.write_text(f"#!/bin/sh\n{script}\n\"$PY\" -c \"$PROBE\"\n")
+        exe.chmod(0o755)
+        r = subprocess.run([str(exe)], env={**env, "PY": sys.executable, "PROBE": probe,
+                                            **(extra or {})},
+                           capture_output=True, text=True, check=True)
         return r.stdout.strip()
 
+    def clean() -> None:
+        for d in (pc, pk / "patches"):
+            for old in d.iterdir():
+                old.rmdir() if old.is_dir() else old.unlink()
+
     now = int(time.time())
-    got = host(f'echo x > "{pc}/patch{now}-$$"')
+    got = host("pre-commit", f'echo x > "{pc}/patch{now}-$$"')
     assert os.path.dirname(got) == str(pc) and os.path.basename(got).startswith(f"patch{now}-")
-    got = host(f'echo x > "{pk}/patches/{now}123-$$.patch"')
+    clean()
+    got = host("prek", f'echo x > "{pk}/patches/{now}123-$$.patch"')
     assert got.startswith(str(pk / "patches")) and got.endswith(".patch")
-    # another process's patch, a file older than the process, a directory: nothing
-    for name in (f"patch{now}-1", f"patch{now - 10 ** 6}-$$"):
-        for old in pc.iterdir():
-            old.unlink()
-        for old in (pk / "patches").iterdir():
-            old.unlink()
-        assert host(f'echo x > "{pc}/{name}"') == ""
-    assert host(f'mkdir "{pc}/patch{now}-$$"') == ""
-    assert host(f'echo x > "{pc}/patch{now}-$$x"') == ""  # not the host's name
-    assert host(f'echo x > "{pc}/patch{now + 5}-$$"', {"PRE_COMMIT": ""}) == ""
+    clean()
+    # the newest of the host's own, not a newer one of an ancestor that is no host
+    got = host("pre-commit", f'echo x > "{pc}/patch{now}-$$"; '
+                             f'echo y > "{pc}/patch{now + 9}-$PPID"')
+    assert got.endswith(f"patch{now}-" + got.rsplit("-", 1)[1]) and f"{now + 9}" not in got
+    clean()
+    assert host("bash-like", f'echo x > "{pc}/patch{now}-$$"') == ""  # not a host
+    clean()
+    for name in (f"patch{now}-1", f"patch{now - 10 ** 6}-$$", f"patch{now}-$$x"):
+        assert host("pre-commit", f'echo x > "{pc}/{name}"') == "", name
+        clean()
+    assert host("pre-commit", f'mkdir "{pc}/patch{now}-$$"') == ""
+    clean()
+    assert host("pre-commit", f'echo x > "{pc}/patch{now}-$$"', {"PRE_COMMIT": ""}) == ""
 
 
 def test_a_patch_is_applied_only_on_the_state_it_was_made_from(tmp_path: Path) -> None:
     """Applied to the stashed state it restores the worktree's; on a state that already
-    holds the edits (or any other) it is not applied at all, never twice."""
+    holds the edits it is not applied at all, never twice; a file a hook rewrote in
+    between keeps what was read while the other files get their edits back."""
     main = tmp_path / "r"
     main.mkdir()
     git(main, "init", "-q")
@@ -185,6 +200,25 @@ def test_a_patch_is_applied_only_on_the_state_it_was_made_from(tmp_path: Path) -
     repo = gitio.Repo(str(main))
     assert repo.tree_with_patch(stashed, str(patch), str(main)) == live
     assert repo.tree_with_patch(live, str(patch), str(main)) is None
+
+    def tree_with(base: str, **files: str) -> str:
+        """``base`` with some files set to the given blob ids (a temporary index)."""
+        env = {"GIT_INDEX_FILE": str(tmp_path / "t.idx")}
+        git(main, "read-tree", base, env=env)
+        for rel, oid in files.items():
+            git(main, "update-index", "--cacheinfo", f"100644,{oid},{rel.replace('_', '.')}",
+                env=env)
+        return git(main, "write-tree", env=env).stdout.strip()
+
+    # a hook rewrote f.txt after the host took the edits out: f.txt keeps what was read,
+    # the other files still get theirs
+    rewritten = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=main,
+                               input=b"rewritten by a hook\n", capture_output=True,
+                               check=True).stdout.decode().strip()
+    new_bin = git(main, "rev-parse", f"{live}:bin.dat").stdout.strip()
+    read = tree_with(stashed, f_txt=rewritten)
+    assert repo.tree_with_patch(read, str(patch), str(main)) == tree_with(
+        stashed, f_txt=rewritten, bin_dat=new_bin)
     assert repo.tree_with_patch(stashed, str(tmp_path / "none"), str(main)) is None
     (tmp_path / "junk.patch").write_text("not a patch\n")
     assert repo.tree_with_patch(stashed, str(tmp_path / "junk.patch"), str(main)) is None
