@@ -158,22 +158,28 @@ def test_tree_deltas_are_diff_trees(tmp_path: Path) -> None:
     assert seen == {"A", "D", "M", "T", "sub"}  # every kind of change was compared
 
 
-def test_criss_cross_merge_bases_run_gits_merge(tmp_path: Path) -> None:
-    """Two merge bases: git merges against a virtual base, so what each side changed
-    since one of them says nothing; the channel asks git."""
+def _criss_cross(tmp_path: Path) -> tuple[Path, str]:
+    """Branches a and b with two merge bases: p and q from a base, a merges p then q
+    keeping p's line, b merges q then p keeping q's line. (repository, base commit)"""
     path = init_repo(tmp_path / "r", {"f.txt": "one\n", "g.txt": "g\n"})
     base = git(path, "rev-parse", "HEAD").stdout.strip()
     for branch, text in (("p", "p\n"), ("q", "q\n")):
         git(path, "checkout", "-q", "-B", branch, base)
         (path / "f.txt").write_text(text)
         git(path, "commit", "-qam", branch)
-    # a merges p then q keeping p's line; b merges q then p keeping q's line
     for branch, first, second, keep in (("a", "p", "q", "p\n"), ("b", "q", "p", "q\n")):
         git(path, "checkout", "-q", "-B", branch, first)
         git(path, "merge", "-q", "--no-edit", second, check=False)
         (path / "f.txt").write_text(keep)
         git(path, "add", "-A")
         git(path, "commit", "-q", "--no-edit", "-m", f"merge {second}")
+    return path, base
+
+
+def test_criss_cross_merge_bases_run_gits_merge(tmp_path: Path) -> None:
+    """Two merge bases: git merges against a virtual base, so what each side changed
+    since one of them says nothing; the channel asks git."""
+    path, _ = _criss_cross(tmp_path)
     repo = gitio.Repo(str(path))
     ha, hb = (git(path, "rev-parse", b).stdout.strip() for b in ("a", "b"))
     assert len(git(path, "merge-base", "--all", ha, hb).stdout.split()) == 2
@@ -189,18 +195,7 @@ def test_no_sole_base_stays_none_one_step_on(tmp_path: Path,
     """Several merge bases (criss-cross), or too many commits since the base to tell: a
     single-parent step on either side keeps that answer (the same ancestors are shared),
     and a step on a sole base keeps it; every answer agrees with `git merge-base --all`."""
-    path = init_repo(tmp_path / "r", {"f.txt": "one\n", "g.txt": "g\n"})
-    base = git(path, "rev-parse", "HEAD").stdout.strip()
-    for branch, text in (("p", "p\n"), ("q", "q\n")):
-        git(path, "checkout", "-q", "-B", branch, base)
-        (path / "f.txt").write_text(text)
-        git(path, "commit", "-qam", branch)
-    for branch, first, second, keep in (("a", "p", "q", "p\n"), ("b", "q", "p", "q\n")):
-        git(path, "checkout", "-q", "-B", branch, first)
-        git(path, "merge", "-q", "--no-edit", second, check=False)
-        (path / "f.txt").write_text(keep)
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "--no-edit", "-m", f"merge {second}")
+    path, base = _criss_cross(tmp_path)
 
     def step(branch: str, n: int) -> list[str]:
         git(path, "checkout", "-q", branch)
