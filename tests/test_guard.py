@@ -57,6 +57,28 @@ def test_tag_push_branch_deletion_and_another_branch_are_never_blocked(tmp_path)
     assert d.returncode == 0, d.stderr
 
 
+def test_a_branch_pushed_from_another_worktree_is_judged_as_its_own(tmp_path):
+    """A branch checked out in a worktree is that worktree's work, whoever pushes it: the
+    branch that must yield is blocked when pushed from the other side's worktree or the
+    main checkout, the one with right-of-way passes from anywhere (trial14: pushed from
+    the other side's worktree it stood in for that worktree and passed; pushed from a
+    third one it took that worktree's place in the order and was blocked)."""
+    main = installed(tmp_path)
+    a, b, _ra, _rb = collide(main, tmp_path)
+    for where in (a, main):
+        blocked = run(where, "git", "push", "-q", "origin", "feat/b")
+        assert blocked.returncode != 0, blocked.stderr
+        assert "'wt-b', whose branch this push carries, must yield to 'wt-a'" \
+            in blocked.stderr, blocked.stderr
+    assert git(main, "ls-remote", "origin", "refs/heads/feat/b").stdout == ""
+    for where in (main, b):
+        ok = run(where, "git", "push", "-q", "origin", "feat/a")
+        assert ok.returncode == 0, ok.stderr
+        git(main, "push", "-q", "origin", "--delete", "feat/a")
+    own = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert own.returncode != 0 and "this worktree must yield to 'wt-a'" in own.stderr
+
+
 def test_guard_judges_the_pushed_commit_not_the_uncommitted_worktree(tmp_path):
     main = installed(tmp_path)
     a, b = tmp_path / "wt-a", tmp_path / "wt-b"

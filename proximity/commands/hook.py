@@ -117,7 +117,8 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
           agents_of: Callable[[str | None], tuple[list[Agent], list[str]]] | None = None,
           in_hook: bool = True, record: bool = True, unstash: str | None = None
           ) -> dict[str, Any]:
-    """Record this worktree, scan its pairs (each pushed commit standing in for it), fire
+    """Record this worktree, scan its pairs (each pushed commit standing in for it, or for
+    the worktree that has the pushed branch checked out), fire
     the triggers; the verdict as plain data. The in-process hook and the resident service
     both call this, so both paths judge alike. ``agents_of(override)``: the live agents
     (default: snapshot every worktree now). ``record=False``: judge without recording
@@ -137,34 +138,42 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
     if me is not None and me.error is None and record:
         notes = queued_note(recorder.record(ctx, kind, recorder.Snap(
             me.id, me.path, me.branch, me.head, me.snapshot, me.tree)))
-    runs = [agents]
+    # each run: (whose state the pushed commit stands for, the agents); a branch checked
+    # out in a worktree is that worktree's work, whoever pushes it
+    runs: list[tuple[str, list[Agent]]] = [(ctx.here, agents)]
     if me is not None and pushed is not None:
-        runs = [[_pushed_state(ctx, me, ref, sha) if a.id == ctx.here else a for a in agents]
-                for ref, sha in pushed]
+        runs = []
+        for ref, sha in pushed:
+            owner = _owner(agents, ref) or me
+            runs.append((owner.id, [_pushed_state(ctx, owner, ref, sha) if a.id == owner.id
+                                    else a for a in agents]))
         if not runs:
             return {"nothing": True, "notes": notes}
-    results = [context.run_scan(ctx, focus=ctx.here, agents=run, retired=retired,
-                                in_hook=in_hook, record=i == 0, remote=stage == "guard")
-               for i, run in enumerate(runs)]
+    results = [(who, context.run_scan(ctx, focus=who, agents=run, retired=retired,
+                                      in_hook=in_hook, record=i == 0,
+                                      remote=stage == "guard"))
+               for i, (who, run) in enumerate(runs)]
 
-    def weight(r: Scan) -> tuple[bool, float]:  # a run where we must yield decides
-        mine = r.involving(ctx.here)
-        return (any(p.advisory == "resolution" and p.yielding == ctx.here for p in mine),
+    def weight(run: tuple[str, Scan]) -> tuple[bool, float]:  # one that must yield decides
+        who, r = run
+        mine = r.involving(who)
+        return (any(p.advisory == "resolution" and p.yielding == who for p in mine),
                 max((p.risk for p in mine), default=0.0))
 
-    result = max(results, key=weight)
+    who, result = max(results, key=weight)
     posted = triggers.fire(ctx, result)
     by_id = {a.id: a for a in result.agents}
     texts, must_yield = [], []
-    for p in result.involving(ctx.here):
+    for p in result.involving(who):
         if p.advisory == "clear" and not p.escalated:
             continue
-        other = by_id.get(p.b if p.a == ctx.here else p.a)
-        texts.append(report.advisory_text(p, ctx.here, by_id,
+        other = by_id.get(p.b if p.a == who else p.a)
+        texts.append(report.advisory_text(p, who, by_id,
                                           hunks.of_pair(ctx.repo, p, other)))
-        if p.advisory == "resolution" and p.yielding == ctx.here:
-            must_yield.append(p.b if p.a == ctx.here else p.a)
+        if p.advisory == "resolution" and p.yielding == who:
+            must_yield.append(p.b if p.a == who else p.a)
     return {"nothing": False, "notes": notes, "texts": texts, "must_yield": must_yield,
+            "yielding": who,
             "posted": [m["id"] for m in posted if m["recipient"] == ctx.here],
             "graph_deferred": result.graph_deferred,
             "pairs": [report.pair_json(p) for p in result.pairs]}
@@ -184,6 +193,16 @@ def unstashed(ctx: context.Context, agents: list[Agent], patch: str | None) -> l
         return agents
     back = replace(me, tree=tree, snapshot=ctx.repo.snapshot_commit(tree, me.head))
     return [back if a.id == ctx.here else a for a in agents]
+
+
+def _owner(agents: list[Agent], ref: str) -> Agent | None:
+    """The local worktree that has the pushed branch checked out (its work, whoever
+    pushes it: right-of-way is that worktree's), if one does."""
+    if not ref.startswith("refs/heads/"):
+        return None
+    branch = ref.removeprefix("refs/heads/")
+    return next((a for a in agents if a.branch == branch and not a.remote and a.error is None),
+                None)
 
 
 def _pushed_state(ctx: context.Context, me: Agent, ref: str, sha: str) -> Agent:
@@ -237,7 +256,10 @@ def outcome(ctx: context.Context, stage: str, verdict: dict[str, Any], allow: bo
     from proximity.untrusted import text
 
     what = "push" if stage == "guard" else "commit"
-    lines.append(f"proximity: {what} blocked: this worktree must yield to "
+    who = verdict.get("yielding")
+    subject = "this worktree" if not isinstance(who, str) or who == ctx.here else (
+        f"worktree {text(who)!r}, whose branch this push carries,")
+    lines.append(f"proximity: {what} blocked: {subject} must yield to "
                  f"{', '.join(repr(text(x)) for x in must_yield)}. "
                  f"Move your change away from their lines, or coordinate and override with "
                  f"PROXIMITY_ALLOW=1 git {what} (or --no-verify).")
