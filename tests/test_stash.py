@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,16 @@ def run(cwd: Path, *args: str, env: dict[str, str] | None = None
 def ledger(where: Path, stream: str) -> list[dict]:  # type: ignore[type-arg]
     out = run(where, sys.executable, "-m", "proximity", "ledger", "--json", "-n", "200")
     return [e for e in json.loads(out.stdout)["events"] if e["stream"] == stream]
+
+
+@pytest.fixture(autouse=True)
+def no_service_left(tmp_path: Path) -> Iterator[None]:
+    """Every resident service a test's hooks started here is stopped after it."""
+    yield
+    from test_thin import stop
+
+    for git_dir in tmp_path.glob("*/.git"):
+        stop(os.path.realpath(git_dir))
 
 
 def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str) -> Path:
