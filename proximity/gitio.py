@@ -422,13 +422,7 @@ class Repo:
         """
         user_index = index_file or os.path.join(wt.admin, "index")
         shadow_dir = os.path.join(self.ecm_dir, "index")
-        try:
-            os.makedirs(shadow_dir, exist_ok=True)
-            tmp_dir = shadow_dir
-        except OSError:
-            import tempfile
-
-            tmp_dir = tempfile.gettempdir()
+        tmp = self._scratch(safe_name(wt.id))
         shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
         src = user_index
         try:
@@ -440,7 +434,6 @@ class Repo:
                 src = shadow
         except OSError:
             src = user_index
-        tmp = os.path.join(tmp_dir, f".{safe_name(wt.id)}.{os.getpid()}.{os.urandom(4).hex()}")
         try:
             if os.path.exists(src):
                 _copy(src, tmp)
@@ -462,7 +455,7 @@ class Repo:
             else:
                 git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
             tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
-            if tmp_dir == shadow_dir and keep:
+            if os.path.dirname(tmp) == shadow_dir and keep:
                 os.replace(tmp, shadow)
             return tree
         finally:
@@ -478,8 +471,7 @@ class Repo:
         the shadow (else it is left as it was). The caller knows the rest is unchanged
         (the resident service's watcher) and that none of ``paths`` is a large file."""
         shadow = os.path.join(self.ecm_dir, "index", f"{safe_name(wt.id)}.idx")
-        tmp = os.path.join(self.ecm_dir, "index",
-                           f".{safe_name(wt.id)}.{os.getpid()}.{os.urandom(4).hex()}")
+        tmp = self._scratch(safe_name(wt.id))  # beside the shadow, which is there
         try:
             _copy(shadow, tmp)
             env = {"GIT_INDEX_FILE": tmp}
@@ -618,6 +610,18 @@ class Repo:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
+    def _scratch(self, stem: str) -> str:
+        """A fresh path for a private temporary file (an index, a patch): in the ledger's
+        index directory, made if missing, else in the system's temporary directory."""
+        d = os.path.join(self.ecm_dir, "index")
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError:
+            import tempfile
+
+            d = tempfile.gettempdir()
+        return os.path.join(d, f".{stem}.{os.getpid()}.{os.urandom(4).hex()}")
+
     def tree_with_patch(self, tree: str, patch: str, cwd: str) -> str | None:
         """``tree`` with a `git diff --binary` patch of tracked files applied, in a
         temporary index (a hook host's stashed unstaged edits: stash.py): the files of
@@ -628,14 +632,7 @@ class Repo:
         fits = self._patch_fits(tree, patch)
         if not fits:
             return None
-        tmp = os.path.join(self.ecm_dir, "index", f"unstash-{os.getpid()}-{os.urandom(4).hex()}") \
-            if os.path.isdir(os.path.join(self.ecm_dir, "index")) else None
-        if tmp is None:
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(prefix="proximity-unstash-")
-            os.close(fd)
-            os.unlink(tmp)
+        tmp = self._scratch("unstash")
         env = {"GIT_INDEX_FILE": tmp}
         part = f"{tmp}.patch"
         try:
@@ -1381,18 +1378,9 @@ def new_file_diff(worktree: str, path: str) -> str:
 
 
 def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
-    """`git diff -U0` between two tree-ishes, limited to ``paths`` (for message hunks;
-    remembered in this process for object ids: what they name never changes)."""
-    ids = (old or EMPTY_TREE, new)
-    if all(len(i) in (40, 64) and all(c in "0123456789abcdef" for c in i) for i in ids):
-        return _tree_diff_ids(cwd, ids[0], new, tuple(paths))
+    """`git diff -U0` between two tree-ishes, limited to ``paths`` (Repo.tree_diff's
+    answer when libgit2 cannot read the objects)."""
     return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd,
-               ok=(0, 1)).stdout.decode("utf-8", "replace")
-
-
-@lru_cache(maxsize=256)
-def _tree_diff_ids(cwd: str, old: str, new: str, paths: tuple[str, ...]) -> str:
-    return git([*DIFF_ARGS, old, new, "--", *paths], cwd=cwd,
                ok=(0, 1)).stdout.decode("utf-8", "replace")
 
 

@@ -92,15 +92,15 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
 
 def _commit_of(ref: str) -> str | None:
     """The commit a local ref names (git's answer; the name is never read as an option)."""
-    import subprocess
+    from proximity import gitio
+    from proximity.errors import FatalError
 
     try:
-        out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options",
-                              f"{ref}^{{commit}}"], capture_output=True, text=True,
-                             timeout=30, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
+        out = gitio.git(["rev-parse", "--verify", "--quiet", "--end-of-options",
+                         f"{ref}^{{commit}}"], cwd=os.getcwd(), ok=(0, 1, 128))
+    except (FatalError, OSError):
         return None
-    sha = out.stdout.strip()
+    sha = out.stdout.decode("ascii", "replace").strip()
     return sha if out.returncode == 0 and len(sha) in (40, 64) else None
 
 

@@ -8,8 +8,9 @@ as is, the ledger would read it as reverted (a right-of-way lost, an advisory dr
 for the second the hooks take.
 
 The patch is not named to the hooks. It is found by the process that wrote it: its pid
-is in the file name, and that process is an ancestor of the hook (git runs the host, the
-host runs the hook), alive now, started no later than the patch was written. pre-commit:
+is in the file name, and that process is the nearest ancestor of the hook whose command
+line is that host's (git runs the host, the host runs the hook), alive now, started no
+later than the patch was written. pre-commit:
 ``patch<seconds>-<pid>`` in ``$PRE_COMMIT_HOME`` (else ``$XDG_CACHE_HOME/pre-commit``,
 ``~/.cache/pre-commit``); prek: ``patches/<milliseconds>-<pid>.patch`` in ``$PREK_HOME``
 (else ``$XDG_CACHE_HOME/prek``, ``~/.cache/prek``). Both hosts set ``PRE_COMMIT=1`` for
@@ -53,7 +54,7 @@ def host_patch(env: Mapping[str, str], pid: int | None = None) -> str | None:
                 continue
             written, owner = got[0] / scale, got[1]
             # the process was alive when it wrote the patch (a recycled pid's old file no)
-            if written + 1.0 < started[owner][0] or host not in started[owner][1]:
+            if written + 1.0 < started[owner][0] or started[owner][1] != host:
                 continue
             path = os.path.join(store, name)
             try:
