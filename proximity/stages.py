@@ -56,8 +56,9 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
     """What a push carries: (local ref, local commit) of every update that brings commits.
 
     pre-push gets ``<local ref> <local sha> <remote ref> <remote sha>`` lines on stdin; the
-    pre-commit framework passes one of them as PRE_COMMIT_LOCAL_BRANCH / PRE_COMMIT_TO_REF
-    / PRE_COMMIT_FROM_REF. Deletions and tags carry no work to judge; an update the remote
+    pre-commit framework and prek pass one of them as PRE_COMMIT_LOCAL_BRANCH /
+    PRE_COMMIT_TO_REF / PRE_COMMIT_FROM_REF, and the others are read back from the ``git
+    push`` command line (pushargs). Deletions and tags carry no work to judge; an update the remote
     already has neither. None: nothing said what is pushed (the guard run by hand).
     """
     lines: list[list[str]] = []
@@ -65,6 +66,7 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
         lines.append([env.get("PRE_COMMIT_LOCAL_BRANCH", ""), env["PRE_COMMIT_TO_REF"],
                       env.get("PRE_COMMIT_REMOTE_BRANCH", ""),
                       env.get("PRE_COMMIT_FROM_REF", ZERO)])
+        lines += _more(env, lines[0][0])
     elif env.get("PRE_COMMIT_LOCAL_BRANCH") and env.get("PRE_COMMIT_REMOTE_BRANCH"):
         # pre-commit's push of history down to a root commit (a new remote, or one with
         # none of it): the local ref is named, its commit is not
@@ -73,6 +75,7 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
         if sha is None:
             return None  # not resolvable: judged as a guard run by hand (the worktree)
         lines.append([local, sha, env["PRE_COMMIT_REMOTE_BRANCH"], ZERO])
+        lines += _more(env, local)
     elif stdin_text:
         lines = [ln.split() for ln in stdin_text.splitlines() if ln.strip()]
     else:
@@ -88,6 +91,15 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
             continue
         out.append((local_ref, local_sha))
     return out
+
+
+def _more(env: dict[str, str], told: str) -> list[list[str]]:
+    """The other refs of a push whose host passed the hook only one (``told``): read
+    back from the ``git push`` command line (pushargs)."""
+    from proximity import pushargs
+
+    full = told if told.startswith("refs/") else f"refs/heads/{told}"
+    return pushargs.more_lines(env, os.getcwd(), {told, full})
 
 
 def _commit_of(ref: str) -> str | None:

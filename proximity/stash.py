@@ -29,9 +29,6 @@ TYPE_CHECKING = False  # (not typing's: the thin client imports this module)
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-MAX_DEPTH = 8  # ancestors looked at: hook -> sh -> host (-> python launcher) -> git
-
-
 def host_patch(env: Mapping[str, str], pid: int | None = None) -> str | None:
     """The patch of unstaged edits the hook host running this process holds out of the
     worktree now, or None (no host, nothing stashed, or not sure): the newest patch of
@@ -96,34 +93,11 @@ def _stores(env: Mapping[str, str]) -> list[tuple[str, str, str, float, str]]:
 
 def _ancestors(pid: int) -> dict[int, tuple[float, str]]:
     """pid -> (start time in seconds since the epoch, which host its command line names:
-    "pre-commit", "prek" or "") of this process's ancestors, nearest first, from /proc;
-    empty where there is no /proc."""
-    try:
-        with open("/proc/stat", "rb") as f:
-            boot = next(float(ln.split()[1]) for ln in f if ln.startswith(b"btime "))
-        tick = float(os.sysconf("SC_CLK_TCK"))
-    except (OSError, StopIteration, ValueError, IndexError):
-        return {}
-    out: dict[int, tuple[float, str]] = {}
-    for _ in range(MAX_DEPTH):
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            ppid = int(fields[1])
-        except (OSError, ValueError, IndexError):
-            break
-        if ppid <= 1:
-            break
-        try:
-            with open(f"/proc/{ppid}/stat", "rb") as f:
-                start = int(f.read().rsplit(b")", 1)[1].split()[19])
-            with open(f"/proc/{ppid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            break
-        out[ppid] = (boot + start / tick, _host_named(argv))
-        pid = ppid
-    return out
+    "pre-commit", "prek" or "") of this process's ancestors, nearest first; empty where
+    there is no /proc."""
+    from proximity import procs
+
+    return {p.pid: (p.started, _host_named(p.argv)) for p in procs.ancestors(pid)}
 
 
 def _host_named(argv: list[bytes]) -> str:

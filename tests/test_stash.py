@@ -264,3 +264,42 @@ def test_a_must_yield_push_down_to_the_root_is_judged(tmp_path: Path,
                check=False).returncode != 0
     pa = run(a, "git", "push", "-q", str(empty), "feat/a")
     assert pa.returncode == 0, pa.stdout + pa.stderr
+
+
+@pytest.mark.parametrize("host", ["pre-commit", "prek"])
+def test_every_pushed_branch_is_judged_though_the_host_passes_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    """The hosts give their pre-push hooks only the first pushed ref that brings commits;
+    the branch that must yield, pushed beside one that need not (in either order, by
+    ``--all``, to a named remote or a path), is still blocked, read back from the ``git
+    push`` command line -- and the branch that need not yield still goes alone. (retrial14:
+    pushed second, it passed under both hosts.)"""
+    framework = installed(tmp_path, monkeypatch, host)
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(framework, "remote", "add", "origin", str(remote))
+    assert run(framework, "git", "push", "-q", "origin", "main").returncode == 0
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        assert git(framework, "worktree", "add", "-q", "-b", br, str(wt)).returncode == 0
+    (a / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by a\n"))
+    assert run(a, "git", "commit", "-qam", "a").returncode == 0
+    (b / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by b\n"))
+    rb = run(b, "git", "commit", "-qam", "b")
+    assert "RESOLUTION ADVISORY" in rb.stdout + rb.stderr
+
+    def blocked(where: Path, *args: str) -> bool:
+        r = run(where, "git", "push", "-q", *args)
+        out = r.stdout + r.stderr
+        assert r.returncode == 0 or "must yield" in out, out
+        return r.returncode != 0
+
+    assert blocked(framework, "origin", "feat/a", "feat/b")
+    assert blocked(a, "origin", "HEAD", "feat/b:review")
+    assert blocked(framework, "--all", "origin")
+    assert blocked(framework, str(tmp_path / "origin.git"), "feat/a", "feat/b")
+    assert git(remote, "for-each-ref", "refs/heads/feat").stdout == ""  # nothing went
+    assert not blocked(framework, "origin", "feat/a")
+    assert blocked(framework, "origin", "feat/a", "feat/b")  # feat/a is there: b is first
+    assert git(remote, "rev-parse", "--verify", "-q", "refs/heads/feat/b",
+               check=False).returncode != 0
