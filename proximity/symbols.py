@@ -25,7 +25,9 @@ channel found nothing and such a file mattered, its value is ``None``, never 0.
 
 from __future__ import annotations
 
+import json
 import posixpath
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -254,6 +256,8 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                                                 and q in own.get(fc.dest, {})):
                         hits.append((chg, wf, exact, False, call))
             for ch, wf, exact, unknown_recv, c in hits:
+                if _shadowed(chain[0], line, ch, facts, fc, writer, read, cache):
+                    continue
                 got2 = evaluate(ch, wf, c, exact, via_class, unknown_recv,
                                 bool(type_only or _type_only_bind(facts, chain[0])), at)
                 if got2 is None:
@@ -264,6 +268,45 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                                     fc.dest, (tuple(span),), ((line, line),), detail,
                                     kind=kind), ch.qual)
     return list(best.values()), unknown
+
+
+def _enclosing(defs: dict[str, list[Any]], line: int) -> str | None:
+    """The innermost definition of a file (module- or class-level) whose lines hold
+    ``line``."""
+    best = None
+    for q, d in defs.items():
+        if d[3] <= line <= d[4] and (best is None or d[3] >= defs[best][3]):
+            best = q
+    return best
+
+
+def _shadowed(name: str, line: int, ch: Changed, facts: dict[str, Any], fc: FileChange,
+              writer: WorkingSet, read: Callable[[str], bytes], cache: dict[str, Any]
+              ) -> bool:
+    """Whether the use of ``name`` at ``line`` of the reader's file may not reach the
+    changed definition at all: the function around it takes a parameter of that name (in
+    the reader's version), or -- for a removal -- the writer's own version of that function
+    still uses the name, so there it is bound in the function (a parameter or a local now
+    stands in for the removed definition: rtk:2397379bfac7) or the writer's code lost it
+    by itself, not through this use."""
+    q = _enclosing(facts["defs"], line)
+    if q is None:
+        return False
+    params = facts["defs"][q][5]
+    word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+    if params is not None and word.search(json.dumps(params)):
+        return True
+    if ch.how != "removed":
+        return False
+    mine = writer.files.get(fc.path)  # the writer's version of the reader's file
+    if mine is not None and mine.status == "D":
+        return False
+    path, oid = (mine.dest, mine.new_oid) if mine is not None else (fc.path, fc.old_oid)
+    theirs = symdefs.facts(cache, read, path, oid) if oid else None
+    d = theirs["defs"].get(q) if theirs is not None else None
+    if theirs is None or d is None:
+        return False
+    return any(c[0] == name and d[3] <= ln <= d[4] for c, ln, _call, _t in theirs["refs"])
 
 
 def _type_only_bind(facts: dict[str, Any], local: str) -> bool:

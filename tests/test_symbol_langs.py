@@ -266,3 +266,45 @@ def test_js_parameters_reordered(space, scan_json, capsys, new_sig, call, risky)
     assert (p["advisory"] == "resolution") == risky, f
     if risky:
         assert "now goes to 'h'" in f[0]["detail"]
+
+
+FETCH_TS = '''const isJson = (h: string) => h.startsWith('application/json')
+
+export function fetchBase({ baseUrl }: { baseUrl: string }) {
+  const body = baseUrl
+  const size = body.length
+  const more = size + 1
+  if (more && isJson(body)) {
+    return JSON.stringify(body)
+  }
+  return body
+}
+'''
+
+
+@pytest.mark.parametrize("param", [True, False])
+def test_ts_a_parameter_standing_in_for_a_removed_name(space, scan_json, capsys, param):
+    """rtk:2397379bfac7 (held-out replay): one side renames the module-level ``isJson`` to
+    ``defaultIsJson`` and adds a parameter ``isJson = defaultIsJson`` to the function that
+    uses it; the other adds a line to that function calling ``isJson``. Merged (cleanly),
+    the call binds to the parameter: no collision. Without the parameter (a plain rename,
+    its own call updated), the other side's new call is left dangling: a collision."""
+    sp, a, b = two(space, {"src/fetch.ts": FETCH_TS})
+    renamed = FETCH_TS.replace("const isJson =", "const defaultIsJson =")
+    if param:
+        renamed = renamed.replace("{ baseUrl }: { baseUrl: string }",
+                                  "{ baseUrl, isJson = defaultIsJson }: "
+                                  "{ baseUrl: string, isJson?: (h: string) => boolean }")
+    else:
+        renamed = renamed.replace("if (more && isJson(body))", "if (more && defaultIsJson(body))")
+    sp.write(a, "src/fetch.ts", renamed)
+    sp.write(b, "src/fetch.ts", FETCH_TS.replace("  const size = body.length\n",
+                                                 "  const size = body.length\n"
+                                                 "  console.log(isJson(body))\n"))
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert not p["channels"].get("conflict"), p  # git merges the two cleanly
+    if param:
+        assert f == [] and p["advisory"] != "resolution", (p, f)
+    else:
+        assert p["advisory"] == "resolution" and f[0]["kind"] == "removed-used", (p, f)
+        assert "isJson was removed" in f[0]["detail"]

@@ -171,6 +171,34 @@ def test_removed_without_alias_is_resolution(space, scan_json, capsys):
     assert "scale" in f[0]["detail"] and "app.py:3" in f[0]["detail"]
 
 
+APP = """from lib import scale
+
+
+def resize(values, scale=None):
+    out = list(values)
+    n = len(out)
+    m = n + 1
+    return out, m
+"""
+
+
+@pytest.mark.parametrize("shadow", [True, False])
+def test_a_parameter_of_the_same_name_is_not_the_removed_definition(space, scan_json, capsys,
+                                                                     shadow):
+    """A removes ``lib.scale``; B's new line inside ``resize`` calls ``scale``. When
+    ``resize`` takes a parameter ``scale``, that is what the call reaches: no finding.
+    Without the parameter, the call reaches the removed function: removed-used."""
+    app = APP if shadow else APP.replace("scale=None", "factor=None")
+    p, f = run(space, scan_json, capsys, LIB.replace("def scale(", "def resize_by("),
+               {"app.py": app.replace("    m = n + 1\n", "    m = n + 1\n    scale(m, 2)\n")},
+               base={"app.py": app})
+    if shadow:
+        assert not any(x["kind"] == "removed-used" for x in f), f
+    else:
+        assert p["advisory"] == "resolution" and f[0]["kind"] == "removed-used", (p, f)
+        assert "app.py:8" in f[0]["detail"]
+
+
 MOVED = {"pkg/__init__.py": "", "pkg/logging.py": "def x():\n    return 1\n",
          "pkg/core.py": "from pkg.logging import x\n"}
 
