@@ -15,8 +15,10 @@ scanned with ``proximity scan --json`` in them; both paths must give the same ad
     python benchmarks/replay.py CASES... --limit 150 --out benchmarks/out/replay.jsonl
 
 Reported per repository and overall: RA recall on real conflicts, RA rate on clean merges and
-on clean merges that touch a common file, TA-or-RA rates. ``--out`` keeps one line per case
-(channels, evidence classes) for ``calibrate.py``.
+on clean merges that touch a common file, TA-or-RA rates. Criss-cross merges (more than one
+merge base) are replayed but reported apart (``criss_cross``): git labels them through a
+virtual merge base that two live worktrees at one base do not reproduce. ``--out`` keeps
+one line per case (channels, evidence classes) for ``calibrate.py``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from proximity.model import Agent, PairResult
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out")
-TOOLS = os.path.join(HERE, "..", "..", "shared", "eval", "tools")
+# the shared mining tools: EVAL_TOOLS, else beside this checkout (../shared/eval/tools)
+TOOLS = os.environ.get("EVAL_TOOLS") or os.path.join(HERE, "..", "..", "shared", "eval",
+                                                     "tools")
 FIT = ("click", "werkzeug", "marshmallow", "express", "gin")  # calibration is fitted here
 SNAP_IDENT = {"GIT_AUTHOR_NAME": "replay", "GIT_AUTHOR_EMAIL": "replay@example.com",
               "GIT_COMMITTER_NAME": "replay", "GIT_COMMITTER_EMAIL": "replay@example.com",
@@ -162,6 +166,7 @@ def replay_case(src: Source, case: dict[str, Any]) -> dict[str, Any]:
     return {"id": case["id"], "repo": case["repo"], "kind": case.get("kind"),
             "conflict": bool(case["conflict"]), "common": touches_common(case),
             "merge_edited": bool(case.get("clean_but_merge_edited")),
+            "bases": int(case.get("n_merge_bases") or 1),
             "advisory": p.advisory, "risk": round(p.risk, 4),
             "channels": {k: None if v is None else round(v, 4) for k, v in p.channels.items()},
             "kinds": kinds_of(p, src.tree_kind(base, a, b)),
@@ -239,7 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sink.flush()
         print(f"{name}: {len([r for r in rows if r['repo'] == name])} cases", file=sys.stderr)
     ok = [r for r in rows if "error" in r]
-    good = [r for r in rows if "error" not in r]
+    # a criss-cross merge's label comes from git's virtual merge base, which two live
+    # worktrees at one base cannot reproduce: replayed, reported apart, not in the rates
+    crossed = [r for r in rows if "error" not in r and r.get("bases", 1) > 1]
+    good = [r for r in rows if "error" not in r and r.get("bases", 1) <= 1]
     report: dict[str, Any] = {
         "overall": rates(good),
         "fit": rates(r for r in good if r["repo"] in FIT),
@@ -247,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "per_repo": {n: rates(r for r in good if r["repo"] == n)
                      for n in sorted({r["repo"] for r in good})},
         "errors": len(ok), "fit_repos": list(FIT),
+        "criss_cross": [[r["id"], r["conflict"], r["advisory"]] for r in crossed],
         "missed_conflicts": [r["id"] for r in good
                              if r["conflict"] and r["advisory"] != "resolution"],
         "false_ra_examples": [[r["id"], r["top"][:2]] for r in good
@@ -299,6 +308,7 @@ def print_report(rep: dict[str, Any]) -> None:
     for name, r in rows:
         print(f"{name:14}" + "".join(f"{'-' if r[c] is None else r[c]!s:>15}" for c in cols))
     print(f"errors: {rep['errors']}; missed conflicts: {rep['missed_conflicts'][:10]}")
+    print(f"criss-cross merges, reported apart: {len(rep['criss_cross'])}")
     for ex in rep["false_ra_examples"]:
         print("false RA:", ex)
     if "materialized" in rep:
