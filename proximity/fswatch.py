@@ -31,6 +31,11 @@ def top_roots(roots: Iterable[str]) -> list[str]:
     return out
 
 
+def covered(path: str, roots: Iterable[str]) -> bool:
+    """Whether ``path`` is one of ``roots`` or inside one."""
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
 def owner(path: str, roots: dict[str, str]) -> str | None:
     """Which worktree (id -> path) a changed path belongs to: the deepest enclosing one."""
     best, depth = None, -1
@@ -63,6 +68,7 @@ class Watcher:
         self.roots: list[str] = []
         self.error: str | None = None
         self.watching = threading.Event()  # set once the current roots are watched
+        self.active: list[str] = []  # the roots watched now (empty while (re)starting)
         self._stop = threading.Event()
         self._restart = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fswatch", daemon=True)
@@ -93,6 +99,7 @@ class Watcher:
                 self._restart.wait(0.5)
                 continue
             self.watching.clear()
+            self.active = []
             try:
                 # the first (empty) yield on timeout says the watches are in place: changes
                 # made after it are seen
@@ -102,6 +109,7 @@ class Watcher:
                         rust_timeout=100, yield_on_timeout=True, raise_interrupt=False,
                         ignore_permission_denied=True):
                     if not self.watching.is_set():
+                        self.active = roots
                         self.watching.set()
                         if self.on_watching is not None:
                             self.on_watching()

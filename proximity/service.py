@@ -358,7 +358,8 @@ class Service:
 
             air = Airspace(self.common)
             air.agents_now()  # learns the worktrees (their paths are the roots)
-            self.watcher.start([*air.watch_roots().values()])
+            started = air.watch_roots()
+            self.watcher.start([*started.values()])
             self.watcher.watching.wait(10.0)
             air.dirty |= set(air.paths)
             air.baseline()
@@ -373,8 +374,14 @@ class Service:
                 traceback.print_exc()
             self.stop.set()
             return
-        roots_seen = self.air.watch_roots()
+        # the roots the watcher was started on: a worktree the baseline (or any job) found
+        # since is watched from the next turn of this loop
+        roots_seen = started
         while not self.stop.is_set():
+            roots = self.air.watch_roots()
+            if roots != roots_seen:
+                roots_seen = roots
+                self.watcher.set_roots(fswatch.top_roots(roots.values()))
             try:
                 prio, seq, job = self.jobs.get(timeout=0.5)
             except queue.Empty:
@@ -420,19 +427,25 @@ class Service:
             job.done.set()
             if prio == 0 and self.air.policy_stale():
                 self.put(Job("policy"), 1)  # read again after the hooks (reload_policy)
-            roots = self.air.watch_roots()
-            if roots != roots_seen:
-                roots_seen = roots
-                self.watcher.set_roots(fswatch.top_roots(roots.values()))
 
     def _watch_gaps(self) -> None:
         """Worker thread: after the watcher restarted (new roots, an error), what changed
         meanwhile is unknown: no snapshot may start from the paths it reported."""
+        from proximity import fswatch
+
         assert self.air is not None
         if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \
                 or self.watcher.error:
             self.rewatch_seen = self.rewatched
             self.air.forget_files()
+            self.air.dirty |= set(self.air.paths)  # and no kept state is known current
+        # a worktree no watch covers yet (found since the watcher started: its roots are
+        # set at the next turn) says nothing when it changes: it is read again (trial15: a
+        # worktree added while the service started was never watched, and a commit there
+        # was judged on the state it had when added)
+        for wid, path in self.air.paths.items():
+            if not fswatch.covered(path, self.watcher.active):
+                self.air.dirty.add(wid)
 
     def _background(self, first: Job) -> dict[str, Any]:
         """Every queued background job at once: re-snapshot what changed, rescan the

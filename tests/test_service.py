@@ -278,6 +278,38 @@ def test_the_service_records_what_the_snapshot_hook_would(space, services):
     assert last("b")[2] == svc_tree
 
 
+def test_a_worktree_added_while_the_service_runs_is_judged_on_its_files(space, services):
+    """A worktree added while the service starts or runs, then a new file written and
+    committed at once: the commit is judged on that file, never on the state the worktree
+    had when added (trial15: a worktree the service found during its start was never
+    watched, so its commits were judged on that state and a real break went unblocked)."""
+    sp, _a, _b, common = three(space, services)
+    install(sp)
+    for i in range(3):
+        if i == 0:  # added while the service starts
+            subprocess.run([sys.executable, "-m", "proximity", "service", "start"],
+                           cwd=sp.main, env=hook_env(), capture_output=True, check=True)
+        wt = sp.main.parent / f"late{i}"
+        added = subprocess.run(["git", "worktree", "add", "-q", "-b", f"late{i}", str(wt)],
+                               cwd=sp.main, env=hook_env(), capture_output=True, text=True,
+                               timeout=120)
+        assert added.returncode == 0, added.stderr
+        (wt / f"new{i}.py").write_text("from pkg.core import compute\n\nX = compute(1)\n")
+        git(wt, "add", "-A")
+        done = commit_with_hooks(wt, f"late {i}")
+        assert done.returncode == 0, done.stderr
+        led = Ledger(os.path.join(common, "ecm"))
+        try:
+            pre = [e for e in led.events(None, 200)
+                   if e.kind == "pre-commit" and e.stream.startswith(f"late{i}")]
+        finally:
+            led.close()
+        assert pre and pre[0].tree, (i, pre)  # the state judged holds the new file
+        assert git(sp.main, "cat-file", "-e", f"{pre[0].tree}:new{i}.py",
+                   check=False).returncode == 0, (i, pre)
+    assert client._alive(common)
+
+
 def test_two_services_raced_one_survives(space, services):
     _sp, _a, _b, common = three(space, services)
     procs = [subprocess.Popen([sys.executable, "-m", "proximity.service", common],
