@@ -545,8 +545,10 @@ class Ledger:
         ``paths``: per path, the first event of its present run of changes (a revert ends a
         run; a commit of the change does not: ``committed(old_head, new_head, path)`` tells
         that a path no longer differing from HEAD went into the commits between the
-        stream's previous event and this one). None when no retained event says
-        (compacted, or never recorded)."""
+        stream's previous event and this one). When the stream's whole history is retained
+        and no event records that work (its hooks were skipped: ``--no-verify``,
+        ``PROXIMITY_SKIP=1``), it began after every event so far: the next seq. None when
+        the events that could say were compacted away."""
         if not paths:
             return None
         marks = ",".join("?" * len(paths))
@@ -565,7 +567,16 @@ class Ledger:
             elif start.get(path) is None:
                 start[path] = seq
         found = [s for s in start.values() if s is not None]
-        return min(found) if found else None
+        if found:
+            return min(found)
+        whole = self.db.execute(
+            "SELECT 1 FROM streams s JOIN events e ON e.seq = s.first_seq AND e.stream = s.id "
+            "WHERE s.id=?", (stream,)).fetchone()
+        if whole is None:
+            return None
+        # first seen now: after every event so far (trial15: a side that skipped its hooks
+        # took right-of-way from its worktree-add event)
+        return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]) + 1
 
     def held(self, a: str, b: str) -> tuple[str, int, int] | None:
         """The pair's standing right-of-way decision: (the side told to yield, the ledger

@@ -282,6 +282,29 @@ def test_who_reached_the_contested_file_first_has_right_of_way(space, scan_json,
     assert p["yielding"] == "b"
 
 
+def test_skipping_the_hooks_buys_no_right_of_way(space, scan_json, capsys):
+    """a commits its edit of line 9 with its hooks; b edits the same line and commits with
+    its hooks skipped (``--no-verify``; ``PROXIMITY_SKIP=1`` alike), so no event records b
+    reaching the file: b reached it after everything recorded, and yields. (trial15: b's
+    worktree-add event stood for the moment it reached the file, so b took right-of-way
+    and a's push was blocked.)"""
+    from proximity.main import main as cli
+
+    sp = space({"f.txt": lines(30), "g.txt": "g\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    for wt in (b, a):  # b enters the ledger first
+        assert cli(["snapshot", "-C", str(wt)]) == 0
+    sp.write(a, "f.txt", lines(30).replace("line 9\n", "A\n"))
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    git(a, "commit", "-qam", "a")
+    assert cli(["snapshot", "-C", str(a)]) == 0
+    sp.write(b, "f.txt", lines(30).replace("line 9\n", "B\n"))
+    git(b, "commit", "-qam", "b", "--no-verify")  # nothing recorded
+    capsys.readouterr()
+    p = pair(scan_json(sp.main, capsys=capsys), "a", "b")
+    assert p["advisory"] == "resolution" and p["yielding"] == "b", p
+
+
 def test_committing_the_contested_change_keeps_its_place(space, scan_json, capsys):
     """Found by a trial on click: a change that is committed no longer differs from HEAD,
     which the ledger used to read as a revert (the worktree then lost its place and the
