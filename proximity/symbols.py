@@ -8,9 +8,13 @@ evidence class, and its value is the calibrated probability of that class
 (``calibration.probability("symbol", kind, default)``) times both sides' recency weights:
 
 * ``incompatible-call``: a signature changed and a call in the other side's new code no
-  longer binds (Python's binding rules; JS/TS required parameters; Go/Rust any parameter
-  change). A call that still binds, or a reference that is not a call, is compatible: no
-  finding. A call through ``*args``/``**kwargs`` cannot be checked: ``body-used``;
+  longer binds (Python's binding rules; TS required parameters; a JavaScript argument left
+  out that the body dereferences; Go/Rust the argument count, or a parameter's or the
+  result's type -- a renamed parameter, or a variadic one added, changes no call). A call
+  that still binds, or a reference that is not a call, is compatible: no finding. A call
+  through ``*args``/``**kwargs`` cannot be checked: ``body-used``;
+* ``missing-arg``: a JavaScript call leaves out a new parameter the body never
+  dereferences (it gets ``undefined``: it runs, maybe differently): traffic, not a block;
 * ``removed-used``: the definition is gone and no alias, re-export or module ``__getattr__``
   keeps its name resolving;
 * ``module-moved``: a Python/JS/TS module renamed or deleted, imported at its old path;
@@ -39,7 +43,8 @@ from proximity.symrefs import UNKNOWN, Reader
 
 FORMAT = symdefs.FORMAT
 DEFAULTS = {"incompatible-call": 0.9, "removed-used": 0.9, "module-moved": 0.9,
-            "incompatible-method-call": 0.6, "value-used": 0.5, "indirect": 0.4,
+            "incompatible-method-call": 0.6, "value-used": 0.5, "missing-arg": 0.45,
+            "indirect": 0.4,
             "body-used": 0.12}
 # method names too common to tie a receiver of unknown type to one class
 AMBIENT = frozenset((
@@ -77,10 +82,50 @@ def _js_binds(params: dict[str, Any], call: list[Any], ts: bool) -> str | None:
     shape = params["js"]
     need = max((i + 1 for i, (_, req) in enumerate(shape) if req), default=0)
     if call[0] < need:
+        missing = [n for n, req in shape[call[0]:] if req]
+        if not ts and "deref" in params and not set(missing) & set(params["deref"]):
+            # JavaScript passes undefined; a body that never dereferences the parameter
+            # (`limit > 0`, `if (x)`) does not throw for it (trial15: j05, clean)
+            return SOFT + f"'{missing[0]}' is not passed (undefined there)"
         return f"missing required '{shape[call[0]][0]}'"
     if ts and call[0] > len(shape) and not params["rest"]:
         return f"{call[0]} arguments, at most {len(shape)} accepted"
     return ""
+
+
+SOFT = "soft:"  # a call that binds but may behave differently (JavaScript's undefined)
+
+
+def _native_binds(params: dict[str, Any], call: list[Any], explicit_self: bool) -> str:
+    """Go and Rust: why a call's argument count does not fit (``""`` when it does)."""
+    types = list(params["types"])
+    if types and types[0].lstrip("&").startswith(("self", "mut self")) and not explicit_self:
+        types = types[1:]  # a method called on its receiver
+    n, need = call[0], len(types)
+    if call[2]:  # f(xs...): the count says nothing
+        return ""
+    if params.get("variadic") is None and n != need:
+        return f"{n} argument(s), {need} expected"
+    if params.get("variadic") is not None and n < need:
+        return f"{n} argument(s), at least {need} expected"
+    return ""
+
+
+def _native_binding(old: dict[str, Any], new: dict[str, Any], call: list[Any],
+                    explicit_self: bool) -> tuple[str, str]:
+    """Go and Rust (statically typed, no defaults or keywords): (why the call no longer
+    compiles, why it did not before). A parameter renamed, or a variadic one added after
+    the same parameters, changes no call; other type changes do; the count is checked."""
+    before = _native_binds(old, call, explicit_self)
+    if old["result"] != new["result"]:
+        return "its result type changed", before
+    ot, nt, ov, nv = old["types"], new["types"], old.get("variadic"), new.get("variadic")
+    if ot == nt and (ov == nv or ov is None):
+        return "", before  # renamed parameters, or a variadic one added
+    why = _native_binds(new, call, explicit_self)
+    if why:
+        return why, before
+    return "its parameter types changed", before
 
 
 def _js_moved(old: dict[str, Any], new: dict[str, Any], call: list[Any]) -> str:
@@ -111,6 +156,10 @@ def _binding(ch: Changed, wf: WriterFile, call: list[Any], via_class: bool
         if why == "" and before == "":
             why = _js_moved(old, new, call)
         return why, before, _js_sig(ch.qual, new)
+    if old is not None and new is not None and "types" in old and "types" in new:
+        why, before = _native_binding(old, new, call, via_class)
+        parts = [*new["types"], *([f"...{new['variadic']}"] if new.get("variadic") else [])]
+        return why, before, f"{ch.qual}({', '.join(parts)})"
     return "its parameters changed", "", ch.qual + "(…)"
 
 
@@ -136,6 +185,9 @@ def evaluate(ch: Changed, wf: WriterFile, call: list[Any] | None, exact: bool,
                                  "passes *args/**kwargs, so whether it still binds is unknown")
         if why == "" or (before is not None and before != ""):
             return None  # still binds (or never did: not this change's doing)
+        if why.startswith(SOFT):
+            return "missing-arg", (f"{sig} in {where} (signature changed): the call at {at} "
+                                   f"still runs, but {why[len(SOFT):]}")
         kind = "incompatible-method-call" if unknown_receiver else "incompatible-call"
         recv = " (a method call on a receiver of unknown type)" if unknown_receiver else ""
         verb = "passes its arguments to other parameters" if "now goes to" in why \

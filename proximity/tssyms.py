@@ -69,18 +69,78 @@ def _js_params(fn: Any) -> dict[str, Any]:
             shape.append([parsers.text(pat), c.child_by_field_name("value") is None])
         else:
             shape.append([parsers.text(c), True])
-    return {"js": shape, "rest": rest}
+    return {"js": shape, "rest": rest, "deref": _dereferenced(fn, {n for n, _ in shape})}
+
+
+# where an identifier is dereferenced: undefined there throws (``p.x``, ``p[i]``, ``p()``,
+# ``...p``, ``for (x of p)``); anywhere else (``p > 0``, ``if (p)``, ``p ?? d``) it does not
+_DEREF = {"member_expression": "object", "subscript_expression": "object",
+          "call_expression": "function", "for_in_statement": "right"}
+
+
+def _dereferenced(fn: Any, names: set[str]) -> list[str]:
+    """The parameters (of ``names``) the function's body dereferences somewhere."""
+    body = fn.child_by_field_name("body")
+    if body is None or not names:
+        return []
+    out = set()
+    for n in tsbinds.walk(body):
+        if n.type != "identifier" or parsers.text(n) not in names:
+            continue
+        p = n.parent
+        if p is None:
+            continue
+        if p.type == "spread_element":
+            out.add(parsers.text(n))
+            continue
+        fld = _DEREF.get(p.type)
+        at = p.child_by_field_name(fld) if fld else None
+        if at is not None and (at.start_byte, at.end_byte) == (n.start_byte, n.end_byte):
+            out.add(parsers.text(n))
+    return sorted(out)
+
+
+def _native_params(lang: str, node: Any) -> dict[str, Any]:
+    """Go and Rust: the parameter types in order (names left out: a renamed parameter
+    changes no call), a trailing variadic's type, and the result."""
+    params = node.child_by_field_name("parameters")
+    result = node.child_by_field_name("result" if lang == "go" else "return_type")
+    types: list[str] = []
+    variadic = None
+    for c in params.named_children if params is not None else ():
+        t = c.type
+        if t == "comment":
+            continue
+        if t == "variadic_parameter_declaration":
+            ty = c.child_by_field_name("type")
+            variadic = " ".join(parsers.text(ty).split()) if ty is not None else "?"
+        elif t == "parameter_declaration":  # Go: `a, b int` is two parameters
+            ty = c.child_by_field_name("type")
+            names = [x for x in c.named_children if x.type == "identifier"]
+            text = " ".join(parsers.text(ty).split()) if ty is not None else "?"
+            types.extend([text] * max(1, len(names)))
+        elif t == "parameter":  # Rust: `pattern: Type`
+            ty = c.child_by_field_name("type")
+            types.append(" ".join(parsers.text(ty if ty is not None else c).split()))
+        elif t == "self_parameter":
+            types.append(" ".join(parsers.text(c).split()))
+        else:
+            types.append(" ".join(parsers.text(c).split()))
+    return {"types": types, "variadic": variadic,
+            "result": " ".join(parsers.text(result).split()) if result is not None else ""}
 
 
 def _fn_def(lang: str, node: Any, kind: str) -> list[Any]:
     body = node.child_by_field_name("body")
     if lang in JS:
         params: dict[str, Any] = _js_params(node)
-        sig = json.dumps(params)
+        sig = json.dumps({"js": params["js"], "rest": params["rest"]})  # deref: the body's
     else:
         parts = [node.child_by_field_name(f) for f in ("parameters", "result", "return_type")]
         sig = " ".join(parsers.text(p) for p in parts if p is not None)
         params = {"sig": h(sig)}
+        if lang in ("go", "rust"):
+            params.update(_native_params(lang, node))
     return [kind, h(sig), h(parsers.text(body) if body is not None else ""),
             *_span(node), params]
 

@@ -15,21 +15,29 @@ export function legacy() {
 '''
 
 
-@pytest.mark.parametrize(("new_sig", "risky"), [
-    ("area(w, h, depth)", True),  # a required parameter the call does not pass
-    ("area(w, h, depth = 1)", False),  # a default: the call still fits
-    ("area(w, h, ...more)", False),  # a rest parameter
+@pytest.mark.parametrize(("new_sig", "body", "expect"), [
+    # a required parameter the call does not pass, which the body dereferences: it throws
+    ("area(w, h, depth)", "return w * h * depth.scale;", "ra"),
+    # ... which the body only compares: JavaScript passes undefined, nothing throws, but
+    # the behaviour may change: a traffic advisory, never a block (trial15: j05, clean)
+    ("area(w, h, depth)", "return depth > 0 ? w * h * depth : w * h;", "ta"),
+    ("area(w, h, depth = 1)", "return w * h;", "clear"),  # a default: the call still fits
+    ("area(w, h, ...more)", "return w * h;", "clear"),  # a rest parameter
 ])
-def test_js_parameter_added(space, scan_json, capsys, new_sig, risky):
+def test_js_parameter_added(space, scan_json, capsys, new_sig, body, expect):
     sp, a, b = two(space, {"src/lib.js": JS_LIB, "src/ui/page.js": "export const x = 1;\n"})
-    sp.write(a, "src/lib.js", JS_LIB.replace("area(w, h)", new_sig))
+    sp.write(a, "src/lib.js", JS_LIB.replace("area(w, h)", new_sig)
+             .replace("return w * h;", body))
     sp.write(b, "src/ui/page.js", "import { area as size } from '../lib.js';\n"
                                   "export const x = size(2, 3);\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
-    if risky:
+    if expect == "ra":
         assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
         assert "missing required 'depth'" in f[0]["detail"] and "src/ui/page.js:2" in \
             f[0]["detail"]
+    elif expect == "ta":
+        assert p["advisory"] == "traffic" and f[0]["kind"] == "missing-arg", (p, f)
+        assert "'depth' is not passed" in f[0]["detail"]
     else:
         assert p["channels"]["symbol"] == 0.0 and f == []
 
@@ -37,7 +45,9 @@ def test_js_parameter_added(space, scan_json, capsys, new_sig, risky):
 def test_js_namespace_import_and_require(space, scan_json, capsys):
     sp, a, b = two(space, {"lib.js": JS_LIB, "a.js": "module.exports = {};\n",
                            "b.js": "module.exports = {};\n"})
-    sp.write(a, "lib.js", JS_LIB.replace("area(w, h)", "area(w, h, d)"))
+    # (a new parameter the body dereferences: a call without it throws)
+    sp.write(a, "lib.js", JS_LIB.replace("area(w, h)", "area(w, h, d)")
+             .replace("return w * h;", "return w * h * d.k;"))
     sp.write(b, "a.js", "import * as L from './lib';\nexport const y = L.area(1, 2);\n")
     sp.write(b, "b.js", "const { legacy } = require('./lib');\nconst z = legacy();\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
@@ -109,6 +119,27 @@ def test_go_exported_param_change_vs_call_from_another_package(space, scan_json,
     assert "Price" in f[0]["detail"] and "cmd/main.go:6" in f[0]["detail"]
 
 
+@pytest.mark.parametrize(("new_sig", "risky"), [
+    ("Price(count int) int", False),  # a parameter renamed: every call still compiles
+    ("Price(n int, extra ...string) int", False),  # a variadic one added after it
+    ("Price(n string) int", True),  # its type changed (types are not checked: any change)
+    ("Price(n int) int64", True),  # the result's type changed
+])
+def test_go_parameter_changes_that_do_and_do_not_break_calls(space, scan_json, capsys,
+                                                             new_sig, risky):
+    """trial15 (cobra, checked with go vet): renaming a parameter and adding a variadic
+    one were blocked as if the call no longer compiled."""
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB, "cmd/main.go": GO_MAIN})
+    sp.write(a, "shop/price.go", GO_LIB.replace("Price(n int) int", new_sig))
+    sp.write(b, "cmd/main.go", GO_MAIN.replace("func main() {}",
+                                               "func main() {\n\t_ = shop.Price(2)\n}"))
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    if risky:
+        assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call", (p, f)
+    else:
+        assert f == [] and p["advisory"] != "resolution", (p, f)
+
+
 def test_go_same_name_in_another_package_is_no_risk(space, scan_json, capsys):
     sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB,
                            "bank/fee.go": "package bank\n\nfunc Price(n int) int {\n"
@@ -151,7 +182,8 @@ def test_rust_use_crate_path_vs_param_change(space, scan_json, capsys):
 def test_js_default_import_resolves_to_the_default_export(space, scan_json, capsys):
     lib = "export default function area(w, h) {\n  return w * h;\n}\n"
     sp, a, b = two(space, {"lib.mjs": lib, "page.mjs": "export const x = 1;\n"})
-    sp.write(a, "lib.mjs", lib.replace("area(w, h)", "area(w, h, d)"))
+    sp.write(a, "lib.mjs", lib.replace("area(w, h)", "area(w, h, d)")
+             .replace("return w * h;", "return w * h * d.k;"))
     sp.write(b, "page.mjs", "import size from './lib.mjs';\nexport const x = size(1, 2);\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
@@ -160,7 +192,8 @@ def test_js_default_import_resolves_to_the_default_export(space, scan_json, caps
 def test_js_constructor_gains_a_required_parameter(space, scan_json, capsys):
     lib = "export class Cart {\n  constructor(owner) {\n    this.owner = owner;\n  }\n}\n"
     sp, a, b = two(space, {"cart.js": lib, "shop.js": "export const x = 1;\n"})
-    sp.write(a, "cart.js", lib.replace("constructor(owner)", "constructor(owner, currency)"))
+    sp.write(a, "cart.js", lib.replace("constructor(owner)", "constructor(owner, currency)")
+             .replace("this.owner = owner;", "this.owner = owner + currency.code;"))
     sp.write(b, "shop.js", "import { Cart } from './cart.js';\nexport const c = new Cart('me');\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call"
