@@ -115,7 +115,7 @@ def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
             _defs(node.body, prefix + node.name + ".", out)
             init = prefix + node.name + ".__init__"
             if init not in defs and _is_dataclass(node):
-                params = _fields(node)
+                params = _fields(node, _is_attrs(node))
                 defs[init] = ["method", h(json.dumps(params)), "", *span, params]
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -149,13 +149,49 @@ def _is_dataclass(node: ast.ClassDef) -> bool:
     return False
 
 
-def _fields(node: ast.ClassDef) -> dict[str, Any]:
-    """The generated ``__init__`` of a dataclass: its annotated fields, in order."""
+def _is_attrs(node: ast.ClassDef) -> bool:
+    """attrs (``@attr.s``, ``@attrs``, ``@define``...), not ``@dataclass``."""
+    return not any(ast.unparse(d.func if isinstance(d, ast.Call) else d).rsplit(".", 1)[-1]
+                   == "dataclass" for d in node.decorator_list)
+
+
+# field specifiers: attrs' ``attr.ib()``/``attrib()``/``field()``, dataclasses' ``field()``
+_FIELDS = ("ib", "attrib", "field")
+
+
+def _field(value: ast.expr | None, attrs: bool) -> tuple[bool, bool] | None:
+    """(in the generated __init__, has a default) for a class attribute's value when it is
+    a field specifier; None when it is not one."""
+    if not (isinstance(value, ast.Call)
+            and ast.unparse(value.func).rsplit(".", 1)[-1] in _FIELDS):
+        return None
+    kw = {k.arg: k.value for k in value.keywords if k.arg}
+    init = kw.get("init")
+    if isinstance(init, ast.Constant) and init.value is False:
+        return False, True
+    default = any(k in kw for k in ("default", "factory", "default_factory")) or (
+        attrs and bool(value.args))  # attr.ib(default) takes it first
+    return True, default
+
+
+def _fields(node: ast.ClassDef, attrs: bool = False) -> dict[str, Any]:
+    """The generated ``__init__`` of a dataclass or an attrs class: its fields, in order
+    (annotated ones; for attrs also ``x = attr.ib()``, whose ``_x`` takes ``x``)."""
     args: list[list[Any]] = [["self", False]]
     for s in node.body:
+        target, value = None, None
         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and \
                 "ClassVar" not in ast.unparse(s.annotation):
-            args.append([s.target.id, s.value is not None])
+            target, value = s.target.id, s.value
+        elif attrs and isinstance(s, ast.Assign) and len(s.targets) == 1 and \
+                isinstance(s.targets[0], ast.Name) and _field(s.value, attrs) is not None:
+            target, value = s.targets[0].id, s.value
+        if target is None:
+            continue
+        spec = _field(value, attrs)
+        in_init, default = spec if spec is not None else (True, value is not None)
+        if in_init:
+            args.append([target.lstrip("_") if attrs else target, default])
     return {"pos": [], "args": args, "var": False, "kwonly": [], "kw": False,
             "method": "inst", "property": False}
 

@@ -342,3 +342,30 @@ def test_dataclass_field_is_a_constructor_parameter(space, scan_json, capsys, fi
         assert "missing required 'z'" in f[0]["detail"]
     else:
         assert "incompatible-call" not in kinds and p["channels"]["symbol"] < 0.35
+
+
+ATTRS_MODEL = ("import attr\n\n\n@attr.s\nclass Validator:\n    type = attr.ib()\n"
+               "    _cache = attr.ib(default=None)\n")
+
+
+@pytest.mark.parametrize(("field", "risky"), [
+    ("    strict = attr.ib()\n", True),  # a field without a default: a required argument
+    ("    strict = attr.ib(default=False)\n", False),
+    ("    strict = attr.ib(factory=list)\n", False),
+    ("    strict = attr.ib(init=False)\n", False),  # not an __init__ parameter at all
+])
+def test_attrs_field_is_a_constructor_parameter(space, scan_json, capsys, field, risky):
+    """trial15 (attrs' own _InstanceOfValidator): a class gaining ``x = attr.ib()``
+    without a default breaks ``Validator(int)``; the old finding said 'body changed
+    (callers still fit)'. ``_cache`` is the ``cache`` parameter, as attrs names it."""
+    sp = space({"model.py": ATTRS_MODEL, "app.py": "X = 0\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "model.py", ATTRS_MODEL + field)
+    sp.write(b, "app.py", "from model import Validator\n\nX = Validator(int, cache=1)\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    kinds = [x["kind"] for x in f]
+    if risky:
+        assert p["advisory"] == "resolution" and kinds[0] == "incompatible-call", (p, f)
+        assert "missing required 'strict'" in f[0]["detail"]
+    else:
+        assert "incompatible-call" not in kinds and p["advisory"] != "resolution", (p, f)
