@@ -635,10 +635,14 @@ class Service:
         self.answered["check" if "fallback" not in answer else "check_fallback"] += 1
         return {"ok": True, **answer}
 
-    def serve(self, srv: socket.socket) -> None:
+    def serve(self, srv: socket.socket, sock: str | None = None) -> None:
+        """Answer requests until idle, stopped, or no longer this repository's service:
+        its common dir gone or replaced (deleted and made again at the same path), or its
+        socket file gone or another's (nobody can reach it then)."""
         worker = threading.Thread(target=self._work, name="airspace", daemon=True)
         worker.start()
         srv.settimeout(0.5)
+        mine = _node(self.common), _node(sock) if sock else None
         listing = _worktree_dirs(self.common)
         swept = time.monotonic()
         while not self.stop.is_set():
@@ -654,8 +658,9 @@ class Service:
                 continue
             if time.monotonic() - self.last_active > self.idle:
                 break
-            if not os.path.isdir(self.common):
-                break
+            if not os.path.isdir(self.common) or _node(self.common) != mine[0] or (
+                    sock and _node(sock) != mine[1]):
+                break  # (trial15: a case repo made again at the same path kept it busy)
             if time.monotonic() - swept > 60.0:
                 swept = time.monotonic()
                 client.forget_claims(self.common)
@@ -674,6 +679,15 @@ EARLY_COOKIE = re.compile(r"sync-h[0-9]{1,10}")  # a hook script's cookie (proxi
 EARLY_WAIT = 0.05  # for it to come back; then a cookie of the service's own
 EARLY_KEEP = 10.0  # seconds a cookie back before its request is kept for it
 POST_PREFIX = "post-commit-"  # a post-commit hook's note in the cookies directory
+
+
+def _node(path: str) -> tuple[int, int] | None:
+    """A path's (device, inode), None when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _ident(path: str) -> tuple[int, int, int] | None:
@@ -803,7 +817,7 @@ def run(common: str, idle: float | None = None) -> int:
                    "common": common}, fh)
     signal.signal(signal.SIGTERM, lambda *_: svc.stop.set())
     try:
-        svc.serve(srv)
+        svc.serve(srv, path)
     finally:
         srv.close()
         with contextlib.suppress(OSError):

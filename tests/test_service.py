@@ -310,6 +310,42 @@ def test_a_worktree_added_while_the_service_runs_is_judged_on_its_files(space, s
     assert client._alive(common)
 
 
+def test_a_service_whose_repository_was_made_again_exits(tmp_path, services):
+    """A repository deleted and made again at the same path (a harness, a re-clone): its
+    old service, kept busy by the new files' events, exits instead of living on unreachable
+    (trial15: four such services outlived their idle timeout)."""
+    repo = tmp_path / "again"
+
+    def fresh() -> str:
+        repo.mkdir()
+        git(repo, "init", "-q")
+        (repo / "f.txt").write_text("x\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "base")
+        return os.path.realpath(repo / ".git")
+
+    common = fresh()
+    services.append(common)
+    assert service_cmd.start(common)
+    old = pid_of(common)
+    assert old
+    import shutil
+
+    shutil.rmtree(repo)
+    fresh()
+
+    def gone() -> bool:
+        (repo / "f.txt").write_text(str(time.monotonic()))
+        try:
+            os.kill(old, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{old}/stat") as fh:  # a zombie until its parent reaps it
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+    wait_for(gone, timeout=10.0, step=0.2)
+
+
 def test_two_services_raced_one_survives(space, services):
     _sp, _a, _b, common = three(space, services)
     procs = [subprocess.Popen([sys.executable, "-m", "proximity.service", common],
