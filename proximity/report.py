@@ -149,8 +149,10 @@ def scan_text(scan: Scan) -> str:
     for a in scan.agents:
         tag = " [remote]" if a.remote else ""
         err = f"  UNREADABLE: {text(a.error, 400)}" if a.error else ""
+        op = f" ({text(a.operation)} in progress: blocks nobody until it ends)" \
+            if a.operation else ""
         lines.append(f"  {text(a.id)}{tag}: {text(a.branch or '(detached)')} at "
-                     f"{text(a.path, 400)}{err}")
+                     f"{text(a.path, 400)}{op}{err}")
     for rid in scan.retired:
         lines.append(f"  {text(rid)}: retired (worktree directory is gone; never blocks)")
     for p in scan.pairs:
@@ -160,5 +162,8 @@ def scan_text(scan: Scan) -> str:
                      f"distance={p.distance:.2f}{y}  [{ch}]")
         if not p.concurrent:
             lines.append("  (causally ordered: one has merged the other's work)")
+        for who, op in sorted(p.in_progress.items()):
+            lines.append(f"  ({text(who)} is in the middle of a {text(op)}: no block until it "
+                         "ends)")
         lines += evidence_lines(p)
     return "\n".join(lines)

@@ -111,6 +111,10 @@ def test_a_worktree_mid_rebase_blocks_nobody(tmp_path):
     p = pair(json.loads(out.stdout), "wt-a", "wt-b")
     assert p["in_progress"] == {"wt-b": "rebase"}
     assert p["advisory"] != "resolution" and p["yielding"] is None
+    # the text says so too (trial15: only the JSON did)
+    txt = run(main, sys.executable, "-m", "proximity", "scan").stdout
+    assert "rebase in progress: blocks nobody" in txt and "wt-b is in the middle of a rebase" \
+        in txt, txt
 
 
 def test_a_trivial_commit_elsewhere_buys_no_right_of_way(tmp_path, space, scan_json, capsys):
