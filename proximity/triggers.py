@@ -131,6 +131,10 @@ def render(msg: dict[str, Any]) -> str:
         b.get("type", msg.get("type", "")), "MESSAGE")
     lines = [f"proximity inbox: {head} from {text(b.get('from'))!r} "
              f"(branch {text(b.get('branch'))}), risk {text(b.get('risk'), 20)}"]
+    if b.get("escalated") and b.get("advisory") != "resolution" and head != "TRANSMIT":
+        # raised one level because the pair closes fast: advice, not a Resolution Advisory
+        lines.append(f"  (escalated {text(b.get('advisory'), 20)} advisory, closing fast: no "
+                     "push is blocked unless it becomes a resolution advisory)")
     for f in b.get("their_files", [])[:4]:
         rng = fmt_ranges([(s, e) for s, e in f["ranges"]])
         lines.append(f"  they touch {text(f['path'], 300)}{' lines ' + rng if rng else ''} "

@@ -41,6 +41,15 @@ def test_a_pair_closing_fast_is_escalated_in_the_scan(space, scan_json, capsys):
     assert r2["advisory"] == "traffic"
     assert r2["risk"] + r2["closure_per_hop"] >= 0.7  # would cross tau_RA within a hop…
     assert r2["escalated"] is True  # …so both are told now (the push is not blocked)
+    # and the messages it sends say it is advice, not a block (trial15: "HOLD COURSE" read
+    # as an RA)
+    from proximity import triggers
+
+    for kind in ("steer", "hold"):
+        t = triggers.render({"body": {"type": kind, "advisory": r2["advisory"],
+                                      "escalated": r2["escalated"], "from": "a",
+                                      "branch": "feat/a", "risk": r2["risk"]}})
+        assert "escalated traffic advisory, closing fast: no push is blocked" in t, t
 
 
 def test_snapshot_hook_loads_neither_libgit2_nor_tree_sitter(tmp_path):
