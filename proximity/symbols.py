@@ -308,7 +308,8 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                                                 and q in own.get(fc.dest, {})):
                         hits.append((chg, wf, exact, False, call))
             for ch, wf, exact, unknown_recv, c in hits:
-                if _shadowed(chain[0], line, ch, facts, fc, writer, read, cache):
+                if len(chain) == 1 and _shadowed(chain[0], line, ch, facts, fc, writer, read,
+                                                 cache):
                     continue
                 got2 = evaluate(ch, wf, c, exact, via_class, unknown_recv,
                                 bool(type_only or _type_only_bind(facts, chain[0])), at)
@@ -335,8 +336,8 @@ def _enclosing(defs: dict[str, list[Any]], line: int) -> str | None:
 def _shadowed(name: str, line: int, ch: Changed, facts: dict[str, Any], fc: FileChange,
               writer: WorkingSet, read: Callable[[str], bytes], cache: dict[str, Any]
               ) -> bool:
-    """Whether the use of ``name`` at ``line`` of the reader's file may not reach the
-    changed definition at all: the function around it takes a parameter of that name (in
+    """Whether the use of the bare ``name`` at ``line`` of the reader's file may not reach
+    the changed definition at all: the function around it takes a parameter of that name (in
     the reader's version), or -- for a removal -- the writer's own version of that function
     still uses the name, so there it is bound in the function (a parameter or a local now
     stands in for the removed definition: rtk:2397379bfac7) or the writer's code lost it

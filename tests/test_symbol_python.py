@@ -199,6 +199,23 @@ def test_a_parameter_of_the_same_name_is_not_the_removed_definition(space, scan_
         assert "app.py:8" in f[0]["detail"]
 
 
+def test_a_module_used_in_the_writers_function_is_no_stand_in_for_the_removed_name(
+        space, scan_json, capsys):
+    """marshmallow:98b46e1a39f6: A renames ``utils.from_iso`` (and edits the test function
+    that calls it); B adds ``utils.from_iso(...)`` in that same function. A's version still
+    uses ``utils`` there -- the module, not the removed name: still removed-used."""
+    app = ("import lib\n\n\ndef test_it():\n    x = lib.scale(1, 2)\n    y = 3\n"
+           "    z = y + 1\n    return x, z\n")
+    sp = space({"lib.py": LIB, "app.py": app})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "lib.py", LIB.replace("def scale(", "def resize_by("))
+    sp.write(a, "app.py", app.replace("lib.scale(1, 2)", "lib.resize_by(1, 2)"))
+    sp.write(b, "app.py", app.replace("    z = y + 1\n",
+                                      "    z = y + 1\n    w = lib.scale(3, 4)\n"))
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert any(x["kind"] == "removed-used" and "app.py:8" in x["detail"] for x in f), (p, f)
+
+
 MOVED = {"pkg/__init__.py": "", "pkg/logging.py": "def x():\n    return 1\n",
          "pkg/core.py": "from pkg.logging import x\n"}
 
