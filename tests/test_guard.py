@@ -68,7 +68,7 @@ def test_a_branch_pushed_from_another_worktree_is_judged_as_its_own(tmp_path):
     for where in (a, main):
         blocked = run(where, "git", "push", "-q", "origin", "feat/b")
         assert blocked.returncode != 0, blocked.stderr
-        assert "'wt-b', whose branch this push carries, must yield to 'wt-a'" \
+        assert "'wt-b', whose work this push carries, must yield to 'wt-a'" \
             in blocked.stderr, blocked.stderr
     assert git(main, "ls-remote", "origin", "refs/heads/feat/b").stdout == ""
     for where in (main, b):
@@ -77,6 +77,35 @@ def test_a_branch_pushed_from_another_worktree_is_judged_as_its_own(tmp_path):
         git(main, "push", "-q", "origin", "--delete", "feat/a")
     own = run(b, "git", "push", "-q", "origin", "feat/b")
     assert own.returncode != 0 and "this worktree must yield to 'wt-a'" in own.stderr
+
+
+def test_a_copy_of_a_branch_that_must_yield_is_judged_as_its_worktree(tmp_path):
+    """A branch checked out nowhere stands for the worktree whose own commits it carries:
+    a copy of the branch that must yield, or one built on it, is blocked under any name,
+    from anywhere; a copy of the one with right-of-way, and history every worktree shares,
+    pass (retrial15: `git branch copy feat/b; git push origin copy` passed)."""
+    main = installed(tmp_path)
+    a, _b, _ra, _rb = collide(main, tmp_path)
+    git(main, "branch", "copy", "feat/b")
+    git(main, "branch", "built-on", "feat/b")
+    git(main, "branch", "other", "feat/a")
+    blocked = run(main, "git", "push", "-q", "origin", "copy")
+    assert blocked.returncode != 0, blocked.stderr
+    assert "'wt-b', whose work this push carries, must yield to 'wt-a'" in blocked.stderr, \
+        blocked.stderr
+    assert run(a, "git", "push", "-q", "origin", "copy:review2").returncode != 0
+    on = tmp_path / "on"
+    git(main, "worktree", "add", "-q", "--detach", str(on), "built-on")
+    (on / "extra.txt").write_text("more\n")
+    git(on, "add", "extra.txt")
+    git(on, "commit", "-qm", "more on b's work", "--no-verify")
+    sha = git(on, "rev-parse", "HEAD").stdout.strip()
+    git(main, "worktree", "remove", "--force", str(on))
+    git(main, "branch", "-f", "built-on", sha)
+    assert run(main, "git", "push", "-q", "origin", "built-on").returncode != 0
+    assert git(main, "ls-remote", "origin").stdout.count("refs/heads/") == 1  # main only
+    ok = run(main, "git", "push", "-q", "origin", "other", "main")
+    assert ok.returncode == 0, ok.stderr
 
 
 def test_guard_judges_the_pushed_commit_not_the_uncommitted_worktree(tmp_path):

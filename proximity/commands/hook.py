@@ -144,7 +144,7 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
     if me is not None and pushed is not None:
         runs = []
         for ref, sha in pushed:
-            owner = _owner(agents, ref) or me
+            owner = _owner(agents, ref) or _carrier(ctx, agents, me, sha) or me
             runs.append((owner.id, [_pushed_state(ctx, owner, ref, sha) if a.id == owner.id
                                     else a for a in agents]))
         if not runs:
@@ -205,6 +205,28 @@ def _owner(agents: list[Agent], ref: str) -> Agent | None:
                 None)
 
 
+def _carrier(ctx: context.Context, agents: list[Agent], me: Agent, sha: str) -> Agent | None:
+    """For a pushed branch checked out nowhere (a copy of another worktree's branch, or one
+    built on it): the one local worktree whose own commits it carries -- its HEAD is in
+    the pushed history and not in the pushing worktree's -- the deepest such when their
+    heads line up; None when none does or unrelated ones do. (retrial15: `git branch copy
+    feat/b; git push origin copy` pushed the commits that must yield, judged as the pushing
+    worktree.)"""
+    repo = ctx.repo
+    found = []
+    for a in agents:
+        if a.id == me.id or a.remote or a.error is not None or not a.head:
+            continue
+        if me.head and repo.is_ancestor(a.head, me.head):
+            continue  # history the pusher has too: nobody's own work here
+        if repo.is_ancestor(a.head, sha):
+            found.append(a)
+    deepest = [a for a in found
+               if not any(b is not a and b.head != a.head
+                          and repo.is_ancestor(str(a.head), str(b.head)) for b in found)]
+    return deepest[0] if len(deepest) == 1 else None
+
+
 def _pushed_state(ctx: context.Context, me: Agent, ref: str, sha: str) -> Agent:
     """This worktree as a pushed commit: its tree, on that commit, as the snapshot commit
     of (tree, commit) -- content-addressed, so a push of the state already judged (the
@@ -258,7 +280,7 @@ def outcome(ctx: context.Context, stage: str, verdict: dict[str, Any], allow: bo
     what = "push" if stage == "guard" else "commit"
     who = verdict.get("yielding")
     subject = "this worktree" if not isinstance(who, str) or who == ctx.here else (
-        f"worktree {text(who)!r}, whose branch this push carries,")
+        f"worktree {text(who)!r}, whose work this push carries,")
     lines.append(f"proximity: {what} blocked: {subject} must yield to "
                  f"{', '.join(repr(text(x)) for x in must_yield)}. "
                  f"Move your change away from their lines, or coordinate and override with "
