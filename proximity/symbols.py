@@ -125,7 +125,35 @@ def _native_binding(old: dict[str, Any], new: dict[str, Any], call: list[Any],
     why = _native_binds(new, call, explicit_self)
     if why:
         return why, before
+    if _constants_fit(old, new, call, explicit_self):
+        return "", before
     return "its parameter types changed", before
+
+
+_NUMERIC = re.compile(r"(u?int(8|16|32|64)?|uintptr|float(32|64)|complex(64|128)|byte|rune"
+                      r"|[iu](8|16|32|64|128|size)|f(32|64))")
+
+
+def _constants_fit(old: dict[str, Any], new: dict[str, Any], call: list[Any],
+                   explicit_self: bool) -> bool:
+    """Go and Rust: every argument whose parameter's type changed is a number literal and
+    both types are built-in numeric ones (Go's untyped constant, Rust's inferred literal:
+    ``MinimumNArgs(1)`` into ``n uint`` compiles; a literal too large for the new type
+    would not, which is not checked). A named type may take it too: not known here, so a
+    change."""
+    consts = call[4] if len(call) > 4 else []
+    ot, nt = list(old["types"]), list(new["types"])
+    if nt and nt[0].lstrip("&").startswith(("self", "mut self")) and not explicit_self:
+        ot, nt = ot[1:], nt[1:]
+    if len(ot) != len(nt) or len(consts) < len(nt):
+        return False
+    for i, (o, n) in enumerate(zip(ot, nt, strict=True)):
+        if o == n:
+            continue
+        kind = consts[i]
+        if not (kind == "num" and _NUMERIC.fullmatch(o) and _NUMERIC.fullmatch(n)):
+            return False
+    return True
 
 
 def _js_moved(old: dict[str, Any], new: dict[str, Any], call: list[Any]) -> str:

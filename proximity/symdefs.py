@@ -21,7 +21,7 @@ from typing import Any
 from proximity import parsers, pysyms
 from proximity.model import FileChange, WorkingSet
 
-FORMAT = "s6"  # bump when analysis changes, so cached results of older versions are unused
+FORMAT = "s7"  # bump when analysis changes, so cached results of older versions are unused
 MODULE_LANGS = ("python", "javascript", "typescript", "tsx", "rust")
 PACKAGE_LANGS = ("go",)  # a directory is one namespace: definitions move between its files
 Facts = dict[str, Any]

@@ -100,6 +100,18 @@ def _dereferenced(fn: Any, names: set[str]) -> list[str]:
     return sorted(out)
 
 
+# literals that are untyped constants in Go (in Rust, inferred): any type of their kind
+_CONSTANTS = {"int_literal": "num", "integer_literal": "num", "float_literal": "num",
+              "imaginary_literal": "num",
+              "rune_literal": "num", "interpreted_string_literal": "str",
+              "raw_string_literal": "str", "true": "bool", "false": "bool", "nil": "nil"}
+
+
+def _constant(arg: Any) -> str:
+    """An argument's kind of untyped constant ("num", "str", "bool", "nil"), else ""."""
+    return _CONSTANTS.get(arg.type, "")
+
+
 def _native_params(lang: str, node: Any) -> dict[str, Any]:
     """Go and Rust: the parameter types in order (names left out: a renamed parameter
     changes no call), a trailing variadic's type, and the result."""
@@ -254,7 +266,9 @@ def _refs(root: Any, refs: list[Any]) -> None:
             if c is not None and args is not None:
                 named = [a for a in args.named_children if a.type != "comment"]
                 spread = any(a.type in ("spread_element", "variadic_argument") for a in named)
-                refs.append([c, fn.end_point[0] + 1, [len(named), [], spread, False], False])
+                refs.append([c, fn.end_point[0] + 1,
+                             [len(named), [], spread, False, [_constant(x) for x in named]],
+                             False])
                 if "?" in c:
                     stack.append((fn, "function"))
                 stack.append((args, "arguments"))

@@ -122,7 +122,9 @@ def test_go_exported_param_change_vs_call_from_another_package(space, scan_json,
 @pytest.mark.parametrize(("new_sig", "risky"), [
     ("Price(count int) int", False),  # a parameter renamed: every call still compiles
     ("Price(n int, extra ...string) int", False),  # a variadic one added after it
-    ("Price(n string) int", True),  # its type changed (types are not checked: any change)
+    ("Price(n string) int", True),  # its type changed: the constant 2 is no string
+    ("Price(n *int) int", True),  # nor a pointer
+    ("Price(n uint) int", False),  # an untyped constant takes any numeric type (retrial15)
     ("Price(n int) int64", True),  # the result's type changed
 ])
 def test_go_parameter_changes_that_do_and_do_not_break_calls(space, scan_json, capsys,
@@ -138,6 +140,18 @@ def test_go_parameter_changes_that_do_and_do_not_break_calls(space, scan_json, c
         assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call", (p, f)
     else:
         assert f == [] and p["advisory"] != "resolution", (p, f)
+
+
+def test_go_a_typed_argument_does_not_convert(space, scan_json, capsys):
+    """``n := 2; shop.Price(n)``: n is an int, and Go converts no typed value: int -> uint
+    breaks this call where it does not break ``shop.Price(2)``."""
+    sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB, "cmd/main.go": GO_MAIN})
+    sp.write(a, "shop/price.go", GO_LIB.replace("Price(n int) int", "Price(n uint) int"))
+    sp.write(b, "cmd/main.go", GO_MAIN.replace(
+        "func main() {}", "func main() {\n\tn := 2\n\t_ = shop.Price(n)\n}"))
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution" and f[0]["kind"] == "incompatible-call", (p, f)
+    assert "parameter types changed" in f[0]["detail"]
 
 
 def test_go_same_name_in_another_package_is_no_risk(space, scan_json, capsys):
