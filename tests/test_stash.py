@@ -236,6 +236,20 @@ def test_a_patch_is_applied_only_on_the_state_it_was_made_from(tmp_path: Path) -
     assert git(main, "status", "--porcelain").stdout == status  # index, files as they were
 
 
+def collided(framework: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Worktrees wt-a (feat/a) and wt-b (feat/b) commit line 20 under the host, a first:
+    b must yield (its commit shows the Resolution Advisory)."""
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        assert git(framework, "worktree", "add", "-q", "-b", br, str(wt)).returncode == 0
+    (a / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by a\n"))
+    assert run(a, "git", "commit", "-qam", "a").returncode == 0
+    (b / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by b\n"))
+    rb = run(b, "git", "commit", "-qam", "b")
+    assert "RESOLUTION ADVISORY" in rb.stdout + rb.stderr
+    return a, b
+
+
 @pytest.mark.parametrize("host", ["pre-commit", "prek"])
 def test_a_must_yield_push_down_to_the_root_is_judged(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch,
@@ -245,14 +259,7 @@ def test_a_must_yield_push_down_to_the_root_is_judged(tmp_path: Path,
     another one, the other passes (trial14: pre-commit let it through from another
     worktree: the worktree was judged instead of what was pushed)."""
     framework = installed(tmp_path, monkeypatch, host)
-    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
-    for wt, br in ((a, "feat/a"), (b, "feat/b")):
-        assert git(framework, "worktree", "add", "-q", "-b", br, str(wt)).returncode == 0
-    (a / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by a\n"))
-    assert run(a, "git", "commit", "-qam", "a").returncode == 0
-    (b / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by b\n"))
-    rb = run(b, "git", "commit", "-qam", "b")
-    assert "RESOLUTION ADVISORY" in rb.stdout + rb.stderr
+    a, b = collided(framework, tmp_path)
     empty = tmp_path / "empty.git"
     git(tmp_path, "init", "-q", "--bare", str(empty))
     pb = run(b, "git", "push", "-q", str(empty), "feat/b")
@@ -279,14 +286,7 @@ def test_every_pushed_branch_is_judged_though_the_host_passes_one(
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(framework, "remote", "add", "origin", str(remote))
     assert run(framework, "git", "push", "-q", "origin", "main").returncode == 0
-    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
-    for wt, br in ((a, "feat/a"), (b, "feat/b")):
-        assert git(framework, "worktree", "add", "-q", "-b", br, str(wt)).returncode == 0
-    (a / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by a\n"))
-    assert run(a, "git", "commit", "-qam", "a").returncode == 0
-    (b / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by b\n"))
-    rb = run(b, "git", "commit", "-qam", "b")
-    assert "RESOLUTION ADVISORY" in rb.stdout + rb.stderr
+    a, _b = collided(framework, tmp_path)
 
     def blocked(where: Path, *args: str) -> bool:
         r = run(where, "git", "push", "-q", *args)
