@@ -81,22 +81,20 @@ class Replayer:
         return proc.stdout if proc.returncode == 0 else None
 
 
-def requests(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, ...] | None]]:
-    """The check calls one commit's edits make: path and lines of the parent's file."""
-    out: list[tuple[str, tuple[Range, ...] | None]] = []
-    for path, d in sorted(change.items()):
-        if d.new_file or d.binary or not d.hunks:
-            out.append((path, None))
-            continue
-        rs = sorted({h.base if h.old_lines else (max(1, h.old_start),) * 2 for h in d.hunks})
-        out.append((path, tuple(rs)))
-    return out
+requests = precheck.edits_of  # the check calls one commit's edits make (one implementation)
+MERGES = False  # --merges: merge commits ask too (`check --merge`)
 
 
-def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, ...] | None]]
-              ) -> list[checker.Side]:
-    """One checker.Side per call: X at p asks, Y's live state is its tip y."""
+def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, ...] | None]],
+              merging: str | None = None) -> list[checker.Side]:
+    """One checker.Side per call: X at p asks, Y's live state is its tip y. ``merging``:
+    X is about to merge that commit (`check --merge`): the pair's base is the later of the
+    two merge bases, as precheck.gather takes it."""
     base = g.merge_base(p, y)
+    if merging:
+        b2 = g.merge_base(merging, y)
+        if b2 and (not base or g.src.repo.is_ancestor_cli(base, b2)):
+            base = b2
     paths = [c[0] for c in calls]
     theirs = hunks.parse(g.diff(base, y, paths)) if base != y else {}
     mine = hunks.parse(g.diff(base, p, paths)) if base != p else {}
@@ -164,12 +162,16 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
         g, case["base"], case["b"]["commit"])
     then: dict[tuple[str, str], bool] = {}
     for i, (side, c, p, y) in enumerate(evs[:cut + 1]):
+        merging = None
         if c in merged:
-            continue  # a merge brings others' work in: no agent edits, no check
+            if not MERGES:
+                continue  # a merge brings others' work in: no agent edits, no check
+            # `check --merge`: asked before merging, with what the merge changes here
+            merging = next(iter(g.git(["rev-list", "--parents", "-n1", c]).split()[2:]), None)
         calls = requests(hunks.parse(g.diff(p, c)))
         if not calls:
             continue
-        for s in sides_for(g, p, y, calls):
+        for s in sides_for(g, p, y, calls, merging):
             d = checker.decide([s])
             kinds = sorted({f.evidence for f in d.conflicts})
             if d.decision == checker.DENY and (c, y) not in then:
@@ -316,7 +318,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out")
     ap.add_argument("--load", help="report on a previous --out file instead of replaying")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--merges", action="store_true",
+                    help="merge commits ask too, as `proximity check --merge` before merging")
     args = ap.parse_args(argv)
+    global MERGES
+    MERGES = args.merges
     by_id = {c["id"]: c for c in replay.load_cases(args.cases)}
     dirs = replay.git_dirs(args.cases, args.git_dir)
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)

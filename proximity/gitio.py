@@ -1105,6 +1105,21 @@ class Repo:
         self._remember(key, (old_tree, new_tree), tuple(out))
         return out
 
+    def merge_result(self, a: str, b: str) -> tuple[str, list[str]] | None:
+        """git's merge of two commits, written nowhere but the object store: (its tree --
+        with conflict markers where it conflicts -- and the paths it leaves conflicted);
+        None if git cannot merge them."""
+        try:
+            proc = git(["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
+                        a, b], cwd=self.workdir, ok=(0, 1))
+        except FatalError:
+            return None
+        parts = proc.stdout.split(b"\0")
+        tree = parts[0].decode("ascii", "replace").strip()
+        if len(tree) not in (40, 64):
+            return None
+        return tree, sorted({x.decode("utf-8", "surrogateescape") for x in parts[1:] if x})
+
     def merge_conflicts(self, a: str, b: str) -> list[str] | None:
         """Paths git's own merge of two snapshot commits leaves conflicted; None if unknown."""
         args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"]

@@ -91,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deny-on", choices=("ra", "ta", "never"), default=None,
                    help="deny on a certain conflict (ra, default), on any traffic (ta), or "
                    "never (only ask); default from git config proximity.checkPolicy")
+    p.add_argument("--merge", default=None, metavar="REF",
+                   help="check merging REF into this worktree before you merge: what the "
+                   "merge would change here, checked like edits (git merge-tree; nothing is "
+                   "written)")
     p.add_argument("--hook", default=None, metavar="HARNESS",
                    choices=("claude", "claude-post", "gemini", "gemini-post"),
                    help="read an agent harness's tool event on stdin and answer in its "

@@ -189,11 +189,14 @@ def _recorded(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) ->
     return w.head or gitio.EMPTY_TREE
 
 
-def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
-           ) -> list[checker.Side]:
+def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
+           merging: str | None = None) -> list[checker.Side]:
     """Every sibling's evidence about the targets. Git's work runs as concurrent
     processes, in three rounds: merge bases, diffs of the requested paths, and (only when
-    the requested lines define symbols) the siblings' whole diffs."""
+    the requested lines define symbols) the siblings' whole diffs. ``merging``: a commit
+    this worktree is about to merge; a pair's base is then what it will be after the merge
+    (a sibling on that branch shares its commits with this worktree then: only its own
+    work beyond them is its change)."""
     me = repo.current()
     paths = sorted({t.path for t in targets})
     # most pairs share this worktree's HEAD as their base: read its blobs while git lists
@@ -214,6 +217,13 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
     found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in heads])
     base_of = {h: (out.decode().strip() or None) if out else None
                for h, out in zip(heads, found, strict=True)}
+    if merging:
+        after = gitio.git_many([(["merge-base", merging, h], repo.workdir) for h in heads])
+        for h, res in zip(heads, after, strict=True):
+            b2 = res.decode().strip() if res else ""
+            b1 = base_of.get(h)
+            if b2 and (b1 is None or repo.is_ancestor_cli(b1, b2)):
+                base_of[h] = b2  # the later of the two: the base after the merge
     if me.head:
         base_of[me.head] = me.head
     bases = {w.id: base_of.get(w.head) if w.head else None for w in siblings}
@@ -298,17 +308,61 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None
     return out
 
 
+def edits_of(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, ...] | None]]:
+    """The check a change asks, per path: the lines of the old file it replaces (a pure
+    insertion: its anchor line; an added or binary file: the whole file)."""
+    out: list[tuple[str, tuple[Range, ...] | None]] = []
+    for path, d in sorted(change.items()):
+        if d.new_file or d.binary or not d.hunks:
+            out.append((path, None))
+            continue
+        rs = sorted({h.base if h.old_lines else (max(1, h.old_start),) * 2 for h in d.hunks})
+        out.append((path, tuple(rs)))
+    return out
+
+
+class MergePlan(NamedTuple):
+    ref: str  # as given
+    commit: str
+    targets: list[tuple[str, tuple[Range, ...] | None]]  # what the merge changes here
+    conflicts: list[str]  # paths the merge itself leaves conflicted with HEAD
+
+
+def merge_plan(start: str, ref: str) -> MergePlan:
+    """What merging ``ref`` into this worktree's HEAD would change here, worked out by
+    git's own merge in the object store (nothing in the worktree or index is touched):
+    the paths and HEAD's lines it replaces, to be checked like edits."""
+    repo = gitio.Repo(start, fast=True)
+    got = gitio.git(["rev-parse", "--verify", "--quiet", "--end-of-options",
+                     f"{ref}^{{commit}}"], cwd=repo.workdir, ok=(0, 1, 128))
+    commit = got.stdout.decode("ascii", "replace").strip()
+    head = gitio.git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=repo.workdir,
+                     ok=(0, 1, 128)).stdout.decode("ascii", "replace").strip()
+    if got.returncode != 0 or not commit:
+        raise UsageError(f"--merge: {ref!r} names no commit here")
+    if not head:
+        raise UsageError("--merge: this worktree has no commit to merge into")
+    merged = repo.merge_result(head, commit)
+    if merged is None:
+        raise UsageError(f"--merge: git cannot merge {ref!r} into HEAD")
+    tree, conflicts = merged
+    diff = gitio.git(["diff", "--no-color", "--no-ext-diff", "--no-renames", "-U0", head, tree],
+                     cwd=repo.workdir).stdout.decode("utf-8", "surrogateescape")
+    return MergePlan(ref, commit, edits_of(hunks.parse(diff)), conflicts)
+
+
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
-          deny_on: str | None = None, cwd: str | None = None) -> checker.Decision:
+          deny_on: str | None = None, cwd: str | None = None,
+          merging: str | None = None) -> checker.Decision:
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
-    that contains ``start``."""
+    that contains ``start`` (by merging the commit ``merging``, when given)."""
     repo = gitio.Repo(start, fast=True)
     tg = [Target(relative(repo, p, cwd or start), r) for p, r in targets]
     cfg = None if deny_on else gitio.git_start(["config", "--get", "proximity.checkPolicy"],
                                                repo.workdir)
     ledger = _open_ledger(repo)
     try:
-        sides = gather(repo, tg, ledger)
+        sides = gather(repo, tg, ledger, merging)
     finally:
         if ledger is not None:
             ledger.close()

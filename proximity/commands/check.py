@@ -1,4 +1,6 @@
 """`proximity check PATH[:START-END]…`: may this worktree edit these lines now?
+`proximity check --merge REF`: may it merge REF now (what the merge would change here,
+checked the same way)?
 
 ``--hook HARNESS`` reads an agent harness's pre- or post-edit event on stdin and answers in
 that harness's format (proximity/harness.py). The facts come from proximity/precheck.py,
@@ -28,12 +30,44 @@ def run(args: argparse.Namespace) -> int:
         text = getattr(args, "stdin_text", None)  # read already by the thin client
         return harness.run(args.hook, sys.stdin.read() if text is None else str(text),
                            args.deny_on)
-    if not args.paths:
-        raise FatalError("name at least one PATH[:START-END] to check (or use --hook)")
     cwd = os.path.abspath(args.repo or os.getcwd())
+    if getattr(args, "merge", None):
+        return _merge(cwd, str(args.merge), args)
+    if not args.paths:
+        raise FatalError("name at least one PATH[:START-END] to check (or use --hook or "
+                         "--merge REF)")
     d = check(cwd, [parse_spec(s) for s in args.paths], args.deny_on)
     if args.json:
         print(json.dumps(checker.decision_json(d), indent=2))
     else:
         print(checker.decision_text(d))
     return 0 if d.decision == checker.ALLOW else 1
+
+
+def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
+    """`check --merge REF`: merging REF here changes these paths and lines; checked like
+    edits of them, before anything is written (a merge brings others' work in, and no edit
+    asks about it: the pre-edit check's blind spot)."""
+    from proximity import gitio
+    from proximity.precheck import merge_plan
+    from proximity.untrusted import text
+
+    plan = merge_plan(cwd, ref)
+    root = gitio.Repo(cwd, fast=True).workdir
+    d = check(root, plan.targets, args.deny_on, cwd=root, merging=plan.commit) \
+        if plan.targets else None
+    if args.json:
+        doc: dict[str, object] = dict(checker.decision_json(d)) if d is not None \
+            else {"decision": checker.ALLOW}
+        doc["merge"] = {"ref": ref, "commit": plan.commit,
+                        "paths": [p for p, _ in plan.targets], "own_conflicts": plan.conflicts}
+        print(json.dumps(doc, indent=2))
+    else:
+        what = f"merging {text(ref)!r} ({plan.commit[:12]}) here changes " \
+               f"{len(plan.targets)} file(s)"
+        print(f"proximity: {what}" + (f"; it conflicts with your own HEAD in: "
+                                      f"{text(', '.join(plan.conflicts), 400)}"
+                                      if plan.conflicts else ""))
+        if d is not None:
+            print(checker.decision_text(d))
+    return 0 if d is None or d.decision == checker.ALLOW else 1
