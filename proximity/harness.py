@@ -5,7 +5,9 @@ current-file line ranges an edit will touch; an *answer* function turns a decisi
 JSON that harness reads back. Supported (formats confirmed from their public docs):
 
 * Claude Code: ``PreToolUse`` (Edit, MultiEdit, Write, NotebookEdit) answered with
-  ``hookSpecificOutput.permissionDecision`` allow / ask / deny; ``PostToolUse`` records.
+  ``hookSpecificOutput.permissionDecision`` allow / ask / deny; ``PostToolUse`` records. A
+  ``Bash`` call that is a plain ``git merge REF`` or ``git rebase REF`` is checked as
+  ``check --merge REF`` (what it would bring in, before it does).
 * Gemini CLI: ``BeforeTool`` (replace, write_file) answered with ``decision`` allow /
   deny and ``reason``; it has no "ask", so ask becomes allow plus a ``systemMessage`` to
   the user (Gemini CLI confirms file edits with the user itself). ``AfterTool`` records.
@@ -95,6 +97,31 @@ def claude_targets(event: dict[str, Any]) -> Targets:
     return [(path, _edits(path, triples))]
 
 
+def claude_merge(event: dict[str, Any]) -> str | None:
+    """The branch a Bash tool call is about to merge into the worktree: ``git merge REF``
+    or ``git rebase REF`` (one plain command, one ref; anything else: None). The text is
+    data: only split, never run."""
+    import shlex
+
+    if event.get("tool_name") != "Bash":
+        return None
+    cmd = str((event.get("tool_input") or {}).get("command") or "")
+    if any(c in cmd for c in ";&|`$()<>\n"):
+        return None  # a compound command: not read
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    if len(words) < 3 or words[0] != "git" or words[1] not in ("merge", "rebase"):
+        return None
+    refs = [w for w in words[2:] if not w.startswith("-")]
+    flags = [w for w in words[2:] if w.startswith("-")]
+    if len(refs) != 1 or any(f in ("--abort", "--continue", "--skip", "--quit", "-m") or
+                             f.startswith("--onto") for f in flags):
+        return None
+    return refs[0]
+
+
 def claude_answer(decision: str, reason: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                    "permissionDecision": decision,
@@ -150,6 +177,9 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
     try:
         if os.environ.get("PROXIMITY_SKIP") == "1":
             return answer("allow", "proximity: PROXIMITY_SKIP=1")
+        merging = claude_merge(event) if name == "claude" else None
+        if merging is not None:
+            return _merge(event, merging, answer, deny_on)
         targets = targets_of(event)
         if not targets:
             return answer("allow", "proximity: not a file edit")
@@ -174,6 +204,27 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
     except Exception as e:  # never block an agent because of our bug
         return answer("allow", f"proximity check failed ({type(e).__name__}: {e}); "
                       "allowing the edit")
+
+
+def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[str, Any]],
+           deny_on: str | None) -> dict[str, Any]:
+    """`check --merge REF` for a Bash tool call about to merge or rebase onto REF."""
+    from proximity import checker, gitio
+    from proximity.errors import NotARepository, UsageError
+    from proximity.precheck import check, merge_plan
+
+    cwd = str(event.get("cwd") or os.getcwd())
+    try:
+        plan = merge_plan(cwd, ref)
+        root = gitio.Repo(cwd, fast=True).workdir
+    except (NotARepository, UsageError) as e:
+        return answer("allow", f"proximity: not checked ({e})")
+    if not plan.targets:
+        return answer("allow", f"proximity: merging {ref!r} changes nothing here")
+    d = check(root, plan.targets, deny_on, cwd=root, merging=plan.commit)
+    if d.decision == checker.ALLOW:
+        return answer("allow", f"proximity: merging {ref!r} meets no sibling's work")
+    return answer(d.decision, f"proximity: merging {ref!r} here: " + _with_hunk(d))
 
 
 def _with_hunk(d: Any) -> str:

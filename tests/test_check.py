@@ -401,3 +401,18 @@ def test_merging_a_branch_is_checked_before_anything_is_written(pair, capsys):
     assert "merging 'release'" in capsys.readouterr().out
     assert main(["check", "-C", str(b), "--merge=--output=/tmp/x"]) == 2
     assert "names no commit" in capsys.readouterr().err
+    # the Claude Code hook on Bash: a plain `git merge REF` / `git rebase REF` is asked
+    # the same way, before it runs; anything else is no merge (its text is never run)
+    def bash(cmd: str) -> dict:  # type: ignore[type-arg]
+        return hook(b, "claude", {"tool_name": "Bash", "cwd": str(b),
+                                  "tool_input": {"command": cmd}})["hookSpecificOutput"]
+
+    out = bash("git merge --no-ff release")
+    assert out["permissionDecision"] == "deny", out
+    assert "merging 'release'" in out["permissionDecisionReason"] and "'a'" in \
+        out["permissionDecisionReason"]
+    assert bash("git rebase later")["permissionDecision"] == "allow"
+    for cmd in ("git status", "git merge --abort", "git merge release; touch pwned",
+                "git merge $(touch pwned)"):
+        assert bash(cmd)["permissionDecision"] == "allow", cmd
+    assert not (b / "pwned").exists()
