@@ -49,6 +49,23 @@ def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default:
     return checker.decision_json(d)
 
 
+def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: str
+                     ) -> dict[str, Any]:
+    """`check --merge REF`: what merging REF here would change, checked like edits."""
+    from proximity import checker, gitio
+    from proximity.precheck import check, merge_plan
+
+    where = _where(repo, default)
+    plan = merge_plan(where, ref)
+    root = gitio.Repo(where, fast=True).workdir
+    doc: dict[str, Any] = checker.decision_json(check(
+        root, plan.targets, deny_on, cwd=root, merging=plan.commit)) if plan.targets \
+        else {"decision": checker.ALLOW}
+    doc["merge"] = {"ref": ref, "commit": plan.commit, "paths": [p for p, _ in plan.targets],
+                    "own_conflicts": plan.conflicts}
+    return doc
+
+
 def status_tool(repo: str | None, default: str) -> dict[str, Any]:
     from proximity import context, hunks, report
 
@@ -125,6 +142,17 @@ def build(default: str) -> Any:
                   pattern="^(ra|ta|never)$")] = None,
               repo: Repo = None) -> dict[str, Any]:
         return check_tool(paths, deny_on, repo, default)
+
+    @server.tool(description="May this worktree merge (or rebase onto) this branch now? "
+                 "What the merge would bring in is checked like edits of those lines, "
+                 "before anything is written: 'allow', 'ask' or 'deny', naming the sibling "
+                 "whose work it would meet.")
+    def check_merge(ref: Annotated[str, Field(description="the branch or commit to merge")],
+                    deny_on: Annotated[str | None, Field(
+                        description="'ra' (default), 'ta' or 'never', as for check",
+                        pattern="^(ra|ta|never)$")] = None,
+                    repo: Repo = None) -> dict[str, Any]:
+        return check_merge_tool(ref, deny_on, repo, default)
 
     @server.tool(description="Collision risk between this worktree and each sibling: "
                  "advisory (clear / traffic / resolution), risk, channels, evidence, who must "

@@ -38,16 +38,23 @@ def test_mcp_session_initialize_list_and_call_check(space):
     sp = space({"app.txt": APP, "other.txt": lines(5)})
     a, b = sp.wt("a"), sp.wt("b")
     sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 by b\n"))  # uncommitted
+    from conftest import git
+
+    git(sp.main, "switch", "-q", "-c", "rel")  # a release branch rewrites line 12
+    sp.write(sp.main, "app.txt", APP.replace("line 12\n", "line 12 released\n"))
+    sp.commit(sp.main, "release")
+    git(sp.main, "switch", "-q", "-")
     init, tools, results = anyio.run(session, str(a), [
         ("check", {"paths": ["app.txt:11-13"]}),
         ("check", {"paths": ["other.txt"]}),
         ("intend", {"paths": ["other.txt:1-2"]}),
         ("status", {}),
         ("inbox", {}),
+        ("check_merge", {"ref": "rel"}),  # would bring line 12 in, where b works
     ])
     assert init.server_info.name == "proximity"
     by_name = {t.name: t for t in tools.tools}
-    assert set(by_name) >= {"check", "status", "intend", "inbox"}
+    assert set(by_name) >= {"check", "status", "intend", "inbox", "check_merge"}
     schema = by_name["check"].input_schema
     assert schema["required"] == ["paths"] and schema["properties"]["paths"]["type"] == "array"
     assert "description" in schema["properties"]["paths"]
@@ -64,3 +71,6 @@ def test_mcp_session_initialize_list_and_call_check(space):
     (p,) = [p for p in status["pairs"] if p["agent"] == "b"]
     assert p["branch"] == "feat/b"
     assert payload(results[4]) == {"agent": "a", "messages": []}
+    merged = payload(results[5])
+    assert merged["decision"] == "deny" and merged["merge"]["paths"] == ["app.txt"], merged
+    assert [c["agent"] for c in merged["conflicts"] if c["evidence"] == "conflict"] == ["b"]
