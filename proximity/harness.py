@@ -106,20 +106,40 @@ def claude_merge(event: dict[str, Any]) -> str | None:
     if event.get("tool_name") != "Bash":
         return None
     cmd = str((event.get("tool_input") or {}).get("command") or "")
-    if any(c in cmd for c in ";&|`$()<>\n"):
-        return None  # a compound command: not read
+    if len(cmd) > MAX_COMMAND or any(c in cmd for c in ";&|`$()<>\n"):
+        return None  # a compound (or huge) command: not read
     try:
         words = shlex.split(cmd)
     except ValueError:
         return None
-    if len(words) < 3 or words[0] != "git" or words[1] not in ("merge", "rebase"):
+    if not words or os.path.basename(words[0]) != "git":
         return None
-    refs = [w for w in words[2:] if not w.startswith("-")]
-    flags = [w for w in words[2:] if w.startswith("-")]
-    if len(refs) != 1 or any(f in ("--abort", "--continue", "--skip", "--quit", "-m") or
-                             f.startswith("--onto") for f in flags):
+    i = 1
+    while i < len(words) and words[i].startswith("-"):  # git's own options
+        i += 2 if words[i] in ("-c", "-C") else 1
+    if i >= len(words) or words[i] not in ("merge", "rebase"):
         return None
-    return refs[0]
+    rest, refs = words[i + 1:], []
+    while rest:
+        w = rest.pop(0)
+        if w in ("--abort", "--continue", "--skip", "--quit", "--onto", "--root") \
+                or w.startswith("--onto="):
+            return None  # not a merge of one branch into this one
+        if w in _TAKES_VALUE:
+            if rest:
+                rest.pop(0)
+        elif w == "--":
+            refs += rest
+            break
+        elif not w.startswith("-"):
+            refs.append(w)
+    return refs[0] if len(refs) == 1 else None
+
+
+MAX_COMMAND = 4096  # a longer command line is not read (splitting it is not free)
+# git merge / git rebase options whose value is the next word
+_TAKES_VALUE = frozenset(("-m", "-F", "--file", "-s", "--strategy", "-X", "--strategy-option",
+                          "-x", "--exec", "--cleanup", "--into-name"))
 
 
 def claude_answer(decision: str, reason: str) -> dict[str, Any]:
@@ -221,7 +241,7 @@ def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[st
         return answer("allow", f"proximity: not checked ({e})")
     if not plan.targets:
         return answer("allow", f"proximity: merging {ref!r} changes nothing here")
-    d = check(root, plan.targets, deny_on, cwd=root, merging=plan.commit)
+    d = check(root, plan.targets, deny_on, cwd=root, merging=plan.commit, merged=plan.tree)
     if d.decision == checker.ALLOW:
         return answer("allow", f"proximity: merging {ref!r} meets no sibling's work")
     return answer(d.decision, f"proximity: merging {ref!r} here: " + _with_hunk(d))

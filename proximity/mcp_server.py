@@ -59,8 +59,8 @@ def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: s
     plan = merge_plan(where, ref)
     root = gitio.Repo(where, fast=True).workdir
     doc: dict[str, Any] = checker.decision_json(check(
-        root, plan.targets, deny_on, cwd=root, merging=plan.commit)) if plan.targets \
-        else {"decision": checker.ALLOW}
+        root, plan.targets, deny_on, cwd=root, merging=plan.commit, merged=plan.tree)) \
+        if plan.targets else {"decision": checker.ALLOW}
     doc["merge"] = {"ref": ref, "commit": plan.commit, "paths": [p for p, _ in plan.targets],
                     "own_conflicts": plan.conflicts}
     return doc

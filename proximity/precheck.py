@@ -190,13 +190,14 @@ def _recorded(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) ->
 
 
 def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
-           merging: str | None = None) -> list[checker.Side]:
+           merging: str | None = None, merged: str | None = None) -> list[checker.Side]:
     """Every sibling's evidence about the targets. Git's work runs as concurrent
     processes, in three rounds: merge bases, diffs of the requested paths, and (only when
     the requested lines define symbols) the siblings' whole diffs. ``merging``: a commit
     this worktree is about to merge; a pair's base is then what it will be after the merge
     (a sibling on that branch shares its commits with this worktree then: only its own
-    work beyond them is its change)."""
+    work beyond them is its change; ``merged``, the merge's tree, then says which lines
+    this worktree will change against that base: only those can meet its work)."""
     me = repo.current()
     paths = sorted({t.path for t in targets})
     # most pairs share this worktree's HEAD as their base: read its blobs while git lists
@@ -217,13 +218,22 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in heads])
     base_of = {h: (out.decode().strip() or None) if out else None
                for h, out in zip(heads, found, strict=True)}
+    moved: set[str] = set()  # bases taken from the merged branch's side
     if merging:
         after = gitio.git_many([(["merge-base", merging, h], repo.workdir) for h in heads])
         for h, res in zip(heads, after, strict=True):
             b2 = res.decode().strip() if res else ""
             b1 = base_of.get(h)
-            if b2 and (b1 is None or repo.is_ancestor_cli(b1, b2)):
+            if b2 and b2 != b1 and (b1 is None or repo.is_ancestor_cli(b1, b2)):
                 base_of[h] = b2  # the later of the two: the base after the merge
+                moved.add(b2)
+    # against such a base, this worktree's change is the merged tree's, not the merge's
+    after_merge: dict[str, dict[str, hunks.FileDiff]] = {}
+    if merged and moved:
+        texts = gitio.git_many([(["diff", "--no-color", "--no-ext-diff", "-M", "-U0", b, merged,
+                                  "--", *paths], repo.workdir) for b in sorted(moved)])
+        after_merge = {b: hunks.parse((t or b"").decode("utf-8", "replace"))
+                       for b, t in zip(sorted(moved), texts, strict=True)}
     if me.head:
         base_of[me.head] = me.head
     bases = {w.id: base_of.get(w.head) if w.head else None for w in siblings}
@@ -272,6 +282,10 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         DIFFS.clear()
     for (key, wpath, base, p), text, ck in zip(todo, texts, keys, strict=True):
         parsed = hunks.parse((text or b"").decode("utf-8", "replace"))
+        if not parsed and text and b"\nBinary files " in b"\n" + text:
+            # two differently named files' binary diff names no path git's way: still a
+            # change (mergetrial15: a sibling's changed image was not seen)
+            parsed = {p: hunks.FileDiff((), binary=True)}
         got = None
         for d in parsed.values():
             diffs.setdefault((key, base), {})[p] = got = d
@@ -302,6 +316,11 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             own = mine[bases[w.id]].get(t.path)
             base_ranges = None if t.ranges is None else tuple(
                 hunks.to_base(t.ranges, own.hunks if own else ()))
+            if bases[w.id] in after_merge:
+                change = after_merge[str(bases[w.id])].get(t.path)
+                if change is None:
+                    continue  # the merged tree leaves this file as that base has it
+                base_ranges = edits_of({t.path: change})[0][1]
             out.append(checker.Side(
                 w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ())))
@@ -324,6 +343,7 @@ def edits_of(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, 
 class MergePlan(NamedTuple):
     ref: str  # as given
     commit: str
+    tree: str  # the merge's result
     targets: list[tuple[str, tuple[Range, ...] | None]]  # what the merge changes here
     conflicts: list[str]  # paths the merge itself leaves conflicted with HEAD
 
@@ -346,14 +366,16 @@ def merge_plan(start: str, ref: str) -> MergePlan:
     if merged is None:
         raise UsageError(f"--merge: git cannot merge {ref!r} into HEAD")
     tree, conflicts = merged
-    diff = gitio.git(["diff", "--no-color", "--no-ext-diff", "--no-renames", "-U0", head, tree],
+    diff = gitio.git(["diff", "--no-color", "--no-ext-diff", "-M", "-U0", head, tree],
                      cwd=repo.workdir).stdout.decode("utf-8", "surrogateescape")
-    return MergePlan(ref, commit, edits_of(hunks.parse(diff)), conflicts)
+    change = {p: d for p, d in hunks.parse(diff).items()
+              if d.hunks or d.new_file or d.binary}  # a pure rename changes no line
+    return MergePlan(ref, commit, tree, edits_of(change), conflicts)
 
 
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
           deny_on: str | None = None, cwd: str | None = None,
-          merging: str | None = None) -> checker.Decision:
+          merging: str | None = None, merged: str | None = None) -> checker.Decision:
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
     that contains ``start`` (by merging the commit ``merging``, when given)."""
     repo = gitio.Repo(start, fast=True)
@@ -362,7 +384,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
                                                repo.workdir)
     ledger = _open_ledger(repo)
     try:
-        sides = gather(repo, tg, ledger, merging)
+        sides = gather(repo, tg, ledger, merging, merged)
     finally:
         if ledger is not None:
             ledger.close()

@@ -412,7 +412,47 @@ def test_merging_a_branch_is_checked_before_anything_is_written(pair, capsys):
     assert "merging 'release'" in out["permissionDecisionReason"] and "'a'" in \
         out["permissionDecisionReason"]
     assert bash("git rebase later")["permissionDecision"] == "allow"
+    for cmd in ("git merge --no-ff -m 'Merge release' release", "git -c a.b=c merge release",
+                "/usr/bin/git merge -X theirs release", "git merge -- release"):
+        assert bash(cmd)["permissionDecision"] == "deny", cmd
     for cmd in ("git status", "git merge --abort", "git merge release; touch pwned",
-                "git merge $(touch pwned)"):
+                "git merge $(touch pwned)", "git merge " + "x" * 5000):
         assert bash(cmd)["permissionDecision"] == "allow", cmd
     assert not (b / "pwned").exists()
+
+
+def test_a_merge_check_counts_only_what_the_merge_will_change_against_each_sibling(pair,
+                                                                                  capsys):
+    """trial (mergetrial15): merging the branch the main checkout has checked out, with its
+    uncommitted work on the lines that branch changed, is no conflict with it (after the
+    merge both sides hold that branch's lines: only its own edits differ); a branch that
+    only renames a file a sibling edits changes no line of it."""
+    from conftest import git
+
+    sp, a, b = pair
+    git(sp.main, "switch", "-q", "-c", "rel")
+    sp.write(sp.main, "app.txt", APP.replace("line 12\n", "line 12 released\n"))
+    sp.commit(sp.main, "release")
+    sp.write(sp.main, "app.txt", APP.replace("line 12\n", "line 12 released, then more\n"))
+    rc, out = run_check(b, "--merge", "rel", capsys=capsys)
+    assert rc == 0 and out["decision"] == "allow", out
+    git(sp.main, "checkout", "-q", "--", "app.txt")
+    git(sp.main, "switch", "-q", "-c", "mv", "HEAD~1")
+    git(sp.main, "mv", "app.txt", "moved.txt")
+    sp.commit(sp.main, "rename only")
+    git(sp.main, "switch", "-q", "rel")
+    sp.write(a, "app.txt", APP.replace("line 12\n", "line 12 by a\n"))
+    rc, out = run_check(b, "--merge", "mv", capsys=capsys)
+    assert rc == 0 and out["decision"] == "allow", out
+
+
+def test_a_siblings_binary_change_is_seen(space, capsys):
+    """A binary file a sibling changed (its live copy against the base blob: two files
+    git names differently, so its diff names no path) is a change: an edit of it would
+    conflict (mergetrial15: allowed, and a merge bringing it in too)."""
+    sp = space({"assets/images/logo-large.bin": "\0\1\2binary\0", "t.txt": "x\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    (a / "assets/images/logo-large.bin").write_bytes(b"\0\5\6other\0")
+    rc, out = run_check(b, "assets/images/logo-large.bin", capsys=capsys)
+    assert rc == 1 and out["decision"] == "deny", out
+    assert "(binary)" in out["reason"]

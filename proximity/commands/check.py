@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         return harness.run(args.hook, sys.stdin.read() if text is None else str(text),
                            args.deny_on)
     cwd = os.path.abspath(args.repo or os.getcwd())
-    if getattr(args, "merge", None):
+    if getattr(args, "merge", None) is not None:
         return _merge(cwd, str(args.merge), args)
     if not args.paths:
         raise FatalError("name at least one PATH[:START-END] to check (or use --hook or "
@@ -54,8 +54,8 @@ def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
 
     plan = merge_plan(cwd, ref)
     root = gitio.Repo(cwd, fast=True).workdir
-    d = check(root, plan.targets, args.deny_on, cwd=root, merging=plan.commit) \
-        if plan.targets else None
+    d = check(root, plan.targets, args.deny_on, cwd=root, merging=plan.commit,
+              merged=plan.tree) if plan.targets else None
     if args.json:
         doc: dict[str, object] = dict(checker.decision_json(d)) if d is not None \
             else {"decision": checker.ALLOW}
