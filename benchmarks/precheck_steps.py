@@ -86,15 +86,19 @@ MERGES = False  # --merges: merge commits ask too (`check --merge`)
 
 
 def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, ...] | None]],
-              merging: str | None = None) -> list[checker.Side]:
+              merging: str | None = None, merged: str | None = None) -> list[checker.Side]:
     """One checker.Side per call: X at p asks, Y's live state is its tip y. ``merging``:
-    X is about to merge that commit (`check --merge`): the pair's base is the later of the
-    two merge bases, as precheck.gather takes it."""
+    X is about to merge that commit into ``merged`` (`check --merge`): the pair's base is
+    the later of the two merge bases, and against a base from the merged side only the
+    merged tree's lines count, as precheck.gather takes them."""
     base = g.merge_base(p, y)
+    after: dict[str, hunks.FileDiff] | None = None
     if merging:
         b2 = g.merge_base(merging, y)
-        if b2 and (not base or g.src.repo.is_ancestor_cli(base, b2)):
+        if b2 and b2 != base and (not base or g.src.repo.is_ancestor_cli(base, b2)):
             base = b2
+            if merged:
+                after = hunks.parse(g.diff(b2, merged, [c[0] for c in calls]))
     paths = [c[0] for c in calls]
     theirs = hunks.parse(g.diff(base, y, paths)) if base != y else {}
     mine = hunks.parse(g.diff(base, p, paths)) if base != p else {}
@@ -103,6 +107,10 @@ def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, .
         own = mine.get(path)
         base_ranges = None if ranges is None else tuple(
             hunks.to_base(ranges, own.hunks if own else ()))
+        if after is not None:
+            if path not in after:
+                continue  # the merged tree leaves this file as that base has it
+            base_ranges = precheck.edits_of({path: after[path]})[0][1]
         uses: tuple[checker.Use, ...] = ()
         if base != y:
             data = g.blob(p, path)
@@ -171,7 +179,7 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
         calls = requests(hunks.parse(g.diff(p, c)))
         if not calls:
             continue
-        for s in sides_for(g, p, y, calls, merging):
+        for s in sides_for(g, p, y, calls, merging, c if merging else None):
             d = checker.decide([s])
             kinds = sorted({f.evidence for f in d.conflicts})
             if d.decision == checker.DENY and (c, y) not in then:
