@@ -53,11 +53,15 @@ def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: s
                      ) -> dict[str, Any]:
     """`check --merge REF`: what merging REF here would change, checked like edits."""
     from proximity import checker, gitio
+    from proximity.errors import FatalError
     from proximity.precheck import check, merge_plan
 
     where = _where(repo, default)
-    plan = merge_plan(where, ref)
-    root = gitio.Repo(where, fast=True).workdir
+    try:
+        plan = merge_plan(where, ref)
+        root = gitio.Repo(where, fast=True).workdir
+    except FatalError as e:  # (UsageError, NotARepository): the reason, not a traceback
+        return {"decision": None, "error": str(e)}
     doc: dict[str, Any] = checker.decision_json(check(
         root, plan.targets, deny_on, cwd=root, merging=plan.commit, merged=plan.tree)) \
         if plan.targets else {"decision": checker.ALLOW}
