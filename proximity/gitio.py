@@ -849,10 +849,7 @@ class Repo:
         git(["update-ref", ref, commit], cwd=self.workdir)
 
     def is_ancestor_cli(self, anc: str, desc: str) -> bool:
-        if anc == desc:
-            return True
-        return git(["merge-base", "--is-ancestor", anc, desc], cwd=self.workdir,
-                   ok=(0, 1, 128)).returncode == 0
+        return is_ancestor_cli(anc, desc, self.workdir)
 
     def parents_cli(self, commit: str) -> list[str]:
         """Parents of a commit: from its loose object when it is one (a fresh commit is),
@@ -1105,46 +1102,40 @@ class Repo:
         self._remember(key, (old_tree, new_tree), tuple(out))
         return out
 
-    def merge_result(self, a: str, b: str) -> tuple[str, list[str]] | None:
+    def merge_result(self, a: str, b: str, unrelated: bool = False
+                     ) -> tuple[str, list[str]] | None:
         """git's merge of two commits, written nowhere but the object store: (its tree --
         with conflict markers where it conflicts -- and the paths it leaves conflicted);
-        None if git cannot merge them."""
-        try:
-            proc = git(["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
-                        a, b], cwd=self.workdir, ok=(0, 1))
-        except FatalError:
-            return None
-        parts = proc.stdout.split(b"\0")
-        tree = parts[0].decode("ascii", "replace").strip()
-        if len(tree) not in (40, 64):
-            return None
-        return tree, sorted({x.decode("utf-8", "surrogateescape") for x in parts[1:] if x})
-
-    def merge_conflicts(self, a: str, b: str) -> list[str] | None:
-        """Paths git's own merge of two snapshot commits leaves conflicted; None if unknown."""
+        None if git cannot merge them (``unrelated``: histories with no common commit
+        are merged too, as the scan's snapshots may be)."""
         args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"]
         try:
             proc = git([*args, a, b], cwd=self.workdir, ok=(0, 1))
         except FatalError as e:
-            if "unrelated histories" in str(e):
-                try:
-                    proc = git([*args, "--allow-unrelated-histories", a, b],
-                               cwd=self.workdir, ok=(0, 1))
-                except FatalError:
-                    return None
-            else:
+            if not (unrelated and "unrelated histories" in str(e)):
                 return None
-        if proc.returncode == 0:
-            return []
+            try:
+                proc = git([*args, "--allow-unrelated-histories", a, b],
+                           cwd=self.workdir, ok=(0, 1))
+            except FatalError:
+                return None
         parts = proc.stdout.split(b"\0")
+        tree = parts[0].decode("ascii", "replace").strip()
+        if len(tree) not in (40, 64):
+            return None
         out = set()
-        for raw in parts[1:]:
+        for raw in parts[1:] if proc.returncode else ():
             if raw:
                 path = raw.decode("utf-8", "surrogateescape")
                 for side in (a, b):  # a file moved aside for a directory: "path~<side>"
                     path = path.removesuffix(f"~{side}")
                 out.add(path)
-        return sorted(out)
+        return tree, sorted(out)
+
+    def merge_conflicts(self, a: str, b: str) -> list[str] | None:
+        """Paths git's own merge of two snapshot commits leaves conflicted; None if unknown."""
+        got = self.merge_result(a, b, unrelated=True)
+        return None if got is None else got[1]
 
 
 def _cfg_bool(cfg: Any, key: str, default: bool) -> bool:
@@ -1390,6 +1381,26 @@ def new_file_diff(worktree: str, path: str) -> str:
     """The whole of an untracked file as an addition (`git diff --no-index`)."""
     return git([*DIFF_ARGS, "--no-index", "--", "/dev/null", path], cwd=worktree,
                ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+def commit_of(ref: str, cwd: str) -> str | None:
+    """The commit a name says (git's answer; the name is never read as an option), or
+    None."""
+    try:
+        out = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+                  cwd=cwd, ok=(0, 1, 128))
+    except (FatalError, OSError):
+        return None
+    sha = out.stdout.decode("ascii", "replace").strip()
+    return sha if out.returncode == 0 and len(sha) in (40, 64) else None
+
+
+def is_ancestor_cli(anc: str, desc: str, cwd: str) -> bool:
+    """Whether ``anc`` is ``desc`` or one of its ancestors, by git (no libgit2)."""
+    if anc == desc:
+        return True
+    return git(["merge-base", "--is-ancestor", anc, desc], cwd=cwd,
+               ok=(0, 1, 128)).returncode == 0
 
 
 def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:

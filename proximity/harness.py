@@ -229,19 +229,16 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
 def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[str, Any]],
            deny_on: str | None) -> dict[str, Any]:
     """`check --merge REF` for a Bash tool call about to merge or rebase onto REF."""
-    from proximity import checker, gitio
+    from proximity import checker
     from proximity.errors import NotARepository, UsageError
-    from proximity.precheck import check, merge_plan
+    from proximity.precheck import check_merge
 
-    cwd = str(event.get("cwd") or os.getcwd())
     try:
-        plan = merge_plan(cwd, ref)
-        root = gitio.Repo(cwd, fast=True).workdir
+        _plan, d = check_merge(str(event.get("cwd") or os.getcwd()), ref, deny_on)
     except (NotARepository, UsageError) as e:
         return answer("allow", f"proximity: not checked ({e})")
-    if not plan.targets:
+    if d is None:
         return answer("allow", f"proximity: merging {ref!r} changes nothing here")
-    d = check(root, plan.targets, deny_on, cwd=root, merging=plan.commit, merged=plan.tree)
     if d.decision == checker.ALLOW:
         return answer("allow", f"proximity: merging {ref!r} meets no sibling's work")
     return answer(d.decision, f"proximity: merging {ref!r} here: " + _with_hunk(d))

@@ -52,22 +52,13 @@ def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default:
 def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: str
                      ) -> dict[str, Any]:
     """`check --merge REF`: what merging REF here would change, checked like edits."""
-    from proximity import checker, gitio
     from proximity.errors import FatalError
-    from proximity.precheck import check, merge_plan
+    from proximity.precheck import check_merge, merge_json
 
-    where = _where(repo, default)
     try:
-        plan = merge_plan(where, ref)
-        root = gitio.Repo(where, fast=True).workdir
+        return merge_json(*check_merge(_where(repo, default), ref, deny_on))
     except FatalError as e:  # (UsageError, NotARepository): the reason, not a traceback
         return {"decision": None, "error": str(e)}
-    doc: dict[str, Any] = checker.decision_json(check(
-        root, plan.targets, deny_on, cwd=root, merging=plan.commit, merged=plan.tree)) \
-        if plan.targets else {"decision": checker.ALLOW}
-    doc["merge"] = {"ref": ref, "commit": plan.commit, "paths": [p for p, _ in plan.targets],
-                    "own_conflicts": plan.conflicts}
-    return doc
 
 
 def status_tool(repo: str | None, default: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from proximity import checker, gitio, hunks
 from proximity.errors import ConfigError, LedgerError, UsageError
@@ -353,12 +353,9 @@ def merge_plan(start: str, ref: str) -> MergePlan:
     git's own merge in the object store (nothing in the worktree or index is touched):
     the paths and HEAD's lines it replaces, to be checked like edits."""
     repo = gitio.Repo(start, fast=True)
-    got = gitio.git(["rev-parse", "--verify", "--quiet", "--end-of-options",
-                     f"{ref}^{{commit}}"], cwd=repo.workdir, ok=(0, 1, 128))
-    commit = got.stdout.decode("ascii", "replace").strip()
-    head = gitio.git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=repo.workdir,
-                     ok=(0, 1, 128)).stdout.decode("ascii", "replace").strip()
-    if got.returncode != 0 or not commit:
+    commit = gitio.commit_of(ref, repo.workdir)
+    head = gitio.commit_of("HEAD", repo.workdir)
+    if commit is None:
         raise UsageError(f"--merge: {ref!r} names no commit here")
     if not head:
         raise UsageError("--merge: this worktree has no commit to merge into")
@@ -371,6 +368,28 @@ def merge_plan(start: str, ref: str) -> MergePlan:
     change = {p: d for p, d in hunks.parse(diff).items()
               if d.hunks or d.new_file or d.binary}  # a pure rename changes no line
     return MergePlan(ref, commit, tree, edits_of(change), conflicts)
+
+
+def check_merge(start: str, ref: str, deny_on: str | None = None
+                ) -> tuple[MergePlan, checker.Decision | None]:
+    """`check --merge REF` for the worktree that contains ``start``: the merge's plan and
+    the decision on the lines it would change (None: it changes none). UsageError when
+    ``ref`` cannot be merged here."""
+    plan = merge_plan(start, ref)
+    if not plan.targets:
+        return plan, None
+    root = gitio.Repo(start, fast=True).workdir
+    return plan, check(root, plan.targets, deny_on, cwd=root, merging=plan.commit,
+                       merged=plan.tree)
+
+
+def merge_json(plan: MergePlan, d: checker.Decision | None) -> dict[str, Any]:
+    """`check --merge --json` (and the MCP tool): the decision and what the merge brings."""
+    doc: dict[str, Any] = checker.decision_json(d) if d is not None \
+        else {"decision": checker.ALLOW}
+    doc["merge"] = {"ref": plan.ref, "commit": plan.commit,
+                    "paths": [p for p, _ in plan.targets], "own_conflicts": plan.conflicts}
+    return doc
 
 
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],

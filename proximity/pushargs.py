@@ -37,7 +37,7 @@ _LONG: dict[str, bool | None] = {
     "dry-run": False, "porcelain": False, "force": False, "force-with-lease": None,
     "force-if-includes": False, "recurse-submodules": True, "thin": False,
     "receive-pack": True, "exec": True, "set-upstream": False, "progress": False,
-    "prune": False, "verify": False, "no-verify": False, "follow-tags": False,
+    "prune": False, "verify": False, "follow-tags": False,
     "signed": None, "atomic": False, "push-option": True, "ipv4": False, "ipv6": False,
     "quiet": False, "verbose": False, "repo": True,
 }
@@ -263,14 +263,11 @@ def _config(cwd: str, remote: str) -> tuple[list[str], str]:
 
 
 def _contains(cwd: str, tip: str, sha: str) -> bool:
-    """Whether ``sha`` is ``tip`` or one of its ancestors."""
-    if tip == sha:
-        return True
+    """Whether ``sha`` is ``tip`` or one of its ancestors (False when git cannot say)."""
     from proximity import gitio
     from proximity.errors import FatalError
 
     try:
-        out = gitio.git(["merge-base", "--is-ancestor", sha, tip], cwd=cwd, ok=(0, 1, 128))
+        return gitio.is_ancestor_cli(sha, tip, cwd)
     except (FatalError, OSError):
         return False
-    return out.returncode == 0

@@ -179,17 +179,19 @@ def _fields(node: ast.ClassDef, attrs: bool = False) -> dict[str, Any]:
     (annotated ones; for attrs also ``x = attr.ib()``, whose ``_x`` takes ``x``)."""
     args: list[list[Any]] = [["self", False]]
     for s in node.body:
-        target, value = None, None
         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and \
                 "ClassVar" not in ast.unparse(s.annotation):
-            target, value = s.target.id, s.value
+            target = s.target.id
+            spec = _field(s.value, attrs) or (True, s.value is not None)
         elif attrs and isinstance(s, ast.Assign) and len(s.targets) == 1 and \
-                isinstance(s.targets[0], ast.Name) and _field(s.value, attrs) is not None:
-            target, value = s.targets[0].id, s.value
-        if target is None:
+                isinstance(s.targets[0], ast.Name):
+            target, got = s.targets[0].id, _field(s.value, attrs)
+            if got is None:
+                continue  # a plain class attribute, not a field
+            spec = got
+        else:
             continue
-        spec = _field(value, attrs)
-        in_init, default = spec if spec is not None else (True, value is not None)
+        in_init, default = spec
         if in_init:
             args.append([target.lstrip("_") if attrs else target, default])
     return {"pos": [], "args": args, "var": False, "kwonly": [], "kw": False,

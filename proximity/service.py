@@ -658,8 +658,7 @@ class Service:
                 continue
             if time.monotonic() - self.last_active > self.idle:
                 break
-            if not os.path.isdir(self.common) or _node(self.common) != mine[0] or (
-                    sock and _node(sock) != mine[1]):
+            if _node(self.common) != mine[0] or (sock and _node(sock) != mine[1]):
                 break  # (trial15: a case repo made again at the same path kept it busy)
             if time.monotonic() - swept > 60.0:
                 swept = time.monotonic()

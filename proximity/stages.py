@@ -70,8 +70,10 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
     elif env.get("PRE_COMMIT_LOCAL_BRANCH") and env.get("PRE_COMMIT_REMOTE_BRANCH"):
         # pre-commit's push of history down to a root commit (a new remote, or one with
         # none of it): the local ref is named, its commit is not
+        from proximity import gitio
+
         local = env["PRE_COMMIT_LOCAL_BRANCH"]
-        sha = _commit_of(local)
+        sha = gitio.commit_of(local, os.getcwd())
         if sha is None:
             return None  # not resolvable: judged as a guard run by hand (the worktree)
         lines.append([local, sha, env["PRE_COMMIT_REMOTE_BRANCH"], ZERO])
@@ -100,20 +102,6 @@ def _more(env: dict[str, str], told: str) -> list[list[str]]:
 
     full = told if told.startswith("refs/") else f"refs/heads/{told}"
     return pushargs.more_lines(env, os.getcwd(), {told, full})
-
-
-def _commit_of(ref: str) -> str | None:
-    """The commit a local ref names (git's answer; the name is never read as an option)."""
-    from proximity import gitio
-    from proximity.errors import FatalError
-
-    try:
-        out = gitio.git(["rev-parse", "--verify", "--quiet", "--end-of-options",
-                         f"{ref}^{{commit}}"], cwd=os.getcwd(), ok=(0, 1, 128))
-    except (FatalError, OSError):
-        return None
-    sha = out.stdout.decode("ascii", "replace").strip()
-    return sha if out.returncode == 0 and len(sha) in (40, 64) else None
 
 
 def read_stdin() -> str | None:

@@ -96,12 +96,18 @@ def _js_binds(params: dict[str, Any], call: list[Any], ts: bool) -> str | None:
 SOFT = "soft:"  # a call that binds but may behave differently (JavaScript's undefined)
 
 
-def _native_binds(params: dict[str, Any], call: list[Any], explicit_self: bool) -> str:
-    """Go and Rust: why a call's argument count does not fit (``""`` when it does)."""
+def _call_types(params: dict[str, Any], explicit_self: bool) -> list[str]:
+    """Go and Rust: the parameter types a call passes arguments for (a Rust method called
+    on its receiver passes none for ``self``)."""
     types = list(params["types"])
     if types and types[0].lstrip("&").startswith(("self", "mut self")) and not explicit_self:
-        types = types[1:]  # a method called on its receiver
-    n, need = call[0], len(types)
+        return types[1:]
+    return types
+
+
+def _native_binds(params: dict[str, Any], call: list[Any], explicit_self: bool) -> str:
+    """Go and Rust: why a call's argument count does not fit (``""`` when it does)."""
+    n, need = call[0], len(_call_types(params, explicit_self))
     if call[2]:  # f(xs...): the count says nothing
         return ""
     if params.get("variadic") is None and n != need:
@@ -142,9 +148,7 @@ def _constants_fit(old: dict[str, Any], new: dict[str, Any], call: list[Any],
     would not, which is not checked). A named type may take it too: not known here, so a
     change."""
     consts = call[4] if len(call) > 4 else []
-    ot, nt = list(old["types"]), list(new["types"])
-    if nt and nt[0].lstrip("&").startswith(("self", "mut self")) and not explicit_self:
-        ot, nt = ot[1:], nt[1:]
+    ot, nt = _call_types(old, explicit_self), _call_types(new, explicit_self)
     if len(ot) != len(nt) or len(consts) < len(nt):
         return False
     for i, (o, n) in enumerate(zip(ot, nt, strict=True)):

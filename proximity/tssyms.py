@@ -100,16 +100,19 @@ def _dereferenced(fn: Any, names: set[str]) -> list[str]:
     return sorted(out)
 
 
-# literals that are untyped constants in Go (in Rust, inferred): any type of their kind
-_CONSTANTS = {"int_literal": "num", "integer_literal": "num", "float_literal": "num",
-              "imaginary_literal": "num",
-              "rune_literal": "num", "interpreted_string_literal": "str",
-              "raw_string_literal": "str", "true": "bool", "false": "bool", "nil": "nil"}
+# number literals: untyped constants in Go (in Rust, inferred) that take any numeric type
+_NUMBERS = frozenset(("int_literal", "integer_literal", "float_literal", "imaginary_literal",
+                      "rune_literal"))
 
 
 def _constant(arg: Any) -> str:
-    """An argument's kind of untyped constant ("num", "str", "bool", "nil"), else ""."""
-    return _CONSTANTS.get(arg.type, "")
+    """"num" for an argument that is a number literal (symbols._constants_fit), else ""."""
+    return "num" if arg.type in _NUMBERS else ""
+
+
+def _squeezed(node: Any) -> str:
+    """A node's text with its runs of whitespace made one space."""
+    return " ".join(parsers.text(node).split())
 
 
 def _native_params(lang: str, node: Any) -> dict[str, Any]:
@@ -123,23 +126,16 @@ def _native_params(lang: str, node: Any) -> dict[str, Any]:
         t = c.type
         if t == "comment":
             continue
+        ty = c.child_by_field_name("type")
         if t == "variadic_parameter_declaration":
-            ty = c.child_by_field_name("type")
-            variadic = " ".join(parsers.text(ty).split()) if ty is not None else "?"
+            variadic = _squeezed(ty) if ty is not None else "?"
         elif t == "parameter_declaration":  # Go: `a, b int` is two parameters
-            ty = c.child_by_field_name("type")
             names = [x for x in c.named_children if x.type == "identifier"]
-            text = " ".join(parsers.text(ty).split()) if ty is not None else "?"
-            types.extend([text] * max(1, len(names)))
-        elif t == "parameter":  # Rust: `pattern: Type`
-            ty = c.child_by_field_name("type")
-            types.append(" ".join(parsers.text(ty if ty is not None else c).split()))
-        elif t == "self_parameter":
-            types.append(" ".join(parsers.text(c).split()))
-        else:
-            types.append(" ".join(parsers.text(c).split()))
+            types.extend([_squeezed(ty) if ty is not None else "?"] * max(1, len(names)))
+        else:  # Rust's `pattern: Type` (its type), `self`, anything else as written
+            types.append(_squeezed(ty if ty is not None and t == "parameter" else c))
     return {"types": types, "variadic": variadic,
-            "result": " ".join(parsers.text(result).split()) if result is not None else ""}
+            "result": _squeezed(result) if result is not None else ""}
 
 
 def _fn_def(lang: str, node: Any, kind: str) -> list[Any]:

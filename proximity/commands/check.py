@@ -48,20 +48,12 @@ def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
     """`check --merge REF`: merging REF here changes these paths and lines; checked like
     edits of them, before anything is written (a merge brings others' work in, and no edit
     asks about it: the pre-edit check's blind spot)."""
-    from proximity import gitio
-    from proximity.precheck import merge_plan
+    from proximity.precheck import check_merge, merge_json
     from proximity.untrusted import text
 
-    plan = merge_plan(cwd, ref)
-    root = gitio.Repo(cwd, fast=True).workdir
-    d = check(root, plan.targets, args.deny_on, cwd=root, merging=plan.commit,
-              merged=plan.tree) if plan.targets else None
+    plan, d = check_merge(cwd, ref, args.deny_on)
     if args.json:
-        doc: dict[str, object] = dict(checker.decision_json(d)) if d is not None \
-            else {"decision": checker.ALLOW}
-        doc["merge"] = {"ref": ref, "commit": plan.commit,
-                        "paths": [p for p, _ in plan.targets], "own_conflicts": plan.conflicts}
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(merge_json(plan, d), indent=2))
     else:
         what = f"merging {text(ref)!r} ({plan.commit[:12]}) here changes " \
                f"{len(plan.targets)} file(s)"
