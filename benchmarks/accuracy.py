@@ -27,7 +27,8 @@ from typing import Any
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from proximity import config, intervals, model, risk
+from proximity import config, model, risk
+from proximity.analysis import intervals
 from proximity.channels import overlap, tree
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -47,8 +47,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay
 import steps
 
-from proximity import checker, gitio, hunks, precheck
-from proximity.intervals import Range
+from proximity import checker, gitio, precheck
+from proximity.analysis import hunks
+from proximity.analysis.intervals import Range
 
 KINDS = ("conflict", "near", "same-file", "symbol")
 

@@ -118,7 +118,7 @@ class Source:
     def tree_kind(self, base: str | None, a: Agent, b: Agent) -> str:
         """The tree channel's evidence class (it has no findings to carry one): from the
         paths each side touched since the pair's merge base."""
-        from proximity import treeprox
+        from proximity.analysis import treeprox
 
         base = self.repo.merge_base(a.head, b.head) if base is None else base
         base_tree = self.tree(base) if base else gitio.EMPTY_TREE

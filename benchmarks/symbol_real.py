@@ -23,7 +23,8 @@ import tempfile
 import time
 from typing import Any
 
-from proximity import depgraph, gitio, symbols
+from proximity import gitio, symbols
+from proximity.analysis import depgraph
 from proximity.model import WorkingSet
 
 BANDS = ("unknown", "0", "<0.35", "0.35-0.7", ">=0.7")

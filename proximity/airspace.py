@@ -9,10 +9,11 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import clocks, depgraph, gitio, intervals, parsers, resolve, risk
+from proximity import clocks, gitio, risk
+from proximity.analysis import depgraph, intervals, parsers, resolve
+from proximity.analysis.intervals import Range
 from proximity.config import Config
 from proximity.errors import FatalError
-from proximity.intervals import Range
 from proximity.model import Agent, FileChange, Finding, PairResult, WorkingSet
 
 COLD_GRAPH_FILES = 2000  # parseable files above which a hook defers the first graph build

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from proximity import hunks, intervals
-from proximity.hunks import FileDiff
-from proximity.intervals import Range
+from proximity.analysis import hunks, intervals
+from proximity.analysis.hunks import FileDiff
+from proximity.analysis.intervals import Range
 from proximity.untrusted import text
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"

@@ -34,7 +34,7 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
         if not event.get("cwd"):
             event["cwd"] = str(msg["cwd"])
         return {"stdout": json.dumps(harness.pre(str(name), event, deny_on)), "exit": 0}
-    from proximity.intervals import parse_spec
+    from proximity.analysis.intervals import parse_spec
     from proximity.precheck import check
 
     specs, cwd = msg.get("specs"), msg.get("cwd")

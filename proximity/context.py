@@ -43,7 +43,7 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
         warn(w)
     cfg = policy.config
     repo.large_bytes = cfg.large_bytes
-    from proximity import parsers
+    from proximity.analysis import parsers
 
     parsers.configure(cfg.large_bytes, cfg.long_line)
     ledger = None

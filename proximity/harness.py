@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from proximity.intervals import Range
+from proximity.analysis.intervals import Range
 
 MAX_CONTEXT = 4000  # characters of messages handed to an agent after an edit
 Targets = list[tuple[str, tuple[Range, ...] | None]]  # absolute path, current-file lines

@@ -35,7 +35,7 @@ def _where(repo: str | None, default: str) -> str:
 def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str
                ) -> dict[str, Any]:
     from proximity import checker
-    from proximity.intervals import parse_spec
+    from proximity.analysis.intervals import parse_spec
     from proximity.precheck import check
 
     where = _where(repo, default)
@@ -62,7 +62,8 @@ def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: s
 
 
 def status_tool(repo: str | None, default: str) -> dict[str, Any]:
-    from proximity import context, hunks, report
+    from proximity import context, report
+    from proximity.analysis import hunks
 
     ctx = context.open_context(_where(repo, default))
     try:

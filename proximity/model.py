@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proximity.intervals import Range
+from proximity.analysis.intervals import Range
 
 # What a change of one path is, beyond its line ranges.
 TEXT = "text"

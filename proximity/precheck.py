@@ -17,9 +17,10 @@ import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from proximity import checker, gitio, hunks
+from proximity import checker, gitio
+from proximity.analysis import hunks
+from proximity.analysis.intervals import Range
 from proximity.errors import ConfigError, LedgerError, UsageError
-from proximity.intervals import Range
 
 if TYPE_CHECKING:
     from proximity.ledger import Ledger
@@ -100,7 +101,7 @@ DEF_HINT = re.compile(
 def _defined(worktree: str, t: Target) -> list[str]:
     """Short names of the definitions whose header (def line, signature, constant) lies in
     the requested lines: an edit there can change what other code relies on."""
-    from proximity import parsers
+    from proximity.analysis import parsers
 
     if parsers.language_of(t.path) is None:
         return []
@@ -114,7 +115,7 @@ def _defined(worktree: str, t: Target) -> list[str]:
 
 def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[str]:
     """``_defined`` over the file's bytes (``ranges``: lines of ``data``; None: all)."""
-    from proximity import parsers
+    from proximity.analysis import parsers
 
     if parsers.language_of(path) is None or len(data) > MAX_SCAN_BYTES:
         return []

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from proximity.airspace import Scan
-from proximity.intervals import Range
+from proximity.analysis.intervals import Range
 from proximity.model import Agent, Finding, PairResult
 from proximity.untrusted import opt_text, text
 

@@ -35,9 +35,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from proximity import calibration, intervals, parsers, pysyms, symdefs
+from proximity import calibration, pysyms, symdefs
+from proximity.analysis import intervals, parsers
+from proximity.analysis.resolve import Resolver
 from proximity.model import FileChange, Finding, WorkingSet
-from proximity.resolve import Resolver
 from proximity.symdefs import Changed, WriterFile
 from proximity.symrefs import UNKNOWN, Reader
 

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import parsers, pysyms
+from proximity import pysyms
+from proximity.analysis import parsers
 from proximity.model import FileChange, WorkingSet
 
 FORMAT = "s7"  # bump when analysis changes, so cached results of older versions are unused

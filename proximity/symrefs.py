@@ -16,7 +16,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity.resolve import Resolver
+from proximity.analysis.resolve import Resolver
 
 UNKNOWN = "?"
 

@@ -12,8 +12,9 @@ import shlex
 import subprocess
 from typing import Any
 
-from proximity import hunks, report, risk
+from proximity import report, risk
 from proximity.airspace import Scan
+from proximity.analysis import hunks
 from proximity.context import Context
 from proximity.errors import LedgerError
 from proximity.model import Agent, PairResult

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from proximity import parsers
+from proximity.analysis import parsers
 
 JS = ("javascript", "typescript", "tsx")
 

@@ -13,7 +13,8 @@ import json
 import re
 from typing import Any
 
-from proximity import parsers, tsbinds
+from proximity import tsbinds
+from proximity.analysis import parsers
 from proximity.pysyms import h
 
 MARKERS = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)

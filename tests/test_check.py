@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import lines
 
-from proximity import checker, harness, hunks
+from proximity import checker, harness
+from proximity.analysis import hunks
 from proximity.main import main
 
 APP = lines(40)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proximity import depgraph, imports
-from proximity import resolve as resolver_mod
+from proximity.analysis import depgraph, imports
+from proximity.analysis import resolve as resolver_mod
 from proximity.model import FileChange, WorkingSet
 
 

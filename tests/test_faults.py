@@ -358,7 +358,7 @@ def test_a_growing_200_mb_untracked_file_is_never_hashed(tmp_path):
 def test_a_50_mb_one_line_bundle_is_not_parsed(tmp_path):
     import time
 
-    from proximity import imports, parsers
+    from proximity.analysis import imports, parsers
 
     main, _ = hooked_repo(tmp_path)
     wt = tmp_path / "wt"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from conftest import git, lines
 
-from proximity import checker, hunks
+from proximity import checker
+from proximity.analysis import hunks
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 

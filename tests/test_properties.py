@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proximity import intervals, risk
+from proximity import risk
+from proximity.analysis import intervals
 
 rng = st.integers(min_value=1, max_value=60).flatmap(
     lambda s: st.tuples(st.just(s), st.integers(min_value=s - 1, max_value=s + 8)))
@@ -94,14 +95,14 @@ paths = st.lists(st.sampled_from(["a", "b", "c"]), min_size=0, max_size=3).flatm
 
 @given(st.lists(paths, min_size=1, max_size=6), st.lists(paths, min_size=1, max_size=6))
 def test_tree_channel_equals_the_seeds_pairwise_minimum(a, b):
-    from proximity import treeprox
+    from proximity.analysis import treeprox
 
     naive = 1.0 - min(treeprox.tree_distance(f, g) for f in a for g in b)
     assert abs(treeprox.channel(a, b) - naive) < 1e-12
 
 
 def test_tree_channel_handles_large_change_sets():
-    from proximity import treeprox
+    from proximity.analysis import treeprox
 
     # 20k x 20k files in distinct directories: 4e8 pairs for a pairwise minimum
     a = [f"d{i}/e{i % 7}/f{i}.py" for i in range(20_000)]

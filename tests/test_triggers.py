@@ -184,7 +184,8 @@ def test_message_hunks_made_in_process_are_gits(tmp_path):
 
     from conftest import init_repo
 
-    from proximity import gitio, hunks
+    from proximity import gitio
+    from proximity.analysis import hunks
 
     rnd = random.Random(7)
     files = {f"d{i % 3}/f{i}.py": "".join(f"def f{j}():\n    return {j}\n\n" for j in range(40))

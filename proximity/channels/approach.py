@@ -26,9 +26,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from proximity import calibration, intervals, symdefs
+from proximity import calibration, symdefs
+from proximity.analysis import intervals
+from proximity.analysis.intervals import Range
 from proximity.channels import Evidence, Result
-from proximity.intervals import Range
 from proximity.model import TEXT, FileChange, Finding, WorkingSet
 
 NAME = "approach"

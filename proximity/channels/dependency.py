@@ -2,17 +2,18 @@
 
 The repository-wide import graph (base graph plus each side's new import edges) couples two
 changed files at undirected distance d with gamma^(d-1) (hub files damped in transit, see
-``proximity.depgraph``). The evidence class is the distance (``import-1`` for a direct import,
-``import-2`` through one untouched file, ...); its calibrated probability — a direct import
-alone is a few percent, not a collision — is scaled by the recency weights and hub damping
-that the coupling carries. Unknown while the graph is not built yet.
+``proximity.analysis.depgraph``). The evidence class is the distance (``import-1`` for a
+direct import, ``import-2`` through one untouched file, ...); its calibrated probability — a
+direct import alone is a few percent, not a collision — is scaled by the recency weights and
+hub damping that the coupling carries. Unknown while the graph is not built yet.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from proximity import calibration, depgraph
+from proximity import calibration
+from proximity.analysis import depgraph
 from proximity.channels import Evidence, Result
 
 NAME = "dependency"

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from proximity import calibration, intervals, model
+from proximity import calibration, model
+from proximity.analysis import intervals
 from proximity.channels import Evidence, Result
 from proximity.config import Config
 from proximity.model import FileChange, Finding, WorkingSet

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from proximity import depgraph, risk, symbols
+from proximity import risk, symbols
+from proximity.analysis import depgraph
 from proximity.channels import Evidence, Result
 
 NAME = "symbol"

@@ -8,7 +8,8 @@ has no findings of its own (it names no lines).
 
 from __future__ import annotations
 
-from proximity import calibration, treeprox
+from proximity import calibration
+from proximity.analysis import treeprox
 from proximity.channels import Evidence, Result
 
 NAME = "tree"

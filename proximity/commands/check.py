@@ -15,8 +15,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from proximity import checker
+from proximity.analysis.intervals import parse_spec
 from proximity.errors import FatalError
-from proximity.intervals import parse_spec
 from proximity.precheck import check
 
 if TYPE_CHECKING:

@@ -125,8 +125,9 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
     this worktree (someone else records this very event). ``unstash``: the patch of
     unstaged edits the hook host holds out of this worktree (stash.py)."""
 
-    from proximity import hunks, report, triggers
+    from proximity import report, triggers
     from proximity.airspace import live_agents
+    from proximity.analysis import hunks
 
     if agents_of is None:
         agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)

@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from proximity import context, intervals, report
+from proximity import context, report
+from proximity.analysis import intervals
 
 
 def parse_intent(spec: str) -> tuple[str, list[tuple[int, int]] | None]:

@@ -1,4 +1,5 @@
-"""Tree channel: the seed's path-prefix proximity, a soft prior with a small weight."""
+"""Path-prefix proximity (the seed's measure): how near two paths sit in the tree. The tree
+channel (`channels/tree.py`) makes it a soft prior with a small weight."""
 
 from __future__ import annotations
 

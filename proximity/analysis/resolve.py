@@ -13,7 +13,7 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 
-from proximity import imports
+from proximity.analysis import imports
 
 JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 

@@ -1,7 +1,7 @@
 """Unified-diff hunks: parse git's ``-U0`` output, map lines to base coordinates, and cut a
 short, bounded excerpt of the other side's change for messages.
 
-Base-side ranges follow :mod:`proximity.intervals`: a hunk that removes or replaces lines
+Base-side ranges follow :mod:`proximity.analysis.intervals`: a hunk that removes or replaces lines
 ``s..e`` of the base is ``(s, e)``; a pure insertion after base line ``p`` is ``(p + 1, p)``.
 """
 
@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from proximity import intervals
-from proximity.intervals import Range
+from proximity.analysis import intervals
+from proximity.analysis.intervals import Range
 
 MAX_LINES = 20
 MAX_BYTES = 2048

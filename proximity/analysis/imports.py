@@ -11,7 +11,7 @@ import re
 import warnings
 from typing import Any
 
-from proximity import parsers
+from proximity.analysis import parsers
 
 Record = list[Any]
 FORMAT = "i1"  # bump when extraction changes, so cached records of older versions are unused

@@ -1,4 +1,5 @@
-"""Repository-wide import graph and the dependency channel.
+"""The repository-wide import graph and the coupling it gives two files (the dependency
+channel, `channels/dependency.py`, turns that coupling into evidence).
 
 Nodes are repository paths. An edge joins an importer and the file it imports, resolved to
 a path in the tree (external packages drop out). Distance is undirected: two files that
@@ -16,9 +17,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import imports, parsers
+from proximity.analysis import imports, parsers
+from proximity.analysis.resolve import Resolver, go_modules
 from proximity.model import Finding, WorkingSet
-from proximity.resolve import Resolver, go_modules
 
 CACHE_FORMAT = "g2"  # bump when the stored graph or import records change shape
 
