@@ -55,7 +55,7 @@ def step_features(src: replay.Source, a: str, b: str) -> list[dict[str, Any]]:
             continue
         if fa.new_oid == fb.new_oid:
             continue
-        facts = approach.symdefs.facts(src.facts.symbols_cache, src.repo.blob, path,
+        facts = approach.writes.facts(src.facts.symbols_cache, src.repo.blob, path,
                                        fa.old_oid)
         f = approach.features(fa.ranges, fb.ranges, facts["defs"] if facts else None)
         if f is None:

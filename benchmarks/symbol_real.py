@@ -23,8 +23,9 @@ import tempfile
 import time
 from typing import Any
 
-from proximity import gitio, symbols
+from proximity import gitio
 from proximity.analysis import depgraph
+from proximity.analysis.symbols import hazard
 from proximity.model import WorkingSet
 
 BANDS = ("unknown", "0", "<0.35", "0.35-0.7", ">=0.7")
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         wb = WorkingSet({fc.dest: fc for fc in repo.changes(base, tb, 2_000_000)})
         view = depgraph.View(graph, [])
         t0 = time.perf_counter()
-        v, found = symbols.channel(repo.blob, wa, wb, cache, view, resolver)
+        v, found = hazard.channel(repo.blob, wa, wb, cache, view, resolver)
         seconds += time.perf_counter() - t0
         bands[label][band(v)] += 1
         for f in found[:1]:

@@ -125,13 +125,13 @@ def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[s
                for i in range(max(1, s), min(e, len(rows)) + 1)):
         return []  # no definition header in these lines: skip the parser entirely
     try:
-        from proximity import symbols, symdefs
+        from proximity.analysis.symbols import hazard, writes
 
-        facts = symdefs.analyse(path, data)
+        facts = writes.analyse(path, data)
         if facts is None:
             return []  # does not parse (half-typed): no symbol evidence, never "removed"
         defs = facts["defs"]
-        ambient = symbols.AMBIENT
+        ambient = hazard.AMBIENT
     except Exception:  # the symbol machinery is optional evidence, never a failure
         return []
     names = {q.rsplit(".", 1)[-1] for q, v in defs.items()

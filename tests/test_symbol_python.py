@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import git, sym
 
-from proximity import calibration, pysyms
+from proximity import calibration
+from proximity.analysis.symbols import pylang
 
 LIB = '''def area(w, h):
     return w * h
@@ -302,13 +303,13 @@ def test_method_call_through_imported_class_is_lower_confidence(space, scan_json
 def test_binding_rules(params, call, explicit_self, ok):
     import ast
 
-    mod = pysyms.analyse(f"class C:\n    def f({params}):\n        pass\n".encode())
+    mod = pylang.analyse(f"class C:\n    def f({params}):\n        pass\n".encode())
     assert mod is not None
     shape = mod["defs"]["C.f"][5]
     node = ast.parse(call).body[0].value  # type: ignore[attr-defined]
     if not params.startswith("self"):
         shape = {**shape, "method": ""}
-    assert pysyms.binds(shape, pysyms._call(node), explicit_self) == ok
+    assert pylang.binds(shape, pylang._call(node), explicit_self) == ok
 
 
 @pytest.mark.parametrize("use", [

@@ -3,7 +3,7 @@
 Git's merge (the exact channel) settles what collides *now*; this channel says how two
 edits of one file are coming together. Per base path both sides modified and git's merge of
 the live states does not conflict on, ``features`` finds in the base blob the innermost
-definition (function, method, class or type, parsed by ``symdefs``) around each side's
+definition (function, method, class or type, parsed by ``symbols.writes``) around each side's
 changed lines and the fewest unchanged lines between the two sides' nearest hunks; and
 ``coverage`` how much of the file both sides changed. Evidence classes:
 
@@ -26,9 +26,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from proximity import calibration, symdefs
+from proximity import calibration
 from proximity.analysis import intervals
 from proximity.analysis.intervals import Range
+from proximity.analysis.symbols import writes
 from proximity.channels import Evidence, Result
 from proximity.model import TEXT, FileChange, Finding, WorkingSet
 
@@ -148,7 +149,7 @@ def path_findings(path: str, fa: FileChange, fb: FileChange,
         return []
     if fa.new_oid and fa.new_oid == fb.new_oid:
         return []  # identical result: nothing to approach
-    facts = symdefs.facts(cache, read, path, fa.old_oid) if fa.old_oid else None
+    facts = writes.facts(cache, read, path, fa.old_oid) if fa.old_oid else None
     f = features(fa.ranges, fb.ranges, facts["defs"] if facts else None)
     if f is None:
         return []

@@ -1,7 +1,8 @@
 """Symbol channel: one side changes a definition the other side's new code refers to.
 
 The analysis (name resolution, call binding, aliases, module moves) lives in
-``proximity.symbols``; its findings already carry calibrated probabilities per evidence class.
+``proximity.analysis.symbols``; its findings already carry calibrated probabilities per
+evidence class.
 A file that does not parse is unknown (None), never "every definition removed".
 
 A changed *behaviour* (``value-used``: a constant the other side reads changed value;
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from proximity import risk, symbols
+from proximity import risk
 from proximity.analysis import depgraph
+from proximity.analysis.symbols import hazard
 from proximity.channels import Evidence, Result
 
 NAME = "symbol"
@@ -28,7 +30,7 @@ def run(ev: Evidence) -> Result:
     pw.ensure_graph(ev.agents)
     edges = [] if pw.deferred else pw.agent_edges(ev.a, ev.wa) + pw.agent_edges(ev.b, ev.wb)
     view = depgraph.View(pw.graph, edges)
-    value, findings = symbols.channel(pw.repo.blob, ev.wa, ev.wb, pw.facts.symbols_cache, view,
+    value, findings = hazard.channel(pw.repo.blob, ev.wa, ev.wb, pw.facts.symbols_cache, view,
                                       pw.resolver())
     if not findings:
         return Result(value, [])

@@ -1,8 +1,9 @@
-"""Symbol channel: a read/write hazard at a distance.
+"""The symbol hazard: a changed definition that the other side's new code still uses (a
+read/write hazard at a distance).
 
-One side (the writer) changes definitions (``symdefs``); the other side's *new* code (its
+One side (the writer) changes definitions (``symbols.writes``); the other side's *new* code (its
 added lines, or the whole of a file it added) refers to some of them, resolved through its
-own imports by the project's resolver (``symrefs``). Only a reference that resolves to the
+own imports by the project's resolver (``reads``). Only a reference that resolves to the
 changed definition counts; a bare name that happens to match never does. Each hit has an
 evidence class, and its value is the calibrated probability of that class
 (``calibration.probability("symbol", kind, default)``) times both sides' recency weights:
@@ -35,14 +36,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from proximity import calibration, pysyms, symdefs
+from proximity import calibration
 from proximity.analysis import intervals, parsers
 from proximity.analysis.resolve import Resolver
+from proximity.analysis.symbols import pylang, writes
+from proximity.analysis.symbols.reads import UNKNOWN, Reader
+from proximity.analysis.symbols.writes import Changed, WriterFile
 from proximity.model import FileChange, Finding, WorkingSet
-from proximity.symdefs import Changed, WriterFile
-from proximity.symrefs import UNKNOWN, Reader
 
-FORMAT = symdefs.FORMAT
+FORMAT = writes.FORMAT
 DEFAULTS = {"incompatible-call": 0.9, "removed-used": 0.9, "module-moved": 0.9,
             "incompatible-method-call": 0.6, "value-used": 0.5, "missing-arg": 0.45,
             "indirect": 0.4,
@@ -164,7 +166,7 @@ def _constants_fit(old: dict[str, Any], new: dict[str, Any], call: list[Any],
 def _js_moved(old: dict[str, Any], new: dict[str, Any], call: list[Any]) -> str:
     """A JS/TS call whose i-th argument now lands in another, still existing, parameter."""
     po, pn = [n for n, _ in old["js"]], [n for n, _ in new["js"]]
-    i = pysyms.moved_index(po, pn, call[0], set(pn))
+    i = pylang.moved_index(po, pn, call[0], set(pn))
     return "" if i is None else f"argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
 
 
@@ -178,11 +180,11 @@ def _binding(ch: Changed, wf: WriterFile, call: list[Any], via_class: bool
     """(why the call no longer binds, why it did not bind before, signature for messages)."""
     old, new = ch.old[5], (ch.new or ch.old)[5]
     if wf.lang == "python" and old is not None and new is not None:
-        why = pysyms.binds(new, call, via_class)
-        before = pysyms.binds(old, call, via_class)
+        why = pylang.binds(new, call, via_class)
+        before = pylang.binds(old, call, via_class)
         if why == "" and before == "":
-            why = pysyms.moved_positional(old, new, call, via_class)
-        return why, before, pysyms.signature(ch.qual, new)
+            why = pylang.moved_positional(old, new, call, via_class)
+        return why, before, pylang.signature(ch.qual, new)
     if FAMILY[wf.lang] == "js" and old is not None and new is not None:
         ts = wf.lang != "javascript"
         why, before = _js_binds(new, call, ts), _js_binds(old, call, ts)
@@ -244,7 +246,7 @@ class _Writer:
     def __init__(self, ws: WorkingSet, read: Callable[[str], bytes],
                  cache: dict[str, Any]) -> None:
         self.ws = ws
-        self.files = symdefs.writer_files(ws, read, cache)
+        self.files = writes.writer_files(ws, read, cache)
         self.by_target: dict[str, list[WriterFile]] = {}  # a Go package: all its files
         for wf in self.files:
             if wf.changed:
@@ -291,10 +293,10 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                   for p in w.unknown for fc, _ in rfiles)
     if not w:
         return [], unknown
-    own = {wf.path: wf.changed for wf in symdefs.writer_files(reader, read, cache)}
+    own = {wf.path: wf.changed for wf in writes.writer_files(reader, read, cache)}
     best: dict[tuple[str, str, str], Finding] = {}
     for fc, lang in rfiles:
-        facts = symdefs.facts(cache, read, fc.dest, fc.new_oid)
+        facts = writes.facts(cache, read, fc.dest, fc.new_oid)
         if facts is None:
             unknown = unknown or graph is None or fc.dest in w.by_target or any(
                 graph.imports(fc.dest, wf.path) for wf in w.files)
@@ -388,7 +390,7 @@ def _shadowed(name: str, line: int, ch: Changed, facts: dict[str, Any], fc: File
     if mine is not None and mine.status == "D":
         return False
     path, oid = (mine.dest, mine.new_oid) if mine is not None else (fc.path, fc.old_oid)
-    theirs = symdefs.facts(cache, read, path, oid) if oid else None
+    theirs = writes.facts(cache, read, path, oid) if oid else None
     d = theirs["defs"].get(q) if theirs is not None else None
     if theirs is None or d is None:
         return False

@@ -1,6 +1,6 @@
 """JavaScript/TypeScript, Go and Rust definitions, imports and references (tree-sitter).
 
-Same plain data as ``pysyms.analyse``: ``defs`` (module- and class-level only; a Go method
+Same plain data as ``pylang.analyse``: ``defs`` (module- and class-level only; a Go method
 is ``Type.Name``, a Rust associated function ``Type.name``), ``binds`` (imports, ``require``,
 Go import specs, Rust ``mod``/``use``), ``refs`` (dotted chains with their call shape) and,
 for JS/TS, ``exports`` (``export {a as old}``) and ``dynamic`` (``export * from``). A tree
@@ -13,9 +13,9 @@ import json
 import re
 from typing import Any
 
-from proximity import tsbinds
 from proximity.analysis import parsers
-from proximity.pysyms import h
+from proximity.analysis.symbols import tsimports
+from proximity.analysis.symbols.pylang import h
 
 MARKERS = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
 CHAIN_LEAVES = frozenset(("identifier", "this", "self", "crate", "super", "package_identifier",
@@ -40,7 +40,7 @@ def analyse(lang: str, data: bytes) -> dict[str, Any] | None:
     out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False,
                            "aliases": {}}
     _defs(lang, root, "", out)
-    tsbinds.binds(lang, root, out)
+    tsimports.binds(lang, root, out)
     _refs(root, out["refs"])
     return out
 
@@ -85,7 +85,7 @@ def _dereferenced(fn: Any, names: set[str]) -> list[str]:
     if body is None or not names:
         return []
     out = set()
-    for n in tsbinds.walk(body):
+    for n in tsimports.walk(body):
         if n.type != "identifier" or parsers.text(n) not in names:
             continue
         p = n.parent
@@ -182,7 +182,7 @@ def _defs(lang: str, node: Any, prefix: str, out: dict[str, Any]) -> None:
             _add(out, name, _fn_def(lang, c, "method"), prefix)
         elif t == "method_declaration":  # Go: func (r *T) Name(...)
             recv = c.child_by_field_name("receiver")
-            types = [n for n in tsbinds.walk(recv) if n.type == "type_identifier"] if recv else []
+            types = [n for n in tsimports.walk(recv) if n.type == "type_identifier"] if recv else []
             pre = parsers.text(types[0]) + "." if types else ""
             _add(out, name, _fn_def(lang, c, "method"), pre)
         elif t in ("class_declaration", "abstract_class_declaration", "class"):

@@ -1,7 +1,7 @@
 """What one side changed, definition by definition (the writer's half of the symbol channel).
 
 Each blob is analysed once (by blob id, in the ledger cache) into plain data: Python by
-``pysyms``, JavaScript/TypeScript/Go/Rust by ``tssyms``. A blob that does not parse (a
+``pylang``, JavaScript/TypeScript/Go/Rust by ``tslang``. A blob that does not parse (a
 half-typed line, leftover conflict markers) is ``None``: unknown, never "everything removed".
 
 Comparing a file's base blob with its new blob gives, per qualified definition, how it
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import pysyms
 from proximity.analysis import parsers
+from proximity.analysis.symbols import pylang
 from proximity.model import FileChange, WorkingSet
 
 FORMAT = "s7"  # bump when analysis changes, so cached results of older versions are unused
@@ -33,11 +33,11 @@ def analyse(path: str, data: bytes) -> Facts | None:
     if lang is None or b"\0" in data[:8000]:
         return None
     if lang == "python":
-        return pysyms.analyse(data)
-    from proximity import tssyms
+        return pylang.analyse(data)
+    from proximity.analysis.symbols import tslang
 
     try:
-        return tssyms.analyse(lang, data)
+        return tslang.analyse(lang, data)
     except Exception:  # a grammar surprise must not stop a hook: this file is unknown
         return None
 
