@@ -27,9 +27,10 @@ from typing import Any
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from proximity import config, model, risk
+from proximity import config, model
 from proximity.analysis import intervals
 from proximity.channels import overlap, tree
+from proximity.tcas import risk
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = sorted(glob.glob(os.path.join(HERE, "..", "..", "shared", "eval", "*.jsonl")))

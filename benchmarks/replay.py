@@ -2,7 +2,7 @@
 
 Each mined case (``mine.py`` format: ``../shared/eval/tools/README.md``) is one real merge:
 two agents whose HEAD is the merge base and whose live state is P1's / P2's tree, scanned by
-proximity's own pipeline (``airspace.scan`` on two ``Agent`` objects). The snapshot commit of
+proximity's own pipeline (``engine.scan`` on two ``Agent`` objects). The snapshot commit of
 an agent is the tip tree committed on the base, exactly what ``live_agents`` makes for a dirty
 worktree at the base. Fetched repositories are never written: every case repository is a
 scratch repository (``benchmarks/out/scratch``) borrowing the fetched objects (alternates).
@@ -37,8 +37,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from proximity import airspace, config, gitio
+from proximity import config, gitio
 from proximity.model import Agent, PairResult
+from proximity.tcas import engine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out")
@@ -87,7 +88,7 @@ class Source:
             f.write(os.path.join(os.path.abspath(git_dir), "objects") + "\n")
         self.repo = gitio.Repo(self.path)
         self.cfg = config.Config()  # the defaults: a scratch checkout has no policy
-        self.facts = airspace.Facts()  # parse caches shared by every case of the repository
+        self.facts = engine.Facts()  # parse caches shared by every case of the repository
         self.snaps: dict[tuple[str, str | None], str] = {}
 
     def tree(self, commit: str) -> str:
@@ -112,7 +113,7 @@ class Source:
     def pair(self, a: Agent, b: Agent) -> PairResult:
         # graph/pair caches hold one reference tree at a time; parse caches are kept
         self.facts.pair_cache.clear()
-        result = airspace.scan(self.repo, self.cfg, self.facts, agents=[a, b])
+        result = engine.scan(self.repo, self.cfg, self.facts, agents=[a, b])
         return result.pairs[0]
 
     def tree_kind(self, base: str | None, a: Agent, b: Agent) -> str:

@@ -12,8 +12,8 @@ from proximity.errors import FatalError, LedgerError
 from proximity.ledger import Ledger, TrackedDict
 
 if TYPE_CHECKING:
-    from proximity.airspace import Facts, Scan
     from proximity.model import Agent
+    from proximity.tcas.engine import Facts, Scan
 
 
 class Context:
@@ -60,7 +60,7 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
 
 def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None = None
           ) -> Facts:
-    from proximity.airspace import Facts
+    from proximity.tcas.engine import Facts
 
     f = Facts()
     led = ctx.ledger
@@ -132,7 +132,7 @@ def run_scan(ctx: Context, *, focus: str | None = None,
     or unpack them; the pre-push guard and the commands do)."""
     import time
 
-    from proximity.airspace import live_agents, scan
+    from proximity.tcas.engine import live_agents, scan
 
     t0 = time.perf_counter()
     f = facts(ctx, what_if)

@@ -280,9 +280,9 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
               file=sys.stderr)
     if not msgs:
         return {}
-    from proximity import triggers
+    from proximity.tcas import actions
 
-    text = "\n".join(triggers.render(m) for m in msgs)[:MAX_CONTEXT]
+    text = "\n".join(actions.render(m) for m in msgs)[:MAX_CONTEXT]
     event_name = "PostToolUse" if name == "claude-post" else "AfterTool"
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
 

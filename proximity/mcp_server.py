@@ -107,7 +107,8 @@ def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
 
 
 def inbox_tool(include_delivered: bool, repo: str | None, default: str) -> dict[str, Any]:
-    from proximity import context, triggers
+    from proximity import context
+    from proximity.tcas import actions
 
     ctx = context.open_context(_where(repo, default), need_ledger=True)
     try:
@@ -116,7 +117,7 @@ def inbox_tool(include_delivered: bool, repo: str | None, default: str) -> dict[
                 else ctx.ledger.take(ctx.here))
     finally:
         ctx.close()
-    return {"agent": ctx.here, "messages": [{**m, "text": triggers.render(m)} for m in msgs]}
+    return {"agent": ctx.here, "messages": [{**m, "text": actions.render(m)} for m in msgs]}
 
 
 def build(default: str) -> Any:

@@ -86,7 +86,7 @@ class Outgoing(NamedTuple):
 def outgoing(ctx: Context, machine: str, *, write: bool = True) -> list[Outgoing]:
     """Every live worktree's snapshot, filtered (secrets, excludes, size limit).
     ``write=False`` (a dry run) plans without writing the filtered trees."""
-    from proximity.airspace import live_agents
+    from proximity.tcas.engine import live_agents
 
     agents, _ = live_agents(ctx.repo)
     out = []

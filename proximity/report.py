@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from proximity.airspace import Scan
 from proximity.analysis.intervals import Range
 from proximity.model import Agent, Finding, PairResult
+from proximity.tcas.engine import Scan
 from proximity.untrusted import opt_text, text
 
 SCHEMA = 1

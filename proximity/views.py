@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from proximity import report
-from proximity.airspace import Scan
+from proximity.tcas.engine import Scan
 from proximity.untrusted import text
 
 STYLE = {"clear": "green", "traffic": "yellow", "resolution": "bold red"}

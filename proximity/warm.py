@@ -420,7 +420,8 @@ class Airspace:
         and send the messages of every advisory that rose; returns messages posted."""
         from dataclasses import replace
 
-        from proximity import context, triggers
+        from proximity import context
+        from proximity.tcas import actions
 
         if dirty:
             self.dirty |= ids
@@ -441,7 +442,7 @@ class Airspace:
             if level > self.levels.get((p.a, p.b), 0):
                 risen.append(p)
             self.levels[(p.a, p.b)] = level
-        posted = triggers.fire(self.ctx, replace(result, pairs=risen)) if risen else []
+        posted = actions.fire(self.ctx, replace(result, pairs=risen)) if risen else []
         self.scans += 1
         self.fired += len(posted)
         self.last_scan_seconds = time.perf_counter() - t0

@@ -14,10 +14,10 @@ import pytest
 from conftest import git, init_repo
 
 from proximity import gitio
-from proximity.airspace import Facts, _Pairwise
 from proximity.channels import Evidence, conflict
 from proximity.config import Config
 from proximity.model import Agent
+from proximity.tcas.engine import Facts, _Pairwise
 
 BASE = {"a.txt": "".join(f"a {i}\n" for i in range(12)),
         "d1/x.txt": "".join(f"x {i}\n" for i in range(12)),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proximity import risk
 from proximity.analysis import intervals
+from proximity.tcas import risk
 
 rng = st.integers(min_value=1, max_value=60).flatmap(
     lambda s: st.tuples(st.just(s), st.integers(min_value=s - 1, max_value=s + 8)))

@@ -177,7 +177,7 @@ def test_service_and_in_process_give_identical_pairs(space, services):
     svc = client.scan(common, "a", index=idx, budget=30.0)
     assert svc is not None
     code = ("import json, sys\nfrom proximity import context, report\n"
-            "from proximity.airspace import live_agents\n"
+            "from proximity.tcas.engine import live_agents\n"
             "ctx = context.open_context('.')\n"
             "ag, ret = live_agents(ctx.repo, {'a': sys.argv[1]})\n"
             "r = context.run_scan(ctx, focus='a', agents=ag, retired=ret, record=False)\n"

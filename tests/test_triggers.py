@@ -73,7 +73,7 @@ def test_a_sibling_without_commits_is_not_given_the_base_commit_as_its_own(space
     hold = inbox(b, capsys, "--all") + inbox(a, capsys, "--all")
     from_b = [m for m in hold if m["body"]["from"] == "b"]
     assert from_b and all(m["body"]["last_commit"] == "" for m in from_b)
-    from proximity.triggers import render
+    from proximity.tcas.actions import render
 
     assert all("uncommitted work only" in render(m) for m in from_b)
 
@@ -171,7 +171,7 @@ def test_messages_of_a_symbol_collision_name_the_symbol(space, capsys):
     capsys.readouterr()
     msgs = inbox(a, capsys, "--all") + inbox(b, capsys, "--all")
     assert msgs and all(any("legacy" in s for s in m["body"]["symbols"]) for m in msgs)
-    from proximity.triggers import render
+    from proximity.tcas.actions import render
 
     assert all("  symbol: " in render(m) and "legacy" in render(m) for m in msgs)
 

@@ -391,10 +391,11 @@ def test_every_rendering_of_hostile_strings_is_clean():
     no control character, whatever the names, paths and details hold."""
     import io
 
-    from proximity import report, triggers, views
-    from proximity.airspace import Scan
+    from proximity import report, views
     from proximity.commands import view
     from proximity.model import Agent, Finding, PairResult
+    from proximity.tcas import actions
+    from proximity.tcas.engine import Scan
 
     evil = "\x1b]0;title\x07\x1b[2J\u202e\u009b\x00" + "x" * 100_000
     me = Agent("main", "/w", "feat/\u202emine", "a" * 40)
@@ -407,9 +408,9 @@ def test_every_rendering_of_hostile_strings_is_clean():
     scan = Scan([me, them], [pair], changed={"main": {"src/" + evil}, "evil/w": {evil}})
     outs = [report.advisory_text(pair, "main", {a.id: a for a in scan.agents}),
             report.scan_text(scan)]
-    for recipient, sender, kind, p in triggers.plan(scan):
-        msg = triggers.body(p, {"main": me, "evil/w": them}[sender], recipient, kind, scan, {})
-        outs += [json.dumps(msg, ensure_ascii=False), triggers.render(msg)]
+    for recipient, sender, kind, p in actions.plan(scan):
+        msg = actions.body(p, {"main": me, "evil/w": them}[sender], recipient, kind, scan, {})
+        outs += [json.dumps(msg, ensure_ascii=False), actions.render(msg)]
     buf = io.StringIO()
     con = views.console(file=buf, width=100)
     views.status(scan, con)

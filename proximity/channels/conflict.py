@@ -20,9 +20,10 @@ service).
 
 from __future__ import annotations
 
-from proximity import calibration, gitio
+from proximity import gitio
 from proximity.channels import Evidence, Result
 from proximity.model import FileChange, Finding
+from proximity.tcas import calibration
 
 NAME = "conflict"
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from proximity import calibration, model
+from proximity import model
 from proximity.analysis import intervals
 from proximity.channels import Evidence, Result
 from proximity.config import Config
 from proximity.model import FileChange, Finding, WorkingSet
+from proximity.tcas import calibration
 
 NAME = "overlap"
 # prior probabilities, used until benchmarks/calibrate.py fits the table

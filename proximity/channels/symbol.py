@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from proximity import risk
 from proximity.analysis import depgraph
 from proximity.analysis.symbols import hazard
 from proximity.channels import Evidence, Result
+from proximity.tcas import risk
 
 NAME = "symbol"
 BEHAVIOUR = frozenset(("value-used", "indirect", "body-used"))

@@ -32,8 +32,8 @@ from proximity.stages import read_stdin as _read_stdin
 if TYPE_CHECKING:
     import argparse
 
-    from proximity.airspace import Scan
     from proximity.model import Agent
+    from proximity.tcas.engine import Scan
 
 
 def err(msg: str) -> None:
@@ -55,9 +55,9 @@ def inbox_lines(ctx: context.Context, shown: set[int] | None = None) -> list[str
     msgs = [m for m in taken if m["id"] not in (shown or set())]
     if not msgs:
         return []
-    from proximity import triggers
+    from proximity.tcas import actions
 
-    return [triggers.render(m) for m in msgs]
+    return [actions.render(m) for m in msgs]
 
 
 def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
@@ -125,9 +125,10 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
     this worktree (someone else records this very event). ``unstash``: the patch of
     unstaged edits the hook host holds out of this worktree (stash.py)."""
 
-    from proximity import report, triggers
-    from proximity.airspace import live_agents
+    from proximity import report
     from proximity.analysis import hunks
+    from proximity.tcas import actions
+    from proximity.tcas.engine import live_agents
 
     if agents_of is None:
         agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
@@ -162,7 +163,7 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
                 max((p.risk for p in mine), default=0.0))
 
     who, result = max(results, key=weight)
-    posted = triggers.fire(ctx, result)
+    posted = actions.fire(ctx, result)
     by_id = {a.id: a for a in result.agents}
     texts, must_yield = [], []
     for p in result.involving(who):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from proximity import context, triggers
+from proximity import context
+from proximity.tcas import actions
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,5 +22,5 @@ def run(args: argparse.Namespace) -> int:
     if not msgs:
         print(f"{ctx.here}: no new messages")
     for m in msgs:
-        print(triggers.render(m))
+        print(actions.render(m))
     return 0

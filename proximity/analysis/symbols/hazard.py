@@ -36,13 +36,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from proximity import calibration
 from proximity.analysis import intervals, parsers
 from proximity.analysis.resolve import Resolver
 from proximity.analysis.symbols import pylang, writes
 from proximity.analysis.symbols.reads import UNKNOWN, Reader
 from proximity.analysis.symbols.writes import Changed, WriterFile
 from proximity.model import FileChange, Finding, WorkingSet
+from proximity.tcas import calibration
 
 FORMAT = writes.FORMAT
 DEFAULTS = {"incompatible-call": 0.9, "removed-used": 0.9, "module-moved": 0.9,

@@ -9,7 +9,7 @@ only looks values up, so importing it costs nothing.
 
 from __future__ import annotations
 
-from proximity import calibration_table
+from proximity.tcas import calibration_table
 
 
 def probability(channel: str, kind: str, default: float) -> float:

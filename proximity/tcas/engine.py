@@ -1,4 +1,5 @@
-"""Who is flying and how close: live git state -> working sets -> channels -> pair results."""
+"""The scan engine: who is flying and how close (live git state -> working sets -> channels
+-> pair results)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import clocks, gitio, risk
+from proximity import clocks, gitio
 from proximity.analysis import depgraph, intervals, parsers, resolve
 from proximity.analysis.intervals import Range
 from proximity.config import Config
 from proximity.errors import FatalError
 from proximity.model import Agent, FileChange, Finding, PairResult, WorkingSet
+from proximity.tcas import risk
 
 COLD_GRAPH_FILES = 2000  # parseable files above which a hook defers the first graph build
 Recency = Callable[[str, Mapping[str, str]], dict[str, float]]

@@ -12,13 +12,14 @@ import shlex
 import subprocess
 from typing import Any
 
-from proximity import report, risk
-from proximity.airspace import Scan
+from proximity import report
 from proximity.analysis import hunks
 from proximity.context import Context
 from proximity.errors import LedgerError
 from proximity.model import Agent, PairResult
 from proximity.report import fmt_ranges
+from proximity.tcas import risk
+from proximity.tcas.engine import Scan
 from proximity.untrusted import opt_text, text
 
 
