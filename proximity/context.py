@@ -7,9 +7,9 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from proximity import clocks, config, gitio
+from proximity import config, gitio
 from proximity.errors import FatalError, LedgerError
-from proximity.ledger import Ledger, TrackedDict
+from proximity.ledger import Ledger, TrackedDict, clocks
 
 if TYPE_CHECKING:
     from proximity.model import Agent

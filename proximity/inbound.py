@@ -14,8 +14,9 @@ import sys
 import time
 from typing import Any
 
-from proximity import clocks, gitio, untrusted
+from proximity import gitio, untrusted
 from proximity.context import Context
+from proximity.ledger import clocks
 from proximity.model import Agent
 
 LOCAL_NS = "refs/ecm-remote/"

@@ -77,7 +77,7 @@ def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | N
     """Live intents per stream (forward decay above zero)."""
     if ledger is None:
         return {}
-    from proximity import clocks
+    from proximity.ledger import clocks
 
     try:
         items = ledger.intents()

@@ -10,8 +10,7 @@ from conftest import git, init_repo, lines
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proximity import clocks
-from proximity.ledger import Ledger
+from proximity.ledger import Ledger, clocks
 
 clock = st.dictionaries(st.sampled_from("abcde"), st.integers(0, 20))
 

@@ -10,11 +10,12 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import clocks, gitio
+from proximity import gitio
 from proximity.analysis import depgraph, intervals, parsers, resolve
 from proximity.analysis.intervals import Range
 from proximity.config import Config
 from proximity.errors import FatalError
+from proximity.ledger import clocks
 from proximity.model import Agent, FileChange, Finding, PairResult, WorkingSet
 from proximity.tcas import risk
 

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from proximity import clocks
 from proximity.errors import LedgerBusy, LedgerError
+from proximity.ledger import clocks
 
 SCHEMA = 1
 FILENAME = "ledger.sqlite3"
