@@ -73,7 +73,7 @@ def hooks_dirs(root: str, main: str, env: dict[str, str], py: str,
                worktrees: Sequence[str]) -> dict[str, str]:
     """One hooks directory per way of running hooks, each made by its own installer in
     .git/hooks and moved aside. Host configs live untracked (and ignored) in each worktree."""
-    from proximity import hosts
+    from proximity.hooks import hosts
 
     rev = git(ROOT, "rev-parse", "HEAD").strip()
     configs = {".pre-commit-config.yaml": framework_config(ROOT, rev),

@@ -8,8 +8,8 @@ from typing import NamedTuple
 from proximity import gitio
 from proximity.context import Context
 from proximity.errors import FatalError
+from proximity.hooks.inputs import index_override as index_override
 from proximity.ledger import Event
-from proximity.stages import index_override as index_override
 
 
 class Snap(NamedTuple):

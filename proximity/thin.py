@@ -1,8 +1,8 @@
 """The thin client: hooks and `proximity check` asked of the resident service first.
 
-Standard library only (plus the light gitfiles, stages and client modules): the worktree,
-its common dir and its agent id come from files; what the hook carries (pushed refs, the
-index being committed, PROXIMITY_ALLOW) from its input and environment. ONE request asks
+Standard library only (plus the light gitfiles, hooks.inputs and service.client modules):
+the worktree, its common dir and its agent id come from files; what the hook carries (pushed
+refs, the index being committed, PROXIMITY_ALLOW) from its input and environment. ONE request asks
 the service to do everything the in-process path does — record, judge, deliver the inbox,
 decide the block by the airspace policy — and the answer is printed as the in-process path
 would print it, with the same exit code.
@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import client, gitfiles, stages, stash
+from proximity import client, gitfiles
+from proximity.hooks import inputs, stash
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:
@@ -98,8 +99,8 @@ def _print(lines: Any, stream: Any) -> bool:
 
 def hook(name: str, args: list[str]) -> int | Fallback:
     """`proximity hook NAME ARGS…` through the service: the exit code, or Fallback."""
-    stage = stages.stage_of(name)
-    stdin = stages.read_stdin() if stage == "guard" else None
+    stage = inputs.stage_of(name)
+    stdin = inputs.read_stdin() if stage == "guard" else None
     try:
         return _hook(name, stage, args, stdin)
     except Exception:  # never break git: the in-process path decides
@@ -116,11 +117,11 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
     rid = client.new_request_id()
     msg: dict[str, Any] = {"op": "hook", "rid": rid, "stage": stage,
                            "agent": gitfiles.agent_id(gitdir, common),
-                           "kind": stages.kind_of(name, args),
-                           "index": stages.index_override(), "allow": stages.allowed(),
+                           "kind": inputs.kind_of(name, args),
+                           "index": inputs.index_override(), "allow": inputs.allowed(),
                            "unstash": stash.host_patch(os.environ)}
     if stage == "guard":
-        msg["pushed"] = stages.pushed_refs(stdin, dict(os.environ))
+        msg["pushed"] = inputs.pushed_refs(stdin, dict(os.environ))
     cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")
     if cookie and stage != "snapshot":
         msg["cookie"] = cookie  # made by the hook script (the service checks the name)
@@ -132,7 +133,7 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
         return Fallback(stdin, False)
     if name == "pre-commit" and os.environ.get("PROXIMITY_HOOK_SCRIPT") == "1":
         leave_post_note(gitdir, answer.get("post"))
-    return stages.blocked_exit() if answer.get("block") is True else 0
+    return inputs.blocked_exit() if answer.get("block") is True else 0
 
 
 POST_NOTE = "proximity-post-commit"  # in the worktree's git dir; read by hooks/proximity-hook

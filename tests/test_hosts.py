@@ -21,7 +21,7 @@ from test_hooks import (
     scenario,
 )
 
-from proximity import hosts
+from proximity.hooks import hosts
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = os.path.dirname(sys.executable)  # the test venv: prek, uv, lefthook, proximity

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from proximity import pushargs
+from proximity.hooks import pushargs
 
 
 def parsed(line: str) -> tuple[str | None, list[str], bool, bool, bool] | None:

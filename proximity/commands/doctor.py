@@ -188,7 +188,7 @@ def add_host_config(add: Any, repo: gitio.Repo, host: str) -> None:
     """Under pre-commit, prek and lefthook the hooks that run are read from this worktree's
     own config file, which any branch can edit: say whether it still runs the guard, and
     whether it differs from the main checkout's committed one."""
-    from proximity import hosts
+    from proximity.hooks import hosts
 
     names = ((os.path.basename(hosts.lefthook_config(repo.workdir) or "lefthook.yml"),)
              if host == "lefthook" else FRAMEWORK_CONFIGS)
@@ -226,7 +226,7 @@ def _runs_guard(text: str, host: str) -> bool:
 def _host_hooks(workdir: str, hooks_dir: str) -> tuple[str | None, list[str]]:
     """The hook manager that runs proximity here (pre-commit, prek or lefthook: its scripts
     in the hooks directory, proximity in its config) and the hooks it has installed."""
-    from proximity import hosts
+    from proximity.hooks import hosts
 
     by_host: dict[str, list[str]] = {}
     for h in HOOKS:

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from proximity import context, recorder
 from proximity.errors import FatalError
-from proximity.stages import STAGE as STAGE
-from proximity.stages import ZERO as ZERO
-from proximity.stages import blocked_exit as blocked_exit
-from proximity.stages import kind_of as _kind
-from proximity.stages import pushed_refs as pushed_refs
-from proximity.stages import read_stdin as _read_stdin
+from proximity.hooks.inputs import STAGE as STAGE
+from proximity.hooks.inputs import ZERO as ZERO
+from proximity.hooks.inputs import blocked_exit as blocked_exit
+from proximity.hooks.inputs import kind_of as _kind
+from proximity.hooks.inputs import pushed_refs as pushed_refs
+from proximity.hooks.inputs import read_stdin as _read_stdin
 
 if TYPE_CHECKING:
     import argparse
@@ -90,7 +90,7 @@ def snapshot(ctx: context.Context, kind: str, service: bool = True,
              record: bool = True) -> None:
     """``service=False``: the thin client asked the service already; ``record=False``:
     the service took this event (a request the client gave up on) and records it."""
-    from proximity import stash
+    from proximity.hooks import stash
 
     unstash = stash.host_patch(os.environ)
     if not record or (service and _service_records(ctx, kind, unstash)):
@@ -300,7 +300,7 @@ def check(ctx: context.Context, stage: str, kind: str, stdin: str | None = None,
     answers when it can (``service=False``: the thin client asked it already); otherwise
     the same judgement runs in process. ``stdin``: the pushed refs, when already read.
     """
-    from proximity import stages, stash
+    from proximity.hooks import inputs, stash
 
     if stage == "guard" and ctx.cfg.sync:
         from proximity import remote
@@ -319,7 +319,7 @@ def check(ctx: context.Context, stage: str, kind: str, stdin: str | None = None,
         verdict = judge(ctx, stage, kind, override, pushed, record=record, unstash=unstash)
     if verdict["graph_deferred"]:
         context.warm_up(ctx)
-    lines, block = outcome(ctx, stage, verdict, stages.allowed())
+    lines, block = outcome(ctx, stage, verdict, inputs.allowed())
     for line in lines:
         err(line)
     return 1 if block else 0

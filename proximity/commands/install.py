@@ -130,7 +130,7 @@ def lefthook(repo: gitio.Repo) -> int:
     """Write proximity's block into lefthook.yml: a new file, or appended to one that
     configures none of its hooks; otherwise print it to merge by hand (a YAML file is
     never rewritten)."""
-    from proximity import hosts
+    from proximity.hooks import hosts
 
     block = hosts.lefthook_block()
     path = hosts.lefthook_config(repo.workdir)

@@ -131,7 +131,7 @@ def _long(name: str) -> str | None:
 def from_ancestors(pid: int | None = None) -> Push | None:
     """The push of the nearest ``git`` process that runs this one (the pre-push hook's),
     or None."""
-    from proximity import procs
+    from proximity.hooks import procs
 
     for p in procs.ancestors(os.getpid() if pid is None else pid):
         if p.argv and os.path.basename(p.argv[0]) in (b"git", b"git.exe"):

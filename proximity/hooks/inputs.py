@@ -39,7 +39,7 @@ def kind_of(stage: str, args: list[str]) -> str:
 
 def _framework_merge() -> bool:
     """pre-commit or prek running a snapshot from git's post-merge hook (hosts.py)."""
-    from proximity import hosts
+    from proximity.hooks import hosts
 
     return hosts.framework_merge(os.environ, os.getcwd())
 
@@ -98,7 +98,7 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
 def _more(env: dict[str, str], told: str) -> list[list[str]]:
     """The other refs of a push whose host passed the hook only one (``told``): read
     back from the ``git push`` command line (pushargs)."""
-    from proximity import pushargs
+    from proximity.hooks import pushargs
 
     full = told if told.startswith("refs/") else f"refs/heads/{told}"
     return pushargs.more_lines(env, os.getcwd(), {told, full})
