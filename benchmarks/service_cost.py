@@ -80,7 +80,7 @@ def settle_service(common: str, py: str | None = None) -> Callable[[], None]:
     after the previous command), so no variant is timed while it competes for the CPU.
     ``py``: the interpreter whose package the service runs (default: the measured one):
     a client of other code would ask the service to exit."""
-    code = ("import sys, time\nfrom proximity import client\nend = time.time() + 30\n"
+    code = ("import sys, time\nfrom proximity.service import client\nend = time.time() + 30\n"
             "while time.time() < end:\n"
             "    a = client.request(sys.argv[1], {'op': 'status'}, 2.0)\n"
             "    if a is None or not a['status'].get('busy'):\n        break\n"
@@ -208,7 +208,7 @@ def prepare(main: str, root: str) -> None:
 
 
 def request(common: str, msg: dict[str, Any], budget: float = 60.0) -> dict[str, Any] | None:
-    out = subprocess.run([PY, "-c", "import json, sys\nfrom proximity import client\n"
+    out = subprocess.run([PY, "-c", "import json, sys\nfrom proximity.service import client\n"
                           "print(json.dumps(client.request(sys.argv[1], json.loads(sys.argv[2]),"
                           f" {budget})))", common, json.dumps(msg)],
                          cwd=common, env=ENV, capture_output=True, text=True, check=True).stdout

@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import client, gitfiles
+from proximity import gitfiles
 from proximity.hooks import inputs, stash
+from proximity.service import client
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import Space, git, lines
 
-from proximity import client
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
-from proximity.service import service_state
+from proximity.service import client
+from proximity.service.server import service_state
 
 BASE = {"f.txt": lines(60), "g.txt": lines(40),
         "pkg/__init__.py": "",

@@ -145,7 +145,7 @@ def test_the_hosts_patch_is_found_by_its_process_only(tmp_path: Path) -> None:
     pc, pk, bin_dir = tmp_path / "pc", tmp_path / "pk", tmp_path / "bin"
     for d in (pk / "patches", pc, bin_dir):
         d.mkdir(parents=True)
-    probe = ("import os; from proximity import stash; "
+    probe = ("import os; from proximity.hooks import stash; "
              "print(stash.host_patch(os.environ) or '')")
     env = {**os.environ, "PRE_COMMIT_HOME": str(pc), "PREK_HOME": str(pk), "PRE_COMMIT": "1"}
 

@@ -22,10 +22,11 @@ import pytest
 from conftest import git, lines
 from test_service import edit, pid_of, wait_for
 
-from proximity import client, gitio
+from proximity import gitio
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
-from proximity.service import service_state
+from proximity.service import client
+from proximity.service.server import service_state
 
 BASE = {"f.txt": lines(60), "g.txt": lines(40)}
 
@@ -257,9 +258,9 @@ def test_a_service_of_other_code_is_told_to_exit_and_the_hook_judges_in_process(
     svc.snapshot_all()
     # the service runs a copy of the package as it was "before an upgrade"
     old = tmp_path / "old"
-    pkg = Path(client.__file__).parent
+    pkg = Path(client.__file__).parent.parent  # the whole package
     shutil.copytree(pkg, old / "proximity", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(old / "proximity" / "risk.py", "a") as f:
+    with open(old / "proximity" / "tcas" / "risk.py", "a") as f:
         f.write("\n# an older release\n")
     env = {**os.environ, "PROXIMITY_SERVICE": "1", "PYTHONPATH": str(old)}
     proc = subprocess.Popen([sys.executable, "-m", "proximity.service", svc.common],
@@ -295,7 +296,7 @@ def client_code(pkg_root: Path) -> Iterator[None]:
 
 
 def stamp_of(pkg_root: Path) -> str:
-    out = subprocess.run([sys.executable, "-c", "from proximity import client; "
+    out = subprocess.run([sys.executable, "-c", "from proximity.service import client; "
                           "print(client.code_stamp())"], cwd=pkg_root, capture_output=True,
                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(pkg_root)})
     return out.stdout.strip()

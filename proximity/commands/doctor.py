@@ -69,7 +69,7 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
 
 def service_checks(common: str) -> list[dict[str, str]]:
     """The resident service: running, off, or a stale socket (the next hook replaces it)."""
-    from proximity.service import service_state
+    from proximity.service.server import service_state
 
     st = service_state(common)
     if not st["enabled"]:

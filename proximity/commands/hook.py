@@ -107,7 +107,7 @@ def snapshot(ctx: context.Context, kind: str, service: bool = True,
 def _service_records(ctx: context.Context, kind: str, unstash: str | None) -> bool:
     """The resident service records this worktree (it knows what changed: the work is
     proportional to the change); False: absent or busy (it is started for next time)."""
-    from proximity import client
+    from proximity.service import client
 
     return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override(), unstash)
 
@@ -250,7 +250,7 @@ def _ask_service(ctx: context.Context, stage: str, kind: str, override: str | No
                  pushed: list[tuple[str, str]] | None, unstash: str | None
                  ) -> dict[str, Any] | None:
     """The resident service's verdict, or None (absent, busy, broken: judge in process)."""
-    from proximity import client
+    from proximity.service import client
 
     return client.judge(ctx.repo.common, ctx.here, stage, kind, override, pushed, unstash)
 

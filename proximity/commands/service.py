@@ -7,8 +7,9 @@ import json
 import os
 import time
 
-from proximity import client, gitio, service
+from proximity import gitio
 from proximity.errors import FatalError
+from proximity.service import client, server
 
 
 def _wait(until: float, ready: bool, common: str) -> bool:
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         ok = start(common)
     elif args.action == "stop":
         ok = stop(common)
-    state = service.service_state(common)
+    state = server.service_state(common)
     if args.json:
         print(json.dumps({"action": args.action, "ok": ok, **state}, indent=2))
     else:

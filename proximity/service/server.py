@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from proximity import client
+from proximity.service import client
 
 if TYPE_CHECKING:
-    from proximity.warm import Airspace
+    from proximity.service.warm import Airspace
 
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
 READ_TIMEOUT = 5.0
@@ -142,7 +142,7 @@ class Service:
         self.posts: list[str] = []  # git dir names of post-commit notes not taken yet
         with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
             os.makedirs(os.path.join(client.ecm_dir(common), "cookies"), exist_ok=True)
-        from proximity import fswatch
+        from proximity.service import fswatch
 
         self.code = client.code_stamp()  # the code this process runs (read at its start)
         self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
@@ -159,7 +159,7 @@ class Service:
     def _on_files(self, paths: set[str]) -> None:
         """Watcher thread: hand the batch to the worker (which asks git about ignores);
         then release the sync cookies it carries (everything before them is pending)."""
-        from proximity import fswatch
+        from proximity.service import fswatch
 
         cookies = {p for p in paths if fswatch.COOKIE in p}
         paths = paths - cookies
@@ -252,7 +252,7 @@ class Service:
         """The cookies directory when the watcher sees files made there (sync cookies,
         post-commit notes): watching, no error, a real directory (neither it nor ``ecm``
         a link) inside a watched worktree; else None."""
-        from proximity import fswatch
+        from proximity.service import fswatch
 
         d = os.path.join(client.ecm_dir(self.common), "cookies")
         roots = self.air.watch_roots() if self.air is not None else {}
@@ -325,7 +325,7 @@ class Service:
 
     def _files(self) -> set[str]:
         """The worktrees the pending file events concern (ignored paths left out)."""
-        from proximity import fswatch
+        from proximity.service import fswatch
 
         assert self.air is not None
         with self.pending_lock:
@@ -351,10 +351,10 @@ class Service:
         return ids
 
     def _work(self) -> None:
-        from proximity import fswatch
+        from proximity.service import fswatch
 
         try:
-            from proximity.warm import Airspace
+            from proximity.service.warm import Airspace
 
             air = Airspace(self.common)
             air.agents_now()  # learns the worktrees (their paths are the roots)
@@ -431,7 +431,7 @@ class Service:
     def _watch_gaps(self) -> None:
         """Worker thread: after the watcher restarted (new roots, an error), what changed
         meanwhile is unknown: no snapshot may start from the paths it reported."""
-        from proximity import fswatch
+        from proximity.service import fswatch
 
         assert self.air is not None
         if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \
@@ -835,6 +835,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     return run(args[0])
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Asking the resident service (see service.py): a thin, fail-fast client.
+"""Asking the resident service (see server.py): a thin, fail-fast client.
 
 Imports only the standard library's light modules: a hook that asks the service pays for
 a socket, not for pygit2 or tree-sitter. Every function returns None on any problem
@@ -123,7 +123,8 @@ def code_stamp() -> str:
     if not _STAMP:
         import zlib
 
-        pkg = os.path.dirname(os.path.abspath(__file__))
+        # the whole package, not this module's folder
+        pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         listing = [sys.version.split()[0]]
         todo = [""]
         while todo:  # every module, in a fixed order (a hook pays for this walk)
