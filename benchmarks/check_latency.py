@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        check=False, capture_output=True)
         # the same check inside one warm process: what a resident service would pay
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        from proximity import precheck
+        from proximity.agents import precheck
         from proximity.analysis.intervals import parse_spec
 
         for name, spec in (("in-process, plain lines", f"{quiet}:{blank}"),

@@ -3,8 +3,8 @@
 checked the same way)?
 
 ``--hook HARNESS`` reads an agent harness's pre- or post-edit event on stdin and answers in
-that harness's format (proximity/harness.py). The facts come from proximity/precheck.py,
-the decision from proximity/checker.py.
+that harness's format (``agents.harness``). The facts come from ``agents.precheck``, the
+decision from ``agents.verdict``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from proximity import checker
+from proximity.agents import verdict
+from proximity.agents.precheck import check
 from proximity.analysis.intervals import parse_spec
 from proximity.errors import FatalError
-from proximity.precheck import check
 
 if TYPE_CHECKING:
     import argparse
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def run(args: argparse.Namespace) -> int:
     if args.hook:
-        from proximity import harness
+        from proximity.agents import harness
 
         text = getattr(args, "stdin_text", None)  # read already by the thin client
         return harness.run(args.hook, sys.stdin.read() if text is None else str(text),
@@ -38,17 +38,17 @@ def run(args: argparse.Namespace) -> int:
                          "--merge REF)")
     d = check(cwd, [parse_spec(s) for s in args.paths], args.deny_on)
     if args.json:
-        print(json.dumps(checker.decision_json(d), indent=2))
+        print(json.dumps(verdict.decision_json(d), indent=2))
     else:
-        print(checker.decision_text(d))
-    return 0 if d.decision == checker.ALLOW else 1
+        print(verdict.decision_text(d))
+    return 0 if d.decision == verdict.ALLOW else 1
 
 
 def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
     """`check --merge REF`: merging REF here changes these paths and lines; checked like
     edits of them, before anything is written (a merge brings others' work in, and no edit
     asks about it: the pre-edit check's blind spot)."""
-    from proximity.precheck import check_merge, merge_json
+    from proximity.agents.precheck import check_merge, merge_json
     from proximity.untrusted import text
 
     plan, d = check_merge(cwd, ref, args.deny_on)
@@ -61,5 +61,5 @@ def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
                                       f"{text(', '.join(plan.conflicts), 400)}"
                                       if plan.conflicts else ""))
         if d is not None:
-            print(checker.decision_text(d))
-    return 0 if d is None or d.decision == checker.ALLOW else 1
+            print(verdict.decision_text(d))
+    return 0 if d is None or d.decision == verdict.ALLOW else 1

@@ -626,7 +626,7 @@ class Service:
         thread: it reads only git's answers about the paths asked, never the worker's
         state, so it never waits behind a rescan. Anything odd: the client checks in
         process."""
-        from proximity import checkops
+        from proximity.agents import checkops
 
         try:
             answer = checkops.answer(msg)

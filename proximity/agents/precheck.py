@@ -17,7 +17,8 @@ import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from proximity import checker, gitio
+from proximity import gitio
+from proximity.agents import verdict
 from proximity.analysis import hunks
 from proximity.analysis.intervals import Range
 from proximity.errors import ConfigError, LedgerError, UsageError
@@ -48,9 +49,9 @@ def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
 def deny_policy(given: str | None) -> str:
     """``--deny-on`` or git config ``proximity.checkPolicy`` (given), else ``ra``."""
     value = given or "ra"
-    if value not in checker.POLICIES:
+    if value not in verdict.POLICIES:
         raise ConfigError(f"proximity.checkPolicy = {value!r}: want one of "
-                          f"{', '.join(checker.POLICIES)}")
+                          f"{', '.join(verdict.POLICIES)}")
     return value
 
 
@@ -139,11 +140,11 @@ def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[s
     return sorted(n for n in names if n not in ambient and len(n) > 2)[:MAX_SYMBOLS]
 
 
-def new_uses(diff_text: str, names: list[str], skip: str) -> list[checker.Use]:
+def new_uses(diff_text: str, names: list[str], skip: str) -> list[verdict.Use]:
     """Where the sibling's new code (added lines of its diff) uses one of ``names``."""
     word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     defines = re.compile(r"\b(def|class|function|func|fn|type|interface|struct|enum)\s+$")
-    found: list[checker.Use] = []
+    found: list[verdict.Use] = []
     seen: set[tuple[str, str]] = set()
     for path, d in hunks.parse(diff_text).items():
         if path == skip:
@@ -159,7 +160,7 @@ def new_uses(diff_text: str, names: list[str], skip: str) -> list[checker.Use]:
                         continue  # their own definition of a same-named symbol
                     if (m.group(1), path) not in seen:
                         seen.add((m.group(1), path))
-                        found.append(checker.Use(m.group(1), path, line, (h,)))
+                        found.append(verdict.Use(m.group(1), path, line, (h,)))
                 line += 1
     return found[:10]
 
@@ -191,7 +192,7 @@ def _recorded(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) ->
 
 
 def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
-           merging: str | None = None, merged: str | None = None) -> list[checker.Side]:
+           merging: str | None = None, merged: str | None = None) -> list[verdict.Side]:
     """Every sibling's evidence about the targets. Git's work runs as concurrent
     processes, in three rounds: merge bases, diffs of the requested paths, and (only when
     the requested lines define symbols) the siblings' whole diffs. ``merging``: a commit
@@ -300,7 +301,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # last recorded in the ledger (hooks, PostToolUse), a tree-to-tree diff that never
     # walks a worktree; its committed work when it has no recorded state
     defined = {t.path: _defined(me.path, t) for t in targets}
-    uses: dict[str, dict[str, tuple[checker.Use, ...]]] = {}
+    uses: dict[str, dict[str, tuple[verdict.Use, ...]]] = {}
     if any(defined.values()):
         states = {w.id: _recorded(ledger, repo, w) for w in siblings}
         more = gitio.git_many([(gitio.tree_diff_args(bases[w.id], states[w.id]), repo.workdir)
@@ -322,7 +323,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 if change is None:
                     continue  # the merged tree leaves this file as that base has it
                 base_ranges = edits_of({t.path: change})[0][1]
-            out.append(checker.Side(
+            out.append(verdict.Side(
                 w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ())))
     return out
@@ -372,7 +373,7 @@ def merge_plan(start: str, ref: str) -> MergePlan:
 
 
 def check_merge(start: str, ref: str, deny_on: str | None = None
-                ) -> tuple[MergePlan, checker.Decision | None]:
+                ) -> tuple[MergePlan, verdict.Decision | None]:
     """`check --merge REF` for the worktree that contains ``start``: the merge's plan and
     the decision on the lines it would change (None: it changes none). UsageError when
     ``ref`` cannot be merged here."""
@@ -384,10 +385,10 @@ def check_merge(start: str, ref: str, deny_on: str | None = None
                        merged=plan.tree)
 
 
-def merge_json(plan: MergePlan, d: checker.Decision | None) -> dict[str, Any]:
+def merge_json(plan: MergePlan, d: verdict.Decision | None) -> dict[str, Any]:
     """`check --merge --json` (and the MCP tool): the decision and what the merge brings."""
-    doc: dict[str, Any] = checker.decision_json(d) if d is not None \
-        else {"decision": checker.ALLOW}
+    doc: dict[str, Any] = verdict.decision_json(d) if d is not None \
+        else {"decision": verdict.ALLOW}
     doc["merge"] = {"ref": plan.ref, "commit": plan.commit,
                     "paths": [p for p, _ in plan.targets], "own_conflicts": plan.conflicts}
     return doc
@@ -395,7 +396,7 @@ def merge_json(plan: MergePlan, d: checker.Decision | None) -> dict[str, Any]:
 
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
           deny_on: str | None = None, cwd: str | None = None,
-          merging: str | None = None, merged: str | None = None) -> checker.Decision:
+          merging: str | None = None, merged: str | None = None) -> verdict.Decision:
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
     that contains ``start`` (by merging the commit ``merging``, when given)."""
     repo = gitio.Repo(start, fast=True)
@@ -410,7 +411,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
             ledger.close()
         configured = gitio.git_finish(cfg) if cfg is not None else None
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
-    return checker.decide(sides, policy)
+    return verdict.decide(sides, policy)
 
 
 def _open_ledger(repo: gitio.Repo) -> Ledger | None:

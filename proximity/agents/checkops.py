@@ -1,6 +1,6 @@
 """`proximity check` as the resident service answers it (its ``check`` op).
 
-The same functions the in-process command runs (precheck.check, checker, harness.pre) in
+The same functions the in-process command runs (precheck.check, verdict, harness.pre) in
 the service's warm interpreter: the client pays for a socket round trip instead of an
 interpreter full of imports. What the command would print and its exit code come back.
 """
@@ -17,13 +17,13 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
     Request: ``{"cwd", "specs": [PATH[:LINES]…], "deny_on", "json"}`` (the CLI), or
     ``{"harness": NAME, "event_text": "…", "cwd", "deny_on"}`` (a harness's pre-edit hook:
     its event as read from stdin; ``cwd``: the client's, the event's default)."""
-    from proximity import checker
+    from proximity.agents import verdict
 
     deny_on = msg.get("deny_on")
     deny_on = str(deny_on) if deny_on else None
     name = msg.get("harness")
     if name is not None:
-        from proximity import harness
+        from proximity.agents import harness
 
         try:
             event = json.loads(str(msg.get("event_text") or ""))
@@ -34,13 +34,13 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
         if not event.get("cwd"):
             event["cwd"] = str(msg["cwd"])
         return {"stdout": json.dumps(harness.pre(str(name), event, deny_on)), "exit": 0}
+    from proximity.agents.precheck import check
     from proximity.analysis.intervals import parse_spec
-    from proximity.precheck import check
 
     specs, cwd = msg.get("specs"), msg.get("cwd")
     if not isinstance(specs, list) or not specs or not isinstance(cwd, str):
         return {"fallback": "nothing to check"}
     d = check(cwd, [parse_spec(str(s)) for s in specs], deny_on)
-    doc = checker.decision_json(d)
-    text = json.dumps(doc, indent=2) if msg.get("json") else checker.decision_text(d)
-    return {"stdout": text, "exit": 0 if d.decision == checker.ALLOW else 1, "decision": doc}
+    doc = verdict.decision_json(d)
+    text = json.dumps(doc, indent=2) if msg.get("json") else verdict.decision_text(d)
+    return {"stdout": text, "exit": 0 if d.decision == verdict.ALLOW else 1, "decision": doc}

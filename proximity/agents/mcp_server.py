@@ -34,9 +34,9 @@ def _where(repo: str | None, default: str) -> str:
 
 def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str
                ) -> dict[str, Any]:
-    from proximity import checker
+    from proximity.agents import verdict
+    from proximity.agents.precheck import check
     from proximity.analysis.intervals import parse_spec
-    from proximity.precheck import check
 
     where = _where(repo, default)
     from proximity import thin
@@ -46,14 +46,14 @@ def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default:
     if got is not None and isinstance(got.get("decision"), dict):
         return dict(got["decision"])  # the resident service's answer (warm)
     d = check(where, [parse_spec(s) for s in paths], deny_on)
-    return checker.decision_json(d)
+    return verdict.decision_json(d)
 
 
 def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: str
                      ) -> dict[str, Any]:
     """`check --merge REF`: what merging REF here would change, checked like edits."""
+    from proximity.agents.precheck import check_merge, merge_json
     from proximity.errors import FatalError
-    from proximity.precheck import check_merge, merge_json
 
     try:
         return merge_json(*check_merge(_where(repo, default), ref, deny_on))

@@ -203,9 +203,9 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
         targets = targets_of(event)
         if not targets:
             return answer("allow", "proximity: not a file edit")
-        from proximity import checker
+        from proximity.agents import verdict
+        from proximity.agents.precheck import check
         from proximity.errors import NotARepository
-        from proximity.precheck import check
 
         by_dir: dict[str, Targets] = {}
         for path, ranges in targets:
@@ -218,7 +218,7 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
                 continue
         if not decisions:
             return answer("allow", "proximity: not inside a git worktree")
-        order = {checker.DENY: 0, checker.ASK: 1, checker.ALLOW: 2}
+        order = {verdict.DENY: 0, verdict.ASK: 1, verdict.ALLOW: 2}
         d = min(decisions, key=lambda x: order[x.decision])
         return answer(d.decision, "proximity: " + _with_hunk(d))
     except Exception as e:  # never block an agent because of our bug
@@ -229,9 +229,9 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
 def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[str, Any]],
            deny_on: str | None) -> dict[str, Any]:
     """`check --merge REF` for a Bash tool call about to merge or rebase onto REF."""
-    from proximity import checker
+    from proximity.agents import verdict
+    from proximity.agents.precheck import check_merge
     from proximity.errors import NotARepository, UsageError
-    from proximity.precheck import check_merge
 
     try:
         _plan, d = check_merge(str(event.get("cwd") or os.getcwd()), ref, deny_on)
@@ -239,7 +239,7 @@ def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[st
         return answer("allow", f"proximity: not checked ({e})")
     if d is None:
         return answer("allow", f"proximity: merging {ref!r} changes nothing here")
-    if d.decision == checker.ALLOW:
+    if d.decision == verdict.ALLOW:
         return answer("allow", f"proximity: merging {ref!r} meets no sibling's work")
     return answer(d.decision, f"proximity: merging {ref!r} here: " + _with_hunk(d))
 
