@@ -139,21 +139,21 @@ def run_scan(ctx: Context, *, focus: str | None = None,
     f.defer_cold_graph = in_hook and ctx.ledger is not None
     f.memo = ctx.memo
     if remote and has_remote_refs(ctx):
-        from proximity import inbound
-        from proximity import remote as remote_mod
+        from proximity.remote import inbound
+        from proximity.remote import sharing as remote_mod
 
         try:
             f.machine = remote_mod.machine_id(ctx)
             f.remote = inbound.agents(ctx)
         except (OSError, FatalError) as e:
-            from proximity.untrusted import text
+            from proximity.remote.untrusted import text
 
             warn(f"remote agents skipped: {text(e, 400)}")
     t1 = time.perf_counter()
     if agents is None:
         agents, retired = live_agents(ctx.repo, known=f.pair_cache)
     if in_hook and f.remote:
-        from proximity import inbound
+        from proximity.remote import inbound
 
         f.remote = inbound.near(ctx, f.remote, next((a for a in agents if a.id == focus),
                                                     None))

@@ -7,8 +7,8 @@ from typing import Any
 
 from proximity.analysis.intervals import Range
 from proximity.model import Agent, Finding, PairResult
+from proximity.remote.untrusted import opt_text, text
 from proximity.tcas.engine import Scan
-from proximity.untrusted import opt_text, text
 
 SCHEMA = 1
 

@@ -7,8 +7,8 @@ import sys
 from typing import Any
 
 from proximity import report
+from proximity.remote.untrusted import text
 from proximity.tcas.engine import Scan
-from proximity.untrusted import text
 
 STYLE = {"clear": "green", "traffic": "yellow", "resolution": "bold red"}
 

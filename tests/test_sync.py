@@ -122,7 +122,7 @@ def test_unreachable_remote_is_a_clear_error(tmp_path, capsys):
 
 
 def test_stale_remote_snapshots_never_block(tmp_path, monkeypatch):
-    from proximity import inbound as remote_mod
+    from proximity.remote import inbound as remote_mod
 
     _, m1, m2 = machines(tmp_path)
     b = tmp_path / "m2-b"

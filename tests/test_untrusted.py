@@ -21,8 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_sync import cli, machines
 
-from proximity import context, untrusted
-from proximity import inbound as remote_mod
+from proximity import context
+from proximity.remote import inbound as remote_mod
+from proximity.remote import untrusted
 
 PY = sys.executable
 # C0 except \t \n, DEL, C1 (as UTF-8), bidi overrides/isolates (as UTF-8)

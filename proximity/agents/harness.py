@@ -246,7 +246,7 @@ def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[st
 
 def _with_hunk(d: Any) -> str:
     """The reason, plus the other side's hunk for the first contested path (bounded)."""
-    from proximity.untrusted import text as shown
+    from proximity.remote.untrusted import text as shown
 
     out = str(d.reason)
     if d.conflicts and d.conflicts[0].hunk:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from proximity.analysis import hunks, intervals
 from proximity.analysis.hunks import FileDiff
 from proximity.analysis.intervals import Range
-from proximity.untrusted import text
+from proximity.remote.untrusted import text
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 RA, TA, INFO = "ra", "ta", "info"

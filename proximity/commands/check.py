@@ -49,7 +49,7 @@ def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
     edits of them, before anything is written (a merge brings others' work in, and no edit
     asks about it: the pre-edit check's blind spot)."""
     from proximity.agents.precheck import check_merge, merge_json
-    from proximity.untrusted import text
+    from proximity.remote.untrusted import text
 
     plan, d = check_merge(cwd, ref, args.deny_on)
     if args.json:

@@ -277,7 +277,7 @@ def outcome(ctx: context.Context, stage: str, verdict: dict[str, Any], allow: bo
         lines.append("proximity: PROXIMITY_ALLOW=1 set: letting this through despite the "
                      "advisory.")
         return lines, False
-    from proximity.untrusted import text
+    from proximity.remote.untrusted import text
 
     what = "push" if stage == "guard" else "commit"
     who = verdict.get("yielding")
@@ -303,10 +303,10 @@ def check(ctx: context.Context, stage: str, kind: str, stdin: str | None = None,
     from proximity.hooks import inputs, stash
 
     if stage == "guard" and ctx.cfg.sync:
-        from proximity import remote
+        from proximity.remote import sharing
 
         try:
-            remote.sync(ctx, None)
+            sharing.sync(ctx, None)
         except FatalError as e:
             err(f"proximity: warning: sync skipped: {e}")
     override = recorder.index_override() if stage == "warn" else None

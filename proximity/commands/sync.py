@@ -11,8 +11,9 @@ import json
 import time
 from typing import Any
 
-from proximity import context, remote
-from proximity.untrusted import text
+from proximity import context
+from proximity.remote import sharing
+from proximity.remote.untrusted import text
 
 
 def dry_run_text(plan: dict[str, Any]) -> str:
@@ -38,12 +39,12 @@ def once(args: argparse.Namespace) -> int:
     ctx = context.open_context(args.repo)
     try:
         if getattr(args, "dry_run", False):
-            plan = remote.dry_run(ctx, args.remote, prune=args.prune)
+            plan = sharing.dry_run(ctx, args.remote, prune=args.prune)
             print(json.dumps(plan, indent=2) if args.json else dry_run_text(plan))
             return 0
-        stats = remote.sync(ctx, args.remote, prune=args.prune)
+        stats = sharing.sync(ctx, args.remote, prune=args.prune)
         if args.prune:
-            gone = remote.prune_fetched(ctx, stats["remote"], stats["machine"])
+            gone = sharing.prune_fetched(ctx, stats["remote"], stats["machine"])
             stats["pruned_local"] = gone
     finally:
         ctx.close()

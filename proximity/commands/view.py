@@ -10,8 +10,8 @@ from importlib import resources
 from typing import Any
 
 from proximity import context, embedding, report
+from proximity.remote.untrusted import opt_text, text
 from proximity.tcas.engine import Scan
-from proximity.untrusted import opt_text, text
 
 MAX_FILES = 4000  # the agents' files and their neighbours always; a stable sample of the rest
 

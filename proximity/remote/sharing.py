@@ -19,11 +19,12 @@ import socket
 import time
 from typing import Any, NamedTuple
 
-from proximity import gitio, inbound, untrusted
-from proximity import outgoing as outgoing_rules
+from proximity import gitio
 from proximity.context import Context
 from proximity.errors import FatalError
-from proximity.inbound import LOCAL_NS
+from proximity.remote import inbound, untrusted
+from proximity.remote import outgoing as outgoing_rules
+from proximity.remote.inbound import LOCAL_NS
 
 
 def machine_id(ctx: Context) -> str:

@@ -14,10 +14,11 @@ import sys
 import time
 from typing import Any
 
-from proximity import gitio, untrusted
+from proximity import gitio
 from proximity.context import Context
 from proximity.ledger import clocks
 from proximity.model import Agent
+from proximity.remote import untrusted
 
 LOCAL_NS = "refs/ecm-remote/"
 TTL_SECONDS = 3 * 86400  # a remote snapshot older than this is stale: it never blocks
@@ -128,7 +129,7 @@ def agents(ctx: Context, include_stale: bool = False, now: float | None = None
     Each ref's commit is validated once and the verdict cached by commit id, with the time
     this machine first saw it: a snapshot is stale TTL_SECONDS after *we* first saw it
     unchanged, whatever time it claims. A bad ref is skipped with one warning."""
-    from proximity.remote import machine_id
+    from proximity.remote.sharing import machine_id
 
     try:
         mine = machine_id(ctx)
