@@ -136,7 +136,8 @@ def semantic_obs(variants: int) -> list[Obs]:
     """Run the generated corpus (labels by merging and running) and keep the scan's kinds."""
     import semantic as sem
 
-    from proximity import context, report
+    from proximity import context
+    from proximity.views import report
 
     last: dict[str, Any] = {}
 

@@ -343,7 +343,8 @@ def write(root: str, files: dict[str, str | None]) -> None:
 
 def scan(main: str) -> dict[str, Any]:
     """`scan --json` of the repository at ``main``, in process (the benchmarks' scanner)."""
-    from proximity import context, report
+    from proximity import context
+    from proximity.views import report
 
     ctx = context.open_context(main)
     try:

@@ -15,8 +15,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rich.console import Console
 
-from proximity import context, views
+from proximity import context
 from proximity.commands import demo, view
+from proximity.views import tables
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -44,7 +45,7 @@ def main() -> int:
         finally:
             ctx.close()
         con = Console(record=True, width=100, file=open(os.devnull, "w"))  # noqa: SIM115
-        views.status(result, con)
+        tables.status(result, con)
         svg = os.path.join(tmp, "status.svg")
         con.save_svg(svg, title="proximity status")
         page = os.path.join(tmp, "view.html")

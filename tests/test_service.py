@@ -176,7 +176,7 @@ def test_service_and_in_process_give_identical_pairs(space, services):
     git(a, "add", "f.txt", env={"GIT_INDEX_FILE": idx})
     svc = client.scan(common, "a", index=idx, budget=30.0)
     assert svc is not None
-    code = ("import json, sys\nfrom proximity import context, report\n"
+    code = ("import json, sys\nfrom proximity import context\nfrom proximity.views import report\n"
             "from proximity.tcas.engine import live_agents\n"
             "ctx = context.open_context('.')\n"
             "ag, ret = live_agents(ctx.repo, {'a': sys.argv[1]})\n"

@@ -392,11 +392,11 @@ def test_every_rendering_of_hostile_strings_is_clean():
     no control character, whatever the names, paths and details hold."""
     import io
 
-    from proximity import report, views
     from proximity.commands import view
     from proximity.model import Agent, Finding, PairResult
     from proximity.tcas import actions
     from proximity.tcas.engine import Scan
+    from proximity.views import report, tables
 
     evil = "\x1b]0;title\x07\x1b[2J\u202e\u009b\x00" + "x" * 100_000
     me = Agent("main", "/w", "feat/\u202emine", "a" * 40)
@@ -413,9 +413,9 @@ def test_every_rendering_of_hostile_strings_is_clean():
         msg = actions.body(p, {"main": me, "evil/w": them}[sender], recipient, kind, scan, {})
         outs += [json.dumps(msg, ensure_ascii=False), actions.render(msg)]
     buf = io.StringIO()
-    con = views.console(file=buf, width=100)
-    views.status(scan, con)
-    con.print(views.frame(scan, {}, [{"type": evil, "from": evil, "to": "main"}]))
+    con = tables.console(file=buf, width=100)
+    tables.status(scan, con)
+    con.print(tables.frame(scan, {}, [{"type": evil, "from": evil, "to": "main"}]))
     outs.append(buf.getvalue())
     outs.append(json.dumps(view.data(scan, evil), ensure_ascii=False))
     for out in outs:

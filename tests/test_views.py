@@ -12,9 +12,10 @@ import subprocess
 
 import pytest
 
-from proximity import context, views
+from proximity import context
 from proximity.commands import demo, watch
 from proximity.main import main
+from proximity.views import tables
 
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--no-first-run", "--disable-background-networking",
@@ -34,7 +35,7 @@ def test_watch_frame_fits_80_columns(airspace):
     finally:
         ctx.close()
     buf = io.StringIO()
-    con = views.console(file=buf, width=80)
+    con = tables.console(file=buf, width=80)
     con.print(frame)
     con.print(frame2)
     text = buf.getvalue()

@@ -62,8 +62,9 @@ def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: s
 
 
 def status_tool(repo: str | None, default: str) -> dict[str, Any]:
-    from proximity import context, report
+    from proximity import context
     from proximity.analysis import hunks
+    from proximity.views import report
 
     ctx = context.open_context(_where(repo, default))
     try:

@@ -10,7 +10,8 @@ import sys
 import tempfile
 import textwrap
 
-from proximity import context, gitio, recorder, report
+from proximity import context, gitio, recorder
+from proximity.views import report
 
 MODELS = '''\
 """Data models."""
@@ -67,7 +68,7 @@ def build(root: str) -> str:
 
     g("init", "-q", "-b", "main")
     for rel, text in (("app/__init__.py", ""), ("app/models.py", MODELS),
-                      ("app/views.py", VIEWS), ("lib/util.py", UTIL), ("README.md", README)):
+                      ("app/tables.py", VIEWS), ("lib/util.py", UTIL), ("README.md", README)):
         write(main, rel, text)
     g("add", "-A")
     g("commit", "-q", "-m", "shop: models, views, helpers")
@@ -90,7 +91,7 @@ def build(root: str) -> str:
     # carol works in views: new code calls find_user the old way (uncommitted), and she
     # declares that she will touch the models next
     carol = os.path.join(root, "carol")
-    write(carol, "app/views.py", VIEWS + textwrap.dedent('''
+    write(carol, "app/tables.py", VIEWS + textwrap.dedent('''
 
         def register(db, name):
             user = find_user(db, name)
@@ -121,11 +122,11 @@ def run(args: argparse.Namespace) -> int:
             json.dump(report.scan_json(result), sys.stdout, indent=2)
             print()
         else:
-            from proximity import views
+            from proximity.views import tables
 
-            con = views.console()
+            con = tables.console()
             con.print(f"demo repository: {main} (worktrees alice, bob, carol)\n")
-            views.status(result, con)
+            tables.status(result, con)
             for p in result.pairs:
                 if p.advisory != "clear":
                     me = p.yielding or p.a

@@ -125,10 +125,10 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
     this worktree (someone else records this very event). ``unstash``: the patch of
     unstaged edits the hook host holds out of this worktree (stash.py)."""
 
-    from proximity import report
     from proximity.analysis import hunks
     from proximity.tcas import actions
     from proximity.tcas.engine import live_agents
+    from proximity.views import report
 
     if agents_of is None:
         agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)

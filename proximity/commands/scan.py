@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 
-from proximity import context, report
+from proximity import context
 from proximity.analysis import intervals
+from proximity.views import report
 
 
 def parse_intent(spec: str) -> tuple[str, list[tuple[int, int]] | None]:
@@ -32,9 +33,9 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report.scan_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif args.command == "status":
-        from proximity import views
+        from proximity.views import tables
 
-        views.status(result, views.console())
+        tables.status(result, tables.console())
     else:
         print(report.scan_text(result))
     return 0

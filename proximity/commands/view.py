@@ -9,9 +9,10 @@ import webbrowser
 from importlib import resources
 from typing import Any
 
-from proximity import context, embedding, report
+from proximity import context
 from proximity.remote.untrusted import opt_text, text
 from proximity.tcas.engine import Scan
+from proximity.views import embedding, report
 
 MAX_FILES = 4000  # the agents' files and their neighbours always; a stable sample of the rest
 

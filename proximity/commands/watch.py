@@ -7,8 +7,9 @@ import os
 import time
 from typing import Any
 
-from proximity import context, views
+from proximity import context
 from proximity.ledger import FILENAME
+from proximity.views import tables
 
 
 def _stamp(ecm: str) -> tuple[float, ...]:
@@ -30,14 +31,14 @@ def render(ctx: context.Context, width: int) -> Any:
             key = (min(p.a, p.b), max(p.a, p.b))
             history[key] = [r for _, _, r in ctx.ledger.history(key[0], key[1])]
         messages = ctx.ledger.messages(None, 4)
-    return views.frame(result, history, messages, width)
+    return tables.frame(result, history, messages, width)
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.live import Live
 
     ctx = context.open_context(args.repo)
-    con = views.console()
+    con = tables.console()
     width = max(80, min(con.width, 140))
     try:
         if args.once:

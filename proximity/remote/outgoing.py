@@ -1,6 +1,6 @@
 """What `sync` may publish: a teammate needs our changes, never our secrets.
 
-Pure decisions over (path, size, tracked) facts; remote.py applies them to a tree with a
+Pure decisions over (path, size, tracked) facts; sharing.py applies them to a tree with a
 temporary index. A path HEAD does not have (untracked or newly added) is withheld when it
 looks like a secret; any path is withheld when it matches ``sync_exclude`` or is larger than
 ``sync_max_bytes``. A withheld path that HEAD has is published as HEAD has it (its committed

@@ -530,7 +530,8 @@ class Airspace:
         return {"lines": lines, "block": block}
 
     def scan(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from proximity import context, report
+        from proximity import context
+        from proximity.views import report
 
         focus = msg.get("agent")
         self.reload_policy(aged=False)

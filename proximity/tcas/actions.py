@@ -12,15 +12,15 @@ import shlex
 import subprocess
 from typing import Any
 
-from proximity import report
 from proximity.analysis import hunks
 from proximity.context import Context
 from proximity.errors import LedgerError
 from proximity.model import Agent, PairResult
 from proximity.remote.untrusted import opt_text, text
-from proximity.report import fmt_ranges
 from proximity.tcas import risk
 from proximity.tcas.engine import Scan
+from proximity.views import report
+from proximity.views.report import fmt_ranges
 
 
 def _files(p: PairResult, who: str) -> list[dict[str, Any]]:

@@ -6,9 +6,9 @@ import os
 import sys
 from typing import Any
 
-from proximity import report
 from proximity.remote.untrusted import text
 from proximity.tcas.engine import Scan
+from proximity.views import report
 
 STYLE = {"clear": "green", "traffic": "yellow", "resolution": "bold red"}
 
