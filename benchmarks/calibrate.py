@@ -136,15 +136,15 @@ def semantic_obs(variants: int) -> list[Obs]:
     """Run the generated corpus (labels by merging and running) and keep the scan's kinds."""
     import semantic as sem
 
-    from proximity import context
+    from proximity.snapshot import workspace
     from proximity.views import report
 
     last: dict[str, Any] = {}
 
     def scan(main: str) -> dict[str, Any]:
-        ctx = context.open_context(main)
+        ctx = workspace.open_context(main)
         try:
-            last["scan"] = report.scan_json(context.run_scan(ctx))
+            last["scan"] = report.scan_json(workspace.run_scan(ctx))
             return last["scan"]
         finally:
             ctx.close()

@@ -15,8 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rich.console import Console
 
-from proximity import context
 from proximity.commands import demo, view
+from proximity.snapshot import workspace
 from proximity.views import tables
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,9 +38,9 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="proximity-pictures-")
     try:
         repo = demo.build(os.path.join(tmp, "demo"))
-        ctx = context.open_context(repo)
+        ctx = workspace.open_context(repo)
         try:
-            result = context.run_scan(ctx)
+            result = workspace.run_scan(ctx)
             payload = view.data(result, "shop (proximity demo)")
         finally:
             ctx.close()

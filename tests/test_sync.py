@@ -133,9 +133,9 @@ def test_stale_remote_snapshots_never_block(tmp_path, monkeypatch):
         assert cli("sync", "-C", str(where)).returncode == 0
     assert any(x["remote"] for x in scan(m1)["agents"])
     monkeypatch.setattr(remote_mod, "TTL_SECONDS", -1)  # every snapshot is now too old
-    from proximity import context
+    from proximity.snapshot import workspace
 
-    ctx = context.open_context(str(m1))
+    ctx = workspace.open_context(str(m1))
     try:
         assert remote_mod.agents(ctx) == []
         assert remote_mod.agents(ctx, include_stale=True)

@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_sync import cli, machines
 
-from proximity import context
 from proximity.remote import inbound as remote_mod
 from proximity.remote import untrusted
+from proximity.snapshot import workspace
 
 PY = sys.executable
 # C0 except \t \n, DEL, C1 (as UTF-8), bidi overrides/isolates (as UTF-8)
@@ -172,7 +172,7 @@ def test_crafted_refs_never_break_a_command_nor_the_guard(world: World, tmp_path
 def test_times_are_bounded_by_what_this_machine_saw(world: World):
     w = world
     assert run("sync", "-C", str(w.m1)).returncode == 0
-    ctx = context.open_context(str(w.m1))
+    ctx = workspace.open_context(str(w.m1))
     try:
         import time
 
@@ -192,7 +192,7 @@ def test_times_are_bounded_by_what_this_machine_saw(world: World):
     publish_raw(w.bare, w.base, {"evil/future": json.dumps(
         meta("evil", "future", time=1e12, created=1e12, subject="again")).encode()})
     assert run("sync", "-C", str(w.m1)).returncode == 0
-    ctx = context.open_context(str(w.m1))
+    ctx = workspace.open_context(str(w.m1))
     try:
         t1 = time.time()
         again = {a.id: a for a in remote_mod.agents(ctx, now=t1)}
@@ -218,7 +218,7 @@ def test_thousands_of_refs_are_bounded_and_cheap(tmp_path: Path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["remote_agents"] == untrusted.MAX_REFS
     assert r.stderr.decode().count("over the limits") == 1
-    ctx = context.open_context(str(w.m1))
+    ctx = workspace.open_context(str(w.m1))
     try:
         found = remote_mod.agents(ctx, include_stale=True)
         assert sum(a.machine == "greedy" for a in found) <= untrusted.MAX_REFS_PER_MACHINE
@@ -235,7 +235,7 @@ def test_thousands_of_refs_are_bounded_and_cheap(tmp_path: Path):
     subprocess.run(["git", "update-ref", "--stdin"], cwd=w.bare, input=gone.encode(), check=True)
     assert run("sync", "-C", str(w.m1)).returncode == 0
     assert git(w.m1, "for-each-ref", "refs/ecm-remote/origin/crowd0/").stdout == ""
-    ctx = context.open_context(str(w.m1))
+    ctx = workspace.open_context(str(w.m1))
     try:
         assert ctx.ledger is not None
         assert len(ctx.ledger.cache("remote", lazy=False)) < 100

@@ -12,9 +12,9 @@ import subprocess
 
 import pytest
 
-from proximity import context
 from proximity.commands import demo, watch
 from proximity.main import main
+from proximity.snapshot import workspace
 from proximity.views import tables
 
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -28,7 +28,7 @@ def airspace(tmp_path):
 
 
 def test_watch_frame_fits_80_columns(airspace):
-    ctx = context.open_context(airspace)
+    ctx = workspace.open_context(airspace)
     try:
         frame = watch.render(ctx, 80)
         frame2 = watch.render(ctx, 80)  # a second frame has risk history to draw

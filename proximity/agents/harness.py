@@ -265,10 +265,10 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
             return {}
         targets = POST[name](event) if event.get("tool_input") else []
         starts = {_existing_dir(p) for p, _ in targets} or {str(event.get("cwd") or ".")}
-        from proximity import context, recorder
+        from proximity.snapshot import recorder, workspace
 
         for start in starts:
-            ctx = context.open_context(start, check_git=False)
+            ctx = workspace.open_context(start, check_git=False)
             try:
                 recorder.record_here(ctx, "snapshot")
                 if ctx.ledger is not None:

@@ -62,13 +62,13 @@ def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: s
 
 
 def status_tool(repo: str | None, default: str) -> dict[str, Any]:
-    from proximity import context
     from proximity.analysis import hunks
+    from proximity.snapshot import workspace
     from proximity.views import report
 
-    ctx = context.open_context(_where(repo, default))
+    ctx = workspace.open_context(_where(repo, default))
     try:
-        result = context.run_scan(ctx, focus=ctx.here)
+        result = workspace.run_scan(ctx, focus=ctx.here)
         by_id = {a.id: a for a in result.agents}
         pairs = []
         for p in result.involving(ctx.here):
@@ -89,10 +89,10 @@ def status_tool(repo: str | None, default: str) -> dict[str, Any]:
 
 def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
                 ) -> dict[str, Any]:
-    from proximity import context, recorder
     from proximity.commands.scan import parse_intent
+    from proximity.snapshot import recorder, workspace
 
-    ctx = context.open_context(_where(repo, default), need_ledger=True)
+    ctx = workspace.open_context(_where(repo, default), need_ledger=True)
     try:
         assert ctx.ledger is not None
         items = dict(parse_intent(s) for s in paths)
@@ -108,10 +108,10 @@ def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
 
 
 def inbox_tool(include_delivered: bool, repo: str | None, default: str) -> dict[str, Any]:
-    from proximity import context
+    from proximity.snapshot import workspace
     from proximity.tcas import actions
 
-    ctx = context.open_context(_where(repo, default), need_ledger=True)
+    ctx = workspace.open_context(_where(repo, default), need_ledger=True)
     try:
         assert ctx.ledger is not None
         msgs = (ctx.ledger.messages(ctx.here, 50) if include_delivered

@@ -10,7 +10,8 @@ import sys
 import tempfile
 import textwrap
 
-from proximity import context, gitio, recorder
+from proximity import gitio
+from proximity.snapshot import recorder, workspace
 from proximity.views import report
 
 MODELS = '''\
@@ -98,7 +99,7 @@ def build(root: str) -> str:
             return show(db, user.name)
     '''))
     write(carol, "lib/util.py", UTIL + "\n\ndef titleize(text):\n    return text.title()\n")
-    ctx = context.open_context(carol, need_ledger=True)
+    ctx = workspace.open_context(carol, need_ledger=True)
     try:
         assert ctx.ledger is not None
         ev = recorder.record_here(ctx, "intent")
@@ -113,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
     os.makedirs(root, exist_ok=True)
     try:
         main = build(root)
-        ctx = context.open_context(main)
+        ctx = workspace.open_context(main)
         try:
-            result = context.run_scan(ctx)
+            result = workspace.run_scan(ctx)
         finally:
             ctx.close()
         if args.json:

@@ -6,12 +6,13 @@ import argparse
 import contextlib
 import json
 
-from proximity import context, gitio
-from proximity.recorder import REF_PREFIX
+from proximity import gitio
+from proximity.snapshot import workspace
+from proximity.snapshot.recorder import REF_PREFIX
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context.open_context(args.repo, need_ledger=True)
+    ctx = workspace.open_context(args.repo, need_ledger=True)
     try:
         assert ctx.ledger is not None
         live = {wt.id for wt in ctx.repo.worktrees() if not wt.prunable}

@@ -20,7 +20,6 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from proximity import context, recorder
 from proximity.errors import FatalError
 from proximity.hooks.inputs import STAGE as STAGE
 from proximity.hooks.inputs import ZERO as ZERO
@@ -28,6 +27,7 @@ from proximity.hooks.inputs import blocked_exit as blocked_exit
 from proximity.hooks.inputs import kind_of as _kind
 from proximity.hooks.inputs import pushed_refs as pushed_refs
 from proximity.hooks.inputs import read_stdin as _read_stdin
+from proximity.snapshot import recorder, workspace
 
 if TYPE_CHECKING:
     import argparse
@@ -40,7 +40,7 @@ def err(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-def inbox_lines(ctx: context.Context, shown: set[int] | None = None) -> list[str]:
+def inbox_lines(ctx: workspace.Context, shown: set[int] | None = None) -> list[str]:
     """This worktree's undelivered messages, rendered, taken from the ledger (so shown
     once); ``shown``: ids this run already printed as advisories (marked delivered
     without repeating them)."""
@@ -60,7 +60,7 @@ def inbox_lines(ctx: context.Context, shown: set[int] | None = None) -> list[str
     return [actions.render(m) for m in msgs]
 
 
-def deliver(ctx: context.Context, shown: set[int] | None = None) -> None:
+def deliver(ctx: workspace.Context, shown: set[int] | None = None) -> None:
     """Print this worktree's undelivered messages, once."""
     for line in inbox_lines(ctx, shown):
         err(line)
@@ -86,7 +86,7 @@ def queued(ev: object) -> None:
         err(line)
 
 
-def snapshot(ctx: context.Context, kind: str, service: bool = True,
+def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
              record: bool = True) -> None:
     """``service=False``: the thin client asked the service already; ``record=False``:
     the service took this event (a request the client gave up on) and records it."""
@@ -104,7 +104,7 @@ def snapshot(ctx: context.Context, kind: str, service: bool = True,
         ctx.ledger.gc(ctx.cfg.retain_events, live)
 
 
-def _service_records(ctx: context.Context, kind: str, unstash: str | None) -> bool:
+def _service_records(ctx: workspace.Context, kind: str, unstash: str | None) -> bool:
     """The resident service records this worktree (it knows what changed: the work is
     proportional to the change); False: absent or busy (it is started for next time)."""
     from proximity.service import client
@@ -112,7 +112,7 @@ def _service_records(ctx: context.Context, kind: str, unstash: str | None) -> bo
     return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override(), unstash)
 
 
-def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
+def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
           pushed: list[tuple[str, str]] | None,
           agents_of: Callable[[str | None], tuple[list[Agent], list[str]]] | None = None,
           in_hook: bool = True, record: bool = True, unstash: str | None = None
@@ -151,7 +151,7 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
                                     else a for a in agents]))
         if not runs:
             return {"nothing": True, "notes": notes}
-    results = [(who, context.run_scan(ctx, focus=who, agents=run, retired=retired,
+    results = [(who, workspace.run_scan(ctx, focus=who, agents=run, retired=retired,
                                       in_hook=in_hook, record=i == 0,
                                       remote=stage == "guard"))
                for i, (who, run) in enumerate(runs)]
@@ -181,7 +181,7 @@ def judge(ctx: context.Context, stage: str, kind: str, override: str | None,
             "pairs": [report.pair_json(p) for p in result.pairs]}
 
 
-def unstashed(ctx: context.Context, agents: list[Agent], patch: str | None) -> list[Agent]:
+def unstashed(ctx: workspace.Context, agents: list[Agent], patch: str | None) -> list[Agent]:
     """The agents with this worktree as its user has it: the unstaged edits its hook host
     holds out while hooks run (``patch``, stash.py) put back on the state read from its
     files (that state as it is when the patch does not apply)."""
@@ -207,7 +207,7 @@ def _owner(agents: list[Agent], ref: str) -> Agent | None:
                 None)
 
 
-def _carrier(ctx: context.Context, agents: list[Agent], me: Agent, sha: str) -> Agent | None:
+def _carrier(ctx: workspace.Context, agents: list[Agent], me: Agent, sha: str) -> Agent | None:
     """For a pushed branch checked out nowhere (a copy of another worktree's branch, or one
     built on it): the one local worktree whose own commits it carries -- its HEAD is in
     the pushed history and not in the pushing worktree's -- the deepest such when their
@@ -229,7 +229,7 @@ def _carrier(ctx: context.Context, agents: list[Agent], me: Agent, sha: str) -> 
     return deepest[0] if len(deepest) == 1 else None
 
 
-def _pushed_state(ctx: context.Context, me: Agent, ref: str, sha: str) -> Agent:
+def _pushed_state(ctx: workspace.Context, me: Agent, ref: str, sha: str) -> Agent:
     """This worktree as a pushed commit: its tree, on that commit, as the snapshot commit
     of (tree, commit) -- content-addressed, so a push of the state already judged (the
     warm snapshot after the commit, or the one recorded at it) is that very state and its
@@ -246,7 +246,7 @@ def _pushed_state(ctx: context.Context, me: Agent, ref: str, sha: str) -> Agent:
                    branch=branch, error=None)
 
 
-def _ask_service(ctx: context.Context, stage: str, kind: str, override: str | None,
+def _ask_service(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                  pushed: list[tuple[str, str]] | None, unstash: str | None
                  ) -> dict[str, Any] | None:
     """The resident service's verdict, or None (absent, busy, broken: judge in process)."""
@@ -255,7 +255,7 @@ def _ask_service(ctx: context.Context, stage: str, kind: str, override: str | No
     return client.judge(ctx.repo.common, ctx.here, stage, kind, override, pushed, unstash)
 
 
-def outcome(ctx: context.Context, stage: str, verdict: dict[str, Any], allow: bool
+def outcome(ctx: workspace.Context, stage: str, verdict: dict[str, Any], allow: bool
             ) -> tuple[list[str], bool]:
     """What a deciding hook prints (stderr lines, in order) and whether it blocks, from
     its verdict; takes this worktree's undelivered messages. The in-process hook and the
@@ -290,7 +290,7 @@ def outcome(ctx: context.Context, stage: str, verdict: dict[str, Any], allow: bo
     return lines, True
 
 
-def check(ctx: context.Context, stage: str, kind: str, stdin: str | None = None,
+def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = None,
           service: bool = True, record: bool = True) -> int:
     """Record, scan the pairs involving this worktree, fire triggers, print advisories.
 
@@ -318,7 +318,7 @@ def check(ctx: context.Context, stage: str, kind: str, stdin: str | None = None,
     if verdict is None:
         verdict = judge(ctx, stage, kind, override, pushed, record=record, unstash=unstash)
     if verdict["graph_deferred"]:
-        context.warm_up(ctx)
+        workspace.warm_up(ctx)
     lines, block = outcome(ctx, stage, verdict, inputs.allowed())
     for line in lines:
         err(line)
@@ -338,7 +338,7 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
 
     ledger.wait_budget(WAIT_BUDGET)
     try:
-        ctx = context.open_context(os.getcwd(), check_git=stage != "snapshot")
+        ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot")
     except FatalError as e:
         err(f"proximity: warning: {e} (hook skipped; git goes on)")
         return 0

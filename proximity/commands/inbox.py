@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from proximity import context
+from proximity.snapshot import workspace
 from proximity.tcas import actions
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context.open_context(args.repo, need_ledger=True)
+    ctx = workspace.open_context(args.repo, need_ledger=True)
     try:
         assert ctx.ledger is not None
         msgs = (ctx.ledger.messages(ctx.here, 200) if args.all else ctx.ledger.take(ctx.here))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from proximity import context, recorder
 from proximity.commands.scan import parse_intent
+from proximity.snapshot import recorder, workspace
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context.open_context(args.repo, need_ledger=True)
+    ctx = workspace.open_context(args.repo, need_ledger=True)
     try:
         assert ctx.ledger is not None
         items = dict(parse_intent(s) for s in args.paths)

@@ -6,11 +6,11 @@ import argparse
 import json
 import time
 
-from proximity import context
+from proximity.snapshot import workspace
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context.open_context(args.repo, need_ledger=True)
+    ctx = workspace.open_context(args.repo, need_ledger=True)
     try:
         assert ctx.ledger is not None
         events = ctx.ledger.events(None, args.n)

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from proximity import context
 from proximity.analysis import intervals
+from proximity.snapshot import workspace
 from proximity.views import report
 
 
@@ -18,15 +18,15 @@ def parse_intent(spec: str) -> tuple[str, list[tuple[int, int]] | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context.open_context(args.repo)
+    ctx = workspace.open_context(args.repo)
     if ctx.ledger_error:
-        context.warn(f"{ctx.ledger_error} (scanning without history, caches or messages; "
+        workspace.warn(f"{ctx.ledger_error} (scanning without history, caches or messages; "
                      "see `proximity doctor`)")
     try:
         what_if = None
         if getattr(args, "intent", None):
             what_if = dict(parse_intent(s) for s in args.intent)
-        result = context.run_scan(ctx, focus=getattr(args, "focus", None), what_if=what_if)
+        result = workspace.run_scan(ctx, focus=getattr(args, "focus", None), what_if=what_if)
     finally:
         ctx.close()
     if args.json:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from proximity import context, recorder
+from proximity.snapshot import recorder, workspace
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context.open_context(args.repo, need_ledger=True)
+    ctx = workspace.open_context(args.repo, need_ledger=True)
     try:
         ev = recorder.record_here(ctx, args.kind, commit=True)
     finally:

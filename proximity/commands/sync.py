@@ -11,9 +11,9 @@ import json
 import time
 from typing import Any
 
-from proximity import context
 from proximity.remote import sharing
 from proximity.remote.untrusted import text
+from proximity.snapshot import workspace
 
 
 def dry_run_text(plan: dict[str, Any]) -> str:
@@ -36,7 +36,7 @@ def dry_run_text(plan: dict[str, Any]) -> str:
 
 
 def once(args: argparse.Namespace) -> int:
-    ctx = context.open_context(args.repo)
+    ctx = workspace.open_context(args.repo)
     try:
         if getattr(args, "dry_run", False):
             plan = sharing.dry_run(ctx, args.remote, prune=args.prune)

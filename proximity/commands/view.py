@@ -9,8 +9,8 @@ import webbrowser
 from importlib import resources
 from typing import Any
 
-from proximity import context
 from proximity.remote.untrusted import opt_text, text
+from proximity.snapshot import workspace
 from proximity.tcas.engine import Scan
 from proximity.views import embedding, report
 
@@ -69,9 +69,9 @@ def html(payload: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    ctx = context.open_context(args.repo)
+    ctx = workspace.open_context(args.repo)
     try:
-        result = context.run_scan(ctx)
+        result = workspace.run_scan(ctx)
         payload = data(result, os.path.basename(ctx.repo.workdir))
     finally:
         ctx.close()

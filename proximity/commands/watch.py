@@ -7,8 +7,8 @@ import os
 import time
 from typing import Any
 
-from proximity import context
 from proximity.ledger import FILENAME
+from proximity.snapshot import workspace
 from proximity.views import tables
 
 
@@ -22,8 +22,8 @@ def _stamp(ecm: str) -> tuple[float, ...]:
     return tuple(out)
 
 
-def render(ctx: context.Context, width: int) -> Any:
-    result = context.run_scan(ctx)
+def render(ctx: workspace.Context, width: int) -> Any:
+    result = workspace.run_scan(ctx)
     history: dict[tuple[str, str], list[float]] = {}
     messages: list[dict[str, Any]] = []
     if ctx.ledger is not None:
@@ -37,7 +37,7 @@ def render(ctx: context.Context, width: int) -> Any:
 def run(args: argparse.Namespace) -> int:
     from rich.live import Live
 
-    ctx = context.open_context(args.repo)
+    ctx = workspace.open_context(args.repo)
     con = tables.console()
     width = max(80, min(con.width, 140))
     try:

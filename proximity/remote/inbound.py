@@ -15,10 +15,10 @@ import time
 from typing import Any
 
 from proximity import gitio
-from proximity.context import Context
 from proximity.ledger import clocks
 from proximity.model import Agent
 from proximity.remote import untrusted
+from proximity.snapshot.workspace import Context
 
 LOCAL_NS = "refs/ecm-remote/"
 TTL_SECONDS = 3 * 86400  # a remote snapshot older than this is stale: it never blocks

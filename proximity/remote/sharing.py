@@ -20,11 +20,11 @@ import time
 from typing import Any, NamedTuple
 
 from proximity import gitio
-from proximity.context import Context
 from proximity.errors import FatalError
 from proximity.remote import inbound, untrusted
 from proximity.remote import outgoing as outgoing_rules
 from proximity.remote.inbound import LOCAL_NS
+from proximity.snapshot.workspace import Context
 
 
 def machine_id(ctx: Context) -> str:

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     import subprocess
 
     from proximity import gitio
-    from proximity.context import Context
     from proximity.ledger import Event, Ledger, TrackedDict
     from proximity.model import Agent, PairResult
+    from proximity.snapshot.workspace import Context
 
 LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
 
@@ -29,10 +29,10 @@ class Airspace:
     advisory (to tell when one rises). Used from the worker thread only."""
 
     def __init__(self, common: str) -> None:
-        from proximity import context
+        from proximity.snapshot import workspace
 
         self.common = common
-        self.ctx: Context = context.open_context(self._a_worktree(common))
+        self.ctx: Context = workspace.open_context(self._a_worktree(common))
         self.ctx.memo = {}  # channel results and resolvers, across scans
         if self.ctx.ledger is not None:
             _keep_caches_warm(self.ctx.ledger)
@@ -420,7 +420,7 @@ class Airspace:
         and send the messages of every advisory that rose; returns messages posted."""
         from dataclasses import replace
 
-        from proximity import context
+        from proximity.snapshot import workspace
         from proximity.tcas import actions
 
         if dirty:
@@ -432,7 +432,7 @@ class Airspace:
         if not ids:
             return 0
         focus = next(iter(ids)) if len(ids) == 1 else None
-        result = context.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
+        result = workspace.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
                                   record=True)
         risen = []
         for p in result.pairs:
@@ -451,18 +451,19 @@ class Airspace:
     def baseline(self) -> None:
         """Warm everything (snapshots, caches, the import graph) and learn the current
         advisories without sending anything: hooks already told of those."""
-        from proximity import context
+        from proximity.snapshot import workspace
 
         agents, retired = self.agents_now()
-        result = context.run_scan(self.ctx, agents=agents, retired=retired, record=False)
+        result = workspace.run_scan(self.ctx, agents=agents, retired=retired, record=False)
         self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
         self.scans += 1
 
     def record(self, msg: dict[str, Any], files_settled: bool) -> Event | None:
         """What the snapshot hook does, for it: record the worktree as one event (a
         commit outside any rebase/merge with no file event pending reuses the tree)."""
-        from proximity import gitio, recorder
+        from proximity import gitio
         from proximity.commands import hook
+        from proximity.snapshot import recorder
 
         here, kind, index = str(msg["agent"]), str(msg["kind"]), msg.get("index")
         self.reload_policy(aged=False)
@@ -530,13 +531,13 @@ class Airspace:
         return {"lines": lines, "block": block}
 
     def scan(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from proximity import context
+        from proximity.snapshot import workspace
         from proximity.views import report
 
         focus = msg.get("agent")
         self.reload_policy(aged=False)
         agents, retired = self.agents_now(focus, msg.get("index"))
-        result = context.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
+        result = workspace.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
                                   record=bool(msg.get("record")))
         self.scans += 1
         return report.scan_json(result)

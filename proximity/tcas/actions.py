@@ -13,10 +13,10 @@ import subprocess
 from typing import Any
 
 from proximity.analysis import hunks
-from proximity.context import Context
 from proximity.errors import LedgerError
 from proximity.model import Agent, PairResult
 from proximity.remote.untrusted import opt_text, text
+from proximity.snapshot.workspace import Context
 from proximity.tcas import risk
 from proximity.tcas.engine import Scan
 from proximity.views import report

@@ -6,10 +6,10 @@ import contextlib
 from typing import NamedTuple
 
 from proximity import gitio
-from proximity.context import Context
 from proximity.errors import FatalError
 from proximity.hooks.inputs import index_override as index_override
 from proximity.ledger import Event
+from proximity.snapshot.workspace import Context
 
 
 class Snap(NamedTuple):
