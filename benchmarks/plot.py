@@ -7,12 +7,12 @@ Writes an SVG (no plotting library) and, when Chromium is installed, a PNG of it
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from typing import Any
@@ -74,8 +74,11 @@ def svg(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    src, out = args[0], args[1]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("src", help="scan_speed.py --json output")
+    ap.add_argument("out", help="the PNG to write (an SVG is written beside it)")
+    args = ap.parse_args(argv)
+    src, out = args.src, args.out
     with open(src) as f:
         rows = json.load(f)
     text = svg(rows)
