@@ -16,6 +16,7 @@ from conftest import git, init_repo
 from proximity import gitio
 from proximity.channels import Evidence, conflict
 from proximity.config import Config
+from proximity.gitio import history
 from proximity.model import Agent
 from proximity.tcas.engine import Facts, _Pairwise
 
@@ -214,7 +215,7 @@ def test_no_sole_base_stays_none_one_step_on(tmp_path: Path,
         assert repo._sole_by_step(x, hb, repo.merge_base(x, hb) or "") is False
         assert repo.sole_merge_base(x, hb) is None
     # a long branch against a short one: too far to tell, one commit on still too far
-    monkeypatch.setattr(gitio, "SOLE_BASE_WALK", 3)
+    monkeypatch.setattr(history, "SOLE_BASE_WALK", 3)  # where it is read
     git(path, "checkout", "-q", "-B", "long", base)
     git(path, "checkout", "-q", "-B", "short", base)
     short = step("short", 1)[0]

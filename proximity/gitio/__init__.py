@@ -1,0 +1,73 @@
+"""Git access: the only package that talks to git. pygit2 (libgit2) in process, the git CLI
+where git's own behaviour is the truth (ignore rules for snapshots, ``merge-tree`` for exact
+conflicts), every git process through one runner with one time-limit policy (``run``).
+
+``Repo`` is the repository opened from any of its worktrees; its methods come by concern:
+worktrees and heads (``base``), history (``history``), objects and merges (``objects``),
+snapshots of live state (``snapshots``) and the stashed edits put back on them
+(``patches``). Callers use this package's names only.
+"""
+
+from __future__ import annotations
+
+# the file-only helpers live in gitfiles.py (light enough for the hooks' thin client)
+from proximity.gitfiles import (
+    MAIN_ID,
+    agent_id,
+    checkout_of,
+    common_dir,
+    find_git_dir,
+    operation_in_progress,
+    safe_name,
+    steps_left,
+    worktree_id,
+)
+from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, WorktreeInfo
+from proximity.gitio.history import SOLE_BASE_WALK, History
+from proximity.gitio.objects import LOOSE_LIMIT, policy_inputs
+from proximity.gitio.patches import Patches
+from proximity.gitio.run import (
+    CALL_CLASS,
+    CALLS,
+    DIFF_ARGS,
+    EMPTY_TREE,
+    MIN_GIT,
+    SNAPSHOT_IDENT,
+    TIMEOUTS,
+    any_ignored,
+    blob_args,
+    clean_env,
+    commit_of,
+    file_diff_args,
+    git,
+    git_finish,
+    git_many,
+    git_start,
+    git_version,
+    is_ancestor_cli,
+    live_diff_args,
+    new_file_diff,
+    reap,
+    require_git,
+    time_limit,
+    tree_diff,
+    tree_diff_args,
+    untracked,
+)
+from proximity.gitio.snapshots import OVERLAY_MAX, Snapshots
+
+
+class Repo(Snapshots, Patches, History):
+    """A repository, opened from any of its worktrees."""
+
+
+__all__ = [
+    "CALLS", "CALL_CLASS", "DIFF_ARGS", "EMPTY_TREE", "LARGE_STUB", "LOOSE_LIMIT", "MAIN_ID",
+    "MEMO_ENTRIES", "MIN_GIT", "OVERLAY_MAX", "SNAPSHOT_IDENT", "SOLE_BASE_WALK", "TIMEOUTS",
+    "Repo", "WorktreeInfo", "agent_id", "any_ignored", "blob_args", "checkout_of", "clean_env",
+    "commit_of", "common_dir", "file_diff_args", "find_git_dir", "git", "git_finish",
+    "git_many", "git_start", "git_version", "is_ancestor_cli", "live_diff_args",
+    "new_file_diff", "operation_in_progress", "policy_inputs", "reap", "require_git",
+    "safe_name", "steps_left", "time_limit", "tree_diff", "tree_diff_args", "untracked",
+    "worktree_id",
+]

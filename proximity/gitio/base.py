@@ -1,0 +1,314 @@
+"""The repository as proximity opens it: from any worktree, its git dirs, every worktree
+and its HEAD, and a memo of results keyed by object ids. pygit2 (libgit2) in process; git's
+own CLI where git's behaviour is the truth (through ``run``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+from proximity.errors import NotARepository
+from proximity.gitfiles import (
+    MAIN_ID,
+    _read,
+    agent_id,
+    checkout_of,
+    worktree_id,
+)
+from proximity.gitio.run import git
+
+MEMO_ENTRIES = 4096  # results a Repo keeps (see Repo._remember)
+
+
+LARGE_STUB = "proximity: large untracked file, not hashed: "
+
+
+def _pygit2() -> Any:
+    import pygit2
+
+    return pygit2
+
+
+class WorktreeInfo(NamedTuple):
+    id: str
+    path: str
+    admin: str  # the worktree's own git dir
+    head: str | None
+    branch: str | None
+    prunable: bool = False
+    locked: bool = False
+
+
+def _cfg_bool(cfg: Any, key: str, default: bool) -> bool:
+    try:
+        return bool(cfg.get_bool(key)) if key in cfg else default
+    except (ValueError, KeyError, _pygit2().GitError):
+        return not default  # unreadable: the answer that declines the fast path
+
+
+class RepoCore:
+    """The repository: discovery, worktrees and heads, results remembered by object id."""
+
+    large_bytes = 2_000_000  # untracked files over this are stubbed, not hashed
+
+    def __init__(self, start: str | os.PathLike[str], fast: bool = False) -> None:
+        start = os.path.abspath(start)
+        if not os.path.isdir(start):
+            raise NotARepository(f"{start}: no such directory")
+        self._pg: Any = None
+        self.memo: dict[tuple[Any, ...], Any] = {}  # results keyed by object ids
+        if fast and self._discover(start):
+            return
+        proc = git(["rev-parse", "--is-bare-repository", "--absolute-git-dir",
+                    "--git-common-dir", "--show-toplevel"], cwd=start, ok=(0, 128))
+        out = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+        if proc.returncode != 0 and len(out) < 3:
+            msg = proc.stderr.decode(errors="replace").strip()
+            if "not a git repository" in msg:
+                raise NotARepository(f"{start} is not inside a git repository")
+            raise NotARepository(f"{start}: {msg}")
+        if out[0] == "true" or proc.returncode != 0 or len(out) < 4 or not out[3]:
+            raise NotARepository(
+                f"{out[1] if len(out) > 1 else start} is a bare repository (or the inside of "
+                "a .git directory): proximity watches worktrees; run it in a checkout")
+        self.gitdir = os.path.realpath(out[1])
+        common = out[2]
+        self.common = os.path.realpath(common if os.path.isabs(common)
+                                       else os.path.join(start, common))
+        self.workdir = os.path.realpath(out[3])
+
+    def _discover(self, start: str) -> bool:
+        """Find the repository from files alone (no git process), for the hook fast path.
+
+        Only the plain layouts: a `.git` directory, or a `.git` file naming a linked
+        worktree's git dir. Anything else (a bare repository, core.worktree, a missing
+        file) returns False and `git rev-parse` decides.
+        """
+        found = checkout_of(start)
+        if found is None:
+            return False
+        d, gitdir = found
+        try:
+            common = gitdir
+            if os.path.isfile(os.path.join(gitdir, "commondir")):
+                common = os.path.join(gitdir, _read(os.path.join(gitdir, "commondir")).strip())
+            config = _read(os.path.join(common, "config"))
+        except OSError:
+            return False
+        if "worktree =" in config or "worktree=" in config or "bare = true" in config:
+            return False
+        self.gitdir = os.path.realpath(gitdir)
+        self.common = os.path.realpath(common)
+        self.workdir = os.path.realpath(d)
+        return True
+
+    def warm(self) -> bool:
+        """Whether libgit2 is open for this repository already (the resident service, a
+        scan): then small reads and writes go through it instead of a `git` process; a
+        snapshot hook in process keeps to git plumbing and never loads libgit2."""
+        return self._pg is not None
+
+    @property
+    def pg(self) -> Any:
+        """The pygit2 repository, opened on first use (a snapshot hook never needs it)."""
+        if self._pg is None:
+            self._pg = _pygit2().Repository(self.gitdir)
+        return self._pg
+
+    @property
+    def ecm_dir(self) -> str:
+        return os.path.join(self.common, "ecm")
+
+    # -- airspace -----------------------------------------------------------------------
+    def worktrees(self) -> list[WorktreeInfo]:
+        out = git(["worktree", "list", "--porcelain", "-z"], cwd=self.workdir).stdout
+        infos: list[WorktreeInfo] = []
+        for n, record in enumerate(out.split(b"\0\0")):
+            fields = [f.decode("utf-8", "surrogateescape") for f in record.split(b"\0") if f]
+            if not fields:
+                continue
+            kv: dict[str, str] = {}
+            for f in fields:
+                key, _, val = f.partition(" ")
+                kv[key] = val
+            if "bare" in kv or "worktree" not in kv:
+                continue
+            path = kv["worktree"]
+            branch = kv.get("branch")
+            if branch and branch.startswith("refs/heads/"):
+                branch = branch[len("refs/heads/"):]
+            head = kv.get("HEAD")
+            head = None if not head or set(head) == {"0"} else head
+            if n == 0:
+                wid, admin = MAIN_ID, self.common
+            else:
+                found = self._admin_dir(path)
+                wid = worktree_id(os.path.basename(found) if found else os.path.basename(path))
+                admin = found or ""
+            gone = not os.path.isdir(path)
+            infos.append(
+                WorktreeInfo(
+                    id=wid, path=os.path.realpath(path) if not gone else path,
+                    admin=admin, head=head, branch=branch,
+                    prunable="prunable" in kv or gone, locked="locked" in kv,
+                )
+            )
+        return infos
+
+    def worktrees_from_files(self) -> list[WorktreeInfo] | None:
+        """What `worktrees()` lists, read from the common dir's files (no git process),
+        for the resident service that asks on every hook; in `git worktree list`'s order
+        (the main checkout, then by path). None: a layout only git should read (bare,
+        core.worktree, reftable, a HEAD that is not a plain ref or commit)."""
+        try:
+            config = _read(os.path.join(self.common, "config"))
+        except OSError:
+            return None
+        if os.path.basename(self.common) != ".git" or any(
+                w in config for w in ("worktree =", "worktree=", "bare = true", "reftable")):
+            return None
+        try:
+            packed = _read(os.path.join(self.common, "packed-refs")).splitlines()
+        except OSError:
+            packed = []
+
+        def head_of(admin: str) -> tuple[str | None, str | None] | None:
+            try:
+                text = _read(os.path.join(admin, "HEAD")).strip()
+            except OSError:
+                return None
+            if len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
+                return text, None
+            if not text.startswith("ref: refs/"):
+                return None
+            ref = text[5:]
+            branch = ref.removeprefix("refs/heads/")
+            try:
+                sha = _read(os.path.join(self.common, ref)).strip()
+            except OSError:
+                sha = next((ln.split()[0] for ln in packed
+                            if ln.endswith(" " + ref) and not ln.startswith(("#", "^"))), "")
+            if sha.startswith("ref:"):
+                return None
+            return (sha or None), branch  # no commit yet: an unborn branch
+
+        main = head_of(self.common)
+        if main is None:
+            return None
+        out = [WorktreeInfo(MAIN_ID, os.path.realpath(os.path.dirname(self.common)),
+                            self.common, main[0], main[1])]
+        base = os.path.join(self.common, "worktrees")
+        try:
+            names = os.listdir(base)
+        except FileNotFoundError:
+            names = []
+        except OSError:
+            return None
+        linked = []
+        for name in names:
+            admin = os.path.join(base, name)
+            try:
+                target = _read(os.path.join(admin, "gitdir")).strip()
+            except OSError:
+                return None
+            got = head_of(admin)
+            if not target or got is None:
+                return None
+            target = os.path.normpath(os.path.join(admin, target))
+            path = os.path.dirname(target)
+            locked = os.path.exists(os.path.join(admin, "locked"))
+            gone = not os.path.isdir(path)
+            linked.append(WorktreeInfo(
+                worktree_id(name), path if gone else os.path.realpath(path), admin, got[0],
+                got[1], prunable=gone or (not locked and not os.path.exists(target)),
+                locked=locked))
+        return out + sorted(linked, key=lambda w: w.path)
+
+    def current(self) -> WorktreeInfo:
+        """This worktree, read from its own git dir (no `git worktree list`)."""
+        wid = agent_id(self.gitdir, self.common)
+        head, branch = self.read_head(self.gitdir)
+        return WorktreeInfo(wid, self.workdir, self.gitdir, head, branch)
+
+    def read_head(self, admin: str) -> tuple[str | None, str | None]:
+        """(commit, branch) of a worktree's HEAD; files first, git as the fallback."""
+        try:
+            text = _read(os.path.join(admin, "HEAD")).strip()
+        except OSError:
+            text = ""
+        if text.startswith("ref: "):
+            ref = text[5:]
+            branch = ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref
+            try:
+                return _read(os.path.join(self.common, ref)).strip() or None, branch
+            except OSError:
+                pass
+            try:
+                for line in _read(os.path.join(self.common, "packed-refs")).splitlines():
+                    if line.endswith(" " + ref) and not line.startswith(("#", "^")):
+                        return line.split()[0], branch
+            except OSError:
+                pass
+        elif len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
+            return text, None
+        else:
+            branch = None
+        # unborn branch, reftable, or a layout the files do not show: ask git
+        out = git(["rev-parse", "-q", "--verify", "HEAD"], cwd=self.workdir, ok=(0, 1))
+        return (out.stdout.decode().strip() or None), branch
+
+    def _admin_dir(self, path: str) -> str | None:
+        try:
+            text = _read(os.path.join(path, ".git")).strip()
+        except OSError:
+            # missing worktree: find the admin dir whose gitdir file points here
+            base = os.path.join(self.common, "worktrees")
+            for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+                try:
+                    target = _read(os.path.join(base, name, "gitdir")).strip()
+                except OSError:
+                    continue
+                if os.path.dirname(target) == path:
+                    return os.path.join(base, name)
+            return None
+        if text.startswith("gitdir:"):
+            return os.path.realpath(os.path.join(path, text[len("gitdir:"):].strip()))
+        return None
+
+    def _scratch(self, stem: str) -> str:
+        """A fresh path for a private temporary file (an index, a patch): in the ledger's
+        index directory, made if missing, else in the system's temporary directory."""
+        d = os.path.join(self.ecm_dir, "index")
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError:
+            import tempfile
+
+            d = tempfile.gettempdir()
+        return os.path.join(d, f".{stem}.{os.getpid()}.{os.urandom(4).hex()}")
+
+    def _remember(self, key: tuple[Any, ...], ids: tuple[str, ...], value: Any) -> None:
+        """Keep a result computed from object ids alone (never for names like HEAD)."""
+        if all(len(i) in (40, 64) and all(c in "0123456789abcdef" for c in i) for i in ids):
+            if len(self.memo) > MEMO_ENTRIES:
+                self.memo.clear()
+            self.memo[key] = value
+
+    def pin(self, ref: str, commit: str) -> None:
+        try:
+            if _read(os.path.join(self.common, ref)).strip() == commit:
+                return  # pinned already
+        except OSError:
+            pass
+        if self.warm():
+            try:  # libgit2 writes the loose ref under its lock, as update-ref does
+                self.pg.references.create(ref, commit, force=True)
+                return
+            except (ValueError, _pygit2().GitError):
+                pass
+        git(["update-ref", ref, commit], cwd=self.workdir)
+
+    def _remembered(self, kind: str, x: str, y: str) -> Any:
+        """A remembered result for the unordered pair (x, y) (None: not remembered)."""
+        got = self.memo.get((kind, x, y))
+        return got if got is not None else self.memo.get((kind, y, x))

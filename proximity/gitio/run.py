@@ -1,0 +1,262 @@
+"""The one git runner: every git subprocess proximity starts, with one time-limit policy.
+
+Every git subprocess runs with the repository-locating ``GIT_*`` variables scrubbed, so a
+hook that git started for one worktree can look at its siblings safely; each has a time
+limit by the class of work it does (``TIMEOUTS``), and a git that outlives it is killed with
+its process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+
+from proximity.errors import FatalError, GitTimeout, GitTooOld
+
+MIN_GIT = (2, 38)
+
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+# Variables that point git at one particular repository, index or object store.
+LOCATING_VARS = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+    "GIT_QUARANTINE_PATH", "GIT_INTERNAL_SUPER_PREFIX", "GIT_EXEC_PATH_OVERRIDE",
+)
+
+
+SNAPSHOT_IDENT = {
+    "GIT_AUTHOR_NAME": "proximity", "GIT_AUTHOR_EMAIL": "proximity@localhost",
+    "GIT_COMMITTER_NAME": "proximity", "GIT_COMMITTER_EMAIL": "proximity@localhost",
+    "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_DATE": "@0 +0000",
+}
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in LOCATING_VARS}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    if extra:
+        env.update(extra)
+    return env
+
+
+# Time limits (seconds) per class of git call: no git process may hang a hook or command.
+TIMEOUTS = {
+    "plumbing": 30.0,  # rev-parse, config, update-ref, commit-tree, worktree list…
+    "snapshot": 120.0,  # add -A / write-tree over a whole worktree
+    "merge": 60.0,  # merge-tree of two snapshots
+    "network": 120.0,  # push, fetch, ls-remote
+}
+
+
+CALL_CLASS = {"add": "snapshot", "write-tree": "snapshot", "merge-tree": "merge",
+              "push": "network", "fetch": "network", "ls-remote": "network",
+              "gc": "snapshot", "repack": "snapshot", "pack-objects": "snapshot",
+              "prune-packed": "snapshot"}
+
+
+CALLS: dict[str, int] = {}  # git subcommand -> calls made by this process (service status)
+
+
+def time_limit(args: Sequence[str]) -> float:
+    """The time limit of a git call; PROXIMITY_GIT_TIMEOUT (seconds) overrides all."""
+    env = os.environ.get("PROXIMITY_GIT_TIMEOUT")
+    if env:
+        try:
+            value = float(env)
+            if 0 < value < 1e6:
+                return value
+        except ValueError:
+            pass
+    return TIMEOUTS[CALL_CLASS.get(args[0] if args else "", "plumbing")]
+
+
+def git(
+    args: Sequence[str],
+    cwd: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    ok: tuple[int, ...] = (0,),
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run git; a call past its time limit is killed (with anything it started) and
+    raises GitTimeout."""
+    cmd = ["git", "-c", "core.quotePath=false", "-c", "advice.addEmbeddedRepo=false", *args]
+    limit = timeout if timeout is not None else time_limit(args)
+    name = args[0] if args else ""
+    CALLS[name] = CALLS.get(name, 0) + 1
+    try:
+        p = subprocess.Popen(cmd, cwd=cwd, env=clean_env(env), stdin=subprocess.PIPE
+                             if input is not None else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    except FileNotFoundError as e:
+        raise FatalError("git is not installed or not on PATH") from e
+    try:
+        out, err = p.communicate(input, timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill(p)
+        raise GitTimeout(f"git {' '.join(args[:2])} took longer than {limit:g} s in {cwd} "
+                         "and was stopped (PROXIMITY_GIT_TIMEOUT sets the limit)") from None
+    except BaseException:
+        _kill(p)
+        raise
+    proc = subprocess.CompletedProcess(cmd, p.returncode, out, err)
+    if proc.returncode not in ok:
+        msg = proc.stderr.decode(errors="replace").strip() or f"exit {proc.returncode}"
+        raise FatalError(f"git {' '.join(args[:2])} failed in {cwd}: {msg}")
+    return proc
+
+
+def _kill(p: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        p.kill()
+    for f in (p.stdin, p.stdout, p.stderr):
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+    p.wait()
+
+
+@lru_cache(maxsize=1)
+def git_version() -> tuple[int, ...]:
+    try:
+        out = subprocess.run(["git", "--version"], capture_output=True, check=True,
+                             env=clean_env(), timeout=TIMEOUTS["plumbing"]).stdout.decode()
+    except (OSError, subprocess.SubprocessError) as e:
+        raise FatalError("git is not installed or not on PATH") from e
+    nums = out.split()[2].split(".")
+    return tuple(int("".join(c for c in n if c.isdigit()) or 0) for n in nums[:3])
+
+
+def require_git() -> None:
+    have = git_version()
+    if have[:2] < MIN_GIT:
+        raise GitTooOld(
+            f"git {'.'.join(map(str, have))} is too old: proximity needs git "
+            f"{'.'.join(map(str, MIN_GIT))} or newer (for `git merge-tree --write-tree`)"
+        )
+
+
+def any_ignored(workdir: str, paths: Sequence[str]) -> bool:
+    """Whether any of ``paths`` matches an ignore rule (tracked or not: --no-index)."""
+    proc = git(["check-ignore", "--no-index", "--stdin", "-z"], cwd=workdir,
+               input=b"".join(_b(p) + b"\0" for p in paths), ok=(0, 1))
+    return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))
+
+
+def _b(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
+
+
+DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "-U0")
+
+
+def untracked(worktree: str, paths: Sequence[str] = ()) -> list[str]:
+    """Untracked, not ignored files (what `add -A` would add), limited to ``paths``."""
+    out = git(["ls-files", "-z", "--others", "--exclude-standard", "--", *paths],
+              cwd=worktree).stdout
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def new_file_diff(worktree: str, path: str) -> str:
+    """The whole of an untracked file as an addition (`git diff --no-index`)."""
+    return git([*DIFF_ARGS, "--no-index", "--", "/dev/null", path], cwd=worktree,
+               ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+def commit_of(ref: str, cwd: str) -> str | None:
+    """The commit a name says (git's answer; the name is never read as an option), or
+    None."""
+    try:
+        out = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+                  cwd=cwd, ok=(0, 1, 128))
+    except (FatalError, OSError):
+        return None
+    sha = out.stdout.decode("ascii", "replace").strip()
+    return sha if out.returncode == 0 and len(sha) in (40, 64) else None
+
+
+def is_ancestor_cli(anc: str, desc: str, cwd: str) -> bool:
+    """Whether ``anc`` is ``desc`` or one of its ancestors, by git (no libgit2)."""
+    if anc == desc:
+        return True
+    return git(["merge-base", "--is-ancestor", anc, desc], cwd=cwd,
+               ok=(0, 1, 128)).returncode == 0
+
+
+def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
+    """`git diff -U0` between two tree-ishes, limited to ``paths`` (Repo.tree_diff's
+    answer when libgit2 cannot read the objects)."""
+    return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd,
+               ok=(0, 1)).stdout.decode("utf-8", "replace")
+
+
+def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
+    """Start a git command without waiting for it (see git_finish)."""
+    name = args[0] if args else ""
+    CALLS[name] = CALLS.get(name, 0) + 1
+    try:
+        return subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
+                                env=clean_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError as e:
+        raise FatalError(f"cannot run git: {e}") from e
+
+
+def git_finish(proc: subprocess.Popen[bytes], ok: tuple[int, ...] = (0, 1)) -> bytes | None:
+    """Its stdout, or None when it failed."""
+    data, _ = proc.communicate()
+    return data if proc.returncode in ok else None
+
+
+def reap(proc: subprocess.Popen[bytes]) -> None:
+    """Stop and wait for a git process started by git_start, unless it was waited for."""
+    if proc.returncode is None:
+        proc.kill()
+        with contextlib.suppress(OSError, ValueError):
+            proc.communicate()
+
+
+def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1)
+             ) -> list[bytes | None]:
+    """Run several git commands at once (processes, not threads): stdout of each, or None
+    when it failed. A check's facts come from a handful of small, independent git calls."""
+    procs = []
+    try:
+        for args, cwd in jobs:
+            procs.append(git_start(args, cwd))
+    except FatalError:
+        for p in procs:
+            p.kill()
+        raise
+    return [git_finish(p, ok) for p in procs]
+
+
+def blob_args(commit: str | None, path: str) -> list[str]:
+    """`git cat-file blob COMMIT:PATH` (fails, exit 128, when the path is not there)."""
+    return ["cat-file", "blob", f"{commit or EMPTY_TREE}:{path}"]
+
+
+def live_diff_args(base: str | None, paths: Sequence[str] = ()) -> list[str]:
+    return [*DIFF_ARGS, base or EMPTY_TREE, *(["--", *paths] if paths else [])]
+
+
+def tree_diff_args(old: str | None, new: str) -> list[str]:
+    return [*DIFF_ARGS, old or EMPTY_TREE, new]
+
+
+def file_diff_args(old: str, new: str) -> list[str]:
+    """`git diff --no-index -U0` of two files (either may be /dev/null)."""
+    return [*DIFF_ARGS, "--no-index", "--", old, new]

@@ -1,0 +1,379 @@
+"""Snapshots of a worktree's live state: staged, unstaged and untracked work as a real tree
+object, built in a temporary index (never the user's), in process for a few paths and
+through git's own ``add -A`` otherwise; patches a hook host holds out put back; large
+untracked files stubbed, loose objects packed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from proximity.errors import FatalError
+from proximity.gitfiles import (
+    safe_name,
+)
+from proximity.gitio.base import (
+    LARGE_STUB,
+    MEMO_ENTRIES,
+    WorktreeInfo,
+    _cfg_bool,
+    _pygit2,
+)
+from proximity.gitio.objects import Objects
+from proximity.gitio.run import (
+    EMPTY_TREE,
+    SNAPSHOT_IDENT,
+    _b,
+    any_ignored,
+    git,
+    git_finish,
+    git_start,
+    reap,
+)
+
+OVERLAY_MAX = 64  # paths a snapshot builds in process (Repo.snapshot_overlay); more: git
+
+
+
+
+def _tree_kind(base: Any, parts: Sequence[str]) -> str | None:
+    """What ``parts`` names in tree ``base``: "blob" (a file or link), "tree", "commit"
+    (a submodule), None (nothing), or "blocked" (a parent is not a directory)."""
+    tree = base
+    for i, name in enumerate(parts):
+        try:
+            entry = tree[name]
+        except KeyError:
+            return None
+        if i == len(parts) - 1:
+            return {"blob": "blob", "tree": "tree", "commit": "commit"}.get(entry.type_str,
+                                                                          "blocked")
+        if entry.type_str != "tree":
+            return "blocked"
+        tree = entry
+    return None
+
+
+def _in_nested_repo(root: str, base: Any, parts: Sequence[str]) -> bool:
+    """Whether a new file sits in a directory the base does not have that holds a `.git`
+    (`add -A` would record that repository, not the file)."""
+    for i in range(len(parts) - 1, 0, -1):
+        if _tree_kind(base, parts[:i]) == "tree":
+            return False
+        if os.path.lexists(os.path.join(root, *parts[:i], ".git")):
+            return True
+    return False
+
+
+def _tree_with(pg: Any, tree: Any, changes: Mapping[tuple[str, ...], tuple[str, int] | None]
+               ) -> Any:
+    """The id of ``tree`` (None: empty) with ``changes`` made (path parts -> (blob id,
+    mode), or None to remove), written through libgit2; None when the result is empty
+    (git writes no empty directories)."""
+    pygit2 = _pygit2()
+    tb = pg.TreeBuilder(tree) if tree is not None else pg.TreeBuilder()
+    below: dict[str, dict[tuple[str, ...], tuple[str, int] | None]] = {}
+    for parts, val in changes.items():
+        if len(parts) > 1:
+            below.setdefault(parts[0], {})[parts[1:]] = val
+        elif val is None:
+            if tb.get(parts[0]) is not None:
+                tb.remove(parts[0])
+        else:
+            tb.insert(parts[0], pygit2.Oid(hex=val[0]), val[1])
+    for name, sub in below.items():
+        entry = tb.get(name)
+        old = pg[entry.id] if entry is not None and entry.filemode == pygit2.GIT_FILEMODE_TREE \
+            else None
+        got = _tree_with(pg, old, sub)
+        if got is None:
+            if entry is not None:
+                tb.remove(name)
+        else:
+            tb.insert(name, got, pygit2.GIT_FILEMODE_TREE)
+    if tree is not None and not changes:
+        return tree.id
+    oid = tb.write()
+    return None if len(pg[oid]) == 0 else oid
+
+
+def _copy(src: str, dst: str) -> None:
+    """Copy an index file *with its timestamps*: git decides which entries are "racily
+    clean" (changed within the same second, same size) by comparing them with the index
+    file's mtime; a fresh mtime on the copy would make it trust stale stat data and miss
+    an edit."""
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        while chunk := fi.read(1 << 20):
+            fo.write(chunk)
+        st = os.fstat(fi.fileno())
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+class Snapshots(Objects):
+    """Snapshots: a worktree's live state as a tree (never the user's index)."""
+
+    # -- snapshots ----------------------------------------------------------------------
+    def snapshot_tree(self, wt: WorktreeInfo, index_file: str | None = None,
+                      start_tree: list[str] | None = None, from_user_index: bool = False,
+                      keep: bool = True) -> str:
+        """The tree of everything in the worktree that git would keep (add -A).
+
+        Works on a private copy of a per-worktree shadow index, never the user's index;
+        the shadow keeps git's stat cache between runs so unchanged files are not re-read.
+        Untracked files over ``self.large_bytes`` are never hashed: the tree holds a small
+        stub naming their size and mtime instead (a change still shows). ``keep``: the
+        private copy becomes the shadow (False: the shadow is left as it was).
+        """
+        user_index = index_file or os.path.join(wt.admin, "index")
+        shadow_dir = os.path.join(self.ecm_dir, "index")
+        tmp = self._scratch(safe_name(wt.id))
+        shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
+        src = user_index
+        try:
+            if not (from_user_index and os.path.exists(user_index)) and os.path.exists(
+                    shadow) and (
+                not os.path.exists(user_index)
+                or os.stat(shadow).st_mtime_ns >= os.stat(user_index).st_mtime_ns
+            ):
+                src = shadow
+        except OSError:
+            src = user_index
+        try:
+            if os.path.exists(src):
+                _copy(src, tmp)
+            env = {"GIT_INDEX_FILE": tmp}
+            if start_tree is not None and src == user_index and os.path.exists(tmp):
+                # the tree of the user's index this snapshot starts from (the resident
+                # service compares a commit's index with it: see warm.Airspace)
+                start_tree.append(git(["write-tree"], cwd=wt.path, env=env
+                                      ).stdout.decode().strip())  # tmp is private already
+            large = self._large_untracked(wt, env, user_index)
+            if large:
+                git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path, env=env,
+                    input=b"".join(_b(p) + b"\0" for p in large))
+                specs = b"".join(b":(exclude,literal)" + _b(p) + b"\0" for p in large)
+                git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                     "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                    input=b".\0" + specs)
+                self._add_stubs(wt, env, large)
+            else:
+                git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
+            tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+            if os.path.dirname(tmp) == shadow_dir and keep:
+                os.replace(tmp, shadow)
+            return tree
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            with contextlib.suppress(FatalError, OSError):  # housekeeping never fails it
+                self.pack_loose_objects()
+
+    def snapshot_paths(self, wt: WorktreeInfo, paths: Sequence[str], keep: bool) -> str:
+        """The tree of `add -A` over the worktree when only ``paths`` (relative: files or
+        directories, existing or deleted) changed since its shadow index was written: the
+        shadow plus `add -A -- <paths>` (literal pathspecs). ``keep``: the result becomes
+        the shadow (else it is left as it was). The caller knows the rest is unchanged
+        (the resident service's watcher) and that none of ``paths`` is a large file."""
+        shadow = os.path.join(self.ecm_dir, "index", f"{safe_name(wt.id)}.idx")
+        tmp = self._scratch(safe_name(wt.id))  # beside the shadow, which is there
+        try:
+            _copy(shadow, tmp)
+            env = {"GIT_INDEX_FILE": tmp}
+            here = [p for p in paths if os.path.lexists(os.path.join(wt.path, p))]
+            present = set(here)
+            gone = [p for p in paths if p not in present]
+            if gone:  # a deleted path is named only when the index has it (or under it)
+                out = git(["ls-files", "-z", "--", *(":(literal)" + p for p in gone)],
+                          cwd=wt.path, env=env).stdout.decode("utf-8", "surrogateescape")
+                had = [q for q in out.split("\0") if q]
+                here += [p for p in gone if any(q == p or q.startswith(p + "/") for q in had)]
+            if here:
+                git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                     "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                    input=b"".join(b":(literal)" + _b(p) + b"\0" for p in here))
+            tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+            if keep:
+                os.replace(tmp, shadow)
+            return tree
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def snapshot_overlay(self, wt: WorktreeInfo, base_tree: str, paths: Sequence[str],
+                         hashing: tuple[list[str], subprocess.Popen[bytes]] | None = None
+                         ) -> str | None:
+        """The tree `add -A -- <paths>` gives over an index that holds ``base_tree`` (the
+        worktree's shadow index, see snapshot_paths), built in process from ``base_tree``
+        without reading or writing an index: regular files hashed by `git hash-object`
+        (the filters and attributes `git add` applies), deleted paths dropped. None where
+        that is not certain to be git's tree -- libgit2 not open, a directory, a link or
+        another special file, a file where the base has a directory or a submodule (or
+        the reverse), a new file in a nested repository or one git ignores, core.fileMode
+        off, core.ignoreCase on, per-worktree config: then the caller asks git.
+        ``hashing``: (files, `git hash-object -w -- files` started already: hash_start);
+        its ids are taken when those are exactly the files to hash, and it is always
+        waited for."""
+        try:
+            return self._overlay(wt, base_tree, paths, hashing)
+        finally:
+            if hashing is not None:
+                reap(hashing[1])
+
+    def hash_start(self, cwd: str, files: Sequence[str]) -> subprocess.Popen[bytes]:
+        """`git hash-object -w -- files` started (snapshot_overlay takes its answer)."""
+        return git_start(["hash-object", "-w", "--", *files], cwd)
+
+    def _overlay(self, wt: WorktreeInfo, base_tree: str, paths: Sequence[str],
+                 hashing: tuple[list[str], subprocess.Popen[bytes]] | None) -> str | None:
+        if not self.warm() or not paths or len(paths) > OVERLAY_MAX:
+            return None
+        pygit2 = _pygit2()
+        try:
+            cfg = self.pg.config
+            if (not _cfg_bool(cfg, "core.fileMode", True) or _cfg_bool(cfg, "core.ignoreCase",
+                                                                      False)
+                    or _cfg_bool(cfg, "extensions.worktreeConfig", False)):
+                return None
+            base = self.pg[base_tree].peel(pygit2.Tree)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        files: list[tuple[str, int]] = []
+        gone: list[str] = []
+        new: list[str] = []
+        for rel in paths:
+            parts = rel.split("/")
+            if (not rel or "\n" in rel or rel.startswith("/") or any(
+                    x in ("", ".", "..", ".git") for x in parts)):
+                return None
+            kind = _tree_kind(base, parts)
+            if kind == "blocked":  # a parent is a file or a submodule in the base
+                return None
+            try:
+                st = os.lstat(os.path.join(wt.path, rel))
+            except FileNotFoundError:
+                if kind is not None:
+                    gone.append(rel)
+                continue
+            except OSError:
+                return None
+            if not stat.S_ISREG(st.st_mode) or kind not in (None, "blob"):
+                return None
+            if kind is None:
+                if _in_nested_repo(wt.path, base, parts):
+                    return None
+                new.append(rel)
+            files.append((rel, 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644))
+        if new and any_ignored(wt.path, new):
+            return None
+        changes: dict[tuple[str, ...], tuple[str, int] | None] = {
+            tuple(p.split("/")): None for p in gone}
+        if files:
+            got = None
+            if hashing is not None and hashing[0] == [p for p, _ in files]:
+                got = git_finish(hashing[1], ok=(0,))
+            out = got.split() if got is not None else git(
+                ["hash-object", "-w", "--stdin-paths"], cwd=wt.path,
+                input=b"".join(_b(p) + b"\n" for p, _ in files)).stdout.split()
+            if len(out) != len(files):
+                return None
+            for (rel, mode), oid in zip(files, out, strict=True):
+                changes[tuple(rel.split("/"))] = (oid.decode(), mode)
+        try:
+            return str(_tree_with(self.pg, base, changes) or EMPTY_TREE)
+        except (KeyError, ValueError, TypeError, pygit2.GitError):
+            return None
+
+    def index_tree(self, index_file: str, cwd: str) -> str:
+        """The tree an index file holds (`git write-tree`), from a private copy: the
+        index itself is never written. Remembered by the file's identity and stat (git
+        replaces an index file whole, never in place)."""
+        try:
+            st = os.stat(index_file)
+            key: tuple[Any, ...] = ("index-tree", os.path.realpath(index_file), st.st_ino,
+                                    st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
+            key = ()
+        if key and key in self.memo:
+            return str(self.memo[key])
+        tree = self._index_tree(index_file, cwd)
+        if key:
+            if len(self.memo) > MEMO_ENTRIES:
+                self.memo.clear()
+            self.memo[key] = tree
+        return tree
+
+    def _index_tree(self, index_file: str, cwd: str) -> str:
+        tmp = f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
+        tmp = os.path.join(self.ecm_dir, "index", os.path.basename(tmp)) \
+            if os.path.isdir(os.path.join(self.ecm_dir, "index")) else tmp
+        try:
+            _copy(index_file, tmp)
+            return git(["write-tree"], cwd=cwd, env={"GIT_INDEX_FILE": tmp}
+                       ).stdout.decode().strip()
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
+                         ) -> dict[str, os.stat_result]:
+        """Untracked files (not in the user's index) larger than ``large_bytes``: new ones
+        (not in the shadow either) and the shadow's own untracked entries, which may have
+        grown since. Index reads and a walk git does anyway; no content is read."""
+        def listing(args: list[str], index: str) -> set[bytes]:
+            out = git(["ls-files", "-z", *args], cwd=wt.path, env={"GIT_INDEX_FILE": index},
+                      ok=(0, 1)).stdout
+            return {p for p in out.split(b"\0") if p}
+
+        tmp_index = env["GIT_INDEX_FILE"]
+        cands = listing(["--others", "--exclude-standard"], tmp_index)
+        theirs = listing([], user_index) if os.path.exists(user_index) else set()
+        if os.path.exists(tmp_index):
+            cands |= listing([], tmp_index) - theirs
+        cands -= theirs  # a large file the user has staged is theirs to hash
+        large: dict[str, os.stat_result] = {}
+        root = os.fsencode(wt.path)
+        for raw in cands:
+            try:
+                st = os.lstat(os.path.join(root, raw))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size > self.large_bytes:
+                large[raw.decode("utf-8", "surrogateescape")] = st
+        return large
+
+    def _add_stubs(self, wt: WorktreeInfo, env: Mapping[str, str],
+                   large: Mapping[str, os.stat_result]) -> None:
+        lines = []
+        for path, st in sorted(large.items()):
+            stub = (f"{LARGE_STUB}size={st.st_size} mtime_ns={st.st_mtime_ns}\n").encode()
+            oid = git(["hash-object", "-w", "--stdin"], cwd=wt.path, env=env,
+                      input=stub).stdout.decode().strip()
+            mode = "100755" if st.st_mode & 0o111 else "100644"
+            lines.append(f"{mode} {oid}\t".encode() + _b(path) + b"\0")
+        git(["update-index", "-z", "--index-info"], cwd=wt.path, env=env,
+            input=b"".join(lines))
+
+    def snapshot_commit(self, tree: str, head: str | None,
+                        message: str = "proximity snapshot") -> str:
+        """A content-addressed commit of ``tree`` on ``head``: same state and message, same
+        id (fixed identity and dates). Written in process: the very object `git
+        commit-tree` writes with SNAPSHOT_IDENT (tests/test_faults.py compares them)."""
+        if self.warm():
+            pygit2 = _pygit2()
+            try:
+                sig = pygit2.Signature("proximity", "proximity@localhost", 0, 0)
+                oid = self.pg.create_commit(None, sig, sig, message + "\n",
+                                            pygit2.Oid(hex=tree),
+                                            [pygit2.Oid(hex=head)] if head else [])
+                return str(oid)
+            except (ValueError, KeyError, pygit2.GitError):
+                pass
+        args = ["commit-tree", tree, "-m", message]
+        if head:
+            args[2:2] = ["-p", head]
+        out = git(args, cwd=self.workdir, env=SNAPSHOT_IDENT)
+        return out.stdout.decode().strip()
