@@ -10,6 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import git, init_repo, lines
 
 from proximity import gitio
@@ -544,6 +545,35 @@ def test_a_hung_git_is_stopped_and_the_commit_goes_on(tmp_path):
         time.sleep(0.1)
     else:
         raise AssertionError("the hung filter process is still running")
+
+
+def test_a_git_started_in_the_background_has_the_same_time_limit(tmp_path, monkeypatch):
+    """git_start / git_finish / git_many (the pre-edit check's parallel git calls, the
+    service's early hashing) stop a git past its limit, as git() does: the caller gets
+    GitTimeout and nothing of it keeps running."""
+    import time
+
+    from proximity import gitio as g
+    from proximity.errors import GitTimeout
+
+    main, _ = hooked_repo(tmp_path)
+    git(main, "config", "filter.hang.clean", "sleep 31.2345")
+    (main / ".gitattributes").write_text("*.hang filter=hang\n")
+    (main / "x.hang").write_text("x\n")
+    monkeypatch.setenv("PROXIMITY_GIT_TIMEOUT", "1")
+    for call in (lambda: g.git_finish(g.git_start(["hash-object", "--", "x.hang"], str(main))),
+                 lambda: g.git_many([(["hash-object", "--", "x.hang"], str(main)),
+                                     (["rev-parse", "HEAD"], str(main))])):
+        t0 = time.monotonic()
+        with pytest.raises(GitTimeout, match="took longer than 1 s"):
+            call()
+        assert time.monotonic() - t0 < 10
+        for _ in range(50):  # the filter git started went with it
+            if run(main, "pgrep", "-f", "sleep 31.2345").returncode != 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the hung filter process is still running")
 
 
 def test_snapshot_objects_do_not_pile_up_loose(tmp_path):

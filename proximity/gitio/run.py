@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
+import weakref
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
@@ -58,7 +60,7 @@ TIMEOUTS = {
 CALL_CLASS = {"add": "snapshot", "write-tree": "snapshot", "merge-tree": "merge",
               "push": "network", "fetch": "network", "ls-remote": "network",
               "gc": "snapshot", "repack": "snapshot", "pack-objects": "snapshot",
-              "prune-packed": "snapshot"}
+              "prune-packed": "snapshot", "hash-object": "snapshot"}
 
 
 CALLS: dict[str, int] = {}  # git subcommand -> calls made by this process (service status)
@@ -203,45 +205,63 @@ def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
                ok=(0, 1)).stdout.decode("utf-8", "replace")
 
 
+_STARTED: weakref.WeakKeyDictionary[subprocess.Popen[bytes], tuple[float, float, str]] = \
+    weakref.WeakKeyDictionary()  # a started git -> (deadline, its limit, what it runs)
+
+
 def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
-    """Start a git command without waiting for it (see git_finish)."""
+    """Start a git command without waiting for it (see git_finish). Its time limit runs
+    from now, as git()'s does: git_finish kills it (with anything it started) when past."""
     name = args[0] if args else ""
     CALLS[name] = CALLS.get(name, 0) + 1
+    limit = time_limit(args)
     try:
-        return subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
-                                env=clean_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
+                             env=clean_env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
     except OSError as e:
         raise FatalError(f"cannot run git: {e}") from e
+    _STARTED[p] = (time.monotonic() + limit, limit, f"git {' '.join(args[:2])} in {cwd}")
+    return p
 
 
 def git_finish(proc: subprocess.Popen[bytes], ok: tuple[int, ...] = (0, 1)) -> bytes | None:
-    """Its stdout, or None when it failed."""
-    data, _ = proc.communicate()
+    """Its stdout, or None when it failed; GitTimeout (the process stopped) when it
+    outlives the time limit it was started with."""
+    deadline, limit, what = _STARTED.get(proc, (None, 0.0, "git"))
+    try:
+        data, _ = proc.communicate(timeout=None if deadline is None
+                                   else max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        raise GitTimeout(f"{what} took longer than {limit:g} s and was stopped "
+                         "(PROXIMITY_GIT_TIMEOUT sets the limit)") from None
+    except BaseException:
+        _kill(proc)
+        raise
     return data if proc.returncode in ok else None
 
 
 def reap(proc: subprocess.Popen[bytes]) -> None:
     """Stop and wait for a git process started by git_start, unless it was waited for."""
     if proc.returncode is None:
-        proc.kill()
-        with contextlib.suppress(OSError, ValueError):
-            proc.communicate()
+        _kill(proc)
 
 
 def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1)
              ) -> list[bytes | None]:
     """Run several git commands at once (processes, not threads): stdout of each, or None
-    when it failed. A check's facts come from a handful of small, independent git calls."""
-    procs = []
+    when it failed. A check's facts come from a handful of small, independent git calls.
+    One past its time limit stops them all (GitTimeout)."""
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         for args, cwd in jobs:
             procs.append(git_start(args, cwd))
-    except FatalError:
+        return [git_finish(p, ok) for p in procs]
+    finally:
         for p in procs:
-            p.kill()
-        raise
-    return [git_finish(p, ok) for p in procs]
+            reap(p)
 
 
 def blob_args(commit: str | None, path: str) -> list[str]:
