@@ -276,7 +276,7 @@ def test_scan_without_a_usable_ledger_still_answers_and_says_why(tmp_path, capsy
 
 
 def test_gc_drops_a_large_pair_cache(tmp_path, monkeypatch):
-    from proximity import ledger as ledger_mod
+    from proximity.ledger import events as ledger_mod  # where gc reads it
 
     monkeypatch.setattr(ledger_mod, "PAIR_CACHE_MAX", 5)
     led = Ledger(str(tmp_path / "ecm"))

@@ -44,7 +44,7 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
             try:
                 said = integrity_says(path)
                 result = said if said is not None else led.integrity()
-                n = led.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+                n = led.event_count()
                 streams = led.streams()
                 queued = led.spooled()
             finally:

@@ -1,0 +1,106 @@
+"""The inbox: transmit, steer and hold messages between worktrees, with cooldowns per pair
+and type, each taken (delivered) once."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from proximity.errors import LedgerBusy
+from proximity.ledger.db import FILENAME, LedgerCore
+
+
+def _cooling(db: sqlite3.Connection, recipient: str, sender: str, kind: str, now: float,
+             hops: float, cooldown_s: float, cooldown_hops: float) -> bool:
+    """Whether the last message of this recipient, sender and type is within both
+    cooldowns (then a new one is dropped)."""
+    last = db.execute(
+        "SELECT created, hops FROM inbox WHERE recipient=? AND sender=? AND type=? "
+        "ORDER BY id DESC LIMIT 1", (recipient, sender, kind)).fetchone()
+    return bool(last and now - last[0] < cooldown_s and hops - last[1] < cooldown_hops)
+
+
+class Inbox(LedgerCore):
+    """Messages between worktrees, with cooldowns, each delivered once."""
+
+    # -- inbox --------------------------------------------------------------------------
+    def post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
+             hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
+        """Queue a message unless the same pair/type was posted within the cooldown.
+
+        None also when the ledger stays busy past the wait budget: a message is advice (the
+        hook prints the advisory itself), and a lock held by someone else must never turn a
+        guard's decision into an error."""
+        try:
+            return self._post(recipient, sender, kind, body, hops, cooldown_s, cooldown_hops)
+        except LedgerBusy:
+            return None
+
+    def cooling(self, recipient: str, sender: str, kind: str, hops: float, cooldown_s: float,
+                cooldown_hops: float) -> bool:
+        """Whether a message like this was posted within the cooldown (post would drop it):
+        read without the write lock, so a message's body is built only when it may go."""
+        try:
+            return _cooling(self.db, recipient, sender, kind, time.time(), hops, cooldown_s,
+                            cooldown_hops)
+        except sqlite3.Error:
+            return False
+
+    def _post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
+              hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
+        now = time.time()
+        with self.tx() as db:
+            if _cooling(db, recipient, sender, kind, now, hops, cooldown_s, cooldown_hops):
+                return None
+            cur = db.execute(
+                "INSERT INTO inbox(recipient, sender, type, body, created, hops) "
+                "VALUES (?,?,?,?,?,?)", (recipient, sender, kind, json.dumps(dict(body)), now,
+                                         hops))
+            return int(cur.lastrowid or 0)
+
+    def take(self, recipient: str) -> list[dict[str, Any]]:
+        """Undelivered messages for ``recipient``, marked delivered in the same transaction."""
+        if not self.db.execute("SELECT 1 FROM inbox WHERE recipient=? AND delivered IS NULL "
+                               "LIMIT 1", (recipient,)).fetchone():
+            return []  # the common case, without taking the write lock
+        with self.tx() as db:
+            rows = db.execute("SELECT id, sender, type, body, created FROM inbox WHERE "
+                              "recipient=? AND delivered IS NULL ORDER BY id",
+                              (recipient,)).fetchall()
+            if rows:
+                db.execute("UPDATE inbox SET delivered=? WHERE recipient=? AND delivered IS NULL "
+                           "AND id <= ?", (time.time(), recipient, rows[-1][0]))
+        return [{"id": r[0], "from": r[1], "type": r[2], "body": json.loads(r[3]),
+                 "created": r[4]} for r in rows]
+
+    def messages(self, recipient: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        q = "SELECT id, recipient, sender, type, body, created, delivered FROM inbox"
+        args: tuple[Any, ...] = ()
+        if recipient:
+            q += " WHERE recipient=?"
+            args = (recipient,)
+        rows = self.db.execute(q + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
+        return [{"id": r[0], "to": r[1], "from": r[2], "type": r[3], "body": json.loads(r[4]),
+                 "created": r[5], "delivered": r[6]} for r in rows]
+
+
+def undelivered(ecm_dir: str, recipient: str, timeout: float = 0.2) -> bool | None:
+    """Whether ``recipient`` has an undelivered message, read on a read-only connection of
+    its own (safe from any thread, never waits for a writer longer than ``timeout``); None
+    when the ledger cannot be read."""
+    path = os.path.join(ecm_dir, FILENAME)
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout)
+    except sqlite3.Error:
+        return None
+    try:
+        return db.execute("SELECT 1 FROM inbox WHERE recipient=? AND delivered IS NULL "
+                          "LIMIT 1", (recipient,)).fetchone() is not None
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()

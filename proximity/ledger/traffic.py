@@ -1,0 +1,169 @@
+"""The ledger's facts for right-of-way and closure rate: the order in which streams first
+worked contested files, standing yield decisions, recency, risk history and intents."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Collection, Mapping
+
+from proximity.ledger import clocks
+from proximity.ledger.events import Events
+
+
+class Traffic(Events):
+    """What right-of-way and closure read: who reached contested files first, standing
+    decisions, recency, risk history, intents."""
+
+    # -- right-of-way ----------------------------------------------------------------------
+    def reached(self, stream: str, paths: Collection[str],
+                committed: Callable[[str, str, str], bool] | None = None) -> int | None:
+        """The ledger order (event seq) at which ``stream`` began its current work on any of
+        ``paths``: per path, the first event of its present run of changes (a revert ends a
+        run; a commit of the change does not: ``committed(old_head, new_head, path)`` tells
+        that a path no longer differing from HEAD went into the commits between the
+        stream's previous event and this one). When the stream's whole history is retained
+        and no event records that work (its hooks were skipped: ``--no-verify``,
+        ``PROXIMITY_SKIP=1``), it began after every event so far: the next seq. None when
+        the events that could say were compacted away."""
+        if not paths:
+            return None
+        marks = ",".join("?" * len(paths))
+        rows = self.db.execute(
+            f"SELECT e.seq, e.head, (SELECT p.head FROM events p WHERE p.stream=e.stream "
+            f"AND p.seq<e.seq ORDER BY p.seq DESC LIMIT 1), j.key, j.value "
+            f"FROM events e, json_each(e.files) j "
+            f"WHERE e.stream=? AND j.key IN ({marks}) ORDER BY e.seq", (stream, *paths))
+        start: dict[str, int | None] = {}
+        for seq, head, before, path, oid in rows:
+            if oid is None:
+                if (committed is not None and head and before and head != before
+                        and start.get(path) is not None and committed(before, head, path)):
+                    continue  # committed, not reverted: the same work goes on
+                start[path] = None
+            elif start.get(path) is None:
+                start[path] = seq
+        found = [s for s in start.values() if s is not None]
+        if found:
+            return min(found)
+        whole = self.db.execute(
+            "SELECT 1 FROM streams s JOIN events e ON e.seq = s.first_seq AND e.stream = s.id "
+            "WHERE s.id=?", (stream,)).fetchone()
+        if whole is None:
+            return None
+        # first seen now: after every event so far (trial15: a side that skipped its hooks
+        # took right-of-way from its worktree-add event)
+        return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]) + 1
+
+    def held(self, a: str, b: str) -> tuple[str, int, int] | None:
+        """The pair's standing right-of-way decision: (the side told to yield, the ledger
+        order when it was told, the other side's committed lines then), or None."""
+        x, y = sorted((a, b))
+        row = self.db.execute("SELECT value FROM cache WHERE kind='right-of-way' AND key=?",
+                              (f"{x}\t{y}",)).fetchone()
+        try:
+            got = json.loads(row[0]) if row else None
+            return (str(got[0]), int(got[1]), int(got[2])) \
+                if isinstance(got, list) and len(got) == 3 else None
+        except (ValueError, TypeError):
+            return None
+
+    def hold(self, decisions: Mapping[tuple[str, str], tuple[str, int]]) -> None:
+        """Keep each pair's decision (pair -> (the side told to yield, the other side's
+        committed lines)) from the ledger order now; a pair whose standing decision names
+        the same side keeps its order, and the most committed lines its holder has had."""
+        rows: list[tuple[str, str, int | None, int]] = []
+        for (a, b), (yielding, lines) in decisions.items():
+            got = self.held(a, b)
+            x, y = sorted((a, b))
+            if got is None or got[0] != yielding:
+                rows.append((f"{x}\t{y}", yielding, None, lines))
+            elif lines > got[2]:
+                rows.append((f"{x}\t{y}", yielding, got[1], lines))
+        if not rows:
+            return
+        with self.tx() as db:
+            now = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+            db.executemany("INSERT OR REPLACE INTO cache VALUES ('right-of-way', ?, ?)",
+                           [(k, json.dumps([yielding, int(now if since is None else since),
+                                            int(lines)]))
+                            for k, yielding, since, lines in rows])
+
+    # -- recency ------------------------------------------------------------------------
+    def recency(self, stream: str, files: Mapping[str, str], window: int = 60
+                ) -> dict[str, float]:
+        """w_f per path: backward decay of the hops since ``stream`` last changed f.
+        Remembered per stream by the sequence numbers of its newest ``window`` events
+        (events never change; a new one or a deleted one changes the numbers)."""
+        seqs = tuple(r[0] for r in self.db.execute(
+            "SELECT seq FROM events WHERE stream=? ORDER BY seq DESC LIMIT ?", (stream, window)))
+        if not seqs:
+            return {}
+        key = (stream, window, seqs)
+        kept = self._recency.get(key)
+        if kept is not None and kept[0] == files:
+            return dict(kept[1])
+        out = self._recency_now(stream, files, window)
+        if len(self._recency) > 256:
+            self._recency.clear()
+        self._recency[key] = (dict(files), dict(out))
+        return out
+
+    def _recency_now(self, stream: str, files: Mapping[str, str], window: int
+                     ) -> dict[str, float]:
+        evs = self.events(stream, window)
+        if not evs:
+            return {}
+        now = evs[0].clock
+        current = self.current_files(stream)
+        out: dict[str, float] = {}
+        for path, oid in files.items():
+            touched = None
+            if current.get(path) == oid:
+                for ev in evs:  # newest first: back to the event that set this content
+                    touched = ev
+                    if path in ev.files:
+                        break
+            hops = clocks.hop_count(touched.clock, now) if touched else 0
+            out[path] = clocks.backward_decay(hops)
+        return out
+
+    # -- risk history -------------------------------------------------------------------
+    def add_risk(self, samples: list[tuple[str, str, float, str, float]]) -> None:
+        if not samples:
+            return
+        now = time.time()
+        with self.tx() as db:
+            for a, b, r, adv, hops in samples:
+                last = db.execute("SELECT risk, hops FROM risk WHERE a=? AND b=? ORDER BY seq "
+                                  "DESC LIMIT 1", (a, b)).fetchone()
+                if last and abs(last[0] - r) < 1e-6 and last[1] == hops:
+                    continue
+                db.execute("INSERT INTO risk(a, b, risk, advisory, hops, time) "
+                           "VALUES (?,?,?,?,?,?)", (a, b, r, adv, hops, now))
+
+    def history(self, a: str, b: str, limit: int = 20) -> list[tuple[float, float, float]]:
+        a, b = sorted((a, b))
+        rows = self.db.execute("SELECT hops, time, risk FROM risk WHERE a=? AND b=? ORDER BY "
+                               "seq DESC LIMIT ?", (a, b, limit)).fetchall()
+        return [(float(h), float(t), float(r)) for h, t, r in reversed(rows)]
+
+    # -- intents ------------------------------------------------------------------------
+    def set_intents(self, stream: str, items: Mapping[str, list[tuple[int, int]] | None],
+                    clock: Mapping[str, int], clear: bool = False) -> None:
+        now = time.time()
+        with self.tx() as db:
+            if clear:
+                db.execute("DELETE FROM intents WHERE stream=?", (stream,))
+            for path, ranges in items.items():
+                db.execute("INSERT OR REPLACE INTO intents VALUES (?,?,?,?,?)",
+                           (stream, path, json.dumps(ranges), json.dumps(dict(clock)), now))
+
+    def intents(self) -> dict[str, dict[str, tuple[list[tuple[int, int]] | None, dict[str, int]]]]:
+        out: dict[str, dict[str, tuple[list[tuple[int, int]] | None, dict[str, int]]]] = {}
+        for stream, path, ranges, clock in self.db.execute(
+                "SELECT stream, path, ranges, clock FROM intents"):
+            rr = json.loads(ranges) if ranges else None
+            out.setdefault(stream, {})[path] = (
+                [(int(r[0]), int(r[1])) for r in rr] if rr else None, json.loads(clock))
+        return out
