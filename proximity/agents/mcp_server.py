@@ -89,7 +89,7 @@ def status_tool(repo: str | None, default: str) -> dict[str, Any]:
 
 def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
                 ) -> dict[str, Any]:
-    from proximity.commands.scan import parse_intent
+    from proximity.analysis.intervals import parse_intent
     from proximity.snapshot import recorder, workspace
 
     ctx = workspace.open_context(_where(repo, default), need_ledger=True)

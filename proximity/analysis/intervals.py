@@ -119,3 +119,9 @@ def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
             raise UsageError(f"bad line range {part!r} in {spec!r} (want START-END, 1-based)")
         out.append((s, e))
     return m.group(1), tuple(out)
+
+
+def parse_intent(spec: str) -> tuple[str, list[tuple[int, int]] | None]:
+    """``path`` or ``path:10-20,30`` -> (path, ranges or None for the whole file)."""
+    path, ranges = parse_spec(spec)
+    return path.strip("/"), None if ranges is None else list(ranges)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from proximity.commands.scan import parse_intent
+from proximity.analysis.intervals import parse_intent
 from proximity.snapshot import recorder, workspace
 
 

@@ -11,12 +11,6 @@ from proximity.snapshot import workspace
 from proximity.views import report
 
 
-def parse_intent(spec: str) -> tuple[str, list[tuple[int, int]] | None]:
-    """``path`` or ``path:10-20,30`` -> (path, ranges or None for the whole file)."""
-    path, ranges = intervals.parse_spec(spec)
-    return path.strip("/"), None if ranges is None else list(ranges)
-
-
 def run(args: argparse.Namespace) -> int:
     ctx = workspace.open_context(args.repo)
     if ctx.ledger_error:
@@ -25,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         what_if = None
         if getattr(args, "intent", None):
-            what_if = dict(parse_intent(s) for s in args.intent)
+            what_if = dict(intervals.parse_intent(s) for s in args.intent)
         result = workspace.run_scan(ctx, focus=getattr(args, "focus", None), what_if=what_if)
     finally:
         ctx.close()

@@ -1,8 +1,8 @@
 """What a hook stage is and what it carries, from its arguments and environment alone.
 
 Standard library only: the hooks' thin client (thin.py) and the in-process hook
-(commands/hook.py) both read stages, event kinds, pushed refs and the block's exit code
-from here.
+(commands/hook.py, hooks/verdict.py) both read stages, event kinds, pushed refs and the
+block's exit code from here.
 """
 
 from __future__ import annotations

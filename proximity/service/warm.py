@@ -17,11 +17,14 @@ if TYPE_CHECKING:
     import subprocess
 
     from proximity import gitio
-    from proximity.ledger import Event, Ledger, TrackedDict
+    from proximity.ledger import Event
     from proximity.model import Agent, PairResult
     from proximity.snapshot.workspace import Context
 
 LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
+
+
+CACHE_ENTRIES = 200_000  # per kind; past it the warm copy starts again from the ledger
 
 
 class Airspace:
@@ -35,7 +38,7 @@ class Airspace:
         self.ctx: Context = workspace.open_context(self._a_worktree(common))
         self.ctx.memo = {}  # channel results and resolvers, across scans
         if self.ctx.ledger is not None:
-            _keep_caches_warm(self.ctx.ledger)
+            self.ctx.ledger.keep_warm(CACHE_ENTRIES)
         self.agents: dict[str, Agent] = {}
         self.paths: dict[str, str] = {}
         self.dirty: set[str] = set()
@@ -462,7 +465,7 @@ class Airspace:
         """What the snapshot hook does, for it: record the worktree as one event (a
         commit outside any rebase/merge with no file event pending reuses the tree)."""
         from proximity import gitio
-        from proximity.commands import hook
+        from proximity.hooks import verdict
         from proximity.snapshot import recorder
 
         here, kind, index = str(msg["agent"]), str(msg["kind"]), msg.get("index")
@@ -474,29 +477,28 @@ class Airspace:
         agents, _ = self.agents_now(None if reuse else here, index,
                                     same_files=here if reuse else None)
         ctx = self.ctx_for(here)
-        agents = hook.unstashed(ctx, agents, _unstash(msg))
+        agents = verdict.unstashed(ctx, agents, _unstash(msg))
         me = next((a for a in agents if a.id == here), None)
         if me is None or me.error or me.tree is None:
             return None
         ev = recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
                                                       None, me.tree))
-        if ev is not None and ctx.ledger is not None and ev.seq % hook.GC_EVERY == 0:
+        if ev is not None and ctx.ledger is not None and ev.seq % recorder.GC_EVERY == 0:
             ctx.ledger.gc(ctx.cfg.retain_events, set(self.paths))
         return ev
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from proximity.commands import hook
+        from proximity.hooks import verdict
 
         here = str(msg["agent"])
         self.reload_policy(aged=False)
         pushed = msg.get("pushed")
         pushed_refs = [(str(r), str(s)) for r, s in pushed] if pushed is not None else None
-        verdict = hook.judge(self.ctx_for(here), str(msg["stage"]), str(msg["kind"]),
+        return verdict.judge(self.ctx_for(here), str(msg["stage"]), str(msg["kind"]),
                              msg.get("index"), pushed_refs,
                              agents_of=lambda ix: self.agents_now(
                                  here, ix, synced=msg.get("synced") is True),
                              in_hook=False, unstash=_unstash(msg))
-        return verdict
 
     def hook(self, msg: dict[str, Any], files_settled: bool) -> dict[str, Any]:
         """Everything a hook does, for the thin client (thin.py): record (snapshot
@@ -504,7 +506,8 @@ class Airspace:
         airspace policy; the stderr lines to print and whether it blocks. By the very
         functions the in-process hook uses, so both print alike. ``fallback``: a case this
         service leaves to the in-process hook (no ledger, sync on, an unknown worktree)."""
-        from proximity.commands import hook
+        from proximity.hooks import verdict
+        from proximity.snapshot import recorder
 
         here, stage = str(msg["agent"]), str(msg.get("stage"))
         self.reload_policy(aged=False)
@@ -525,9 +528,9 @@ class Airspace:
                 return {"fallback": "not recorded"}
             if msg.get("later"):  # nobody waits for it: the messages stay for the next hook
                 return {"lines": [], "block": False}
-            return {"lines": hook.queued_note(ev) + hook.inbox_lines(ctx), "block": False}
-        verdict = self.judge(msg)
-        lines, block = hook.outcome(ctx, stage, verdict, bool(msg.get("allow")))
+            return {"lines": recorder.queued_note(ev) + verdict.inbox_lines(ctx),
+                    "block": False}
+        lines, block = verdict.outcome(ctx, stage, self.judge(msg), bool(msg.get("allow")))
         return {"lines": lines, "block": block}
 
     def scan(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -609,25 +612,7 @@ def _policy_key(repo: gitio.Repo) -> tuple[object, ...]:
     return tuple(out)
 
 
-CACHE_ENTRIES = 200_000  # per kind; past it the warm copy starts again from the ledger
 
-
-def _keep_caches_warm(ledger: Ledger) -> None:
-    """The ledger's derived-data caches (parsed imports, symbols, edges, the graph: keyed
-    by content, so never stale) stay in memory from one scan to the next instead of being
-    read and decoded again; new entries are still persisted by each scan."""
-    kept: dict[str, TrackedDict] = {}
-    read = ledger.cache
-
-    def cache(kind: str, lazy: bool = True) -> TrackedDict:
-        if not lazy:
-            return read(kind, lazy)
-        warm = kept.get(kind)
-        if warm is None or len(warm) > CACHE_ENTRIES:
-            warm = kept[kind] = read(kind, True)
-        return warm
-
-    setattr(ledger, "cache", cache)  # noqa: B010 -- this one instance, in this process
 
 
 def _level(p: PairResult) -> int:

@@ -11,6 +11,17 @@ from proximity.hooks.inputs import index_override as index_override
 from proximity.ledger import Event
 from proximity.snapshot.workspace import Context
 
+GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
+
+
+QUEUED = ("proximity: warning: the ledger is busy (another process holds it); this event "
+          "is queued and the next hook records it")
+
+
+def queued_note(ev: object) -> list[str]:
+    """The warning for an event the busy ledger spooled (seq 0), if it was."""
+    return [QUEUED] if getattr(ev, "seq", None) == 0 else []
+
 
 class Snap(NamedTuple):
     """One worktree's recorded state (a light stand-in for model.Agent in the hook path)."""

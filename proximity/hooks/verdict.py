@@ -1,0 +1,199 @@
+"""The hook's verdict: what a pre-commit or pre-push judges and what it prints.
+
+Record this worktree, scan its pairs (each pushed commit standing in for the worktree whose
+work it is), fire the triggers, and turn the verdict into the lines a hook prints and
+whether it blocks. The in-process hook (``proximity hook``) and the resident service both
+call these functions, so both paths judge and print alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from proximity.analysis import hunks
+from proximity.errors import LedgerBusy
+from proximity.remote.untrusted import text
+from proximity.snapshot import recorder, workspace
+from proximity.tcas import actions
+from proximity.tcas.engine import live_agents
+from proximity.views import report
+
+if TYPE_CHECKING:
+    from proximity.model import Agent
+    from proximity.tcas.engine import Scan
+
+
+def inbox_lines(ctx: workspace.Context, shown: set[int] | None = None) -> list[str]:
+    """This worktree's undelivered messages, rendered, taken from the ledger (so shown
+    once); ``shown``: ids this run already printed as advisories (marked delivered
+    without repeating them)."""
+    if ctx.ledger is None:
+        return []
+    try:
+        taken = ctx.ledger.take(ctx.here)
+    except LedgerBusy:
+        return []  # they stay undelivered: the next hook shows them
+    msgs = [m for m in taken if m["id"] not in (shown or set())]
+    if not msgs:
+        return []
+    return [actions.render(m) for m in msgs]
+
+
+def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
+          pushed: list[tuple[str, str]] | None,
+          agents_of: Callable[[str | None], tuple[list[Agent], list[str]]] | None = None,
+          in_hook: bool = True, record: bool = True, unstash: str | None = None
+          ) -> dict[str, Any]:
+    """Record this worktree, scan its pairs (each pushed commit standing in for it, or for
+    the worktree that has the pushed branch checked out), fire
+    the triggers; the verdict as plain data. The in-process hook and the resident service
+    both call this, so both paths judge alike. ``agents_of(override)``: the live agents
+    (default: snapshot every worktree now). ``record=False``: judge without recording
+    this worktree (someone else records this very event). ``unstash``: the patch of
+    unstaged edits the hook host holds out of this worktree (stash.py)."""
+
+    if agents_of is None:
+        agents, retired = live_agents(ctx.repo, {ctx.here: override} if override else None)
+    else:
+        agents, retired = agents_of(override)
+    agents = unstashed(ctx, agents, unstash)
+    me = next((a for a in agents if a.id == ctx.here), None)
+    notes: list[str] = []
+    if me is not None and me.error is None and record:
+        notes = recorder.queued_note(recorder.record(ctx, kind, recorder.Snap(
+            me.id, me.path, me.branch, me.head, me.snapshot, me.tree)))
+    # each run: (whose state the pushed commit stands for, the agents); a branch checked
+    # out in a worktree is that worktree's work, whoever pushes it
+    runs: list[tuple[str, list[Agent]]] = [(ctx.here, agents)]
+    if me is not None and pushed is not None:
+        runs = []
+        for ref, sha in pushed:
+            owner = _owner(agents, ref) or _carrier(ctx, agents, me, sha) or me
+            runs.append((owner.id, [_pushed_state(ctx, owner, ref, sha) if a.id == owner.id
+                                    else a for a in agents]))
+        if not runs:
+            return {"nothing": True, "notes": notes}
+    results = [(who, workspace.run_scan(ctx, focus=who, agents=run, retired=retired,
+                                      in_hook=in_hook, record=i == 0,
+                                      remote=stage == "guard"))
+               for i, (who, run) in enumerate(runs)]
+
+    def weight(run: tuple[str, Scan]) -> tuple[bool, float]:  # one that must yield decides
+        who, r = run
+        mine = r.involving(who)
+        return (any(p.advisory == "resolution" and p.yielding == who for p in mine),
+                max((p.risk for p in mine), default=0.0))
+
+    who, result = max(results, key=weight)
+    posted = actions.fire(ctx, result)
+    by_id = {a.id: a for a in result.agents}
+    texts, must_yield = [], []
+    for p in result.involving(who):
+        if p.advisory == "clear" and not p.escalated:
+            continue
+        other = by_id.get(p.b if p.a == who else p.a)
+        texts.append(report.advisory_text(p, who, by_id,
+                                          hunks.of_pair(ctx.repo, p, other)))
+        if p.advisory == "resolution" and p.yielding == who:
+            must_yield.append(p.b if p.a == who else p.a)
+    return {"nothing": False, "notes": notes, "texts": texts, "must_yield": must_yield,
+            "yielding": who,
+            "posted": [m["id"] for m in posted if m["recipient"] == ctx.here],
+            "graph_deferred": result.graph_deferred,
+            "pairs": [report.pair_json(p) for p in result.pairs]}
+
+
+def unstashed(ctx: workspace.Context, agents: list[Agent], patch: str | None) -> list[Agent]:
+    """The agents with this worktree as its user has it: the unstaged edits its hook host
+    holds out while hooks run (``patch``, stash.py) put back on the state read from its
+    files (that state as it is when the patch does not apply)."""
+    me = next((a for a in agents if a.id == ctx.here), None)
+    if not patch or me is None or me.error is not None or not me.tree:
+        return agents
+    tree = ctx.repo.tree_with_patch(me.tree, patch, me.path)
+    if not tree or tree == me.tree:
+        return agents
+    back = replace(me, tree=tree, snapshot=ctx.repo.snapshot_commit(tree, me.head))
+    return [back if a.id == ctx.here else a for a in agents]
+
+
+def _owner(agents: list[Agent], ref: str) -> Agent | None:
+    """The local worktree that has the pushed branch checked out (its work, whoever
+    pushes it: right-of-way is that worktree's), if one does."""
+    if not ref.startswith("refs/heads/"):
+        return None
+    branch = ref.removeprefix("refs/heads/")
+    return next((a for a in agents if a.branch == branch and not a.remote and a.error is None),
+                None)
+
+
+def _carrier(ctx: workspace.Context, agents: list[Agent], me: Agent, sha: str) -> Agent | None:
+    """For a pushed branch checked out nowhere (a copy of another worktree's branch, or one
+    built on it): the one local worktree whose own commits it carries -- its HEAD is in
+    the pushed history and not in the pushing worktree's -- the deepest such when their
+    heads line up; None when none does or unrelated ones do. (Without it, `git branch copy
+    feat/b; git push origin copy` pushed the commits that must yield, judged as the pushing
+    worktree.)"""
+    repo = ctx.repo
+    found = []
+    for a in agents:
+        if a.id == me.id or a.remote or a.error is not None or not a.head:
+            continue
+        if me.head and repo.is_ancestor(a.head, me.head):
+            continue  # history the pusher has too: nobody's own work here
+        if repo.is_ancestor(a.head, sha):
+            found.append(a)
+    deepest = [a for a in found
+               if not any(b is not a and b.head != a.head
+                          and repo.is_ancestor(str(a.head), str(b.head)) for b in found)]
+    return deepest[0] if len(deepest) == 1 else None
+
+
+def _pushed_state(ctx: workspace.Context, me: Agent, ref: str, sha: str) -> Agent:
+    """This worktree as a pushed commit: its tree, on that commit, as the snapshot commit
+    of (tree, commit) -- content-addressed, so a push of the state already judged (the
+    warm snapshot after the commit, or the one recorded at it) is that very state and its
+    pairs' channel results are found by their key instead of computed again (git's merge
+    of two states is the same from the snapshot commit as from the commit: same tree,
+    same merge bases). Right-of-way is still computed from this HEAD."""
+    branch = ref.removeprefix("refs/heads/") or me.branch
+    tree = ctx.repo.commit_tree(sha)
+    if me.error is None and me.head == sha and me.tree == tree and me.snapshot:
+        return replace(me, branch=branch)
+    return replace(me, head=sha, snapshot=ctx.repo.snapshot_commit(tree, sha), tree=tree,
+                   branch=branch, error=None)
+
+
+def outcome(ctx: workspace.Context, stage: str, verdict: dict[str, Any], allow: bool
+            ) -> tuple[list[str], bool]:
+    """What a deciding hook prints (stderr lines, in order) and whether it blocks, from
+    its verdict; takes this worktree's undelivered messages. The in-process hook and the
+    resident service both call this, so both print alike. ``allow``: PROXIMITY_ALLOW=1."""
+    lines = list(verdict.get("notes") or [])
+    if verdict["nothing"]:
+        lines.append("proximity: nothing to judge in this push (deletion, tag, or commits "
+                     "the remote has); guard passes.")
+        return lines + inbox_lines(ctx), False
+    if verdict["graph_deferred"]:
+        lines.append("proximity: first run: building the import graph in the background; "
+                     "the dependency channel is unknown until it is ready.")
+    lines += inbox_lines(ctx, set(verdict["posted"]))
+    lines += verdict["texts"]
+    must_yield = verdict["must_yield"]
+    if not must_yield or not (stage == "guard" or (stage == "warn" and ctx.cfg.block_commit)):
+        return lines, False
+    if allow:
+        lines.append("proximity: PROXIMITY_ALLOW=1 set: letting this through despite the "
+                     "advisory.")
+        return lines, False
+    what = "push" if stage == "guard" else "commit"
+    who = verdict.get("yielding")
+    subject = "this worktree" if not isinstance(who, str) or who == ctx.here else (
+        f"worktree {text(who)!r}, whose work this push carries,")
+    lines.append(f"proximity: {what} blocked: {subject} must yield to "
+                 f"{', '.join(repr(text(x)) for x in must_yield)}. "
+                 f"Move your change away from their lines, or coordinate and override with "
+                 f"PROXIMITY_ALLOW=1 git {what} (or --no-verify).")
+    return lines, True

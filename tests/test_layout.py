@@ -1,0 +1,119 @@
+"""The nets a change of layout needs: what the thin hook path imports, which way the layers
+point, and that every benchmark still starts."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "proximity"
+BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py"))
+
+# what the hook's fast path may load of proximity itself: the worktree's facts from files,
+# the hook's inputs and host stash, and the service's client and wire protocol
+THIN_ALLOWED = {
+    "proximity", "proximity.thin", "proximity.gitfiles",
+    "proximity.hooks", "proximity.hooks.inputs", "proximity.hooks.stash",
+    "proximity.hooks.procs",
+    "proximity.service", "proximity.service.client", "proximity.service.protocol",
+}
+
+
+def modules_loaded_by(statement: str) -> list[str]:
+    code = ("import sys\nbefore = set(sys.modules)\n" + statement +
+            "\nimport json\nprint(json.dumps(sorted(set(sys.modules) - before)))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    loaded: list[str] = json.loads(out.stdout)
+    # the json module printing the answer is the probe's, not the hook's
+    return [m for m in loaded if m != "json" and not m.startswith("json.")]
+
+
+@pytest.mark.parametrize("statement", ["import proximity.thin",
+                                       "from proximity.thin import run_hook"])
+def test_the_thin_hook_path_imports_only_the_standard_library(statement):
+    loaded = modules_loaded_by(statement)
+    ours = {m for m in loaded if m == "proximity" or m.startswith("proximity.")}
+    assert ours <= THIN_ALLOWED, f"the thin path loads {sorted(ours - THIN_ALLOWED)}"
+    foreign = {m.split(".")[0] for m in loaded} - {"proximity"}
+    not_std = sorted(m for m in foreign if m not in sys.stdlib_module_names)
+    assert not_std == [], f"the thin path imports non-standard modules {not_std}"
+    # nor the heavy parts of the standard library a hook would pay for on every run
+    assert not foreign & {"json", "socket", "subprocess", "sqlite3", "typing", "re"}, foreign
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    """Every proximity module a file imports, anywhere in it, with the line."""
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "proximity":
+                out += [(f"proximity.{a.name}", node.lineno) for a in node.names]
+            elif node.module.startswith("proximity."):
+                out.append((node.module, node.lineno))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names if a.name.startswith("proximity")]
+    return out
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def test_only_the_command_line_imports_the_commands():
+    """Commands are the outermost layer: the service, the agents' interfaces and the hooks'
+    verdict never reach into a command module (its rules belong in the layer that owns
+    them)."""
+    wrong = []
+    for path in sorted(PKG.rglob("*.py")):
+        name = module_name(path)
+        if name.startswith("proximity.commands") or name == "proximity.main":
+            continue
+        wrong += [f"{name}:{line} imports {mod}" for mod, line in imports_of(path)
+                  if mod == "proximity.commands" or mod.startswith("proximity.commands.")]
+    assert wrong == []
+
+
+def test_the_thin_path_reaches_only_the_client_and_the_protocol():
+    """Read from the source, not from one run: every proximity import the thin path's modules
+    make (at any depth, in any function) stays inside the thin path."""
+    todo = ["proximity.thin"]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        rel = Path(*name.split("."))
+        path = ROOT / rel.with_suffix(".py")
+        if not path.exists():
+            path = ROOT / rel / "__init__.py"
+        todo += [m for m, _ in imports_of(path)
+                 if m not in seen and ((ROOT / Path(*m.split("."))).with_suffix(".py").exists()
+                                       or (ROOT / Path(*m.split(".")) / "__init__.py").exists())]
+    assert seen <= THIN_ALLOWED, sorted(seen - THIN_ALLOWED)
+
+
+@pytest.mark.parametrize("script", BENCHMARKS, ids=lambda p: p.name)
+def test_every_benchmark_starts(script):
+    """Benchmarks are not run by the suite, but each one must still import what it uses and
+    parse its arguments after a change of layout (a helper module: import)."""
+    if '__name__ == "__main__"' in script.read_text():
+        argv = [str(script), "--help"]
+    else:
+        argv = ["-c", f"import {script.stem}"]
+    out = subprocess.run([sys.executable, *argv], cwd=script.parent, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "usage:" in out.stdout or argv[0] == "-c"
