@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,36 @@ def test_every_benchmark_starts(script):
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "usage:" in out.stdout or argv[0] == "-c"
+
+
+def test_the_shell_hook_recognises_the_service_as_it_is_started(tmp_path, monkeypatch):
+    """The post-commit fast path (no Python) trusts a cookie only to the live service of
+    this very repository, recognised by its command line: the pattern in the shell hook and
+    the command line the client starts the service with must agree, or the fast path
+    silently turns off. Rename the module and this fails."""
+    from conftest import init_repo
+
+    from proximity.commands import service as service_cmd
+    from proximity.service import client
+    from proximity.service.server import service_state
+
+    hook = (ROOT / "hooks" / "proximity-hook").read_text()
+    assert hook == (PKG / "assets" / "proximity-hook").read_text()  # the installed copy
+    pattern = f'*{client.SERVICE_MODULE}"$common")'
+    assert pattern in hook, f"the shell hook no longer matches {client.SERVICE_MODULE}"
+    repo = init_repo(tmp_path / "r", {"f.txt": "x\n"})
+    common = os.path.realpath(repo / ".git")
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    assert service_cmd.start(common)  # client.start, then waits until it answers
+    try:
+        status = service_state(common)["status"]
+        assert isinstance(status, dict)
+        pid = status["pid"]
+        # the very test the hook makes, on the real process
+        probe = ('read -r cmd <"/proc/$1/cmdline"; '
+                 f'case $cmd in {pattern} echo live ;; *) echo other ;; esac')
+        out = subprocess.run(["sh", "-c", probe, "sh", str(pid)], capture_output=True,
+                             text=True, env={**os.environ, "common": common}, check=True)
+        assert out.stdout.strip() == "live"
+    finally:
+        service_cmd.stop(common, timeout=10.0)

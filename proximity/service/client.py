@@ -230,6 +230,11 @@ def forget_claims(common: str, older_than: float = CLAIM_AGE) -> None:
             pass
 
 
+# the service's command line: `python -m SERVICE_MODULE COMMON`. The shell hook recognises
+# the live service of a repository by it (hooks/proximity-hook reads /proc/PID/cmdline)
+SERVICE_MODULE = "proximity.service"
+
+
 def start(common: str) -> bool:
     """Start the service for this repository in the background (never waits for it).
     The service itself makes sure only one runs (a lock); a second start exits at once."""
@@ -244,7 +249,7 @@ def start(common: str) -> bool:
         # a short-lived shell puts it in the background and exits (double fork): the caller
         # returns at once and leaves no child behind
         subprocess.run(["sh", "-c", 'exec "$0" "$@" </dev/null >/dev/null 2>&1 &',
-                        sys.executable, "-m", "proximity.service", common],
+                        sys.executable, "-m", SERVICE_MODULE, common],
                        env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")
                             or k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
                                      "GIT_TEMPLATE_DIR", "GIT_EXEC_PATH")},
