@@ -93,16 +93,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "never (only ask); default from git config proximity.checkPolicy")
     p.add_argument("--merge", default=None, metavar="REF",
                    help="check merging REF into this worktree before you merge: what the "
-                   "merge would change here, checked like edits (git merge-tree; nothing is "
-                   "written)")
+                   "merge would change here, checked like edits (git merge-tree: it writes the "
+                   "merge's objects to the object store, never files, the index or refs)")
     p.add_argument("--hook", default=None, metavar="HARNESS",
                    choices=("claude", "claude-post", "gemini", "gemini-post"),
                    help="read an agent harness's tool event on stdin and answer in its "
                    "format (claude: PreToolUse, claude-post: PostToolUse; gemini: "
                    "BeforeTool, gemini-post: AfterTool)")
 
-    p = sub.add_parser("mcp", help="Model Context Protocol server on stdio (tools: check, "
-                       "status, intend, inbox)")
+    mcp_help = ("Model Context Protocol server on stdio (tools: check, check_merge, status, "
+                "intend, inbox)")
+    p = sub.add_parser("mcp", help=mcp_help, description=mcp_help)
     p.add_argument("-C", "--repo", default=None, help="run as if started in this directory")
 
     p = sub.add_parser("inbox", help="messages for this worktree")
