@@ -11,13 +11,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proximity import gitio
-from proximity.analysis import depgraph, intervals, parsers, resolve
+from proximity.analysis import depgraph, parsers, resolve
 from proximity.analysis.intervals import Range
 from proximity.config import Config
 from proximity.errors import FatalError
 from proximity.ledger import clocks
 from proximity.model import Agent, FileChange, Finding, PairResult, WorkingSet
 from proximity.tcas import risk
+from proximity.tcas.memo import (
+    REACHES,
+    RESOLVERS,
+    channel_key,
+    content_key,
+    kept_by_content,
+    memo_get,
+    memo_put,
+    work_key,
+)
+from proximity.tcas.rightofway import (
+    Contested,
+    contested_of,
+    lines_of_work,
+    priority,
+    shared_priority,
+    standing,
+)
 
 COLD_GRAPH_FILES = 2000  # parseable files above which a hook defers the first graph build
 Recency = Callable[[str, Mapping[str, str]], dict[str, float]]
@@ -110,44 +128,6 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
     return out, retired
 
 
-Contested = dict[str, tuple[Range, ...] | None]  # path -> base lines (None: whole file)
-
-
-def _lines(fc: FileChange, region: tuple[Range, ...] | None = None, near: int = 0) -> int:
-    """Changed lines of one file change: per hunk the larger of its base and new sides (a
-    replaced line is one line of work); only hunks within ``near`` unchanged lines of
-    ``region`` count when it is given; 1 for a change without line information."""
-    if fc.ranges is None:
-        return 1
-    total = 0
-    for i, (lo, hi) in enumerate(fc.ranges):
-        if region is not None:
-            g = intervals.gap([(lo, hi)], region)
-            if g is None or g > near:
-                continue
-        new = fc.new_ranges[i] if i < len(fc.new_ranges) else (1, 0)
-        total += max(1, hi - lo + 1, new[1] - new[0] + 1)
-    return total
-
-
-RESOLVERS = 3  # resolvers the resident service keeps (each holds every path of the tree)
-REACHES = 64  # agents' reaches it keeps (each holds its part of the graph)
-
-
-def _kept(memo: dict[Any, Any] | None, kind: str, key: Any) -> Any:
-    return None if memo is None else memo.get(kind, {}).get(key)
-
-
-def _keep(memo: dict[Any, Any] | None, kind: str, key: Any, value: Any, most: int) -> None:
-    """Keep ``value`` in the memo's bounded shelf ``kind`` (the oldest go first)."""
-    if memo is None:
-        return
-    shelf = memo.setdefault(kind, {})
-    while len(shelf) >= most:
-        del shelf[next(iter(shelf))]
-    shelf[key] = value
-
-
 class _Pairwise:
     """Per-scan memo of bases, working sets, graphs; shared across all pairs."""
 
@@ -232,11 +212,11 @@ class _Pairwise:
             memo = self.facts.memo
             key = ("resolver", self.graph_tree, frozenset(extra - self.paths),
                    tuple(sorted(self.go_mods.items())))
-            kept = _kept(memo, "resolver", key)
+            kept = memo_get(memo, "resolver", key)
             if kept is None:
                 kept = resolve.Resolver(self.paths | extra)
                 kept.set_go_mods(self.go_mods)
-                _keep(memo, "resolver", key, kept, RESOLVERS)  # each holds every path
+                memo_put(memo, "resolver", key, kept, RESOLVERS)  # each holds every path
             self._resolver = kept
         return self._resolver
 
@@ -247,13 +227,13 @@ class _Pairwise:
             assert self.graph is not None
             memo = self.facts.memo
             # across scans (the resident service): by everything a reach is made of
-            mk = ("reach", self.graph_tree, agent.id, agent.tree, base_tree, _work(ws),
+            mk = ("reach", self.graph_tree, agent.id, agent.tree, base_tree, work_key(ws),
                   tuple(edges)) if memo is not None else None
-            kept = _kept(memo, "reach", mk)
+            kept = memo_get(memo, "reach", mk)
             if kept is None:
                 kept = depgraph.Reach(self.graph, ws, edges, self.cfg.gamma,
                                       self.cfg.depth_cap, self.cfg.hub_degree)
-                _keep(memo, "reach", mk, kept, REACHES)
+                memo_put(memo, "reach", mk, kept, REACHES)
             self.reaches[key] = kept
         return self.reaches[key]
 
@@ -277,7 +257,7 @@ class _Pairwise:
         for path, region in contested.items():
             fc = changes.get(path)
             if fc is not None:
-                total += _lines(fc, region, self.cfg.near_lines)
+                total += lines_of_work(fc, region, self.cfg.near_lines)
         return total
 
     def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]:
@@ -322,120 +302,6 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
     return True
 
 
-def _standing(pw: _Pairwise, a: Agent, b: Agent, yielding: str, contested: Contested,
-              facts: Facts, prio: dict[str, risk.Priority]) -> str:
-    """The side a Resolution Advisory keeps telling to yield: the one it told first, for as
-    long as the other side's claim holds -- every committed line it has had there since is
-    there still (a revert ends it), or, with none committed, its work on the contested
-    files has run without a break since before it was told; else ``yielding``. So the side
-    told to yield buys nothing by committing more to the contested lines, and the advice
-    does not flip under the agents."""
-    if facts.held is None or facts.reached is None or not contested:
-        return yielding
-    got = facts.held(a.id, b.id)
-    if got is None or got[0] == yielding or got[0] not in (a.id, b.id):
-        return yielding
-    told, since, lines = got
-    holder = b.id if told == a.id else a.id
-    if -prio[holder][0] < lines:
-        return yielding
-    if lines > 0:  # committed work it had then is all there still
-        return told
-    seq = facts.reached(holder, set(contested), pw.repo.committed_path)
-    return told if seq is not None and seq <= since else yielding
-
-
-def _priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
-              facts: Facts) -> risk.Priority:
-    """Local pairs: committed work on the contested files, then who reached them first in
-    the shared ledger's order of events (immune to clock skew), then the id."""
-    seq = facts.reached(x.id, set(contested), pw.repo.committed_path) \
-        if facts.reached and contested else None
-    # no retained event says: the stream's own first event
-    first = float(seq) if seq is not None else facts.started.get(x.id)
-    return risk.priority(pw.committed_lines(x, base, contested), first, x.id)
-
-
-def _shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
-                     facts: Facts) -> risk.Priority:
-    """Pairs with a remote agent: committed work (git objects), the stream's published
-    creation time and the global id machine/worktree: the same data on every machine."""
-    started = x.started if x.remote else facts.created.get(x.id)
-    gid = x.id if x.remote else f"{facts.machine}/{x.id}"
-    return risk.priority(pw.committed_lines(x, base, contested), started, gid)
-
-
-def _contested(findings: list[Finding], tau_ta: float) -> Contested:
-    """The region the advisory is about (for right-of-way): per contested file the base
-    lines where the two sides' edits meet (overlap evidence), or the whole file (an exact
-    conflict without line evidence, a symbol's definition and use)."""
-    lines: dict[str, list[Range]] = {}
-    files: set[str] = set()
-    for f in findings:
-        if f.channel not in ("conflict", "overlap", "symbol") or f.score < tau_ta:
-            continue
-        for path, ranges in ((f.path_a, f.ranges_a), (f.path_b, f.ranges_b)):
-            if not path:
-                continue
-            files.add(path)
-            if f.channel == "overlap" and ranges:
-                lines.setdefault(path, []).extend(ranges)
-    return {p: tuple(sorted(set(lines[p]))) if p in lines else None for p in sorted(files)}
-
-
-def _channel_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | None,
-                 base_tree: str, agents: list[Agent], facts: Facts) -> tuple[Any, ...]:
-    """Everything the channels read of one pair (their caches are keyed by content)."""
-    def state(x: Agent) -> tuple[Any, ...]:
-        return (x.id, x.tree, x.snapshot, x.head, x.branch, x.operation, x.remote, x.machine,
-                x.error)
-
-    ref = next((x.head for x in agents if x.id == "main" and x.head), None) or next(
-        (x.head for x in agents if x.head), None)
-    return ("pair", state(a), state(b), base, base_tree, _work(wa), _work(wb), ref,
-            facts.defer_cold_graph)
-
-
-def _content_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | None,
-                 base_tree: str, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The pair's channel inputs by content: both trees and the merge base, not the
-    commits the states sit on (see _kept_by_content). None: local states only."""
-    if a.remote or b.remote or not (a.head and b.head and a.snapshot and b.snapshot):
-        return None
-    def state(x: Agent) -> tuple[Any, ...]:
-        return (x.id, x.tree, x.operation, x.error)
-
-    return ("pair-content", state(a), state(b), base, base_tree, _work(wa), _work(wb),
-            key[-2], key[-1])
-
-
-def _kept_by_content(repo: gitio.Repo, memo: dict[Any, Any], content: tuple[Any, ...],
-                     a: Agent, b: Agent) -> Any:
-    """The channel results of the same trees over the same merge bases, judged with one
-    side's HEAD a step back: the state a pre-commit judged (tree on the old HEAD) is the
-    state pushed (that tree as a commit on it), and the channels read the trees and what
-    git's merge of the two states sees (their trees and merge bases; a snapshot commit
-    is its tree on its HEAD). Exact: only when the other side's HEAD is the same and
-    this side's new HEAD is a commit whose only parent is the old one, not contained in
-    the other side (then both HEADs have the same merge bases with it)."""
-    got = memo.get(content)
-    if got is None:
-        return None
-    ha, hb, kept = got
-    assert a.head and b.head
-    if (hb == b.head and repo.steps_alike(ha, a.head, b.head)) or (
-            ha == a.head and repo.steps_alike(hb, b.head, a.head)):
-        return kept
-    return None
-
-
-def _work(w: WorkingSet) -> tuple[Any, ...]:
-    """A working set's weights and intents as a key (its files follow from the trees)."""
-    return (tuple(sorted(w.weights.items())),
-            tuple(sorted((p, r) for p, r in w.intents.items())),
-            tuple(sorted(w.intent_weights.items())))
-
-
 def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
     from proximity import channels
 
@@ -451,13 +317,13 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     pw.changed.setdefault(b.id, set()).update(wb.files)
     conc = _concurrent(repo, a, b, facts)
     ev = channels.Evidence(a, b, wa, wb, base, base_tree, cfg, pw, agents=all_agents)
-    key = _channel_key(a, b, wa, wb, base, base_tree, all_agents, facts) \
+    key = channel_key(a, b, wa, wb, base, base_tree, all_agents, facts) \
         if facts.memo is not None else None
     kept = facts.memo.get(key) if facts.memo is not None else None
-    content = _content_key(a, b, wa, wb, base, base_tree, key) \
+    content = content_key(a, b, wa, wb, base, base_tree, key) \
         if facts.memo is not None and key is not None else None
     if kept is None and content is not None and facts.memo is not None:
-        kept = _kept_by_content(repo, facts.memo, content, a, b)
+        kept = kept_by_content(repo, facts.memo, content, a, b)
     if kept is not None:
         values, findings = dict(kept[0]), list(kept[1])
     else:
@@ -473,9 +339,9 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
         # a worktree in the middle of a rebase/merge/... blocks nobody (and its replayed
         # commits buy no right-of-way): shown as traffic until the operation ends
         r, adv = max(0.0, cfg.tau_ra - risk.SOFT_MARGIN), risk.TRAFFIC
-    contested = _contested(findings, cfg.tau_ta)
+    contested = contested_of(findings, cfg.tau_ta)
     # with a remote agent only facts both machines share may decide
-    prio = _shared_priority if a.remote or b.remote else _priority
+    prio = shared_priority if a.remote or b.remote else priority
     pa = prio(pw, a, base, contested, facts)
     pb = prio(pw, b, base, contested, facts)
     per_hop = None
@@ -489,7 +355,7 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     findings.sort(key=lambda x: (-x.score, x.channel))
     yielding = risk.yielding(a.id, pa, b.id, pb) if adv == risk.RESOLUTION else None
     if yielding is not None and not (a.remote or b.remote):
-        yielding = _standing(pw, a, b, yielding, contested, facts, {a.id: pa, b.id: pb})
+        yielding = standing(pw, a, b, yielding, contested, facts, {a.id: pa, b.id: pb})
     return PairResult(
         a.id, b.id, r, values, adv, yielding,
         tuple(findings[:12]), base, conc, esc, per_hop, {a.id: pa, b.id: pb}, in_progress,

@@ -1,0 +1,97 @@
+"""Right-of-way: which of two colliding worktrees yields. Computed from facts both sides
+share (committed work on the contested lines, then who reached them first in the ledger,
+then a stable id), never from either side's clock; a standing decision holds once told."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from proximity.analysis import intervals
+from proximity.analysis.intervals import Range
+from proximity.model import Agent, FileChange, Finding
+from proximity.tcas import risk
+
+if TYPE_CHECKING:
+    from proximity.tcas.engine import Facts, _Pairwise
+
+
+Contested = dict[str, tuple[Range, ...] | None]  # path -> base lines (None: whole file)
+
+
+def lines_of_work(fc: FileChange, region: tuple[Range, ...] | None = None, near: int = 0
+                  ) -> int:
+    """Changed lines of one file change: per hunk the larger of its base and new sides (a
+    replaced line is one line of work); only hunks within ``near`` unchanged lines of
+    ``region`` count when it is given; 1 for a change without line information."""
+    if fc.ranges is None:
+        return 1
+    total = 0
+    for i, (lo, hi) in enumerate(fc.ranges):
+        if region is not None:
+            g = intervals.gap([(lo, hi)], region)
+            if g is None or g > near:
+                continue
+        new = fc.new_ranges[i] if i < len(fc.new_ranges) else (1, 0)
+        total += max(1, hi - lo + 1, new[1] - new[0] + 1)
+    return total
+
+
+def standing(pw: _Pairwise, a: Agent, b: Agent, yielding: str, contested: Contested,
+              facts: Facts, prio: dict[str, risk.Priority]) -> str:
+    """The side a Resolution Advisory keeps telling to yield: the one it told first, for as
+    long as the other side's claim holds -- every committed line it has had there since is
+    there still (a revert ends it), or, with none committed, its work on the contested
+    files has run without a break since before it was told; else ``yielding``. So the side
+    told to yield buys nothing by committing more to the contested lines, and the advice
+    does not flip under the agents."""
+    if facts.held is None or facts.reached is None or not contested:
+        return yielding
+    got = facts.held(a.id, b.id)
+    if got is None or got[0] == yielding or got[0] not in (a.id, b.id):
+        return yielding
+    told, since, lines = got
+    holder = b.id if told == a.id else a.id
+    if -prio[holder][0] < lines:
+        return yielding
+    if lines > 0:  # committed work it had then is all there still
+        return told
+    seq = facts.reached(holder, set(contested), pw.repo.committed_path)
+    return told if seq is not None and seq <= since else yielding
+
+
+def priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
+              facts: Facts) -> risk.Priority:
+    """Local pairs: committed work on the contested files, then who reached them first in
+    the shared ledger's order of events (immune to clock skew), then the id."""
+    seq = facts.reached(x.id, set(contested), pw.repo.committed_path) \
+        if facts.reached and contested else None
+    # no retained event says: the stream's own first event
+    first = float(seq) if seq is not None else facts.started.get(x.id)
+    return risk.priority(pw.committed_lines(x, base, contested), first, x.id)
+
+
+def shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
+                     facts: Facts) -> risk.Priority:
+    """Pairs with a remote agent: committed work (git objects), the stream's published
+    creation time and the global id machine/worktree: the same data on every machine."""
+    started = x.started if x.remote else facts.created.get(x.id)
+    gid = x.id if x.remote else f"{facts.machine}/{x.id}"
+    return risk.priority(pw.committed_lines(x, base, contested), started, gid)
+
+
+def contested_of(findings: list[Finding], tau_ta: float) -> Contested:
+    """The region the advisory is about (for right-of-way): per contested file the base
+    lines where the two sides' edits meet (overlap evidence), or the whole file (an exact
+    conflict without line evidence, a symbol's definition and use)."""
+    lines: dict[str, list[Range]] = {}
+    files: set[str] = set()
+    for f in findings:
+        if f.channel not in ("conflict", "overlap", "symbol") or f.score < tau_ta:
+            continue
+        for path, ranges in ((f.path_a, f.ranges_a), (f.path_b, f.ranges_b)):
+            if not path:
+                continue
+            files.add(path)
+            if f.channel == "overlap" and ranges:
+                lines.setdefault(path, []).extend(ranges)
+    return {p: tuple(sorted(set(lines[p]))) if p in lines else None for p in sorted(files)}
