@@ -148,7 +148,7 @@ class Snapshots(Objects):
             env = {"GIT_INDEX_FILE": tmp}
             if start_tree is not None and src == user_index and os.path.exists(tmp):
                 # the tree of the user's index this snapshot starts from (the resident
-                # service compares a commit's index with it: see warm.Airspace)
+                # service compares a commit's index with it: see service.snapshots)
                 start_tree.append(git(["write-tree"], cwd=wt.path, env=env
                                       ).stdout.decode().strip())  # tmp is private already
             large = self._large_untracked(wt, env, user_index)

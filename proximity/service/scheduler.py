@@ -101,9 +101,9 @@ class Scheduler(Cookies):
         from proximity.service import fswatch
 
         try:
-            from proximity.service.warm import Airspace
+            from proximity.service.warm import WarmAirspace
 
-            air = Airspace(self.common)
+            air = WarmAirspace(self.common)
             air.agents_now()  # learns the worktrees (their paths are the roots)
             started = air.watch_roots()
             self.watcher.start([*started.values()])

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from proximity.service import client, fswatch
 
 if TYPE_CHECKING:
-    from proximity.service.warm import Airspace
+    from proximity.service.warm import WarmAirspace
 
 
 @dataclass
@@ -42,7 +42,7 @@ class ServiceState:
         self.last_request = 0.0  # when the last hook request (scan, judge, record) came
         self.last_file_event = 0.0
         self.started = time.time()
-        self.air: Airspace | None = None
+        self.air: WarmAirspace | None = None
         self.error: str | None = None
         self.requests = 0
         self.answered = dict.fromkeys(("hook", "hook_fallback", "check", "check_fallback"), 0)
