@@ -172,3 +172,30 @@ def test_demo_runs_and_shows_all_three_advisory_kinds(capsys, tmp_path):
     assert f["kind"] == "incompatible-call" and "tenant" in f["detail"]
     assert pair(r, "bob", "carol")["advisory"] == "traffic"  # carol's intent on bob's file
     assert pair(r, "main", "alice")["advisory"] == "clear"
+
+
+def test_demo_says_whose_view_each_advisory_is_and_what_to_do_next(tmp_path):
+    """A newcomer reads the demo's text: each advisory block names whose view it is, the
+    end gives the next step for their own repository, and the repository is deleted with
+    a word on how to keep it (or kept, and its place named)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def demo(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "proximity", "demo", *args],
+                             capture_output=True, text=True, check=True, cwd=tmp_path)
+        return out.stdout
+
+    text = demo()
+    assert "as worktree 'bob' sees it (its pair with 'alice')" in text
+    assert "as worktree 'carol' sees it (its pair with 'alice')" in text
+    assert "Now on your own repository:" in text and "proximity install" in text
+    assert "was deleted; `proximity demo --keep` keeps it" in text
+    kept = demo("--keep")
+    where = kept.split("The demo repository stays in ", 1)[1].split(" (cd there", 1)[0]
+    try:
+        assert any(Path(where).rglob(".git")), where  # the repository and its worktrees
+    finally:
+        shutil.rmtree(where, ignore_errors=True)

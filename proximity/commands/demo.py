@@ -12,7 +12,7 @@ import textwrap
 
 from proximity import gitio
 from proximity.snapshot import recorder, workspace
-from proximity.views import report
+from proximity.views import report, tables
 
 MODELS = '''\
 """Data models."""
@@ -109,6 +109,18 @@ def build(root: str) -> str:
     return main
 
 
+def next_steps(kept: str | None) -> list[str]:
+    """What to do after the demo: where its repository is (or how to keep it), and the
+    three commands that set proximity up on one's own repository."""
+    where = (f"The demo repository stays in {kept} (cd there and try `proximity status`, "
+             "`proximity check`, `proximity view --open`)." if kept else
+             "The demo repository was deleted; `proximity demo --keep` keeps it to explore.")
+    return [where, "Now on your own repository:",
+            "  cd your-repo && proximity install   # the git hooks",
+            "  git worktree add ../x -b x          # one worktree per agent or person",
+            "  proximity status                    # every pair, and who yields"]
+
+
 def run(args: argparse.Namespace) -> int:
     root = args.dir or tempfile.mkdtemp(prefix="proximity-demo-")
     os.makedirs(root, exist_ok=True)
@@ -123,17 +135,20 @@ def run(args: argparse.Namespace) -> int:
             json.dump(report.scan_json(result), sys.stdout, indent=2)
             print()
         else:
-            from proximity.views import tables
-
             con = tables.console()
             con.print(f"demo repository: {main} (worktrees alice, bob, carol)\n")
             tables.status(result, con)
+            by_id = {a.id: a for a in result.agents}
             for p in result.pairs:
                 if p.advisory != "clear":
                     me = p.yielding or p.a
-                    con.print("\n" + report.advisory_text(p, me, {a.id: a for a in
-                                                                  result.agents}),
+                    other = p.b if me == p.a else p.a
+                    con.print(f"\n-- as worktree {me!r} sees it (its pair with {other!r}) --",
                               markup=False)
+                    con.print(report.advisory_text(p, me, by_id), markup=False)
+            kept = args.keep or args.dir
+            con.print("\n" + "\n".join(next_steps(root if kept else None)), markup=False,
+                      soft_wrap=True)
     finally:
         if not args.keep and not args.dir:
             shutil.rmtree(root, ignore_errors=True)
