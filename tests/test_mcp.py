@@ -74,3 +74,37 @@ def test_mcp_session_initialize_list_and_call_check(space):
     merged = payload(results[5])
     assert merged["decision"] == "deny" and merged["merge"]["paths"] == ["app.txt"], merged
     assert [c["agent"] for c in merged["conflicts"] if c["evidence"] == "conflict"] == ["b"]
+
+
+def test_a_tool_called_with_bad_arguments_answers_the_reason_without_a_traceback(space,
+                                                                              tmp_path):
+    """What the command line says in one line (a path outside the worktree, a range such as
+    0-3, a directory that is no repository) is the tool's error result; the server's
+    stderr carries no traceback."""
+    sp = space({"app.txt": APP})
+    a = sp.wt("a")
+    err = tmp_path / "stderr.txt"
+
+    async def calls() -> list[Any]:
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=sys.executable, args=["-m", "proximity", "mcp"],
+                                       cwd=str(a), env=dict(os.environ))
+        with open(err, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write) as s:
+                await s.initialize()
+                return [await s.call_tool(n, args) for n, args in (
+                    ("check", {"paths": ["../outside.txt:1-2"]}),
+                    ("check", {"paths": ["app.txt:0-3"]}),
+                    ("status", {"repo": str(tmp_path / "nowhere")}),
+                )]
+
+    outside, zero, nowhere = anyio.run(calls)
+    for result in (outside, zero, nowhere):
+        assert result.is_error, result
+    assert "outside" in outside.content[0].text, outside.content[0].text
+    assert "0-3" in zero.content[0].text, zero.content[0].text
+    assert "nowhere" in nowhere.content[0].text, nowhere.content[0].text
+    assert "Traceback" not in err.read_text()

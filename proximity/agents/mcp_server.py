@@ -9,9 +9,22 @@ the git hooks and ``proximity check --hook`` never pay for it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Annotated, Any
 
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
+
+from proximity import __version__, thin
+from proximity.agents import verdict
+from proximity.agents.precheck import check, check_merge, merge_json
+from proximity.analysis import hunks
+from proximity.analysis.intervals import parse_intent, parse_spec
+from proximity.errors import FatalError
+from proximity.snapshot import recorder, workspace
+from proximity.tcas import actions
+from proximity.views import report
 
 INSTRUCTIONS = (
     "proximity is collision avoidance for agents working one git repository in parallel "
@@ -34,12 +47,7 @@ def _where(repo: str | None, default: str) -> str:
 
 def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str
                ) -> dict[str, Any]:
-    from proximity.agents import verdict
-    from proximity.agents.precheck import check
-    from proximity.analysis.intervals import parse_spec
-
     where = _where(repo, default)
-    from proximity import thin
 
     got = thin.ask_check(where, {"op": "check", "cwd": where, "specs": list(paths),
                                  "deny_on": deny_on, "json": True})
@@ -52,9 +60,6 @@ def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default:
 def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: str
                      ) -> dict[str, Any]:
     """`check --merge REF`: what merging REF here would change, checked like edits."""
-    from proximity.agents.precheck import check_merge, merge_json
-    from proximity.errors import FatalError
-
     try:
         return merge_json(*check_merge(_where(repo, default), ref, deny_on))
     except FatalError as e:  # (UsageError, NotARepository): the reason, not a traceback
@@ -62,10 +67,6 @@ def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: s
 
 
 def status_tool(repo: str | None, default: str) -> dict[str, Any]:
-    from proximity.analysis import hunks
-    from proximity.snapshot import workspace
-    from proximity.views import report
-
     ctx = workspace.open_context(_where(repo, default))
     try:
         result = workspace.run_scan(ctx, focus=ctx.here)
@@ -89,9 +90,6 @@ def status_tool(repo: str | None, default: str) -> dict[str, Any]:
 
 def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
                 ) -> dict[str, Any]:
-    from proximity.analysis.intervals import parse_intent
-    from proximity.snapshot import recorder, workspace
-
     ctx = workspace.open_context(_where(repo, default), need_ledger=True)
     try:
         assert ctx.ledger is not None
@@ -108,9 +106,6 @@ def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
 
 
 def inbox_tool(include_delivered: bool, repo: str | None, default: str) -> dict[str, Any]:
-    from proximity.snapshot import workspace
-    from proximity.tcas import actions
-
     ctx = workspace.open_context(_where(repo, default), need_ledger=True)
     try:
         assert ctx.ledger is not None
@@ -123,11 +118,17 @@ def inbox_tool(include_delivered: bool, repo: str | None, default: str) -> dict[
 
 def build(default: str) -> Any:
     """The server, acting for the worktree that contains ``default`` unless told otherwise."""
-    from mcp.server.mcpserver import MCPServer
-
-    from proximity import __version__
-
     server = MCPServer("proximity", version=__version__, instructions=INSTRUCTIONS)
+
+    def answer(tool: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+        """A failure the command line states in one line (a path outside the worktree, a
+        range such as 0-3, no repository there) is the tool's answer: an error result with
+        that reason, logged without a traceback (the SDK reports any other exception as a
+        crash: "Error executing tool", the reason only in a traceback on stderr)."""
+        try:
+            return tool(*args)
+        except FatalError as e:
+            raise ToolError(str(e)) from None
 
     @server.tool(description="May this worktree edit these lines now? Answers 'allow', "
                  "'ask' or 'deny' with the reason and, for each sibling worktree in the way, "
@@ -139,7 +140,7 @@ def build(default: str) -> Any:
                   "'ta': deny on any traffic, 'never': only ask",
                   pattern="^(ra|ta|never)$")] = None,
               repo: Repo = None) -> dict[str, Any]:
-        return check_tool(paths, deny_on, repo, default)
+        return answer(check_tool, paths, deny_on, repo, default)
 
     @server.tool(description="May this worktree merge (or rebase onto) this branch now? "
                  "What the merge would bring in is checked like edits of those lines, "
@@ -150,13 +151,13 @@ def build(default: str) -> Any:
                         description="'ra' (default), 'ta' or 'never', as for check",
                         pattern="^(ra|ta|never)$")] = None,
                     repo: Repo = None) -> dict[str, Any]:
-        return check_merge_tool(ref, deny_on, repo, default)
+        return answer(check_merge_tool, ref, deny_on, repo, default)
 
     @server.tool(description="Collision risk between this worktree and each sibling: "
                  "advisory (clear / traffic / resolution), risk, channels, evidence, who must "
                  "yield, and the other agent's hunks for the contested lines.")
     def status(repo: Repo = None) -> dict[str, Any]:
-        return status_tool(repo, default)
+        return answer(status_tool, repo, default)
 
     @server.tool(description="Declare the files (and lines) this worktree is about to "
                  "touch, so sibling agents see it before you edit. Returns the current "
@@ -166,7 +167,7 @@ def build(default: str) -> Any:
                clear: Annotated[bool, Field(
                    description="forget earlier intents first")] = False,
                repo: Repo = None) -> dict[str, Any]:
-        return intend_tool(list(paths), clear, repo, default)
+        return answer(intend_tool, list(paths), clear, repo, default)
 
     @server.tool(description="Messages for this worktree from other agents (transmit, "
                  "steer, hold), each naming the sender and showing its hunk. New messages "
@@ -174,7 +175,7 @@ def build(default: str) -> Any:
     def inbox(include_delivered: Annotated[bool, Field(
                   description="also list messages already delivered")] = False,
               repo: Repo = None) -> dict[str, Any]:
-        return inbox_tool(include_delivered, repo, default)
+        return answer(inbox_tool, include_delivered, repo, default)
 
     return server
 
