@@ -299,14 +299,13 @@ def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
     assert "no new messages" in capsys.readouterr().out  # delivered once
 
 
-def test_readme_documents_the_claude_settings_block_and_mcp_configuration():
+def test_the_docs_give_the_claude_settings_block_and_mcp_configuration():
     import re
 
     from proximity.main import _check_hook_args, build_parser
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Agent harnesses", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"### Claude Code.*?```json\n(.*?)```", section, re.S)
+    section = (Path(__file__).resolve().parent.parent / "docs" / "agents.md").read_text()
+    block = re.search(r"## Claude Code.*?```json\n(.*?)```", section, re.S)
     assert block is not None
     hooks_cfg = json.loads(block.group(1))["hooks"]
     for stage, command in (("PreToolUse", "proximity check --hook claude"),

@@ -148,14 +148,14 @@ def test_install_lefthook_writes_appends_or_prints(tmp_path, capsys):
 
 
 def test_one_wrapper_for_every_host():
-    """The pre-commit ids, lefthook's block and the README run the same shell wrapper."""
+    """The pre-commit ids, lefthook's block and the hosts page run the same shell wrapper."""
     import re
 
     text = (ROOT / ".pre-commit-hooks.yaml").read_text()
     entries = re.findall(r"entry: >-\n\s+(.*)\n", text)
     assert entries == [hosts.entry(s) for s in ("snapshot", "warn", "guard")]
-    readme = (ROOT / "README.md").read_text()
-    assert hosts.lefthook_block() in readme
+    page = (ROOT / "docs" / "hosts.md").read_text()
+    assert hosts.lefthook_block() in page
 
 
 
