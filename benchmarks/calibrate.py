@@ -137,6 +137,7 @@ def semantic_obs(variants: int) -> list[Obs]:
     import semantic as sem
 
     from proximity.snapshot import workspace
+    from proximity.tcas import pipeline
     from proximity.views import report
 
     last: dict[str, Any] = {}
@@ -144,7 +145,7 @@ def semantic_obs(variants: int) -> list[Obs]:
     def scan(main: str) -> dict[str, Any]:
         ctx = workspace.open_context(main)
         try:
-            last["scan"] = report.scan_json(workspace.run_scan(ctx))
+            last["scan"] = report.scan_json(pipeline.run_scan(ctx))
             return last["scan"]
         finally:
             ctx.close()

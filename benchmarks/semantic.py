@@ -344,11 +344,12 @@ def write(root: str, files: dict[str, str | None]) -> None:
 def scan(main: str) -> dict[str, Any]:
     """`scan --json` of the repository at ``main``, in process (the benchmarks' scanner)."""
     from proximity.snapshot import workspace
+    from proximity.tcas import pipeline
     from proximity.views import report
 
     ctx = workspace.open_context(main)
     try:
-        return report.scan_json(workspace.run_scan(ctx))
+        return report.scan_json(pipeline.run_scan(ctx))
     finally:
         ctx.close()
 

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from proximity.commands import demo, view
 from proximity.snapshot import workspace
+from proximity.tcas import pipeline
 from proximity.views import tables
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,7 +41,7 @@ def main() -> int:
         repo = demo.build(os.path.join(tmp, "demo"))
         ctx = workspace.open_context(repo)
         try:
-            result = workspace.run_scan(ctx)
+            result = pipeline.run_scan(ctx)
             payload = view.data(result, "shop (proximity demo)")
         finally:
             ctx.close()

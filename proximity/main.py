@@ -205,6 +205,7 @@ def _thin(argv: list[str]) -> int | Fallback:
     """A hook or `check` answered by the resident service (thin.py), before anything
     heavy is imported: its exit code, or what the in-process path is told."""
     try:
+        # lazy: `proximity --help` and every hook start without the whole package
         from proximity import thin
     except Exception:  # a damaged thin path: the in-process path still answers
         from types import SimpleNamespace
@@ -225,6 +226,7 @@ def main(argv: Sequence[str] | None = None, fallback: Fallback | None = None) ->
             return got
         fallback = got
     args = args or _check_hook_args(argv) or build_parser().parse_args(argv)
+    # lazy: `proximity --help` and every hook start without the whole package
     from proximity.errors import FatalError
 
     try:
@@ -248,6 +250,7 @@ def main(argv: Sequence[str] | None = None, fallback: Fallback | None = None) ->
         return 0
     except Exception as e:  # the one place a crash is turned into a report
         if type(e).__module__ == "sqlite3":  # any database error: the ledger, exit 4
+            # lazy: `proximity --help` and every hook start without the whole package
             from proximity.ledger import diagnose
 
             err = diagnose(e)

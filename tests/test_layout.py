@@ -151,3 +151,26 @@ def test_the_shell_hook_recognises_the_service_as_it_is_started(tmp_path, monkey
         assert out.stdout.strip() == "live"
     finally:
         service_cmd.stop(common, timeout=10.0)
+
+
+def test_a_function_level_import_says_why_it_is_not_at_the_top():
+    """Imports inside functions hide the layering unless they are there for a reason (the
+    thin hook path's speed, a heavy part only one path needs): each says so in a
+    ``# lazy:`` comment above it (one comment serves a block of imports)."""
+    silent = []
+    for path in sorted(PKG.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for imp in ast.walk(node):
+                if not (isinstance(imp, ast.ImportFrom) and imp.module
+                        and imp.module.split(".")[0] == "proximity"):
+                    continue
+                i = imp.lineno - 2
+                while i >= 0 and lines[i].strip().startswith(("from ", "import ")):
+                    i -= 1
+                if "# lazy:" not in lines[imp.lineno - 1] and \
+                        not (i >= 0 and lines[i].strip().startswith("# lazy:")):
+                    silent.append(f"{path.relative_to(ROOT)}:{imp.lineno}")
+    assert silent == []

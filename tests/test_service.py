@@ -177,11 +177,11 @@ def test_service_and_in_process_give_identical_pairs(space, services):
     svc = client.scan(common, "a", index=idx, budget=30.0)
     assert svc is not None
     code = ("import json, sys\nfrom proximity.snapshot import workspace\n"
-            "from proximity.views import report\n"
+            "from proximity.tcas import pipeline\nfrom proximity.views import report\n"
             "from proximity.tcas.engine import live_agents\n"
             "ctx = workspace.open_context('.')\n"
             "ag, ret = live_agents(ctx.repo, {'a': sys.argv[1]})\n"
-            "r = workspace.run_scan(ctx, focus='a', agents=ag, retired=ret, record=False)\n"
+            "r = pipeline.run_scan(ctx, focus='a', agents=ag, retired=ret, record=False)\n"
             "print(json.dumps(report.scan_json(r)))\n")
     mine = json.loads(subprocess.run([sys.executable, "-c", code, idx], cwd=a,
                                      env=hook_env(PROXIMITY_SERVICE="0"), capture_output=True,

@@ -10,6 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from proximity.agents import harness, verdict
+from proximity.agents.precheck import check
+from proximity.analysis.intervals import parse_spec
+
 
 def answer(msg: dict[str, Any]) -> dict[str, Any]:
     """``{"stdout", "exit"}`` for one check request, or ``{"fallback": why}``.
@@ -17,13 +21,11 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
     Request: ``{"cwd", "specs": [PATH[:LINES]…], "deny_on", "json"}`` (the CLI), or
     ``{"harness": NAME, "event_text": "…", "cwd", "deny_on"}`` (a harness's pre-edit hook:
     its event as read from stdin; ``cwd``: the client's, the event's default)."""
-    from proximity.agents import verdict
 
     deny_on = msg.get("deny_on")
     deny_on = str(deny_on) if deny_on else None
     name = msg.get("harness")
     if name is not None:
-        from proximity.agents import harness
 
         try:
             event = json.loads(str(msg.get("event_text") or ""))
@@ -34,8 +36,6 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
         if not event.get("cwd"):
             event["cwd"] = str(msg["cwd"])
         return {"stdout": json.dumps(harness.pre(str(name), event, deny_on)), "exit": 0}
-    from proximity.agents.precheck import check
-    from proximity.analysis.intervals import parse_spec
 
     specs, cwd = msg.get("specs"), msg.get("cwd")
     if not isinstance(specs, list) or not specs or not isinstance(cwd, str):

@@ -28,7 +28,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from proximity.agents import verdict
+from proximity.agents.precheck import check, check_merge
 from proximity.analysis.intervals import Range
+from proximity.errors import NotARepository, UsageError
+from proximity.remote.untrusted import text as shown
+from proximity.snapshot import recorder, workspace
+from proximity.tcas import actions
 
 MAX_CONTEXT = 4000  # characters of messages handed to an agent after an edit
 Targets = list[tuple[str, tuple[Range, ...] | None]]  # absolute path, current-file lines
@@ -203,9 +209,6 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
         targets = targets_of(event)
         if not targets:
             return answer("allow", "proximity: not a file edit")
-        from proximity.agents import verdict
-        from proximity.agents.precheck import check
-        from proximity.errors import NotARepository
 
         by_dir: dict[str, Targets] = {}
         for path, ranges in targets:
@@ -229,10 +232,6 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
 def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[str, Any]],
            deny_on: str | None) -> dict[str, Any]:
     """`check --merge REF` for a Bash tool call about to merge or rebase onto REF."""
-    from proximity.agents import verdict
-    from proximity.agents.precheck import check_merge
-    from proximity.errors import NotARepository, UsageError
-
     try:
         _plan, d = check_merge(str(event.get("cwd") or os.getcwd()), ref, deny_on)
     except (NotARepository, UsageError) as e:
@@ -246,8 +245,6 @@ def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[st
 
 def _with_hunk(d: Any) -> str:
     """The reason, plus the other side's hunk for the first contested path (bounded)."""
-    from proximity.remote.untrusted import text as shown
-
     out = str(d.reason)
     if d.conflicts and d.conflicts[0].hunk:
         c = d.conflicts[0]  # another worktree's names and lines: printable, bounded
@@ -265,7 +262,6 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
             return {}
         targets = POST[name](event) if event.get("tool_input") else []
         starts = {_existing_dir(p) for p, _ in targets} or {str(event.get("cwd") or ".")}
-        from proximity.snapshot import recorder, workspace
 
         for start in starts:
             ctx = workspace.open_context(start, check_git=False)
@@ -280,7 +276,6 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
               file=sys.stderr)
     if not msgs:
         return {}
-    from proximity.tcas import actions
 
     text = "\n".join(actions.render(m) for m in msgs)[:MAX_CONTEXT]
     event_name = "PostToolUse" if name == "claude-post" else "AfterTool"

@@ -23,7 +23,7 @@ from proximity.analysis import hunks
 from proximity.analysis.intervals import parse_intent, parse_spec
 from proximity.errors import FatalError
 from proximity.snapshot import recorder, workspace
-from proximity.tcas import actions
+from proximity.tcas import actions, pipeline
 from proximity.views import report
 
 INSTRUCTIONS = (
@@ -69,7 +69,7 @@ def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: s
 def status_tool(repo: str | None, default: str) -> dict[str, Any]:
     ctx = workspace.open_context(_where(repo, default))
     try:
-        result = workspace.run_scan(ctx, focus=ctx.here)
+        result = pipeline.run_scan(ctx, focus=ctx.here)
         by_id = {a.id: a for a in result.agents}
         pairs = []
         for p in result.involving(ctx.here):

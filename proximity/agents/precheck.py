@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from proximity import gitio
 from proximity.agents import verdict
-from proximity.analysis import hunks
+from proximity.analysis import hunks, parsers
 from proximity.analysis.intervals import Range
+from proximity.analysis.symbols import hazard, writes
 from proximity.errors import ConfigError, LedgerError, UsageError
+from proximity.ledger import Ledger, clocks
 
 if TYPE_CHECKING:
     from proximity.ledger import Ledger
@@ -78,7 +80,6 @@ def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | N
     """Live intents per stream (forward decay above zero)."""
     if ledger is None:
         return {}
-    from proximity.ledger import clocks
 
     try:
         items = ledger.intents()
@@ -102,7 +103,6 @@ DEF_HINT = re.compile(
 def _defined(worktree: str, t: Target) -> list[str]:
     """Short names of the definitions whose header (def line, signature, constant) lies in
     the requested lines: an edit there can change what other code relies on."""
-    from proximity.analysis import parsers
 
     if parsers.language_of(t.path) is None:
         return []
@@ -116,8 +116,6 @@ def _defined(worktree: str, t: Target) -> list[str]:
 
 def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[str]:
     """``_defined`` over the file's bytes (``ranges``: lines of ``data``; None: all)."""
-    from proximity.analysis import parsers
-
     if parsers.language_of(path) is None or len(data) > MAX_SCAN_BYTES:
         return []
     rows = data.decode("utf-8", "replace").split("\n")
@@ -126,7 +124,6 @@ def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[s
                for i in range(max(1, s), min(e, len(rows)) + 1)):
         return []  # no definition header in these lines: skip the parser entirely
     try:
-        from proximity.analysis.symbols import hazard, writes
 
         facts = writes.analyse(path, data)
         if facts is None:
@@ -415,8 +412,6 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
 
 
 def _open_ledger(repo: gitio.Repo) -> Ledger | None:
-    from proximity.ledger import Ledger
-
     try:
         return Ledger(repo.ecm_dir, create=False)
     except LedgerError:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from proximity.errors import UsageError
+
 Range = tuple[int, int]
 Span = tuple[int, int]  # padded, closed, always hi > lo
 
@@ -106,8 +108,6 @@ SPEC = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
 
 def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
     """``path`` or ``path:10-20,30`` -> (path, 1-based ranges or None for the whole file)."""
-    from proximity.errors import UsageError
-
     m = SPEC.match(spec)
     if not m:
         return spec, None

@@ -14,10 +14,11 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from proximity.agents import verdict
-from proximity.agents.precheck import check
+from proximity.agents import harness, verdict
+from proximity.agents.precheck import check, check_merge, merge_json
 from proximity.analysis.intervals import parse_spec
 from proximity.errors import FatalError
+from proximity.remote.untrusted import text
 
 if TYPE_CHECKING:
     import argparse
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
 def run(args: argparse.Namespace) -> int:
     if args.hook:
-        from proximity.agents import harness
 
         text = getattr(args, "stdin_text", None)  # read already by the thin client
         return harness.run(args.hook, sys.stdin.read() if text is None else str(text),
@@ -48,8 +48,6 @@ def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
     """`check --merge REF`: merging REF here changes these paths and lines; checked like
     edits of them, before anything is written (a merge brings others' work in, and no edit
     asks about it: the pre-edit check's blind spot)."""
-    from proximity.agents.precheck import check_merge, merge_json
-    from proximity.remote.untrusted import text
 
     plan, d = check_merge(cwd, ref, args.deny_on)
     if args.json:

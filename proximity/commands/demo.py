@@ -12,6 +12,7 @@ import textwrap
 
 from proximity import gitio
 from proximity.snapshot import recorder, workspace
+from proximity.tcas import pipeline
 from proximity.views import report, tables
 
 MODELS = '''\
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         main = build(root)
         ctx = workspace.open_context(main)
         try:
-            result = workspace.run_scan(ctx)
+            result = pipeline.run_scan(ctx)
         finally:
             ctx.close()
         if args.json:

@@ -11,7 +11,9 @@ from typing import Any
 from proximity import config, gitio
 from proximity.commands.install import HOOKS, interpreter, is_ours, recorded_interpreter, script
 from proximity.errors import FatalError, LedgerError
+from proximity.hooks import hosts
 from proximity.ledger import FILENAME, Ledger, diagnose, integrity_says, recovery_hint
+from proximity.service.server import service_state
 
 
 def checks(repo_path: str | None) -> list[dict[str, str]]:
@@ -69,8 +71,6 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
 
 def service_checks(common: str) -> list[dict[str, str]]:
     """The resident service: running, off, or a stale socket (the next hook replaces it)."""
-    from proximity.service.server import service_state
-
     st = service_state(common)
     if not st["enabled"]:
         return [{"check": "service", "status": "ok",
@@ -188,7 +188,6 @@ def add_host_config(add: Any, repo: gitio.Repo, host: str) -> None:
     """Under pre-commit, prek and lefthook the hooks that run are read from this worktree's
     own config file, which any branch can edit: say whether it still runs the guard, and
     whether it differs from the main checkout's committed one."""
-    from proximity.hooks import hosts
 
     names = ((os.path.basename(hosts.lefthook_config(repo.workdir) or "lefthook.yml"),)
              if host == "lefthook" else FRAMEWORK_CONFIGS)
@@ -226,7 +225,6 @@ def _runs_guard(text: str, host: str) -> bool:
 def _host_hooks(workdir: str, hooks_dir: str) -> tuple[str | None, list[str]]:
     """The hook manager that runs proximity here (pre-commit, prek or lefthook: its scripts
     in the hooks directory, proximity in its config) and the hooks it has installed."""
-    from proximity.hooks import hosts
 
     by_host: dict[str, list[str]] = {}
     for h in HOOKS:

@@ -19,14 +19,17 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from proximity import ledger
 from proximity.errors import FatalError
+from proximity.hooks import stash
+from proximity.hooks.inbox import inbox_lines
 from proximity.hooks.inputs import STAGE as STAGE
 from proximity.hooks.inputs import ZERO as ZERO
 from proximity.hooks.inputs import blocked_exit as blocked_exit
 from proximity.hooks.inputs import kind_of as _kind
 from proximity.hooks.inputs import pushed_refs as pushed_refs
 from proximity.hooks.inputs import read_stdin as _read_stdin
-from proximity.hooks.verdict import inbox_lines, judge, outcome
+from proximity.service import client
 from proximity.snapshot import recorder, workspace
 
 if TYPE_CHECKING:
@@ -55,8 +58,6 @@ def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
              record: bool = True) -> None:
     """``service=False``: the thin client asked the service already; ``record=False``:
     the service took this event (a request the client gave up on) and records it."""
-    from proximity.hooks import stash
-
     unstash = stash.host_patch(os.environ)
     if not record or (service and _service_records(ctx, kind, unstash)):
         deliver(ctx)
@@ -72,8 +73,6 @@ def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
 def _service_records(ctx: workspace.Context, kind: str, unstash: str | None) -> bool:
     """The resident service records this worktree (it knows what changed: the work is
     proportional to the change); False: absent or busy (it is started for next time)."""
-    from proximity.service import client
-
     return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override(), unstash)
 
 
@@ -81,8 +80,6 @@ def _ask_service(ctx: workspace.Context, stage: str, kind: str, override: str | 
                  pushed: list[tuple[str, str]] | None, unstash: str | None
                  ) -> dict[str, Any] | None:
     """The resident service's verdict, or None (absent, busy, broken: judge in process)."""
-    from proximity.service import client
-
     return client.judge(ctx.repo.common, ctx.here, stage, kind, override, pushed, unstash)
 
 
@@ -96,9 +93,13 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
     answers when it can (``service=False``: the thin client asked it already); otherwise
     the same judgement runs in process. ``stdin``: the pushed refs, when already read.
     """
+    # lazy: judging loads the scan engine; the snapshot stages never judge
     from proximity.hooks import inputs, stash
+    from proximity.hooks.verdict import judge, outcome
+    from proximity.tcas import pipeline
 
     if stage == "guard" and ctx.cfg.sync:
+        # lazy: only a pre-push with sync on talks to the remote
         from proximity.remote import sharing
 
         try:
@@ -114,7 +115,7 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
     if verdict is None:
         verdict = judge(ctx, stage, kind, override, pushed, record=record, unstash=unstash)
     if verdict["graph_deferred"]:
-        workspace.warm_up(ctx)
+        pipeline.warm_up(ctx)
     lines, block = outcome(ctx, stage, verdict, inputs.allowed())
     for line in lines:
         err(line)
@@ -130,8 +131,6 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
     kind = _kind(args.stage, list(args.args))
     if os.environ.get("PROXIMITY_SKIP") == "1":
         return 0
-    from proximity import ledger
-
     ledger.wait_budget(WAIT_BUDGET)
     try:
         ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot")

@@ -9,6 +9,7 @@ from importlib import resources
 
 from proximity import gitio
 from proximity.errors import FatalError
+from proximity.hooks import hosts
 
 HOOKS = ("post-checkout", "post-commit", "post-merge", "post-rewrite", "pre-commit",
          "pre-push")
@@ -130,7 +131,6 @@ def lefthook(repo: gitio.Repo) -> int:
     """Write proximity's block into lefthook.yml: a new file, or appended to one that
     configures none of its hooks; otherwise print it to merge by hand (a YAML file is
     never rewritten)."""
-    from proximity.hooks import hosts
 
     block = hosts.lefthook_block()
     path = hosts.lefthook_config(repo.workdir)

@@ -8,7 +8,8 @@ import sys
 
 from proximity.analysis import intervals
 from proximity.snapshot import workspace
-from proximity.views import report
+from proximity.tcas import pipeline
+from proximity.views import report, tables
 
 
 def run(args: argparse.Namespace) -> int:
@@ -20,14 +21,13 @@ def run(args: argparse.Namespace) -> int:
         what_if = None
         if getattr(args, "intent", None):
             what_if = dict(intervals.parse_intent(s) for s in args.intent)
-        result = workspace.run_scan(ctx, focus=getattr(args, "focus", None), what_if=what_if)
+        result = pipeline.run_scan(ctx, focus=getattr(args, "focus", None), what_if=what_if)
     finally:
         ctx.close()
     if args.json:
         json.dump(report.scan_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif args.command == "status":
-        from proximity.views import tables
 
         tables.status(result, tables.console())
     else:

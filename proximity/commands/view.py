@@ -11,6 +11,7 @@ from typing import Any
 
 from proximity.remote.untrusted import opt_text, text
 from proximity.snapshot import workspace
+from proximity.tcas import pipeline
 from proximity.tcas.engine import Scan
 from proximity.views import embedding, report
 
@@ -71,7 +72,7 @@ def html(payload: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     ctx = workspace.open_context(args.repo)
     try:
-        result = workspace.run_scan(ctx)
+        result = pipeline.run_scan(ctx)
         payload = data(result, os.path.basename(ctx.repo.workdir))
     finally:
         ctx.close()

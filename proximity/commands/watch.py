@@ -9,6 +9,7 @@ from typing import Any
 
 from proximity.ledger import FILENAME
 from proximity.snapshot import workspace
+from proximity.tcas import pipeline
 from proximity.views import tables
 
 
@@ -23,7 +24,7 @@ def _stamp(ecm: str) -> tuple[float, ...]:
 
 
 def render(ctx: workspace.Context, width: int) -> Any:
-    result = workspace.run_scan(ctx)
+    result = pipeline.run_scan(ctx)
     history: dict[tuple[str, str], list[float]] = {}
     messages: list[dict[str, Any]] = []
     if ctx.ledger is not None:

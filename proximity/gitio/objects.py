@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from proximity import model
 from proximity.errors import FatalError
 from proximity.gitio.base import LARGE_STUB, RepoCore, _pygit2
 from proximity.gitio.run import EMPTY_TREE, git, tree_diff
@@ -23,8 +24,6 @@ _TREE = 0o040000  # a tree entry's mode
 
 
 def _kind(mode: int) -> str:
-    from proximity import model
-
     if mode == 0o120000:
         return model.SYMLINK
     if mode == 0o160000:
@@ -33,8 +32,6 @@ def _kind(mode: int) -> str:
 
 
 def _changes(repo: Objects, diff: Any, max_bytes: int) -> Iterator[model.FileChange]:
-    from proximity import model
-
     for i, delta in enumerate(diff.deltas):
         status = delta.status_char()
         if status not in "ADMRT":
@@ -157,7 +154,6 @@ def _walk_delta(old: Any, new: Any, prefix: str, out: dict[str, tuple[str, str]]
 
 class Objects(RepoCore):
     """Objects: trees, blobs, their differences, and git's merge of two trees."""
-
     def pack_loose_objects(self, limit: int = 0) -> int:
         """Pack the repository's loose objects once there are many (snapshots write them
         on every commit; left loose they pile up until git warns and stops auto-gc).

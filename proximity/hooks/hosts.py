@@ -116,6 +116,7 @@ def framework_merge(env: Mapping[str, str], cwd: str) -> bool:
     if env.get("PRE_COMMIT") != "1" or env.get("PRE_COMMIT_CHECKOUT_TYPE") \
             or env.get("PRE_COMMIT_REWRITE_COMMAND"):
         return False
+    # lazy: this module is on the thin hook path; only a framework's merge needs it
     from proximity import gitfiles
 
     admin = gitfiles.find_git_dir(cwd)

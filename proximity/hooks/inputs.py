@@ -39,6 +39,7 @@ def kind_of(stage: str, args: list[str]) -> str:
 
 def _framework_merge() -> bool:
     """pre-commit or prek running a snapshot from git's post-merge hook (hosts.py)."""
+    # lazy: this module is on the thin hook path (standard library only until needed)
     from proximity.hooks import hosts
 
     return hosts.framework_merge(os.environ, os.getcwd())
@@ -70,6 +71,7 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
     elif env.get("PRE_COMMIT_LOCAL_BRANCH") and env.get("PRE_COMMIT_REMOTE_BRANCH"):
         # pre-commit's push of history down to a root commit (a new remote, or one with
         # none of it): the local ref is named, its commit is not
+        # lazy: this module is on the thin hook path (standard library only until needed)
         from proximity import gitio
 
         local = env["PRE_COMMIT_LOCAL_BRANCH"]
@@ -98,6 +100,7 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
 def _more(env: dict[str, str], told: str) -> list[list[str]]:
     """The other refs of a push whose host passed the hook only one (``told``): read
     back from the ``git push`` command line (pushargs)."""
+    # lazy: this module is on the thin hook path (standard library only until needed)
     from proximity.hooks import pushargs
 
     full = told if told.startswith("refs/") else f"refs/heads/{told}"

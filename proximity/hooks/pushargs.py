@@ -131,6 +131,7 @@ def _long(name: str) -> str | None:
 def from_ancestors(pid: int | None = None) -> Push | None:
     """The push of the nearest ``git`` process that runs this one (the pre-push hook's),
     or None."""
+    # lazy: read from the thin hook path: git only when a command line needs it
     from proximity.hooks import procs
 
     for p in procs.ancestors(os.getpid() if pid is None else pid):
@@ -217,6 +218,7 @@ def _resolve(spec: str, refs: dict[str, str], current: str | None) -> list[tuple
 def _refs(cwd: str) -> tuple[dict[str, str], str | None] | None:
     """Every local branch and tag and remote-tracking ref (name -> commit), and the
     current branch; None if git cannot say."""
+    # lazy: read from the thin hook path: git only when a command line needs it
     from proximity import gitio
     from proximity.errors import FatalError
 
@@ -239,6 +241,7 @@ def _refs(cwd: str) -> tuple[dict[str, str], str | None] | None:
 def _config(cwd: str, remote: str) -> tuple[list[str], str]:
     """The remote's configured push refspecs and ``push.default`` -- and, as the second
     value's stand-in when unset, "simple" if ``remote`` is a configured remote, "" if not."""
+    # lazy: read from the thin hook path: git only when a command line needs it
     from proximity import gitio
     from proximity.errors import FatalError
 
@@ -264,6 +267,7 @@ def _config(cwd: str, remote: str) -> tuple[list[str], str]:
 
 def _contains(cwd: str, tip: str, sha: str) -> bool:
     """Whether ``sha`` is ``tip`` or one of its ancestors (False when git cannot say)."""
+    # lazy: read from the thin hook path: git only when a command line needs it
     from proximity import gitio
     from proximity.errors import FatalError
 

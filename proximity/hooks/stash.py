@@ -95,6 +95,7 @@ def _ancestors(pid: int) -> dict[int, tuple[float, str]]:
     """pid -> (start time in seconds since the epoch, which host its command line names:
     "pre-commit", "prek" or "") of this process's ancestors, nearest first; empty where
     there is no /proc."""
+    # lazy: this module is on the thin hook path; /proc is read only under a host
     from proximity.hooks import procs
 
     return {p.pid: (p.started, _host_named(p.argv)) for p in procs.ancestors(pid)}

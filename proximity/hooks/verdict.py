@@ -13,10 +13,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from proximity.analysis import hunks
-from proximity.errors import LedgerBusy
+from proximity.hooks.inbox import inbox_lines
 from proximity.remote.untrusted import text
 from proximity.snapshot import recorder, workspace
-from proximity.tcas import actions
+from proximity.tcas import actions, pipeline
 from proximity.tcas.engine import live_agents
 from proximity.views import report
 
@@ -25,20 +25,6 @@ if TYPE_CHECKING:
     from proximity.tcas.engine import Scan
 
 
-def inbox_lines(ctx: workspace.Context, shown: set[int] | None = None) -> list[str]:
-    """This worktree's undelivered messages, rendered, taken from the ledger (so shown
-    once); ``shown``: ids this run already printed as advisories (marked delivered
-    without repeating them)."""
-    if ctx.ledger is None:
-        return []
-    try:
-        taken = ctx.ledger.take(ctx.here)
-    except LedgerBusy:
-        return []  # they stay undelivered: the next hook shows them
-    msgs = [m for m in taken if m["id"] not in (shown or set())]
-    if not msgs:
-        return []
-    return [actions.render(m) for m in msgs]
 
 
 def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
@@ -75,7 +61,7 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                                     else a for a in agents]))
         if not runs:
             return {"nothing": True, "notes": notes}
-    results = [(who, workspace.run_scan(ctx, focus=who, agents=run, retired=retired,
+    results = [(who, pipeline.run_scan(ctx, focus=who, agents=run, retired=retired,
                                       in_hook=in_hook, record=i == 0,
                                       remote=stage == "guard"))
                for i, (who, run) in enumerate(runs)]

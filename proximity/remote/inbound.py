@@ -15,9 +15,11 @@ import time
 from typing import Any
 
 from proximity import gitio
-from proximity.ledger import clocks
+from proximity.errors import LedgerError
+from proximity.ledger import TrackedDict, clocks
 from proximity.model import Agent
 from proximity.remote import untrusted
+from proximity.remote.machine import machine_id
 from proximity.snapshot.workspace import Context
 
 LOCAL_NS = "refs/ecm-remote/"
@@ -129,7 +131,6 @@ def agents(ctx: Context, include_stale: bool = False, now: float | None = None
     Each ref's commit is validated once and the verdict cached by commit id, with the time
     this machine first saw it: a snapshot is stale TTL_SECONDS after *we* first saw it
     unchanged, whatever time it claims. A bad ref is skipped with one warning."""
-    from proximity.remote.sharing import machine_id
 
     try:
         mine = machine_id(ctx)
@@ -143,13 +144,9 @@ def agents(ctx: Context, include_stale: bool = False, now: float | None = None
     todo = sorted({oid for oid, *_ in refs if cache.get(oid) is None})
     for oid, raw in _read_commits(ctx, todo).items():
         cache[oid] = _entry(raw, now)
-    if ctx.ledger is not None and todo:
-        from proximity.errors import LedgerError
-        from proximity.ledger import TrackedDict
-
-        if isinstance(cache, TrackedDict):
-            with contextlib.suppress(LedgerError):
-                ctx.ledger.save_cache("remote", cache)
+    if ctx.ledger is not None and todo and isinstance(cache, TrackedDict):
+        with contextlib.suppress(LedgerError):
+            ctx.ledger.save_cache("remote", cache)
     local_clock = clocks.merge(*ctx.ledger.clocks().values()) if ctx.ledger else {}
     found: dict[str, Agent] = {}
     for oid, ref, remote, machine, wt in refs:
@@ -217,13 +214,9 @@ def near(ctx: Context, remote: list[Agent], me: Agent | None) -> list[Agent]:
     for (old, new), paths in wanted.items():
         if (old, new) in todo and new != me.tree and paths is not None:
             cache[f"paths:{old}:{new}"] = paths
-    if ctx.ledger is not None and todo:
-        from proximity.errors import LedgerError
-        from proximity.ledger import TrackedDict
-
-        if isinstance(cache, TrackedDict):
-            with contextlib.suppress(LedgerError):
-                ctx.ledger.save_cache("remote", cache)
+    if ctx.ledger is not None and todo and isinstance(cache, TrackedDict):
+        with contextlib.suppress(LedgerError):
+            ctx.ledger.save_cache("remote", cache)
     out = []
     for x in remote:
         base = base_of[x.head]
@@ -264,8 +257,6 @@ def forget_unreferenced(ctx: Context) -> int:
     ones; returns how many were dropped."""
     if ctx.ledger is None:
         return 0
-    from proximity.errors import LedgerError
-    from proximity.ledger import TrackedDict
 
     live = set(gitio.git(["for-each-ref", "--format=%(objectname)", LOCAL_NS],
                          cwd=ctx.repo.workdir).stdout.decode().split())

@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import socket
 import time
 from typing import Any, NamedTuple
 
@@ -24,37 +22,9 @@ from proximity.errors import FatalError
 from proximity.remote import inbound, untrusted
 from proximity.remote import outgoing as outgoing_rules
 from proximity.remote.inbound import LOCAL_NS
+from proximity.remote.machine import machine_id
 from proximity.snapshot.workspace import Context
-
-
-def machine_id(ctx: Context) -> str:
-    """Stable per clone: PROXIMITY_MACHINE_ID, [tool.proximity] machine_id, or generated once
-    into <common-dir>/ecm/machine-id (a config file is shared by every clone, so it is only
-    right where one machine owns the repository)."""
-    env = os.environ.get("PROXIMITY_MACHINE_ID")
-    if env:
-        return _clean(env)
-    if ctx.cfg.machine_id:
-        return _clean(ctx.cfg.machine_id)
-    path = os.path.join(ctx.repo.ecm_dir, "machine-id")
-    try:
-        with open(path) as f:
-            found = _clean(f.read().strip())
-        if found:
-            return found
-    except OSError:
-        pass
-    mid = _clean(f"{socket.gethostname()}-{os.urandom(3).hex()}")
-    os.makedirs(ctx.repo.ecm_dir, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(mid + "\n")
-    os.replace(tmp, path)
-    return mid
-
-
-def _clean(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", s).strip("-.")[:64]
+from proximity.tcas.engine import live_agents
 
 
 def default_remote(ctx: Context) -> str:
@@ -73,7 +43,6 @@ def default_remote(ctx: Context) -> str:
 
 class Outgoing(NamedTuple):
     """One worktree's snapshot as it would leave the machine."""
-
     worktree: str
     ref: str
     branch: str | None
@@ -87,7 +56,6 @@ class Outgoing(NamedTuple):
 def outgoing(ctx: Context, machine: str, *, write: bool = True) -> list[Outgoing]:
     """Every live worktree's snapshot, filtered (secrets, excludes, size limit).
     ``write=False`` (a dry run) plans without writing the filtered trees."""
-    from proximity.tcas.engine import live_agents
 
     agents, _ = live_agents(ctx.repo)
     out = []

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from proximity.service import client
+from proximity.service import client, fswatch
 from proximity.service.state import Job, ServiceState
 
 SYNC_TIMEOUT = 0.25  # seconds a hook waits for the watcher to catch up (service.sync)
@@ -98,7 +98,6 @@ def _drop_old_notes(common: str) -> None:
 
 class Cookies(ServiceState):
     """Sync cookies and post-commit notes: files the watcher brings back in order."""
-
     def _early(self, name: str, path: str) -> None:
         """Watcher thread, under pending_lock: a hook script's cookie came back before its
         request (kept a while for it, by the file's identity; older ones are dropped with
@@ -169,7 +168,6 @@ class Cookies(ServiceState):
         """The cookies directory when the watcher sees files made there (sync cookies,
         post-commit notes): watching, no error, a real directory (neither it nor ``ecm``
         a link) inside a watched worktree; else None."""
-        from proximity.service import fswatch
 
         d = os.path.join(client.ecm_dir(self.common), "cookies")
         roots = self.air.watch_roots() if self.air is not None else {}

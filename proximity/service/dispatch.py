@@ -9,6 +9,9 @@ import socket
 import time
 from typing import Any
 
+from proximity import gitio
+from proximity.agents import checkops
+from proximity.ledger import inbox
 from proximity.service import client
 from proximity.service.scheduler import BUSY, Scheduler
 from proximity.service.state import Job
@@ -35,7 +38,6 @@ def _read_request(conn: socket.socket) -> dict[str, Any] | None:
 
 class Dispatch(Scheduler):
     """One connection's requests, answered at once or handed to the worker."""
-
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
@@ -100,7 +102,6 @@ class Dispatch(Scheduler):
 
     def _inbox_empty(self, agent: str) -> bool:
         """Whether the worktree has no undelivered message (read-only, on this thread)."""
-        from proximity.ledger import inbox
 
         return inbox.undelivered(client.ecm_dir(self.common), agent) is False
 
@@ -109,7 +110,6 @@ class Dispatch(Scheduler):
         thread: it reads only git's answers about the paths asked, never the worker's
         state, so it never waits behind a rescan. Anything odd: the client checks in
         process."""
-        from proximity.agents import checkops
 
         try:
             answer = checkops.answer(msg)
@@ -138,8 +138,6 @@ class Dispatch(Scheduler):
 
 def _git_calls() -> dict[str, int]:
     """git subcommands this process ran, by name (what a verdict cost: tests read it)."""
-    from proximity import gitio
-
     return dict(gitio.CALLS)
 
 def _rss_kb() -> int | None:

@@ -9,9 +9,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from proximity.service import client
+from proximity.service import client, fswatch
 from proximity.service.cookies import EARLY_COOKIE, Cookies, _drop_old_notes
 from proximity.service.state import Job
+from proximity.service.warm import WarmAirspace
 
 if TYPE_CHECKING:
     pass
@@ -35,11 +36,9 @@ def _worktree_dirs(common: str) -> list[str]:
 
 class Scheduler(Cookies):
     """The one worker thread: requests first, background rescans in quiet moments."""
-
     def _on_files(self, paths: set[str]) -> None:
         """Watcher thread: hand the batch to the worker (which asks git about ignores);
         then release the sync cookies it carries (everything before them is pending)."""
-        from proximity.service import fswatch
 
         cookies = {p for p in paths if fswatch.COOKIE in p}
         paths = paths - cookies
@@ -72,7 +71,6 @@ class Scheduler(Cookies):
 
     def _files(self) -> set[str]:
         """The worktrees the pending file events concern (ignored paths left out)."""
-        from proximity.service import fswatch
 
         assert self.air is not None
         with self.pending_lock:
@@ -98,10 +96,8 @@ class Scheduler(Cookies):
         return ids
 
     def _work(self) -> None:
-        from proximity.service import fswatch
 
         try:
-            from proximity.service.warm import WarmAirspace
 
             air = WarmAirspace(self.common)
             air.agents_now()  # learns the worktrees (their paths are the roots)
@@ -178,7 +174,6 @@ class Scheduler(Cookies):
     def _watch_gaps(self) -> None:
         """Worker thread: after the watcher restarted (new roots, an error), what changed
         meanwhile is unknown: no snapshot may start from the paths it reported."""
-        from proximity.service import fswatch
 
         assert self.air is not None
         if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \

@@ -10,6 +10,10 @@ import os
 import stat
 from typing import TYPE_CHECKING
 
+from proximity import gitio
+from proximity.errors import FatalError
+from proximity.model import Agent
+
 if TYPE_CHECKING:
     import subprocess
 
@@ -24,7 +28,6 @@ HASH_EARLY_MAX = 8  # files hashed while the index is checked (WarmSnapshots._ha
 
 class WarmSnapshots:
     """Every live worktree's state, kept warm (the attributes are set by WarmAirspace)."""
-
     ctx: Context
     agents: dict[str, Agent]
     paths: dict[str, str]
@@ -38,8 +41,6 @@ class WarmSnapshots:
 
     def _snap(self, wt: gitio.WorktreeInfo, tree: str | Exception) -> Agent:
         """One agent from its snapshot tree: what airspace.live_agents makes."""
-        from proximity import gitio
-        from proximity.model import Agent
 
         repo = self.ctx.repo
         if isinstance(tree, Exception):
@@ -70,8 +71,6 @@ class WarmSnapshots:
         from concurrent.futures import ThreadPoolExecutor
         from dataclasses import replace
 
-        from proximity import gitio
-        from proximity.errors import FatalError
 
         repo = self.ctx.repo
         live, retired = [], []
@@ -179,7 +178,6 @@ class WarmSnapshots:
         return out, retired
 
     def _shadow(self, wid: str) -> str:
-        from proximity import gitio
 
         return os.path.join(self.ctx.repo.ecm_dir, "index", f"{gitio.safe_name(wid)}.idx")
 
@@ -189,7 +187,6 @@ class WarmSnapshots:
         """The tree of the shadow's tree with ``since`` (the paths changed since the shadow
         was written) read again, built in process (gitio.Repo.snapshot_overlay); None:
         snapshot them with git."""
-        from proximity import gitio
 
         base = self.shadow_trees.get(wt.id)
         if not base:
@@ -202,7 +199,6 @@ class WarmSnapshots:
                     ) -> tuple[list[str], subprocess.Popen[bytes]] | None:
         """`git hash-object` of the few regular files the watcher named for ``wt``,
         started now (see agents_now); None when there is nothing small to hash."""
-        from proximity.errors import FatalError
 
         touched = self.touched.get(wt.id)
         repo = self.ctx.repo
@@ -245,7 +241,6 @@ class WarmSnapshots:
     def _same_add(self, wt: gitio.WorktreeInfo, index: str, start: str) -> bool:
         """Whether `add -A` over the same files gives the same tree from ``index`` as
         from an index holding ``start`` (see _warm_focus)."""
-        from proximity import gitio
 
         repo = self.ctx.repo
         try:

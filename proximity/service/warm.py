@@ -20,7 +20,12 @@ if TYPE_CHECKING:
     from proximity.model import Agent, PairResult
     from proximity.snapshot.workspace import Context
 
+from proximity import config, gitio
+from proximity.hooks import inbox, verdict
 from proximity.service.snapshots import WarmSnapshots, own_index
+from proximity.snapshot import recorder, workspace
+from proximity.tcas import actions, pipeline
+from proximity.views import report
 
 LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
 
@@ -33,7 +38,6 @@ class WarmAirspace(WarmSnapshots):
     advisory (to tell when one rises). Used from the worker thread only."""
 
     def __init__(self, common: str) -> None:
-        from proximity.snapshot import workspace
 
         self.common = common
         self.ctx: Context = workspace.open_context(self._a_worktree(common))
@@ -60,7 +64,6 @@ class WarmAirspace(WarmSnapshots):
 
     @staticmethod
     def _a_worktree(common: str) -> str:
-        from proximity import gitio
 
         out = gitio.git(["worktree", "list", "--porcelain", "-z"], cwd=common).stdout
         for item in out.decode("utf-8", "surrogateescape").split("\0"):
@@ -82,7 +85,6 @@ class WarmAirspace(WarmSnapshots):
         ``aged`` is False, when it is older than POLICY_MAX_AGE seconds (for files those
         include, which nothing here stats). Hooks' requests pass False: the service
         reads an old policy again in the background, after them (service.Service)."""
-        from proximity import config, gitio
 
         key = _policy_key(self.ctx.repo)
         now = time.monotonic()
@@ -123,8 +125,6 @@ class WarmAirspace(WarmSnapshots):
         and send the messages of every advisory that rose; returns messages posted."""
         from dataclasses import replace
 
-        from proximity.snapshot import workspace
-        from proximity.tcas import actions
 
         if dirty:
             self.dirty |= ids
@@ -135,7 +135,7 @@ class WarmAirspace(WarmSnapshots):
         if not ids:
             return 0
         focus = next(iter(ids)) if len(ids) == 1 else None
-        result = workspace.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
+        result = pipeline.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
                                   record=True)
         risen = []
         for p in result.pairs:
@@ -154,19 +154,15 @@ class WarmAirspace(WarmSnapshots):
     def baseline(self) -> None:
         """Warm everything (snapshots, caches, the import graph) and learn the current
         advisories without sending anything: hooks already told of those."""
-        from proximity.snapshot import workspace
 
         agents, retired = self.agents_now()
-        result = workspace.run_scan(self.ctx, agents=agents, retired=retired, record=False)
+        result = pipeline.run_scan(self.ctx, agents=agents, retired=retired, record=False)
         self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
         self.scans += 1
 
     def record(self, msg: dict[str, Any], files_settled: bool) -> Event | None:
         """What the snapshot hook does, for it: record the worktree as one event (a
         commit outside any rebase/merge with no file event pending reuses the tree)."""
-        from proximity import gitio
-        from proximity.hooks import verdict
-        from proximity.snapshot import recorder
 
         here, kind, index = str(msg["agent"]), str(msg["kind"]), msg.get("index")
         self.reload_policy(aged=False)
@@ -188,7 +184,6 @@ class WarmAirspace(WarmSnapshots):
         return ev
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from proximity.hooks import verdict
 
         here = str(msg["agent"])
         self.reload_policy(aged=False)
@@ -206,8 +201,6 @@ class WarmAirspace(WarmSnapshots):
         airspace policy; the stderr lines to print and whether it blocks. By the very
         functions the in-process hook uses, so both print alike. ``fallback``: a case this
         service leaves to the in-process hook (no ledger, sync on, an unknown worktree)."""
-        from proximity.hooks import verdict
-        from proximity.snapshot import recorder
 
         here, stage = str(msg["agent"]), str(msg.get("stage"))
         self.reload_policy(aged=False)
@@ -228,19 +221,17 @@ class WarmAirspace(WarmSnapshots):
                 return {"fallback": "not recorded"}
             if msg.get("later"):  # nobody waits for it: the messages stay for the next hook
                 return {"lines": [], "block": False}
-            return {"lines": recorder.queued_note(ev) + verdict.inbox_lines(ctx),
+            return {"lines": recorder.queued_note(ev) + inbox.inbox_lines(ctx),
                     "block": False}
         lines, block = verdict.outcome(ctx, stage, self.judge(msg), bool(msg.get("allow")))
         return {"lines": lines, "block": block}
 
     def scan(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from proximity.snapshot import workspace
-        from proximity.views import report
 
         focus = msg.get("agent")
         self.reload_policy(aged=False)
         agents, retired = self.agents_now(focus, msg.get("index"))
-        result = workspace.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
+        result = pipeline.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
                                   record=bool(msg.get("record")))
         self.scans += 1
         return report.scan_json(result)

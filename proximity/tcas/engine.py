@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity import gitio
+from proximity import channels, gitio
 from proximity.analysis import depgraph, parsers, resolve
 from proximity.analysis.intervals import Range
 from proximity.config import Config
@@ -44,7 +44,6 @@ Recency = Callable[[str, Mapping[str, str]], dict[str, float]]
 @dataclass
 class Facts:
     """What the ledger knows, handed to the scan as plain data (all optional)."""
-
     started: dict[str, float] = field(default_factory=dict)
     clocks: dict[str, dict[str, int]] = field(default_factory=dict)
     intents: dict[str, dict[str, tuple[Range, ...] | None]] = field(default_factory=dict)
@@ -130,7 +129,6 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
 
 class _Pairwise:
     """Per-scan memo of bases, working sets, graphs; shared across all pairs."""
-
     def __init__(self, repo: gitio.Repo, cfg: Config, facts: Facts) -> None:
         self.repo, self.cfg, self.facts = repo, cfg, facts
         self.changes: dict[tuple[str, str], list[FileChange]] = {}
@@ -303,8 +301,6 @@ def _concurrent(repo: gitio.Repo, a: Agent, b: Agent, facts: Facts) -> bool:
 
 
 def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairResult:
-    from proximity import channels
-
     repo, cfg, facts = pw.repo, pw.cfg, pw.facts
     if a.error or b.error:
         why = a.error or b.error or ""

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proximity.analysis import parsers
-from proximity.analysis.symbols import pylang
+from proximity.analysis.symbols import pylang, tslang
 from proximity.model import FileChange, WorkingSet
 
 FORMAT = "s7"  # bump when analysis changes, so cached results of older versions are unused
@@ -34,7 +34,6 @@ def analyse(path: str, data: bytes) -> Facts | None:
         return None
     if lang == "python":
         return pylang.analyse(data)
-    from proximity.analysis.symbols import tslang
 
     try:
         return tslang.analyse(lang, data)
@@ -59,7 +58,6 @@ def facts(cache: dict[str, Any], read: Callable[[str], bytes], path: str, oid: s
 @dataclass
 class Changed:
     """One definition the writer changed."""
-
     qual: str
     how: str  # removed | signature | value | body | indirect
     old: list[Any]  # the base definition [kind, sig, body, first, last, params]

@@ -1,0 +1,26 @@
+"""A hook's inbox: the messages other worktrees sent this one, taken from the ledger once and
+rendered for the hook's output."""
+
+from __future__ import annotations
+
+from proximity.errors import LedgerBusy
+from proximity.snapshot.workspace import Context
+
+
+def inbox_lines(ctx: Context, shown: set[int] | None = None) -> list[str]:
+    """This worktree's undelivered messages, rendered, taken from the ledger (so shown
+    once); ``shown``: ids this run already printed as advisories (marked delivered
+    without repeating them)."""
+    if ctx.ledger is None:
+        return []
+    try:
+        taken = ctx.ledger.take(ctx.here)
+    except LedgerBusy:
+        return []  # they stay undelivered: the next hook shows them
+    msgs = [m for m in taken if m["id"] not in (shown or set())]
+    if not msgs:
+        return []
+    # lazy: rendering loads the scan engine; a hook with no message never pays for it
+    from proximity.tcas import actions
+
+    return [actions.render(m) for m in msgs]
