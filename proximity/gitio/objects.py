@@ -8,7 +8,6 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from proximity import model
 from proximity.errors import FatalError
 from proximity.gitio.base import LARGE_STUB, RepoCore, _pygit2
 from proximity.gitio.run import EMPTY_TREE, git, tree_diff
@@ -24,6 +23,10 @@ _TREE = 0o040000  # a tree entry's mode
 
 
 def _kind(mode: int) -> str:
+    # lazy: model (and the line ranges it imports) costs the snapshot hook, which never
+    # lists changes
+    from proximity import model
+
     if mode == 0o120000:
         return model.SYMLINK
     if mode == 0o160000:
@@ -32,6 +35,9 @@ def _kind(mode: int) -> str:
 
 
 def _changes(repo: Objects, diff: Any, max_bytes: int) -> Iterator[model.FileChange]:
+    # lazy: see _kind
+    from proximity import model
+
     for i, delta in enumerate(diff.deltas):
         status = delta.status_char()
         if status not in "ADMRT":
