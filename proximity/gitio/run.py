@@ -101,20 +101,27 @@ def git(
                              start_new_session=True)
     except FileNotFoundError as e:
         raise FatalError("git is not installed or not on PATH") from e
-    try:
-        out, err = p.communicate(input, timeout=limit)
-    except subprocess.TimeoutExpired:
-        _kill(p)
-        raise GitTimeout(f"git {' '.join(args[:2])} took longer than {limit:g} s in {cwd} "
-                         "and was stopped (PROXIMITY_GIT_TIMEOUT sets the limit)") from None
-    except BaseException:
-        _kill(p)
-        raise
+    out, err = _communicate(p, input, limit, f"git {' '.join(args[:2])} in {cwd}")
     proc = subprocess.CompletedProcess(cmd, p.returncode, out, err)
     if proc.returncode not in ok:
         msg = proc.stderr.decode(errors="replace").strip() or f"exit {proc.returncode}"
         raise FatalError(f"git {' '.join(args[:2])} failed in {cwd}: {msg}")
     return proc
+
+
+def _communicate(p: subprocess.Popen[bytes], input: bytes | None, timeout: float | None,
+                 what: str, limit: float | None = None) -> tuple[bytes, bytes]:
+    """Its output, within ``timeout``; past it the process is killed with everything it
+    started, and GitTimeout names ``what`` and its ``limit``."""
+    try:
+        return p.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(p)
+        raise GitTimeout(f"{what} took longer than {limit if limit is not None else timeout:g} "
+                         "s and was stopped (PROXIMITY_GIT_TIMEOUT sets the limit)") from None
+    except BaseException:
+        _kill(p)
+        raise
 
 
 def _kill(p: subprocess.Popen[bytes]) -> None:
@@ -230,16 +237,8 @@ def git_finish(proc: subprocess.Popen[bytes], ok: tuple[int, ...] = (0, 1)) -> b
     """Its stdout, or None when it failed; GitTimeout (the process stopped) when it
     outlives the time limit it was started with."""
     deadline, limit, what = _STARTED.get(proc, (None, 0.0, "git"))
-    try:
-        data, _ = proc.communicate(timeout=None if deadline is None
-                                   else max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        raise GitTimeout(f"{what} took longer than {limit:g} s and was stopped "
-                         "(PROXIMITY_GIT_TIMEOUT sets the limit)") from None
-    except BaseException:
-        _kill(proc)
-        raise
+    data, _ = _communicate(proc, None, None if deadline is None
+                           else max(0.0, deadline - time.monotonic()), what, limit)
     return data if proc.returncode in ok else None
 
 
