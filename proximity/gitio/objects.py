@@ -23,8 +23,7 @@ _TREE = 0o040000  # a tree entry's mode
 
 
 def _kind(mode: int) -> str:
-    # lazy: model (and the line ranges it imports) costs the snapshot hook, which never
-    # lists changes
+    # lazy: model costs every snapshot hook, and only listing changes needs it
     from proximity import model
 
     if mode == 0o120000:
