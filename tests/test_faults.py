@@ -576,6 +576,27 @@ def test_a_git_started_in_the_background_has_the_same_time_limit(tmp_path, monke
             raise AssertionError("the hung filter process is still running")
 
 
+def test_a_background_git_collected_late_is_not_a_timeout(tmp_path, monkeypatch):
+    """The time between git_start and git_finish is the caller's: a git that finished in
+    time, or only waits for its output to be read (more than a pipe holds), gives its
+    output when the caller comes back after its limit (the pre-edit check reads the
+    policy's config after the whole check)."""
+    import time
+
+    from proximity import gitio as g
+
+    big = "".join(f"line {i:06d}\n" for i in range(20000))  # 240 KB: more than a pipe holds
+    repo = init_repo(tmp_path / "r", {"big.txt": big})
+    head = git(repo, "rev-parse", "HEAD").stdout.strip()
+    monkeypatch.setenv("PROXIMITY_GIT_TIMEOUT", "1")
+    done = g.git_start(["rev-parse", "HEAD"], str(repo))
+    blocked = g.git_start(g.blob_args(head, "big.txt"), str(repo))
+    time.sleep(1.5)  # the caller's own work, past both limits
+    assert done.poll() == 0 and blocked.poll() is None  # it waits for us to read
+    assert g.git_finish(done) == f"{head}\n".encode()
+    assert g.git_finish(blocked, ok=(0,)) == big.encode()
+
+
 def test_snapshot_objects_do_not_pile_up_loose(tmp_path):
     from proximity import gitio as g
 

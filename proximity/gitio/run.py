@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 import weakref
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -212,13 +211,13 @@ def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
                ok=(0, 1)).stdout.decode("utf-8", "replace")
 
 
-_STARTED: weakref.WeakKeyDictionary[subprocess.Popen[bytes], tuple[float, float, str]] = \
-    weakref.WeakKeyDictionary()  # a started git -> (deadline, its limit, what it runs)
+_STARTED: weakref.WeakKeyDictionary[subprocess.Popen[bytes], tuple[float, str]] = \
+    weakref.WeakKeyDictionary()  # a started git -> (its time limit, what it runs)
 
 
 def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
-    """Start a git command without waiting for it (see git_finish). Its time limit runs
-    from now, as git()'s does: git_finish kills it (with anything it started) when past."""
+    """Start a git command without waiting for it (see git_finish, which waits for it
+    within its time limit as git() does, and kills it with anything it started past it)."""
     name = args[0] if args else ""
     CALLS[name] = CALLS.get(name, 0) + 1
     limit = time_limit(args)
@@ -229,16 +228,18 @@ def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
                              start_new_session=True)
     except OSError as e:
         raise FatalError(f"cannot run git: {e}") from e
-    _STARTED[p] = (time.monotonic() + limit, limit, f"git {' '.join(args[:2])} in {cwd}")
+    _STARTED[p] = (limit, f"git {' '.join(args[:2])} in {cwd}")
     return p
 
 
 def git_finish(proc: subprocess.Popen[bytes], ok: tuple[int, ...] = (0, 1)) -> bytes | None:
-    """Its stdout, or None when it failed; GitTimeout (the process stopped) when it
-    outlives the time limit it was started with."""
-    deadline, limit, what = _STARTED.get(proc, (None, 0.0, "git"))
-    data, _ = _communicate(proc, None, None if deadline is None
-                           else max(0.0, deadline - time.monotonic()), what, limit)
+    """Its stdout, or None when it failed; GitTimeout (the process stopped) when it runs
+    past its time limit once waited for."""
+    # The limit counts from here, not from git_start: the time in between is the caller's.
+    # A git may have finished in it, or be waiting for its output to be read (more than a
+    # pipe holds), and only its reader is late.
+    limit, what = _STARTED.get(proc, (None, "git"))
+    data, _ = _communicate(proc, None, limit, what)
     return data if proc.returncode in ok else None
 
 
