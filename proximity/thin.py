@@ -90,14 +90,6 @@ def where(start: str) -> tuple[str, str] | None:
     return gitdir, common
 
 
-def _print(lines: Any, stream: Any) -> bool:
-    if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
-        return False
-    for line in lines:
-        print(line, file=stream)
-    return True
-
-
 def hook(name: str, args: list[str]) -> int | Fallback:
     """`proximity hook NAME ARGS…` through the service: the exit code, or Fallback."""
     stage = inputs.stage_of(name)
@@ -115,26 +107,34 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
     if found is None:
         return Fallback(stdin)
     gitdir, common = found
-    rid = client.new_request_id()
-    msg: dict[str, Any] = {"op": "hook", "rid": rid, "stage": stage,
-                           "agent": gitfiles.agent_id(gitdir, common),
-                           "kind": inputs.kind_of(name, args),
-                           "index": inputs.index_override(), "allow": inputs.allowed(),
-                           "unstash": stash.host_patch(os.environ)}
-    if stage == "guard":
-        msg["pushed"] = inputs.pushed_refs(stdin, dict(os.environ))
-    cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")
-    if cookie and stage != "snapshot":
-        msg["cookie"] = cookie  # made by the hook script (the service checks the name)
-    answer, sent = client.ask_sent(common, msg)
+    pushed = inputs.pushed_refs(stdin, dict(os.environ)) if stage == "guard" else None
+    answer, record = client.hook(common, hook_request(
+        stage, gitfiles.agent_id(gitdir, common), inputs.kind_of(name, args), pushed))
     if answer is None:
-        # no answer in time: whoever claims the request first records it
-        return Fallback(stdin, False, not sent or client.claim(common, rid))
-    if "fallback" in answer or not _print(answer.get("lines"), sys.stderr):
-        return Fallback(stdin, False)
+        return Fallback(stdin, False, record)
+    for line in answer["lines"]:
+        print(line, file=sys.stderr)
     if name == "pre-commit" and os.environ.get("PROXIMITY_HOOK_SCRIPT") == "1":
         leave_post_note(gitdir, answer.get("post"))
     return inputs.blocked_exit() if answer.get("block") is True else 0
+
+
+def hook_request(stage: str, agent: str, kind: str, pushed: list[tuple[str, str]] | None
+                 ) -> dict[str, Any]:
+    """The service's one request for a hook (op ``hook``), from the hook's stage, worktree,
+    event kind and pushed refs, and what its environment carries: the index being
+    committed, PROXIMITY_ALLOW, the host's stashed edits, the hook script's sync cookie.
+    The thin client and the in-process hook (when the thin client did not ask) send it
+    alike."""
+    msg: dict[str, Any] = {"op": "hook", "rid": client.new_request_id(), "stage": stage,
+                           "agent": agent, "kind": kind, "index": inputs.index_override(),
+                           "allow": inputs.allowed(), "unstash": stash.host_patch(os.environ)}
+    if stage == "guard":
+        msg["pushed"] = pushed
+    cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")
+    if cookie and stage != "snapshot":
+        msg["cookie"] = cookie  # made by the hook script (the service checks the name)
+    return msg
 
 
 POST_NOTE = "proximity-post-commit"  # in the worktree's git dir; read by hooks/proximity-hook

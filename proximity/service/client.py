@@ -292,16 +292,21 @@ def _alive(common: str) -> bool:
         return False
 
 
-def judge(common: str, here: str, stage: str, kind: str, override: str | None,
-          pushed: list[tuple[str, str]] | None, unstash: str | None = None
-          ) -> dict[str, Any] | None:
-    """The service's verdict for a pre-commit (warn) or pre-push (guard) hook."""
-    answer = ask(common, {"op": "judge", "agent": here, "stage": stage, "kind": kind,
-                          "index": override, "pushed": pushed, "unstash": unstash})
-    if answer is None or not isinstance(answer.get("verdict"), dict):
-        return None
-    verdict: dict[str, Any] = answer["verdict"]
-    return verdict
+def hook(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET
+         ) -> tuple[dict[str, Any] | None, bool]:
+    """One hook done by the service (op ``hook``: record the worktree, judge it, take its
+    inbox, decide the block): the answer, whose ``lines`` the hook prints, or None when
+    the caller does the hook in process; and whether that caller records the event (False:
+    the service began recording it, a request the client gave up waiting on that the
+    service claimed first, see claim)."""
+    answer, sent = ask_sent(common, msg, budget)
+    if answer is None:
+        return None, not sent or claim(common, str(msg["rid"]))
+    lines = answer.get("lines")
+    if "fallback" in answer or not isinstance(lines, list) \
+            or not all(isinstance(x, str) for x in lines):
+        return None, True  # a case the service leaves to the hook: nothing was recorded
+    return answer, False
 
 
 def scan(common: str, focus: str | None = None, index: str | None = None,
@@ -313,15 +318,6 @@ def scan(common: str, focus: str | None = None, index: str | None = None,
         return None
     result: dict[str, Any] = answer["scan"]
     return result
-
-
-def record(common: str, here: str, kind: str, index: str | None,
-           unstash: str | None = None) -> bool:
-    """Ask the service to record this worktree's state as one ledger event (what the
-    snapshot hook does); False: not done, record in process."""
-    answer = ask(common, {"op": "record", "agent": here, "kind": kind, "index": index,
-                          "unstash": unstash})
-    return bool(answer and answer.get("recorded"))
 
 
 def touched(common: str, here: str) -> None:

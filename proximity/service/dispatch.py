@@ -77,7 +77,7 @@ class Dispatch(Scheduler):
             return {"ok": True}
         if op == "check":
             return self._check(msg)
-        if op not in ("scan", "judge", "record", "hook"):
+        if op not in ("scan", "hook"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         self.last_request = time.monotonic()
         if (op == "hook" and msg.get("stage") == "snapshot" and self.air is not None

@@ -234,8 +234,8 @@ class Scheduler(Cookies):
             # tells which worktree changed, so every one is read again
             self.air.dirty |= set(self.air.paths)
         self._watch_gaps()
-        synced = (job.op == "judge" or (job.op == "hook" and job.msg.get("stage") != "snapshot")
-                  ) and self.sync(early=job.msg.get("cookie"))
+        synced = (job.op == "hook" and job.msg.get("stage") != "snapshot"
+                  and self.sync(early=job.msg.get("cookie")))
         job.msg["synced"] = synced
         # siblings' saves the watcher reported but no rescan has taken yet: read now
         for wid in self._files():
@@ -244,10 +244,6 @@ class Scheduler(Cookies):
         self._take_posts()
         if job.op == "posts":
             return {"ok": True}
-        if job.op == "record":
-            done = self.air.record(job.msg, self._settled())
-            self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
-            return {"ok": True, "recorded": done is not None}
         if job.op == "hook":
             answer = self.air.hook(job.msg, self._settled())
             self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
@@ -258,8 +254,6 @@ class Scheduler(Cookies):
             if job.msg.get("stage") == "snapshot" and "fallback" not in answer:
                 self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
             return {"ok": True, **answer}
-        if job.op == "judge":
-            return {"ok": True, "verdict": self.air.judge(job.msg)}
         if job.op == "scan":
             return {"ok": True, "scan": self.air.scan(job.msg)}
         return {"ok": False, "error": f"unknown job {job.op!r}"}

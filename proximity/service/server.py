@@ -8,9 +8,10 @@ that changed), and rescans that worktree's pairs at once: when a pair's advisory
 because of a saved file, the TCAS messages go out then, not at the next commit.
 
 Requests (``{"v": 1, "op": ...}``): ``ping``, ``status``, ``shutdown``, ``touched`` (a hook
-says a worktree changed), ``scan`` (the ``scan --json`` document) and ``judge`` (a hook's
-verdict, computed by the very function the in-process hook uses), ``record`` (what a
-snapshot hook records). The warm state itself lives in warm.py.
+says a worktree changed), ``scan`` (the ``scan --json`` document), ``check`` (`proximity
+check`) and ``hook`` (everything a hook does: record, judge by the very functions the
+in-process hook uses, take the inbox, decide the block). The warm state itself lives in
+warm.py.
 """
 
 from __future__ import annotations

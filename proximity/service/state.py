@@ -39,7 +39,7 @@ class ServiceState:
         self.seq = itertools.count()
         self.stop = threading.Event()
         self.last_active = time.monotonic()
-        self.last_request = 0.0  # when the last hook request (scan, judge, record) came
+        self.last_request = 0.0  # when the last hook or scan request came
         self.last_file_event = 0.0
         self.started = time.time()
         self.air: WarmAirspace | None = None

@@ -184,7 +184,7 @@ class WarmAirspace(WarmSnapshots):
         return ev
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
-
+        """The verdict of a pre-commit or pre-push hook (hooks/verdict.py), for hook."""
         here = str(msg["agent"])
         self.reload_policy(aged=False)
         pushed = msg.get("pushed")
@@ -196,9 +196,9 @@ class WarmAirspace(WarmSnapshots):
                              in_hook=False, unstash=_unstash(msg))
 
     def hook(self, msg: dict[str, Any], files_settled: bool) -> dict[str, Any]:
-        """Everything a hook does, for the thin client (thin.py): record (snapshot
-        stages) or judge (pre-commit, pre-push), take the inbox, decide the block by the
-        airspace policy; the stderr lines to print and whether it blocks. By the very
+        """Everything a hook does, for its one request (thin.hook_request): record
+        (snapshot stages) or judge (pre-commit, pre-push), take the inbox, decide the block
+        by the airspace policy; the stderr lines to print and whether it blocks. By the very
         functions the in-process hook uses, so both print alike. ``fallback``: a case this
         service leaves to the in-process hook (no ledger, sync on, an unknown worktree)."""
 
