@@ -21,10 +21,13 @@ import sys
 from proximity import gitfiles
 from proximity.hooks import inputs, stash
 from proximity.service import client
+from proximity.service.protocol import CHECK, HOOK
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:
     from typing import Any
+
+    from proximity.service.protocol import CheckAnswer, CheckRequest, HookRequest
 
 
 class Fallback:
@@ -120,15 +123,15 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
 
 
 def hook_request(stage: str, agent: str, kind: str, pushed: list[tuple[str, str]] | None
-                 ) -> dict[str, Any]:
+                 ) -> HookRequest:
     """The service's one request for a hook (op ``hook``), from the hook's stage, worktree,
     event kind and pushed refs, and what its environment carries: the index being
     committed, PROXIMITY_ALLOW, the host's stashed edits, the hook script's sync cookie.
     The thin client and the in-process hook (when the thin client did not ask) send it
     alike."""
-    msg: dict[str, Any] = {"op": "hook", "rid": client.new_request_id(), "stage": stage,
-                           "agent": agent, "kind": kind, "index": inputs.index_override(),
-                           "allow": inputs.allowed(), "unstash": stash.host_patch(os.environ)}
+    msg: HookRequest = {"op": HOOK, "rid": client.new_request_id(), "stage": stage,
+                        "agent": agent, "kind": kind, "index": inputs.index_override(),
+                        "allow": inputs.allowed(), "unstash": stash.host_patch(os.environ)}
     if stage == "guard":
         msg["pushed"] = pushed
     cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")
@@ -214,31 +217,37 @@ def check(argv: list[str]) -> int | Fallback:
         if os.environ.get("PROXIMITY_SKIP") == "1" or not client.enabled():
             return Fallback(stdin)
         cwd = os.path.abspath(a.repo or os.getcwd())
-        msg: dict[str, Any] = {"op": "check", "deny_on": a.deny_on}
+        msg: CheckRequest = {"op": CHECK, "deny_on": a.deny_on, "cwd": cwd}
         if a.hook:
             # the service parses the event (no `json` import here) and defaults its cwd
-            msg.update(harness=a.hook, event_text=stdin or "", cwd=cwd)
+            msg["harness"], msg["event_text"] = a.hook, stdin or ""
         else:
-            msg.update(cwd=cwd, specs=a.specs, json=a.json)
+            msg["specs"], msg["json"] = a.specs, a.json
         answer = ask_check(cwd, msg)
-        if answer is None or not isinstance(answer.get("stdout"), str) \
-                or not isinstance(answer.get("exit"), int):
+        if answer is None:
             return Fallback(stdin)
         print(answer["stdout"])
-        return int(answer["exit"])
+        return answer["exit"]
     except Exception:
         return Fallback(stdin)
 
 
-def ask_check(start: str, msg: dict[str, Any]) -> dict[str, Any] | None:
-    """The service's answer to one check request (None: absent, odd, or ``fallback``)."""
+def ask_check(start: str, msg: CheckRequest) -> CheckAnswer | None:
+    """The service's answer to one check request: what the command prints and its exit
+    code (None: absent, odd, or ``fallback``)."""
     found = where(start) if os.path.isdir(start) else None
     if found is None:
         return None
     answer = client.ask(found[1], msg, budget=CHECK_BUDGET)
     if answer is None or "fallback" in answer:
         return None
-    return answer
+    stdout, code, decision = answer.get("stdout"), answer.get("exit"), answer.get("decision")
+    if not isinstance(stdout, str) or not isinstance(code, int):
+        return None
+    got: CheckAnswer = {"ok": True, "stdout": stdout, "exit": int(code)}
+    if isinstance(decision, dict):
+        got["decision"] = decision
+    return got
 
 
 CHECK_BUDGET = 1.0  # seconds a check waits for the service before checking in process

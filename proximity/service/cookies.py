@@ -11,10 +11,14 @@ import os
 import re
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from proximity.service import client, fswatch
+from proximity.service.protocol import HOOK
 from proximity.service.state import Job, ServiceState
+
+if TYPE_CHECKING:
+    from proximity.service.protocol import HookRequest, PostNote
 
 SYNC_TIMEOUT = 0.25  # seconds a hook waits for the watcher to catch up (service.sync)
 
@@ -144,17 +148,17 @@ class Cookies(ServiceState):
             agent = self.air.agent_of_admin(admin)
             if agent is None or self.air.commit_recorded(agent):
                 continue
-            msg = {"op": "hook", "stage": "snapshot", "kind": "commit", "agent": agent,
-                   "index": None, "later": True}
+            msg: HookRequest = {"op": HOOK, "stage": "snapshot", "kind": "commit",
+                                "agent": agent, "index": None, "later": True}
             try:
                 answer = self.air.hook(msg, self._settled())
             except Exception:
                 continue  # as a failed hook request: the next verdict snapshots it anyway
             if "fallback" not in answer:
                 self.answered["hook"] += 1
-                self.put(Job("rescan", msg), 1)
+                self.put(Job("rescan", {"agent": agent}), 1)
 
-    def post_note(self, agent: str) -> dict[str, Any] | None:
+    def post_note(self, agent: str) -> PostNote | None:
         """What a pre-commit's thin client leaves for the post-commit hook that follows:
         this process's pid, so that hook records the commit by a file in the cookies
         directory without starting Python (hooks/proximity-hook); None when the watcher

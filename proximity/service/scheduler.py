@@ -7,15 +7,16 @@ import os
 import queue
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from proximity.service import client, fswatch
 from proximity.service.cookies import EARLY_COOKIE, Cookies, _drop_old_notes
+from proximity.service.protocol import HOOK
 from proximity.service.state import Job
 from proximity.service.warm import WarmAirspace
 
 if TYPE_CHECKING:
-    pass
+    from proximity.service.protocol import Answer, HookAnswer, ScanAnswer
 
 
 QUIET = 2.0  # seconds without a hook request before background rescans run
@@ -136,8 +137,8 @@ class Scheduler(Cookies):
                 break
             if job.abandoned:
                 continue
-            rid = job.msg.get("rid")
-            if prio == 0 and isinstance(rid, str) and not client.claim(self.common, rid):
+            rid = job.request.get("rid") if job.request is not None else None
+            if prio == 0 and rid is not None and not client.claim(self.common, rid):
                 # the client gave up waiting and does this job in process
                 job.answer = {"ok": True, "fallback": "taken by the client"}
                 job.done.set()
@@ -157,7 +158,9 @@ class Scheduler(Cookies):
             try:
                 t0 = time.perf_counter()
                 job.answer = self._background(job) if prio > 0 else self._do(job)
-                what = f"{job.op}:{job.msg.get('stage', '')}" if prio == 0 else "background"
+                stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
+                    else ""
+                what = f"{job.op}:{stage}" if prio == 0 else "background"
                 self.last_ms[what] = round((time.perf_counter() - t0) * 1000, 1)
             except Exception as e:  # one bad request never takes the service down
                 job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
@@ -189,7 +192,7 @@ class Scheduler(Cookies):
             if not fswatch.covered(path, self.watcher.active):
                 self.air.dirty.add(wid)
 
-    def _background(self, first: Job) -> dict[str, Any]:
+    def _background(self, first: Job) -> Answer:
         """Every queued background job at once: re-snapshot what changed, rescan the
         pairs of the worktrees concerned, send the messages of rising advisories."""
         assert self.air is not None
@@ -225,8 +228,9 @@ class Scheduler(Cookies):
             job.done.set()
         return {"ok": True}
 
-    def _do(self, job: Job) -> dict[str, Any]:
+    def _do(self, job: Job) -> Answer:
         assert self.air is not None
+        req = job.request
         # a verdict may trust the warm state of a worktree only once every change made
         # before this request has been reported (then no pending event names it)
         if not self.watcher.watching.is_set() or self.watcher.error:
@@ -234,26 +238,26 @@ class Scheduler(Cookies):
             # tells which worktree changed, so every one is read again
             self.air.dirty |= set(self.air.paths)
         self._watch_gaps()
-        synced = (job.op == "hook" and job.msg.get("stage") != "snapshot"
-                  and self.sync(early=job.msg.get("cookie")))
-        job.msg["synced"] = synced
+        if req is not None and req["op"] == HOOK:
+            req["synced"] = req["stage"] != "snapshot" and self.sync(early=req.get("cookie"))
         # siblings' saves the watcher reported but no rescan has taken yet: read now
         for wid in self._files():
             self.air.dirty.add(wid)
             self.put(Job("rescan", {"agent": wid}), 1)  # their messages, later
         self._take_posts()
-        if job.op == "posts":
+        if req is None:  # (posts: taken just now)
             return {"ok": True}
-        if job.op == "hook":
-            answer = self.air.hook(job.msg, self._settled())
+        if req["op"] == HOOK:
+            answer: HookAnswer = self.air.hook(req, self._settled())
             self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
-            if job.msg.get("kind") == "pre-commit" and "fallback" not in answer:
-                note = self.post_note(str(job.msg.get("agent")))
+            if req["kind"] == "pre-commit" and "fallback" not in answer:
+                note = self.post_note(req["agent"])
                 if note is not None:
                     answer["post"] = note
-            if job.msg.get("stage") == "snapshot" and "fallback" not in answer:
-                self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
-            return {"ok": True, **answer}
-        if job.op == "scan":
-            return {"ok": True, "scan": self.air.scan(job.msg)}
-        return {"ok": False, "error": f"unknown job {job.op!r}"}
+            if req["stage"] == "snapshot" and "fallback" not in answer:
+                # then its pairs, and any rise's messages
+                self.put(Job("rescan", {"agent": req["agent"]}), 1)
+            answer["ok"] = True
+            return answer
+        scan: ScanAnswer = {"ok": True, "scan": self.air.scan(req)}
+        return scan

@@ -10,8 +10,8 @@ because of a saved file, the TCAS messages go out then, not at the next commit.
 Requests (``{"v": 1, "op": ...}``): ``ping``, ``status``, ``shutdown``, ``touched`` (a hook
 says a worktree changed), ``scan`` (the ``scan --json`` document), ``check`` (`proximity
 check`) and ``hook`` (everything a hook does: record, judge by the very functions the
-in-process hook uses, take the inbox, decide the block). The warm state itself lives in
-warm.py.
+in-process hook uses, take the inbox, decide the block); their shapes are in protocol.py.
+The warm state itself lives in warm.py.
 """
 
 from __future__ import annotations

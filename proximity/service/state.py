@@ -15,15 +15,19 @@ from typing import TYPE_CHECKING, Any
 from proximity.service import client, fswatch
 
 if TYPE_CHECKING:
+    from proximity.service.protocol import Answer, HookRequest, ScanRequest
     from proximity.service.warm import WarmAirspace
 
 
 @dataclass
 class Job:
+    """A request for the worker (``request``: a hook's or a scan's, read from the wire), or
+    the service's own work (``op``: files, rescan, ...; ``msg``: which worktree)."""
     op: str
     msg: dict[str, Any] = field(default_factory=dict)
+    request: HookRequest | ScanRequest | None = None
     done: threading.Event = field(default_factory=threading.Event)
-    answer: dict[str, Any] | None = None
+    answer: Answer | None = None
     abandoned: bool = False
 
 
