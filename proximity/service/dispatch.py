@@ -118,6 +118,7 @@ def check_request(msg: dict[str, Any]) -> CheckRequest | None:
 
 class Dispatch(Scheduler):
     """One connection's requests, answered at once or handed to the worker."""
+
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
@@ -191,7 +192,6 @@ class Dispatch(Scheduler):
 
     def _inbox_empty(self, agent: str) -> bool:
         """Whether the worktree has no undelivered message (read-only, on this thread)."""
-
         return inbox.undelivered(client.ecm_dir(self.common), agent) is False
 
     def _check(self, msg: CheckRequest) -> CheckAnswer:
@@ -199,7 +199,6 @@ class Dispatch(Scheduler):
         thread: it reads only git's answers about the paths asked, never the worker's
         state, so it never waits behind a rescan. Anything odd: the client checks in
         process."""
-
         try:
             answer = checkops.answer(msg)
         except Exception as e:  # the in-process check says the same error its own way

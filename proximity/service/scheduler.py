@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from proximity.service import client, fswatch
-from proximity.service.cookies import EARLY_COOKIE, Cookies, _drop_old_notes
+from proximity.service.cookies import EARLY_COOKIE, Cookies, drop_old_notes
 from proximity.service.protocol import HOOK
 from proximity.service.state import Job
 from proximity.service.warm import WarmAirspace
@@ -21,26 +21,17 @@ if TYPE_CHECKING:
 
 QUIET = 2.0  # seconds without a hook request before background rescans run
 
-
 FILES_QUIET = 0.5  # seconds without a file event before they run (a commit follows its add)
-
 
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
 
-def _worktree_dirs(common: str) -> list[str]:
-    try:
-        return sorted(os.listdir(os.path.join(common, "worktrees")))
-    except OSError:
-        return []
-
-
 class Scheduler(Cookies):
     """The one worker thread: requests first, background rescans in quiet moments."""
+
     def _on_files(self, paths: set[str]) -> None:
         """Watcher thread: hand the batch to the worker (which asks git about ignores);
         then release the sync cookies it carries (everything before them is pending)."""
-
         cookies = {p for p in paths if fswatch.COOKIE in p}
         paths = paths - cookies
         for p in cookies:
@@ -72,7 +63,6 @@ class Scheduler(Cookies):
 
     def _files(self) -> set[str]:
         """The worktrees the pending file events concern (ignored paths left out)."""
-
         assert self.air is not None
         with self.pending_lock:
             paths, self.pending = self.pending, set()
@@ -97,9 +87,7 @@ class Scheduler(Cookies):
         return ids
 
     def _work(self) -> None:
-
         try:
-
             air = WarmAirspace(self.common)
             air.agents_now()  # learns the worktrees (their paths are the roots)
             started = air.watch_roots()
@@ -107,7 +95,7 @@ class Scheduler(Cookies):
             self.watcher.watching.wait(10.0)
             air.dirty |= set(air.paths)
             air.baseline()
-            _drop_old_notes(self.common)  # the baseline read those commits already
+            drop_old_notes(self.common)  # the baseline read those commits already
             self.air = air
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
@@ -177,7 +165,6 @@ class Scheduler(Cookies):
     def _watch_gaps(self) -> None:
         """Worker thread: after the watcher restarted (new roots, an error), what changed
         meanwhile is unknown: no snapshot may start from the paths it reported."""
-
         assert self.air is not None
         if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \
                 or self.watcher.error:
@@ -185,7 +172,7 @@ class Scheduler(Cookies):
             self.air.forget_files()
             self.air.dirty |= set(self.air.paths)  # and no kept state is known current
         # a worktree no watch covers yet (found since the watcher started: its roots are
-        # set at the next turn) says nothing when it changes: it is read again (trial15: a
+        # set at the next turn) says nothing when it changes: it is read again (else a
         # worktree added while the service started was never watched, and a commit there
         # was judged on the state it had when added)
         for wid, path in self.air.paths.items():
