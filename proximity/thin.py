@@ -21,10 +21,13 @@ import sys
 from proximity import gitfiles
 from proximity.hooks import inputs, stash
 from proximity.service import client
+from proximity.service.protocol import CHECK, HOOK
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:
     from typing import Any
+
+    from proximity.service.protocol import CheckAnswer, CheckRequest, HookRequest
 
 
 class Fallback:
@@ -90,14 +93,6 @@ def where(start: str) -> tuple[str, str] | None:
     return gitdir, common
 
 
-def _print(lines: Any, stream: Any) -> bool:
-    if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
-        return False
-    for line in lines:
-        print(line, file=stream)
-    return True
-
-
 def hook(name: str, args: list[str]) -> int | Fallback:
     """`proximity hook NAME ARGS…` through the service: the exit code, or Fallback."""
     stage = inputs.stage_of(name)
@@ -115,26 +110,34 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
     if found is None:
         return Fallback(stdin)
     gitdir, common = found
-    rid = client.new_request_id()
-    msg: dict[str, Any] = {"op": "hook", "rid": rid, "stage": stage,
-                           "agent": gitfiles.agent_id(gitdir, common),
-                           "kind": inputs.kind_of(name, args),
-                           "index": inputs.index_override(), "allow": inputs.allowed(),
-                           "unstash": stash.host_patch(os.environ)}
-    if stage == "guard":
-        msg["pushed"] = inputs.pushed_refs(stdin, dict(os.environ))
-    cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")
-    if cookie and stage != "snapshot":
-        msg["cookie"] = cookie  # made by the hook script (the service checks the name)
-    answer, sent = client.ask_sent(common, msg)
+    pushed = inputs.pushed_refs(stdin, dict(os.environ)) if stage == "guard" else None
+    answer, record = client.hook(common, hook_request(
+        stage, gitfiles.agent_id(gitdir, common), inputs.kind_of(name, args), pushed))
     if answer is None:
-        # no answer in time: whoever claims the request first records it
-        return Fallback(stdin, False, not sent or client.claim(common, rid))
-    if "fallback" in answer or not _print(answer.get("lines"), sys.stderr):
-        return Fallback(stdin, False)
+        return Fallback(stdin, False, record)
+    for line in answer["lines"]:
+        print(line, file=sys.stderr)
     if name == "pre-commit" and os.environ.get("PROXIMITY_HOOK_SCRIPT") == "1":
         leave_post_note(gitdir, answer.get("post"))
     return inputs.blocked_exit() if answer.get("block") is True else 0
+
+
+def hook_request(stage: str, agent: str, kind: str, pushed: list[tuple[str, str]] | None
+                 ) -> HookRequest:
+    """The service's one request for a hook (op ``hook``), from the hook's stage, worktree,
+    event kind and pushed refs, and what its environment carries: the index being
+    committed, PROXIMITY_ALLOW, the host's stashed edits, the hook script's sync cookie.
+    The thin client and the in-process hook (when the thin client did not ask) send it
+    alike."""
+    msg: HookRequest = {"op": HOOK, "rid": client.new_request_id(), "stage": stage,
+                        "agent": agent, "kind": kind, "index": inputs.index_override(),
+                        "allow": inputs.allowed(), "unstash": stash.host_patch(os.environ)}
+    if stage == "guard":
+        msg["pushed"] = pushed
+    cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")
+    if cookie and stage != "snapshot":
+        msg["cookie"] = cookie  # made by the hook script (the service checks the name)
+    return msg
 
 
 POST_NOTE = "proximity-post-commit"  # in the worktree's git dir; read by hooks/proximity-hook
@@ -214,31 +217,37 @@ def check(argv: list[str]) -> int | Fallback:
         if os.environ.get("PROXIMITY_SKIP") == "1" or not client.enabled():
             return Fallback(stdin)
         cwd = os.path.abspath(a.repo or os.getcwd())
-        msg: dict[str, Any] = {"op": "check", "deny_on": a.deny_on}
+        msg: CheckRequest = {"op": CHECK, "deny_on": a.deny_on, "cwd": cwd}
         if a.hook:
             # the service parses the event (no `json` import here) and defaults its cwd
-            msg.update(harness=a.hook, event_text=stdin or "", cwd=cwd)
+            msg["harness"], msg["event_text"] = a.hook, stdin or ""
         else:
-            msg.update(cwd=cwd, specs=a.specs, json=a.json)
+            msg["specs"], msg["json"] = a.specs, a.json
         answer = ask_check(cwd, msg)
-        if answer is None or not isinstance(answer.get("stdout"), str) \
-                or not isinstance(answer.get("exit"), int):
+        if answer is None:
             return Fallback(stdin)
         print(answer["stdout"])
-        return int(answer["exit"])
+        return answer["exit"]
     except Exception:
         return Fallback(stdin)
 
 
-def ask_check(start: str, msg: dict[str, Any]) -> dict[str, Any] | None:
-    """The service's answer to one check request (None: absent, odd, or ``fallback``)."""
+def ask_check(start: str, msg: CheckRequest) -> CheckAnswer | None:
+    """The service's answer to one check request: what the command prints and its exit
+    code (None: absent, odd, or ``fallback``)."""
     found = where(start) if os.path.isdir(start) else None
     if found is None:
         return None
     answer = client.ask(found[1], msg, budget=CHECK_BUDGET)
     if answer is None or "fallback" in answer:
         return None
-    return answer
+    stdout, code, decision = answer.get("stdout"), answer.get("exit"), answer.get("decision")
+    if not isinstance(stdout, str) or not isinstance(code, int):
+        return None
+    got: CheckAnswer = {"ok": True, "stdout": stdout, "exit": int(code)}
+    if isinstance(decision, dict):
+        got["decision"] = decision
+    return got
 
 
 CHECK_BUDGET = 1.0  # seconds a check waits for the service before checking in process

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -123,18 +124,19 @@ def test_every_benchmark_starts(script):
 def test_the_shell_hook_recognises_the_service_as_it_is_started(tmp_path, monkeypatch):
     """The post-commit fast path (no Python) trusts a cookie only to the live service of
     this very repository, recognised by its command line: the pattern in the shell hook and
-    the command line the client starts the service with must agree, or the fast path
-    silently turns off. Rename the module and this fails."""
+    the command line the client starts the service with (protocol.SERVICE_MODULE) must
+    agree, or the fast path silently turns off. Rename the module and this fails."""
     from conftest import init_repo
 
     from proximity.commands import service as service_cmd
-    from proximity.service import client
+    from proximity.service import protocol
     from proximity.service.server import service_state
 
     hook = (ROOT / "hooks" / "proximity-hook").read_text()
     assert hook == (PKG / "assets" / "proximity-hook").read_text()  # the installed copy
-    pattern = f'*{client.SERVICE_MODULE}"$common")'
-    assert pattern in hook, f"the shell hook no longer matches {client.SERVICE_MODULE}"
+    # the shell hook's own pattern, as written there, names the protocol's module
+    patterns = re.findall(r"case \$cmd in (.+?)\) ;;", hook)
+    assert patterns == [f'*{protocol.SERVICE_MODULE}"$common"'], patterns
     repo = init_repo(tmp_path / "r", {"f.txt": "x\n"})
     common = os.path.realpath(repo / ".git")
     monkeypatch.setenv("PROXIMITY_SERVICE", "1")
@@ -142,13 +144,19 @@ def test_the_shell_hook_recognises_the_service_as_it_is_started(tmp_path, monkey
     try:
         status = service_state(common)["status"]
         assert isinstance(status, dict)
-        pid = status["pid"]
-        # the very test the hook makes, on the real process
-        probe = ('read -r cmd <"/proc/$1/cmdline"; '
-                 f'case $cmd in {pattern} echo live ;; *) echo other ;; esac')
-        out = subprocess.run(["sh", "-c", probe, "sh", str(pid)], capture_output=True,
-                             text=True, env={**os.environ, "common": common}, check=True)
-        assert out.stdout.strip() == "live"
+
+        def seen(pid: int, of: str) -> str:
+            """The very test the hook makes, with its pattern, on a real process."""
+            probe = ('read -r cmd <"/proc/$1/cmdline"; '
+                     f'case $cmd in {patterns[0]}) echo live ;; *) echo other ;; esac')
+            out = subprocess.run(["sh", "-c", probe, "sh", str(pid)], capture_output=True,
+                                 text=True, env={**os.environ, "common": of}, check=True)
+            return out.stdout.strip()
+
+        assert seen(status["pid"], common) == "live"
+        # the service of another repository, or another process, is not it
+        assert seen(status["pid"], os.path.realpath(tmp_path)) == "other"
+        assert seen(os.getpid(), common) == "other"
     finally:
         service_cmd.stop(common, timeout=10.0)
 

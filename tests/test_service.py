@@ -428,6 +428,8 @@ def test_protocol_is_versioned_and_bounded(space, services):
 def test_service_off_switch(space, services, monkeypatch):
     _sp, _a, _b, common = three(space, services)
     monkeypatch.setenv("PROXIMITY_SERVICE", "0")
-    assert client.judge(common, "a", "warn", "pre-commit", None, None) is None
+    asked = {"op": "hook", "rid": client.new_request_id(), "stage": "warn", "agent": "a",
+             "kind": "pre-commit", "index": None}
+    assert client.hook(common, asked) == (None, True)  # judged (and recorded) in process
     time.sleep(0.3)
     assert not client._alive(common)

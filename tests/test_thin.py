@@ -302,6 +302,50 @@ def stamp_of(pkg_root: Path) -> str:
     return out.stdout.strip()
 
 
+def events_of(r: Repo, agent: str) -> list[str]:
+    led = Ledger(os.path.join(r.common, "ecm"))
+    try:
+        return [ev.kind for ev in led.events(agent, 100)]
+    finally:
+        led.close()
+
+
+# the in-process hook as main runs it when the thin client did not ask (Fallback())
+IN_PROCESS = ("import sys\nfrom proximity.main import main\nfrom proximity.thin import "
+              "Fallback\nsys.exit(main(['hook', *sys.argv[1:]], Fallback()))")
+
+
+def test_the_in_process_hook_asks_the_service_the_same_one_request(pair_of_repos):
+    """When the thin client did not ask (a repository it could not place, a failure on its
+    path), the in-process hook sends the service the very request the thin client sends:
+    the service answers it (one `hook` op), with the lines and exit code of judging in
+    process, and records each event once."""
+    svc, inp = pair_of_repos(block_commit=True)
+    same_states(svc, inp)
+    start(svc)
+    before = {r: len(events_of(r, "a")) for r in (svc, inp)}
+    out = {}
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        git(r.a, "add", "f.txt")
+        idx = gitio.Repo(str(r.a)).gitdir + "/index"
+        runs = [subprocess.run([sys.executable, "-c", IN_PROCESS, *hook], cwd=r.a,
+                               capture_output=True, text=True, timeout=120,
+                               env={**os.environ, **env, **extra})
+                for hook, extra in ((["pre-commit"], {"GIT_INDEX_FILE": idx}),
+                                    (["post-checkout", "1" * 40, "2" * 40, "1"], {}))]
+        out[name] = runs
+    assert svc.answered()["hook"] == 2 and svc.answered()["hook_fallback"] == 0
+    for got_svc, got_inp in zip(out["svc"], out["inp"], strict=True):
+        assert got_svc.returncode == got_inp.returncode, (got_svc.stderr, got_inp.stderr)
+        assert norm(got_svc.stderr, svc) == norm(got_inp.stderr, inp)
+    assert "RESOLUTION ADVISORY with worktree 'b'" in out["svc"][0].stderr
+    # one event per hook, each recorded once (by the service here, in process there)
+    wait_for(lambda: len(events_of(svc, "a")) == before[svc] + 2)
+    time.sleep(0.5)
+    assert events_of(svc, "a")[:2] == events_of(inp, "a")[:2] == ["checkout", "pre-commit"]
+    assert [len(events_of(r, "a")) - before[r] for r in (svc, inp)] == [2, 2]
+
+
 def test_a_request_the_client_gave_up_on_is_recorded_once(pair_of_repos):
     """The client claims a request before judging in process; the service then skips it
     (and the other way round): never two events for one hook."""

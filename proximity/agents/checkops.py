@@ -8,14 +8,17 @@ interpreter full of imports. What the command would print and its exit code come
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from proximity.agents import harness, verdict
 from proximity.agents.precheck import check
 from proximity.analysis.intervals import parse_spec
 
+if TYPE_CHECKING:
+    from proximity.service.protocol import CheckAnswer, CheckRequest
 
-def answer(msg: dict[str, Any]) -> dict[str, Any]:
+
+def answer(msg: CheckRequest) -> CheckAnswer:
     """``{"stdout", "exit"}`` for one check request, or ``{"fallback": why}``.
 
     Request: ``{"cwd", "specs": [PATH[:LINES]…], "deny_on", "json"}`` (the CLI), or

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from proximity import ledger
+from proximity import ledger, thin
 from proximity.errors import FatalError
 from proximity.hooks import stash
 from proximity.hooks.inbox import inbox_lines
@@ -58,11 +58,15 @@ def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
              record: bool = True) -> None:
     """``service=False``: the thin client asked the service already; ``record=False``:
     the service took this event (a request the client gave up on) and records it."""
-    unstash = stash.host_patch(os.environ)
-    if not record or (service and _service_records(ctx, kind, unstash)):
+    if service and record:
+        done, record = _ask_service(ctx, "snapshot", kind, None)
+        if done is not None:
+            return
+    if not record:
         deliver(ctx)
         return
-    ev = recorder.record_here(ctx, kind, recorder.index_override(), unstash=unstash)
+    ev = recorder.record_here(ctx, kind, recorder.index_override(),
+                              unstash=stash.host_patch(os.environ))
     queued(ev)
     deliver(ctx)
     if ev is not None and ctx.ledger is not None and ev.seq and ev.seq % recorder.GC_EVERY == 0:
@@ -70,17 +74,20 @@ def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
         ctx.ledger.gc(ctx.cfg.retain_events, live)
 
 
-def _service_records(ctx: workspace.Context, kind: str, unstash: str | None) -> bool:
-    """The resident service records this worktree (it knows what changed: the work is
-    proportional to the change); False: absent or busy (it is started for next time)."""
-    return client.record(ctx.repo.common, ctx.here, kind, recorder.index_override(), unstash)
-
-
-def _ask_service(ctx: workspace.Context, stage: str, kind: str, override: str | None,
-                 pushed: list[tuple[str, str]] | None, unstash: str | None
-                 ) -> dict[str, Any] | None:
-    """The resident service's verdict, or None (absent, busy, broken: judge in process)."""
-    return client.judge(ctx.repo.common, ctx.here, stage, kind, override, pushed, unstash)
+def _ask_service(ctx: workspace.Context, stage: str, kind: str,
+                 pushed: list[tuple[str, str]] | None) -> tuple[bool | None, bool]:
+    """The hook done by the resident service, asked as the thin client asks it (it knows
+    what changed: the work is proportional to the change), its lines printed: whether it
+    blocks, or None (absent, busy, a case it leaves: do the hook here; it is started for
+    next time); and whether this process records the event (False: the service began
+    recording it)."""
+    msg = thin.hook_request(stage, ctx.here, kind, pushed)
+    answer, record = client.hook(ctx.repo.common, msg)
+    if answer is None:
+        return None, record
+    for line in answer["lines"]:
+        err(line)
+    return answer.get("block") is True, False
 
 
 def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = None,
@@ -94,11 +101,12 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
     the same judgement runs in process. ``stdin``: the pushed refs, when already read.
     """
     # lazy: judging loads the scan engine; the snapshot stages never judge
-    from proximity.hooks import inputs, stash
+    from proximity.hooks import inputs
     from proximity.hooks.verdict import judge, outcome
     from proximity.tcas import pipeline
 
-    if stage == "guard" and ctx.cfg.sync:
+    syncs = stage == "guard" and ctx.cfg.sync
+    if syncs:
         # lazy: only a pre-push with sync on talks to the remote
         from proximity.remote import sharing
 
@@ -109,11 +117,12 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
     override = recorder.index_override() if stage == "warn" else None
     pushed = pushed_refs(stdin if stdin is not None else _read_stdin(), dict(os.environ)) \
         if stage == "guard" else None
-    unstash = stash.host_patch(os.environ)
-    verdict = _ask_service(ctx, stage, kind, override, pushed, unstash) \
-        if service and record else None
-    if verdict is None:
-        verdict = judge(ctx, stage, kind, override, pushed, record=record, unstash=unstash)
+    if service and record and not syncs:  # (with sync on the service leaves the push here)
+        blocks, record = _ask_service(ctx, stage, kind, pushed)
+        if blocks is not None:
+            return 1 if blocks else 0
+    verdict = judge(ctx, stage, kind, override, pushed, record=record,
+                    unstash=stash.host_patch(os.environ))
     if verdict["graph_deferred"]:
         pipeline.warm_up(ctx)
     lines, block = outcome(ctx, stage, verdict, inputs.allowed())

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from proximity.analysis import hunks
 from proximity.hooks.inbox import inbox_lines
+from proximity.hooks.pushed import pushed_state, whose_work
 from proximity.remote.untrusted import text
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import actions, pipeline
@@ -56,8 +57,8 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     if me is not None and pushed is not None:
         runs = []
         for ref, sha in pushed:
-            owner = _owner(agents, ref) or _carrier(ctx, agents, me, sha) or me
-            runs.append((owner.id, [_pushed_state(ctx, owner, ref, sha) if a.id == owner.id
+            owner = whose_work(ctx, agents, me, ref, sha)
+            runs.append((owner.id, [pushed_state(ctx, owner, ref, sha) if a.id == owner.id
                                     else a for a in agents]))
         if not runs:
             return {"nothing": True, "notes": notes}
@@ -103,53 +104,6 @@ def unstashed(ctx: workspace.Context, agents: list[Agent], patch: str | None) ->
         return agents
     back = replace(me, tree=tree, snapshot=ctx.repo.snapshot_commit(tree, me.head))
     return [back if a.id == ctx.here else a for a in agents]
-
-
-def _owner(agents: list[Agent], ref: str) -> Agent | None:
-    """The local worktree that has the pushed branch checked out (its work, whoever
-    pushes it: right-of-way is that worktree's), if one does."""
-    if not ref.startswith("refs/heads/"):
-        return None
-    branch = ref.removeprefix("refs/heads/")
-    return next((a for a in agents if a.branch == branch and not a.remote and a.error is None),
-                None)
-
-
-def _carrier(ctx: workspace.Context, agents: list[Agent], me: Agent, sha: str) -> Agent | None:
-    """For a pushed branch checked out nowhere (a copy of another worktree's branch, or one
-    built on it): the one local worktree whose own commits it carries -- its HEAD is in
-    the pushed history and not in the pushing worktree's -- the deepest such when their
-    heads line up; None when none does or unrelated ones do. (Without it, `git branch copy
-    feat/b; git push origin copy` pushed the commits that must yield, judged as the pushing
-    worktree.)"""
-    repo = ctx.repo
-    found = []
-    for a in agents:
-        if a.id == me.id or a.remote or a.error is not None or not a.head:
-            continue
-        if me.head and repo.is_ancestor(a.head, me.head):
-            continue  # history the pusher has too: nobody's own work here
-        if repo.is_ancestor(a.head, sha):
-            found.append(a)
-    deepest = [a for a in found
-               if not any(b is not a and b.head != a.head
-                          and repo.is_ancestor(str(a.head), str(b.head)) for b in found)]
-    return deepest[0] if len(deepest) == 1 else None
-
-
-def _pushed_state(ctx: workspace.Context, me: Agent, ref: str, sha: str) -> Agent:
-    """This worktree as a pushed commit: its tree, on that commit, as the snapshot commit
-    of (tree, commit) -- content-addressed, so a push of the state already judged (the
-    warm snapshot after the commit, or the one recorded at it) is that very state and its
-    pairs' channel results are found by their key instead of computed again (git's merge
-    of two states is the same from the snapshot commit as from the commit: same tree,
-    same merge bases). Right-of-way is still computed from this HEAD."""
-    branch = ref.removeprefix("refs/heads/") or me.branch
-    tree = ctx.repo.commit_tree(sha)
-    if me.error is None and me.head == sha and me.tree == tree and me.snapshot:
-        return replace(me, branch=branch)
-    return replace(me, head=sha, snapshot=ctx.repo.snapshot_commit(tree, sha), tree=tree,
-                   branch=branch, error=None)
 
 
 def outcome(ctx: workspace.Context, stage: str, verdict: dict[str, Any], allow: bool

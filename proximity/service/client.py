@@ -16,13 +16,29 @@ import sys
 import time
 
 from proximity import __version__
+from proximity.service.protocol import (
+    MARSHAL,
+    MAX_MESSAGE,
+    PROTOCOL,
+    SCAN,
+    SERVICE_MODULE,
+    SHUTDOWN,
+    TOUCHED,
+)
 
 TYPE_CHECKING = False  # (not typing's: hooks import this module)
 if TYPE_CHECKING:
     from typing import Any
 
-PROTOCOL = 1
-MAX_MESSAGE = 8 << 20  # bytes of one request or answer line
+    from proximity.service.protocol import (
+        HookAnswer,
+        HookRequest,
+        PostNote,
+        Request,
+        ScanRequest,
+        TouchedRequest,
+    )
+
 CONNECT_TIMEOUT = 0.05
 CLAIM_AGE = 120.0  # seconds a request's claim is kept (far past any client's budget)
 HOOK_BUDGET = 2.0  # seconds a hook waits for an answer before judging in process
@@ -154,13 +170,14 @@ def new_request_id() -> str:
     return os.urandom(12).hex()
 
 
-def exchange(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
+def exchange(common: str, msg: Request, budget: float = HOOK_BUDGET,
              connect_timeout: float = CONNECT_TIMEOUT) -> tuple[dict[str, Any] | None, bool]:
     """One request, one answer (None on any problem), and whether the request reached
-    the service (True: it may be working on it although no answer came in time)."""
+    the service (True: it may be working on it although no answer came in time). The
+    answer is as the service sent it: the functions for each op below check its shape."""
     deadline = time.monotonic() + budget
     data = dumps({"v": PROTOCOL, "code": code_stamp(), **msg, "budget": budget,
-                  "reply": "marshal"}).encode() + b"\n"
+                  "reply": MARSHAL}).encode() + b"\n"
     if len(data) > MAX_MESSAGE:
         return None, False
     sent = False
@@ -181,17 +198,17 @@ def exchange(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
         sock.close()
     if answer is None or answer.get("v") != PROTOCOL:
         return None, sent
-    if answer.get("code") != code_stamp() and msg.get("op") != "shutdown":
+    if answer.get("code") != code_stamp() and msg["op"] != SHUTDOWN:
         # a service started from other code (before an upgrade): it goes, we judge here
         # (a job it already began is claimed by it, see claim)
-        exchange(common, {"op": "shutdown"}, budget=0.3)
+        exchange(common, {"op": SHUTDOWN}, budget=0.3)
         return None, sent
     if not answer.get("ok"):
         return None, sent and not answer.get("refused")  # refused: nothing was done
     return answer, sent
 
 
-def request(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
+def request(common: str, msg: Request, budget: float = HOOK_BUDGET,
             connect_timeout: float = CONNECT_TIMEOUT) -> dict[str, Any] | None:
     """One request, one answer; None on any problem."""
     return exchange(common, msg, budget, connect_timeout)[0]
@@ -230,11 +247,6 @@ def forget_claims(common: str, older_than: float = CLAIM_AGE) -> None:
             pass
 
 
-# the service's command line: `python -m SERVICE_MODULE COMMON`. The shell hook recognises
-# the live service of a repository by it (hooks/proximity-hook reads /proc/PID/cmdline)
-SERVICE_MODULE = "proximity.service"
-
-
 def start(common: str) -> bool:
     """Start the service for this repository in the background (never waits for it).
     The service itself makes sure only one runs (a lock); a second start exits at once."""
@@ -259,13 +271,13 @@ def start(common: str) -> bool:
     return True
 
 
-def ask(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
+def ask(common: str, msg: Request, budget: float = HOOK_BUDGET,
         autostart: bool = True) -> dict[str, Any] | None:
     """A request to the service; when none answers, start one for next time."""
     return ask_sent(common, msg, budget, autostart)[0]
 
 
-def ask_sent(common: str, msg: dict[str, Any], budget: float = HOOK_BUDGET,
+def ask_sent(common: str, msg: Request, budget: float = HOOK_BUDGET,
              autostart: bool = True) -> tuple[dict[str, Any] | None, bool]:
     """`ask`, and whether the request reached the service (see exchange)."""
     if not enabled():
@@ -292,38 +304,43 @@ def _alive(common: str) -> bool:
         return False
 
 
-def judge(common: str, here: str, stage: str, kind: str, override: str | None,
-          pushed: list[tuple[str, str]] | None, unstash: str | None = None
-          ) -> dict[str, Any] | None:
-    """The service's verdict for a pre-commit (warn) or pre-push (guard) hook."""
-    answer = ask(common, {"op": "judge", "agent": here, "stage": stage, "kind": kind,
-                          "index": override, "pushed": pushed, "unstash": unstash})
-    if answer is None or not isinstance(answer.get("verdict"), dict):
-        return None
-    verdict: dict[str, Any] = answer["verdict"]
-    return verdict
+def hook(common: str, msg: HookRequest, budget: float = HOOK_BUDGET
+         ) -> tuple[HookAnswer | None, bool]:
+    """One hook done by the service (op ``hook``: record the worktree, judge it, take its
+    inbox, decide the block): the answer, whose ``lines`` the hook prints, or None when
+    the caller does the hook in process; and whether that caller records the event (False:
+    the service began recording it, a request the client gave up waiting on that the
+    service claimed first, see claim)."""
+    answer, sent = ask_sent(common, msg, budget)
+    if answer is None:  # whoever claims the request first records it (none: the service)
+        rid = msg.get("rid")
+        return None, not sent or (rid is not None and claim(common, rid))
+    lines = answer.get("lines")
+    if "fallback" in answer or not isinstance(lines, list) \
+            or not all(isinstance(x, str) for x in lines):
+        return None, True  # a case the service leaves to the hook: nothing was recorded
+    got: HookAnswer = {"ok": True, "lines": lines, "block": answer.get("block") is True}
+    post = answer.get("post")
+    pid = post.get("pid") if isinstance(post, dict) else None
+    if isinstance(pid, int) and not isinstance(pid, bool):
+        note: PostNote = {"pid": pid}
+        got["post"] = note
+    return got, False
 
 
 def scan(common: str, focus: str | None = None, index: str | None = None,
          budget: float = 30.0) -> dict[str, Any] | None:
     """`scan --json` as the service sees the airspace (``index``: the focus worktree's
     index file to snapshot from, e.g. the one a commit is being made from)."""
-    answer = ask(common, {"op": "scan", "agent": focus, "index": index}, budget)
+    msg: ScanRequest = {"op": SCAN, "agent": focus, "index": index}
+    answer = ask(common, msg, budget)
     if answer is None or not isinstance(answer.get("scan"), dict):
         return None
     result: dict[str, Any] = answer["scan"]
     return result
 
 
-def record(common: str, here: str, kind: str, index: str | None,
-           unstash: str | None = None) -> bool:
-    """Ask the service to record this worktree's state as one ledger event (what the
-    snapshot hook does); False: not done, record in process."""
-    answer = ask(common, {"op": "record", "agent": here, "kind": kind, "index": index,
-                          "unstash": unstash})
-    return bool(answer and answer.get("recorded"))
-
-
 def touched(common: str, here: str) -> None:
     """Tell the service a worktree changed (a commit, checkout, ...); never waits."""
-    ask(common, {"op": "touched", "agent": here}, budget=0.2)
+    msg: TouchedRequest = {"op": TOUCHED, "agent": here}
+    ask(common, msg, budget=0.2)

@@ -11,33 +11,24 @@ import os
 import re
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from proximity.service import client, fswatch
+from proximity.service.protocol import HOOK
 from proximity.service.state import Job, ServiceState
+
+if TYPE_CHECKING:
+    from proximity.service.protocol import HookRequest, PostNote
 
 SYNC_TIMEOUT = 0.25  # seconds a hook waits for the watcher to catch up (service.sync)
 
-
 EARLY_COOKIE = re.compile(r"sync-h[0-9]{1,10}")  # a hook script's cookie (proximity-hook)
-
 
 EARLY_WAIT = 0.05  # for it to come back; then a cookie of the service's own
 
-
 EARLY_KEEP = 10.0  # seconds a cookie back before its request is kept for it
 
-
 POST_PREFIX = "post-commit-"  # a post-commit hook's note in the cookies directory
-
-
-def _node(path: str) -> tuple[int, int] | None:
-    """A path's (device, inode), None when it is gone."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _ident(path: str) -> tuple[int, int, int] | None:
@@ -86,7 +77,7 @@ def _remove(common: str, name: str) -> bool:
         os.close(fd)
 
 
-def _drop_old_notes(common: str) -> None:
+def drop_old_notes(common: str) -> None:
     """Post-commit notes and hook scripts' sync cookies left for an earlier service (one
     that died before taking them)."""
     d = os.path.join(client.ecm_dir(common), "cookies")
@@ -98,6 +89,7 @@ def _drop_old_notes(common: str) -> None:
 
 class Cookies(ServiceState):
     """Sync cookies and post-commit notes: files the watcher brings back in order."""
+
     def _early(self, name: str, path: str) -> None:
         """Watcher thread, under pending_lock: a hook script's cookie came back before its
         request (kept a while for it, by the file's identity; older ones are dropped with
@@ -144,17 +136,17 @@ class Cookies(ServiceState):
             agent = self.air.agent_of_admin(admin)
             if agent is None or self.air.commit_recorded(agent):
                 continue
-            msg = {"op": "hook", "stage": "snapshot", "kind": "commit", "agent": agent,
-                   "index": None, "later": True}
+            msg: HookRequest = {"op": HOOK, "stage": "snapshot", "kind": "commit",
+                                "agent": agent, "index": None, "later": True}
             try:
                 answer = self.air.hook(msg, self._settled())
             except Exception:
                 continue  # as a failed hook request: the next verdict snapshots it anyway
             if "fallback" not in answer:
                 self.answered["hook"] += 1
-                self.put(Job("rescan", msg), 1)
+                self.put(Job("rescan", {"agent": agent}), 1)
 
-    def post_note(self, agent: str) -> dict[str, Any] | None:
+    def post_note(self, agent: str) -> PostNote | None:
         """What a pre-commit's thin client leaves for the post-commit hook that follows:
         this process's pid, so that hook records the commit by a file in the cookies
         directory without starting Python (hooks/proximity-hook); None when the watcher
@@ -168,7 +160,6 @@ class Cookies(ServiceState):
         """The cookies directory when the watcher sees files made there (sync cookies,
         post-commit notes): watching, no error, a real directory (neither it nor ``ecm``
         a link) inside a watched worktree; else None."""
-
         d = os.path.join(client.ecm_dir(self.common), "cookies")
         roots = self.air.watch_roots() if self.air is not None else {}
         if (not self.watcher.watching.is_set() or self.watcher.error or not os.path.isdir(d)

@@ -7,14 +7,39 @@ import json
 import os
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proximity import gitio
 from proximity.agents import checkops
 from proximity.ledger import inbox
 from proximity.service import client
+from proximity.service.protocol import (
+    CHECK,
+    HOOK,
+    MARSHAL,
+    MAX_MESSAGE,
+    PING,
+    PROTOCOL,
+    SHUTDOWN,
+    STAGES,
+    STATUS,
+    TOUCHED,
+    WORKER_OPS,
+)
 from proximity.service.scheduler import BUSY, Scheduler
 from proximity.service.state import Job
+
+if TYPE_CHECKING:
+    from proximity.service.protocol import (
+        Answer,
+        CheckAnswer,
+        CheckRequest,
+        HookAnswer,
+        HookRequest,
+        PingAnswer,
+        ScanRequest,
+        StatusAnswer,
+    )
 
 READ_TIMEOUT = 5.0
 
@@ -23,7 +48,7 @@ def _read_request(conn: socket.socket) -> dict[str, Any] | None:
     buf = bytearray()
     deadline = time.monotonic() + READ_TIMEOUT
     while b"\n" not in buf:
-        if len(buf) > client.MAX_MESSAGE or time.monotonic() > deadline:
+        if len(buf) > MAX_MESSAGE or time.monotonic() > deadline:
             return None
         chunk = conn.recv(65536)
         if not chunk:
@@ -36,34 +61,92 @@ def _read_request(conn: socket.socket) -> dict[str, Any] | None:
     return msg if isinstance(msg, dict) else None
 
 
+def _text(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def hook_request(msg: dict[str, Any]) -> HookRequest | None:
+    """A hook's request as its client sends it (thin.hook_request), read from the wire;
+    None: malformed. (``later`` and ``synced`` are the service's own, never a client's.)"""
+    stage, agent, kind, index = msg.get("stage"), msg.get("agent"), msg.get("kind"), \
+        msg.get("index")
+    if stage not in STAGES or not isinstance(agent, str) or not isinstance(kind, str) \
+            or not _text(index):
+        return None
+    rid, cookie, unstash = msg.get("rid"), msg.get("cookie"), msg.get("unstash")
+    req: HookRequest = {"op": HOOK, "stage": stage, "agent": agent, "kind": kind,
+                        "index": index, "allow": bool(msg.get("allow")),
+                        "unstash": unstash if isinstance(unstash, str) else None}
+    if isinstance(rid, str):  # (another is no claim, as a cookie of another kind is none)
+        req["rid"] = rid
+    if isinstance(cookie, str):
+        req["cookie"] = cookie
+    pushed = msg.get("pushed")
+    if pushed is not None:
+        if not isinstance(pushed, list) or not all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                for p in pushed):
+            return None
+        req["pushed"] = [(ref, sha) for ref, sha in pushed]
+    return req
+
+
+def scan_request(msg: dict[str, Any]) -> ScanRequest | None:
+    """A scan's request (client.scan) read from the wire; None: malformed."""
+    agent, index = msg.get("agent"), msg.get("index")
+    if not _text(agent) or not _text(index):
+        return None
+    return {"op": "scan", "agent": agent, "index": index, "record": bool(msg.get("record"))}
+
+
+def check_request(msg: dict[str, Any]) -> CheckRequest | None:
+    """A check's request (thin.check) read from the wire; None: malformed."""
+    cwd, deny_on, specs = msg.get("cwd"), msg.get("deny_on"), msg.get("specs")
+    if not isinstance(cwd, str) or not _text(deny_on) or not _text(msg.get("harness")) \
+            or not _text(msg.get("event_text")):
+        return None
+    req: CheckRequest = {"op": CHECK, "cwd": cwd, "deny_on": deny_on,
+                         "json": bool(msg.get("json"))}
+    if isinstance(specs, list) and all(isinstance(x, str) for x in specs):
+        req["specs"] = specs
+    elif specs is not None:
+        return None
+    if msg.get("harness") is not None:
+        req["harness"], req["event_text"] = msg["harness"], msg.get("event_text") or ""
+    return req
+
+
 class Dispatch(Scheduler):
     """One connection's requests, answered at once or handed to the worker."""
+
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
                 msg = _read_request(conn)
-                answer = self._answer(msg) if msg is not None else {
-                    "ok": False, "error": "bad request"}
+                bad: Answer = {"ok": False, "error": "bad request"}
+                answer = self._answer(msg) if msg is not None else bad
                 if answer is not None:
                     conn.settimeout(READ_TIMEOUT)
-                    reply = {"v": client.PROTOCOL, "code": self.code, **answer}
+                    reply = {"v": PROTOCOL, "code": self.code, **answer}
                     conn.sendall(client.marshal_reply(reply) if msg and msg.get("reply") ==
-                                 "marshal" else json.dumps(reply).encode() + b"\n")
+                                 MARSHAL else json.dumps(reply).encode() + b"\n")
             except OSError:
                 pass
 
-    def _answer(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+    def _answer(self, msg: dict[str, Any]) -> Answer | None:
         self.requests += 1
         self.last_active = time.monotonic()
         op = msg.get("op")
-        if msg.get("v") != client.PROTOCOL:
+        if msg.get("v") != PROTOCOL:
             return {"ok": False, "error": f"protocol {msg.get('v')!r} not spoken (want "
-                    f"{client.PROTOCOL})"}
-        if op == "ping":
-            return {"ok": True, "pid": os.getpid(), "ready": self.air is not None}
-        if op == "status":
-            return {"ok": True, "status": self.status()}
-        if op == "shutdown":
+                    f"{PROTOCOL})"}
+        if op == PING:
+            ping: PingAnswer = {"ok": True, "pid": os.getpid(), "ready": self.air is not None}
+            return ping
+        if op == STATUS:
+            status: StatusAnswer = {"ok": True, "status": self.status()}
+            return status
+        if op == SHUTDOWN:
             self.stop.set()
             return {"ok": True}
         if msg.get("code") is not None and msg.get("code") != self.code:
@@ -72,26 +155,33 @@ class Dispatch(Scheduler):
             self.stop.set()
             return {"ok": False, "refused": True, "error": f"this service runs {self.code}, "
                     f"the client {msg.get('code')}: exiting"}
-        if op == "touched":
-            self.put(Job("touched", msg), 1)
+        if op == TOUCHED:
+            self.put(Job(TOUCHED, {"agent": msg.get("agent")}), 1)
             return {"ok": True}
-        if op == "check":
-            return self._check(msg)
-        if op not in ("scan", "judge", "record", "hook"):
+        if op == CHECK:
+            check = check_request(msg)
+            return self._check(check) if check is not None else {
+                "ok": False, "error": "malformed check request"}
+        if op not in WORKER_OPS:
             return {"ok": False, "error": f"unknown op {op!r}"}
         self.last_request = time.monotonic()
-        if (op == "hook" and msg.get("stage") == "snapshot" and self.air is not None
-                and msg.get("agent") in self.air.paths
-                and self._inbox_empty(str(msg.get("agent")))):
+        req = hook_request(msg) if op == HOOK else scan_request(msg)
+        if req is None:
+            return {"ok": False, "error": f"malformed {op} request"}
+        if (req["op"] == HOOK and req["stage"] == "snapshot" and self.air is not None
+                and req["agent"] in self.air.paths and self._inbox_empty(req["agent"])):
             # a snapshot hook with nothing to print does not wait for its record: the
             # worker takes it in order, so the next verdict sees it
-            self.put(Job("hook", {**msg, "later": True}), 0)
-            return {"ok": True, "lines": [], "block": False, "queued": True}
+            later = req.copy()
+            later["later"] = True
+            self.put(Job(HOOK, request=later), 0)
+            queued: HookAnswer = {"ok": True, "lines": [], "block": False, "queued": True}
+            return queued
         since = self.background_since
-        if op != "scan" and since is not None and self.last_request - since > BUSY:
+        if req["op"] == HOOK and since is not None and self.last_request - since > BUSY:
             # a long rescan (a new import graph after main moved): no hook waits on it
             return {"ok": False, "refused": True, "error": "busy"}
-        job = Job(str(op), msg)
+        job = Job(req["op"], request=req)
         self.put(job, 0)
         budget = msg.get("budget")
         wait = float(budget) if isinstance(budget, (int, float)) else 30.0
@@ -102,21 +192,20 @@ class Dispatch(Scheduler):
 
     def _inbox_empty(self, agent: str) -> bool:
         """Whether the worktree has no undelivered message (read-only, on this thread)."""
-
         return inbox.undelivered(client.ecm_dir(self.common), agent) is False
 
-    def _check(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def _check(self, msg: CheckRequest) -> CheckAnswer:
         """`proximity check` (its CLI, a harness's pre-edit hook) on this connection's own
         thread: it reads only git's answers about the paths asked, never the worker's
         state, so it never waits behind a rescan. Anything odd: the client checks in
         process."""
-
         try:
             answer = checkops.answer(msg)
         except Exception as e:  # the in-process check says the same error its own way
             answer = {"fallback": f"{type(e).__name__}: {e}"}
         self.answered["check" if "fallback" not in answer else "check_fallback"] += 1
-        return {"ok": True, **answer}
+        answer["ok"] = True
+        return answer
 
     def status(self) -> dict[str, Any]:
         air = self.air

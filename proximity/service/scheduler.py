@@ -7,39 +7,31 @@ import os
 import queue
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from proximity.service import client, fswatch
-from proximity.service.cookies import EARLY_COOKIE, Cookies, _drop_old_notes
+from proximity.service.cookies import EARLY_COOKIE, Cookies, drop_old_notes
+from proximity.service.protocol import HOOK
 from proximity.service.state import Job
 from proximity.service.warm import WarmAirspace
 
 if TYPE_CHECKING:
-    pass
+    from proximity.service.protocol import Answer, HookAnswer, ScanAnswer
 
 
 QUIET = 2.0  # seconds without a hook request before background rescans run
 
-
 FILES_QUIET = 0.5  # seconds without a file event before they run (a commit follows its add)
-
 
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
 
-def _worktree_dirs(common: str) -> list[str]:
-    try:
-        return sorted(os.listdir(os.path.join(common, "worktrees")))
-    except OSError:
-        return []
-
-
 class Scheduler(Cookies):
     """The one worker thread: requests first, background rescans in quiet moments."""
+
     def _on_files(self, paths: set[str]) -> None:
         """Watcher thread: hand the batch to the worker (which asks git about ignores);
         then release the sync cookies it carries (everything before them is pending)."""
-
         cookies = {p for p in paths if fswatch.COOKIE in p}
         paths = paths - cookies
         for p in cookies:
@@ -71,7 +63,6 @@ class Scheduler(Cookies):
 
     def _files(self) -> set[str]:
         """The worktrees the pending file events concern (ignored paths left out)."""
-
         assert self.air is not None
         with self.pending_lock:
             paths, self.pending = self.pending, set()
@@ -96,9 +87,7 @@ class Scheduler(Cookies):
         return ids
 
     def _work(self) -> None:
-
         try:
-
             air = WarmAirspace(self.common)
             air.agents_now()  # learns the worktrees (their paths are the roots)
             started = air.watch_roots()
@@ -106,7 +95,7 @@ class Scheduler(Cookies):
             self.watcher.watching.wait(10.0)
             air.dirty |= set(air.paths)
             air.baseline()
-            _drop_old_notes(self.common)  # the baseline read those commits already
+            drop_old_notes(self.common)  # the baseline read those commits already
             self.air = air
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
@@ -136,8 +125,8 @@ class Scheduler(Cookies):
                 break
             if job.abandoned:
                 continue
-            rid = job.msg.get("rid")
-            if prio == 0 and isinstance(rid, str) and not client.claim(self.common, rid):
+            rid = job.request.get("rid") if job.request is not None else None
+            if prio == 0 and rid is not None and not client.claim(self.common, rid):
                 # the client gave up waiting and does this job in process
                 job.answer = {"ok": True, "fallback": "taken by the client"}
                 job.done.set()
@@ -157,7 +146,9 @@ class Scheduler(Cookies):
             try:
                 t0 = time.perf_counter()
                 job.answer = self._background(job) if prio > 0 else self._do(job)
-                what = f"{job.op}:{job.msg.get('stage', '')}" if prio == 0 else "background"
+                stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
+                    else ""
+                what = f"{job.op}:{stage}" if prio == 0 else "background"
                 self.last_ms[what] = round((time.perf_counter() - t0) * 1000, 1)
             except Exception as e:  # one bad request never takes the service down
                 job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
@@ -174,7 +165,6 @@ class Scheduler(Cookies):
     def _watch_gaps(self) -> None:
         """Worker thread: after the watcher restarted (new roots, an error), what changed
         meanwhile is unknown: no snapshot may start from the paths it reported."""
-
         assert self.air is not None
         if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \
                 or self.watcher.error:
@@ -182,14 +172,14 @@ class Scheduler(Cookies):
             self.air.forget_files()
             self.air.dirty |= set(self.air.paths)  # and no kept state is known current
         # a worktree no watch covers yet (found since the watcher started: its roots are
-        # set at the next turn) says nothing when it changes: it is read again (trial15: a
+        # set at the next turn) says nothing when it changes: it is read again (else a
         # worktree added while the service started was never watched, and a commit there
         # was judged on the state it had when added)
         for wid, path in self.air.paths.items():
             if not fswatch.covered(path, self.watcher.active):
                 self.air.dirty.add(wid)
 
-    def _background(self, first: Job) -> dict[str, Any]:
+    def _background(self, first: Job) -> Answer:
         """Every queued background job at once: re-snapshot what changed, rescan the
         pairs of the worktrees concerned, send the messages of rising advisories."""
         assert self.air is not None
@@ -225,8 +215,9 @@ class Scheduler(Cookies):
             job.done.set()
         return {"ok": True}
 
-    def _do(self, job: Job) -> dict[str, Any]:
+    def _do(self, job: Job) -> Answer:
         assert self.air is not None
+        req = job.request
         # a verdict may trust the warm state of a worktree only once every change made
         # before this request has been reported (then no pending event names it)
         if not self.watcher.watching.is_set() or self.watcher.error:
@@ -234,32 +225,26 @@ class Scheduler(Cookies):
             # tells which worktree changed, so every one is read again
             self.air.dirty |= set(self.air.paths)
         self._watch_gaps()
-        synced = (job.op == "judge" or (job.op == "hook" and job.msg.get("stage") != "snapshot")
-                  ) and self.sync(early=job.msg.get("cookie"))
-        job.msg["synced"] = synced
+        if req is not None and req["op"] == HOOK:
+            req["synced"] = req["stage"] != "snapshot" and self.sync(early=req.get("cookie"))
         # siblings' saves the watcher reported but no rescan has taken yet: read now
         for wid in self._files():
             self.air.dirty.add(wid)
             self.put(Job("rescan", {"agent": wid}), 1)  # their messages, later
         self._take_posts()
-        if job.op == "posts":
+        if req is None:  # (posts: taken just now)
             return {"ok": True}
-        if job.op == "record":
-            done = self.air.record(job.msg, self._settled())
-            self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
-            return {"ok": True, "recorded": done is not None}
-        if job.op == "hook":
-            answer = self.air.hook(job.msg, self._settled())
+        if req["op"] == HOOK:
+            answer: HookAnswer = self.air.hook(req, self._settled())
             self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
-            if job.msg.get("kind") == "pre-commit" and "fallback" not in answer:
-                note = self.post_note(str(job.msg.get("agent")))
+            if req["kind"] == "pre-commit" and "fallback" not in answer:
+                note = self.post_note(req["agent"])
                 if note is not None:
                     answer["post"] = note
-            if job.msg.get("stage") == "snapshot" and "fallback" not in answer:
-                self.put(Job("rescan", job.msg), 1)  # then its pairs, and any rise's messages
-            return {"ok": True, **answer}
-        if job.op == "judge":
-            return {"ok": True, "verdict": self.air.judge(job.msg)}
-        if job.op == "scan":
-            return {"ok": True, "scan": self.air.scan(job.msg)}
-        return {"ok": False, "error": f"unknown job {job.op!r}"}
+            if req["stage"] == "snapshot" and "fallback" not in answer:
+                # then its pairs, and any rise's messages
+                self.put(Job("rescan", {"agent": req["agent"]}), 1)
+            answer["ok"] = True
+            return answer
+        scan: ScanAnswer = {"ok": True, "scan": self.air.scan(req)}
+        return scan

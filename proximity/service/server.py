@@ -8,9 +8,10 @@ that changed), and rescans that worktree's pairs at once: when a pair's advisory
 because of a saved file, the TCAS messages go out then, not at the next commit.
 
 Requests (``{"v": 1, "op": ...}``): ``ping``, ``status``, ``shutdown``, ``touched`` (a hook
-says a worktree changed), ``scan`` (the ``scan --json`` document) and ``judge`` (a hook's
-verdict, computed by the very function the in-process hook uses), ``record`` (what a
-snapshot hook records). The warm state itself lives in warm.py.
+says a worktree changed), ``scan`` (the ``scan --json`` document), ``check`` (`proximity
+check`) and ``hook`` (everything a hook does: record, judge by the very functions the
+in-process hook uses, take the inbox, decide the block); their shapes are in protocol.py.
+The warm state itself lives in warm.py.
 """
 
 from __future__ import annotations
@@ -27,9 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from proximity.service import client, fswatch
-from proximity.service.cookies import _node
 from proximity.service.dispatch import READ_TIMEOUT, Dispatch
-from proximity.service.scheduler import _worktree_dirs
 from proximity.service.state import Job
 
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
@@ -96,6 +95,20 @@ def _bind(common: str, path: str) -> socket.socket:
     return srv
 
 
+def _node(path: str) -> tuple[int, int] | None:
+    """A path's (device, inode), None when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _worktree_dirs(common: str) -> list[str]:
+    try:
+        return sorted(os.listdir(os.path.join(common, "worktrees")))
+    except OSError:
+        return []
 
 
 def run(common: str, idle: float | None = None) -> int:
@@ -179,7 +192,7 @@ class Service(Dispatch):
             if time.monotonic() - self.last_active > self.idle:
                 break
             if _node(self.common) != mine[0] or (sock and _node(sock) != mine[1]):
-                break  # (trial15: a case repo made again at the same path kept it busy)
+                break  # (a repository made again at the same path is another one)
             if time.monotonic() - swept > 60.0:
                 swept = time.monotonic()
                 client.forget_claims(self.common)

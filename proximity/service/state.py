@@ -15,15 +15,19 @@ from typing import TYPE_CHECKING, Any
 from proximity.service import client, fswatch
 
 if TYPE_CHECKING:
+    from proximity.service.protocol import Answer, HookRequest, ScanRequest
     from proximity.service.warm import WarmAirspace
 
 
 @dataclass
 class Job:
+    """A request for the worker (``request``: a hook's or a scan's, read from the wire), or
+    the service's own work (``op``: files, rescan, ...; ``msg``: which worktree)."""
     op: str
     msg: dict[str, Any] = field(default_factory=dict)
+    request: HookRequest | ScanRequest | None = None
     done: threading.Event = field(default_factory=threading.Event)
-    answer: dict[str, Any] | None = None
+    answer: Answer | None = None
     abandoned: bool = False
 
 
@@ -39,7 +43,7 @@ class ServiceState:
         self.seq = itertools.count()
         self.stop = threading.Event()
         self.last_active = time.monotonic()
-        self.last_request = 0.0  # when the last hook request (scan, judge, record) came
+        self.last_request = 0.0  # when the last hook or scan request came
         self.last_file_event = 0.0
         self.started = time.time()
         self.air: WarmAirspace | None = None

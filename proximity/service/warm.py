@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from proximity import gitio
     from proximity.ledger import Event
     from proximity.model import Agent, PairResult
+    from proximity.service.protocol import HookAnswer, HookRequest, ScanRequest
     from proximity.snapshot.workspace import Context
 
 from proximity import config, gitio
@@ -160,7 +161,7 @@ class WarmAirspace(WarmSnapshots):
         self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
         self.scans += 1
 
-    def record(self, msg: dict[str, Any], files_settled: bool) -> Event | None:
+    def record(self, msg: HookRequest, files_settled: bool) -> Event | None:
         """What the snapshot hook does, for it: record the worktree as one event (a
         commit outside any rebase/merge with no file event pending reuses the tree)."""
 
@@ -183,8 +184,8 @@ class WarmAirspace(WarmSnapshots):
             ctx.ledger.gc(ctx.cfg.retain_events, set(self.paths))
         return ev
 
-    def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
-
+    def judge(self, msg: HookRequest) -> dict[str, Any]:
+        """The verdict of a pre-commit or pre-push hook (hooks/verdict.py), for hook."""
         here = str(msg["agent"])
         self.reload_policy(aged=False)
         pushed = msg.get("pushed")
@@ -195,10 +196,10 @@ class WarmAirspace(WarmSnapshots):
                                  here, ix, synced=msg.get("synced") is True),
                              in_hook=False, unstash=_unstash(msg))
 
-    def hook(self, msg: dict[str, Any], files_settled: bool) -> dict[str, Any]:
-        """Everything a hook does, for the thin client (thin.py): record (snapshot
-        stages) or judge (pre-commit, pre-push), take the inbox, decide the block by the
-        airspace policy; the stderr lines to print and whether it blocks. By the very
+    def hook(self, msg: HookRequest, files_settled: bool) -> HookAnswer:
+        """Everything a hook does, for its one request (thin.hook_request): record
+        (snapshot stages) or judge (pre-commit, pre-push), take the inbox, decide the block
+        by the airspace policy; the stderr lines to print and whether it blocks. By the very
         functions the in-process hook uses, so both print alike. ``fallback``: a case this
         service leaves to the in-process hook (no ledger, sync on, an unknown worktree)."""
 
@@ -226,7 +227,7 @@ class WarmAirspace(WarmSnapshots):
         lines, block = verdict.outcome(ctx, stage, self.judge(msg), bool(msg.get("allow")))
         return {"lines": lines, "block": block}
 
-    def scan(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def scan(self, msg: ScanRequest) -> dict[str, Any]:
 
         focus = msg.get("agent")
         self.reload_policy(aged=False)
@@ -237,7 +238,7 @@ class WarmAirspace(WarmSnapshots):
         return report.scan_json(result)
 
 
-def _unstash(msg: dict[str, Any]) -> str | None:
+def _unstash(msg: HookRequest) -> str | None:
     """The hook host's patch of stashed edits a hook names (stash.host_patch): an
     absolute path to a regular file, else nothing (it is read by `git apply --cached`
     into a temporary index, never run or written)."""

@@ -1,0 +1,66 @@
+"""Whose work a pushed commit is: the guard judges what is pushed, each pushed commit
+standing in for the worktree whose work it carries (the one that has the branch checked out,
+else the one whose own commits it carries, else the pushing worktree), as that commit's
+state."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from proximity.model import Agent
+    from proximity.snapshot import workspace
+
+
+def whose_work(ctx: workspace.Context, agents: list[Agent], me: Agent, ref: str, sha: str
+               ) -> Agent:
+    """The worktree a pushed (ref, commit) stands in for (``me``: the pushing worktree)."""
+    return owner(agents, ref) or carrier(ctx, agents, me, sha) or me
+
+
+def owner(agents: list[Agent], ref: str) -> Agent | None:
+    """The local worktree that has the pushed branch checked out (its work, whoever
+    pushes it: right-of-way is that worktree's), if one does."""
+    if not ref.startswith("refs/heads/"):
+        return None
+    branch = ref.removeprefix("refs/heads/")
+    return next((a for a in agents if a.branch == branch and not a.remote and a.error is None),
+                None)
+
+
+def carrier(ctx: workspace.Context, agents: list[Agent], me: Agent, sha: str) -> Agent | None:
+    """For a pushed branch checked out nowhere (a copy of another worktree's branch, or one
+    built on it): the one local worktree whose own commits it carries -- its HEAD is in
+    the pushed history and not in the pushing worktree's -- the deepest such when their
+    heads line up; None when none does or unrelated ones do. (Without it, `git branch copy
+    feat/b; git push origin copy` pushed the commits that must yield, judged as the pushing
+    worktree.)"""
+    repo = ctx.repo
+    found = []
+    for a in agents:
+        if a.id == me.id or a.remote or a.error is not None or not a.head:
+            continue
+        if me.head and repo.is_ancestor(a.head, me.head):
+            continue  # history the pusher has too: nobody's own work here
+        if repo.is_ancestor(a.head, sha):
+            found.append(a)
+    deepest = [a for a in found
+               if not any(b is not a and b.head != a.head
+                          and repo.is_ancestor(str(a.head), str(b.head)) for b in found)]
+    return deepest[0] if len(deepest) == 1 else None
+
+
+def pushed_state(ctx: workspace.Context, me: Agent, ref: str, sha: str) -> Agent:
+    """This worktree as a pushed commit: its tree, on that commit, as the snapshot commit
+    of (tree, commit) -- content-addressed, so a push of the state already judged (the
+    warm snapshot after the commit, or the one recorded at it) is that very state and its
+    pairs' channel results are found by their key instead of computed again (git's merge
+    of two states is the same from the snapshot commit as from the commit: same tree,
+    same merge bases). Right-of-way is still computed from this HEAD."""
+    branch = ref.removeprefix("refs/heads/") or me.branch
+    tree = ctx.repo.commit_tree(sha)
+    if me.error is None and me.head == sha and me.tree == tree and me.snapshot:
+        return replace(me, branch=branch)
+    return replace(me, head=sha, snapshot=ctx.repo.snapshot_commit(tree, sha), tree=tree,
+                   branch=branch, error=None)

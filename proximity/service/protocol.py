@@ -1,0 +1,123 @@
+"""The resident service's wire protocol, shared by the service and its clients.
+
+One request per connection: a JSON object on one line; one answer: a JSON line, or (a
+client that asks ``"reply": "marshal"``: hooks, which never import `json`) its length, a
+newline and the answer in marshal's format. Every request carries the protocol version and
+the client's code stamp; a service of other code refuses and exits.
+
+Imported by the hook's thin path at no cost: plain constants here, and the request and
+answer shapes as TypedDicts that only the type checker reads (TYPE_CHECKING is False at run
+time: this module imports nothing).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # (not typing's: hooks import this module)
+if TYPE_CHECKING:
+    # (Final: the type checker reads each constant as its literal value)
+    from typing import Any, Final, Literal, NotRequired, TypedDict
+
+PROTOCOL: Final = 1  # "v" of every request and answer
+MAX_MESSAGE: Final = 8 << 20  # bytes of one request or answer line
+
+# the service's command line is `python -m SERVICE_MODULE COMMON`; the shell hook
+# recognises the live service of a repository by it (hooks/proximity-hook matches
+# /proc/PID/cmdline against *proximity.service"$common")
+SERVICE_MODULE: Final = "proximity.service"
+
+# ops answered on the connection's own thread
+PING: Final = "ping"  # alive? ready?
+STATUS: Final = "status"  # what `proximity service status` shows
+SHUTDOWN: Final = "shutdown"
+TOUCHED: Final = "touched"  # a worktree changed (rescanned later; nobody waits)
+CHECK: Final = "check"  # `proximity check` and a harness's pre-edit hook
+# ops the worker answers from the warm airspace, in order
+HOOK: Final = "hook"  # everything a hook does: record, judge, take the inbox, decide the block
+SCAN: Final = "scan"  # the `scan --json` document
+WORKER_OPS: Final = (HOOK, SCAN)
+
+STAGES: Final = ("snapshot", "warn", "guard")  # a hook's stage (hooks/inputs.py)
+MARSHAL: Final = "marshal"  # the "reply" a client asks for an answer in marshal's format
+
+if TYPE_CHECKING:
+    class Envelope(TypedDict, total=False):
+        """What every request carries besides its op (client.exchange adds it)."""
+        v: int  # PROTOCOL
+        code: str  # the client's code stamp (client.code_stamp)
+        budget: float  # seconds the client waits for the answer
+        reply: Literal["marshal"]
+        rid: str  # a claim on the job (client.claim): recorded by one side only
+
+    class HookRequest(Envelope):
+        """One hook, whatever its stage (thin.hook_request)."""
+        op: Literal["hook"]
+        stage: str  # one of STAGES
+        agent: str  # the worktree's id
+        kind: str  # the ledger event it records (hooks/inputs.kind_of)
+        index: str | None  # the index a commit is being made from
+        allow: NotRequired[bool]  # PROXIMITY_ALLOW=1
+        unstash: NotRequired[str | None]  # the host's patch of stashed edits (stash.py)
+        pushed: NotRequired[list[tuple[str, str]] | None]  # guard: (ref, commit) pushed
+        cookie: NotRequired[str]  # the hook script's sync cookie
+        later: NotRequired[bool]  # the service's own: nobody waits for the lines
+        synced: NotRequired[bool]  # the service's own: its watcher had caught up
+
+    class ScanRequest(Envelope):
+        op: Literal["scan"]
+        agent: NotRequired[str | None]  # the focus worktree
+        index: NotRequired[str | None]  # its index file to snapshot from
+        record: NotRequired[bool]  # record the risk samples
+
+    class CheckRequest(Envelope):
+        """The CLI's ``cwd``/``specs``/``json``, or a harness's ``harness``/``event_text``
+        (its event as read from stdin) with the client's ``cwd``."""
+        op: Literal["check"]
+        deny_on: str | None
+        cwd: str
+        specs: NotRequired[list[str]]
+        json: NotRequired[bool]
+        harness: NotRequired[str]
+        event_text: NotRequired[str]
+
+    class TouchedRequest(Envelope):
+        op: Literal["touched"]
+        agent: str
+
+    class ControlRequest(Envelope):
+        op: Literal["ping", "status", "shutdown"]
+
+    Request = HookRequest | ScanRequest | CheckRequest | TouchedRequest | ControlRequest
+
+    class Answer(TypedDict, total=False):
+        """What every answer may carry. ``ok`` False: ``error`` says why (``refused``:
+        nothing was done); ``fallback``: a case the service leaves to the client."""
+        v: int
+        code: str  # the service's code stamp
+        ok: bool
+        error: str
+        refused: bool
+        fallback: str
+
+    class PostNote(TypedDict):
+        pid: int  # the service that takes the post-commit hook's note (thin.leave_post_note)
+
+    class HookAnswer(Answer, total=False):
+        lines: list[str]  # for the hook to print on stderr, in order
+        block: bool  # the deliberate block: the hook exits with the block's code
+        queued: bool  # a snapshot taken in order, not waited for
+        post: PostNote  # pre-commit: the service the post-commit hook may tell by a file
+
+    class ScanAnswer(Answer, total=False):
+        scan: dict[str, Any]  # the `scan --json` document (views/report.scan_json)
+
+    class CheckAnswer(Answer, total=False):
+        stdout: str  # what the command prints
+        exit: int  # and its exit code
+        decision: dict[str, Any]  # the decision's JSON (agents/verdict.decision_json)
+
+    class PingAnswer(Answer, total=False):
+        pid: int
+        ready: bool  # warm: its baseline is done
+
+    class StatusAnswer(Answer, total=False):
+        status: dict[str, Any]  # dispatch.Dispatch.status
