@@ -283,7 +283,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         parsed = hunks.parse((text or b"").decode("utf-8", "replace"))
         if not parsed and text and b"\nBinary files " in b"\n" + text:
             # two differently named files' binary diff names no path git's way: still a
-            # change (mergetrial15: a sibling's changed image was not seen)
+            # change (without it a sibling's changed image was not seen)
             parsed = {p: hunks.FileDiff((), binary=True)}
         got = None
         for d in parsed.values():

@@ -51,7 +51,7 @@ class Traffic(Events):
             "WHERE s.id=?", (stream,)).fetchone()
         if whole is None:
             return None
-        # first seen now: after every event so far (trial15: a side that skipped its hooks
+        # first seen now: after every event so far (else a side that skipped its hooks
         # took right-of-way from its worktree-add event)
         return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]) + 1
 

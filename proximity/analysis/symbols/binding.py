@@ -26,7 +26,7 @@ def _js_binds(params: dict[str, Any], call: list[Any], ts: bool) -> str | None:
         missing = [n for n, req in shape[call[0]:] if req]
         if not ts and "deref" in params and not set(missing) & set(params["deref"]):
             # JavaScript passes undefined; a body that never dereferences the parameter
-            # (`limit > 0`, `if (x)`) does not throw for it (trial15: j05, clean)
+            # (`limit > 0`, `if (x)`) does not throw for it (such a merge runs clean)
             return SOFT + f"'{missing[0]}' is not passed (undefined there)"
         return f"missing required '{shape[call[0]][0]}'"
     if ts and call[0] > len(shape) and not params["rest"]:
