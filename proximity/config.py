@@ -161,6 +161,9 @@ def load(root: str) -> Config:
 
 
 GIT_NAMES = {f.replace("_", ""): f for f in Config._fields}
+# proximity.* git config keys that are not airspace policy: the command that reads the key
+# checks it (check: proximity.checkPolicy); here they are no unknown setting
+READ_ELSEWHERE = frozenset(("checkpolicy",))
 
 
 def git_table(pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -171,6 +174,8 @@ def git_table(pairs: list[tuple[str, str]]) -> dict[str, Any]:
         parts = key.lower().split(".")
         if len(parts) == 3 and parts[1] == "weights":
             table.setdefault("weights", {})[parts[2]] = _scalar(raw, key)
+            continue
+        if len(parts) == 2 and parts[1] in READ_ELSEWHERE:
             continue
         name = GIT_NAMES.get(parts[-1]) if len(parts) == 2 else None
         if name is None:

@@ -144,6 +144,21 @@ def test_policy_from_flag_and_git_config(pair, capsys):
     assert main(["check", "-C", str(a), "app.txt:30"]) == 2
 
 
+def test_the_check_policy_key_leaves_the_airspace_policy_alone(pair, capsys):
+    """`git config proximity.checkPolicy ta`, as the agents page says, is check's key:
+    the airspace policy that every scan and hook loads does not call it unknown."""
+    _, a, _ = pair
+    subprocess.run(["git", "config", "proximity.checkPolicy", "ta"], cwd=a, check=True)
+    assert main(["status", "-C", str(a)]) == 0
+    capsys.readouterr()
+    main(["doctor", "-C", str(a), "--json"])
+    checks = {c["check"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["config"]["status"] == "ok", checks["config"]
+    proc = subprocess.run([sys.executable, "-m", "proximity", "hook", "pre-commit"], cwd=a,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "unknown proximity setting" not in proc.stderr, proc.stderr
+
+
 def test_decision_logic_on_plain_data():
     d = hunks.parse("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -10,2 +10,3 @@\n-a\n-b\n+A\n+B\n+C\n")
     side = verdict.Side("b", "feat/b", "f", ((12, 14),), ((12, 14),), d["f"])
