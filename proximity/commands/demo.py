@@ -70,7 +70,7 @@ def build(root: str) -> str:
 
     g("init", "-q", "-b", "main")
     for rel, text in (("app/__init__.py", ""), ("app/models.py", MODELS),
-                      ("app/tables.py", VIEWS), ("lib/util.py", UTIL), ("README.md", README)):
+                      ("app/views.py", VIEWS), ("lib/util.py", UTIL), ("README.md", README)):
         write(main, rel, text)
     g("add", "-A")
     g("commit", "-q", "-m", "shop: models, views, helpers")
@@ -93,7 +93,7 @@ def build(root: str) -> str:
     # carol works in views: new code calls find_user the old way (uncommitted), and she
     # declares that she will touch the models next
     carol = os.path.join(root, "carol")
-    write(carol, "app/tables.py", VIEWS + textwrap.dedent('''
+    write(carol, "app/views.py", VIEWS + textwrap.dedent('''
 
         def register(db, name):
             user = find_user(db, name)
