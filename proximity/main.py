@@ -51,16 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="build a throwaway repository with three worktrees on "
                        "collision courses and scan it")
     p.add_argument("--dir", default=None, help="where to build it (default: a temp dir)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the scan as JSON")
     p.add_argument("--keep", action="store_true", help="keep the demo repository")
 
     p = sub.add_parser("snapshot", help="record this worktree's working state in the ledger")
     _add_common(p)
-    p.add_argument("--kind", default="manual")
+    p.add_argument("--kind", default="manual", help="the event kind recorded (default: manual)")
 
     p = sub.add_parser("ledger", help="recent ledger events")
     _add_common(p)
-    p.add_argument("-n", type=int, default=20)
+    p.add_argument("-n", type=int, default=20, help="how many events (default: 20)")
 
     p = sub.add_parser("doctor", help="check git, ledger, hooks and worktrees")
     _add_common(p)
@@ -112,13 +112,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("watch", help="live control pane")
     _add_common(p, json_flag=False)
-    p.add_argument("--interval", type=float, default=2.0)
+    p.add_argument("--interval", type=float, default=2.0,
+                   help="seconds between redraws (default: 2; at once when the ledger changes)")
     p.add_argument("--once", action="store_true", help="render one frame and exit")
 
     p = sub.add_parser("view", help="self-contained HTML view of the airspace")
     _add_common(p)
-    p.add_argument("--out", default=None)
-    p.add_argument("--open", action="store_true")
+    p.add_argument("--out", default=None, help="the HTML file (default: view.html in .git/ecm)")
+    p.add_argument("--open", action="store_true", help="open it in a browser")
 
     p = sub.add_parser("gc", help="compact the ledger, retire removed worktrees")
     _add_common(p)
@@ -129,12 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sync", help="share snapshots with other machines through a remote")
     _add_common(p)
-    p.add_argument("remote", nargs="?", default=None)
-    p.add_argument("--prune", action="store_true")
+    p.add_argument("remote", nargs="?", default=None,
+                   help="default: the upstream's remote, else origin, else the only remote")
+    p.add_argument("--prune", action="store_true",
+                   help="delete this machine's refs of retired worktrees on the remote")
     p.add_argument("--dry-run", action="store_true",
                    help="list what would leave this machine (refs, paths, sizes); send nothing")
-    p.add_argument("--watch", action="store_true")
-    p.add_argument("--interval", type=float, default=30.0)
+    p.add_argument("--watch", action="store_true", help="sync again every --interval seconds")
+    p.add_argument("--interval", type=float, default=30.0, help="seconds (default: 30)")
     return parser
 
 

@@ -1,7 +1,8 @@
 """`proximity mcp`: a Model Context Protocol server on stdio (official `mcp` SDK).
 
-Tools: ``check`` (may I edit these lines?), ``status`` (pairs involving this worktree),
-``intend`` (declare what I will touch) and ``inbox`` (messages for me). Every result is
+Tools: ``check`` (may I edit these lines?), ``check_merge`` (may I merge this ref?),
+``status`` (pairs involving this worktree), ``intend`` (declare what I will touch) and
+``inbox`` (messages for me). Every result is
 JSON that names the other agent and shows its hunk. The SDK is imported only here, so
 the git hooks and ``proximity check --hook`` never pay for it.
 """
@@ -29,8 +30,9 @@ from proximity.views import report
 INSTRUCTIONS = (
     "proximity is collision avoidance for agents working one git repository in parallel "
     "worktrees. Before editing lines, call `check` with PATH:START-END; on 'ask' or 'deny' "
-    "read the other agent's hunk and coordinate (or edit elsewhere). Call `intend` with the "
-    "files you are about to work on, and read `inbox` for messages from other agents."
+    "read the other agent's hunk and coordinate (or edit elsewhere). Before merging or "
+    "rebasing onto a branch, call `check_merge` with it. Call `intend` with the files you are "
+    "about to work on, and read `inbox` for messages from other agents."
 )
 
 Paths = Annotated[list[str], Field(

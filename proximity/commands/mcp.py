@@ -1,4 +1,5 @@
-"""`proximity mcp`: serve the check / status / intend / inbox tools over MCP on stdio."""
+"""`proximity mcp`: serve the check / check_merge / status / intend / inbox tools over MCP on
+stdio."""
 
 from __future__ import annotations
 
