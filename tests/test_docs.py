@@ -36,14 +36,24 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [ROOT / "README.md", *DOCS]
 
 
-def _commands_in(text: str) -> list[tuple[str, list[str]]]:
-    """Every ``proximity SUBCOMMAND [--option ...]`` written in code (spans and blocks)."""
-    code = re.findall(r"```.*?```|`[^`\n]+`", text, re.S)
+def _code(text: str) -> list[str]:
+    """The code spans and blocks of a Markdown page."""
+    return re.findall(r"```.*?```|`[^`\n]+`", text, re.S)
+
+
+def _commands_in(text: str) -> list[tuple[str, list[str], str]]:
+    """Every ``proximity SUBCOMMAND [OPTION ...]`` written in code (spans and blocks): the
+    subcommand, its options (``--long`` and ``-x``) and the first word after it. A table's
+    escaped ``\\|`` belongs to the command; a bare ``|``, ``#``, ``;`` or ``&`` ends it."""
     out = []
-    for chunk in code:
+    for chunk in _code(text):
         for line in chunk.splitlines():
-            for m in re.finditer(r"(?<![\w./-])proximity ([a-z][a-z-]*)((?:[^`|#;&\n])*)", line):
-                out.append((m.group(1), re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", m.group(2))))
+            for m in re.finditer(r"(?<![\w./-])proximity ([a-z][a-z-]*)((?:\\\||[^`|#;&\n])*)",
+                                 line):
+                rest = m.group(2)
+                options = re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[A-Za-z](?![\w-]))", rest)
+                first = rest.split()[0] if rest.split() else ""
+                out.append((m.group(1), options, first))
     return out
 
 
@@ -63,14 +73,39 @@ def test_every_command_and_option_in_the_readme_and_docs_is_real():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     helps: dict[str, str] = {}
     wrong = []
+    seen = 0
     for page in PAGES:
-        for name, options in _commands_in(page.read_text()):
+        for name, options, first in _commands_in(page.read_text()):
+            seen += 1
             if name not in sub.choices:  # type: ignore[operator]
                 wrong.append(f"{page.name}: proximity {name} (no such command)")
                 continue
             text = helps.setdefault(name, _help(name))
-            wrong += [f"{page.name}: proximity {name} {o}" for o in options if o not in text]
+            assert text.startswith(f"usage: proximity {name}"), (name, text)
+            wrong += [f"{page.name}: proximity {name} {o}" for o in options
+                      if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", text)]
+            # a bare word where --help offers choices ({start,stop,status}) is one of them
+            choices = [set(c.split(",")) for c in re.findall(r"\{([a-z,-]+)\}", text)]
+            if choices and re.fullmatch(r"[a-z][a-z-]*", first) and not any(
+                    first in c for c in choices):
+                wrong.append(f"{page.name}: proximity {name} {first} (not one of its choices)")
+    assert seen > 50  # the extraction finds the commands the pages show
     assert wrong == []
+
+
+def test_the_mcp_tools_are_the_ones_help_and_the_pages_name():
+    """`proximity mcp --help`, the README and the agents page list the tools the server
+    really offers."""
+    import asyncio
+
+    from proximity.agents import mcp_server
+
+    tools = [t.name for t in asyncio.run(mcp_server.build(str(ROOT)).list_tools())]
+    assert tools == ["check", "check_merge", "status", "intend", "inbox"]
+    assert f"(tools: {', '.join(tools)})" in " ".join(_help("mcp").split())
+    for page in (README, (ROOT / "docs" / "agents.md").read_text(),
+                 (ROOT / "docs" / "commands.md").read_text()):
+        assert all(f"`{name}`" in page for name in tools)
 
 
 def test_every_command_is_in_the_command_reference():
@@ -92,3 +127,59 @@ def test_the_readme_is_short_and_every_page_stands_in_the_repository():
         for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
             if "://" not in target:
                 assert (page.parent / target).exists(), f"{page.name}: {target}"
+
+
+def test_paths_the_pages_name_exist_and_no_module_file_is_named():
+    """Every repository path a page shows in code exists, and no page points into the
+    package's files (they move; the pages describe commands and behaviour instead)."""
+    missing = []
+    for page in PAGES:
+        text = page.read_text()
+        assert not re.search(r"proximity/[\w/]+\.py", text), page.name
+        for chunk in _code(text):
+            for path in re.findall(r"(?<![\w./-])((?:benchmarks|tests|docs|hooks)/[\w./-]*\w)",
+                                   chunk):
+                if not (ROOT / path).exists():
+                    missing.append(f"{page.name}: {path}")
+    assert missing == []
+
+
+def test_the_development_page_maps_every_package_folder():
+    """The code table in docs/development.md names each subpackage, and what it names
+    exists."""
+    page = (ROOT / "docs" / "development.md").read_text()
+    rows = re.findall(r"^\| (`[^|]+`) \|", page, re.M)
+    named = {n for row in rows for n in re.findall(r"`([\w./]+)`", row)}
+    pkg = ROOT / "proximity"
+    folders = {f"{d.name}/" for d in pkg.iterdir() if (d / "__init__.py").exists()}
+    assert folders <= named, folders - named
+    assert all((pkg / n).exists() for n in named), [n for n in named if not (pkg / n).exists()]
+
+
+def test_the_demo_is_what_how_it_works_describes_and_scan_json_is_as_documented(tmp_path):
+    """The demo's files are the ones the walkthrough names, and `scan --json` has exactly
+    the keys docs/commands.md documents."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "proximity", "demo", "--json", "--dir",
+                          str(tmp_path / "demo")], capture_output=True, text=True, check=True)
+    scan = json.loads(out.stdout)
+    page = (ROOT / "docs" / "how-it-works.md").read_text()
+    intro = page.split("\n## From git state", 1)[0]
+    for path in set(re.findall(r"`((?:app|lib)/\w+\.py)`", intro)):
+        assert (tmp_path / "demo" / "shop" / path).is_file(), path
+    ac = next(p for p in scan["pairs"] if {p["a"], p["b"]} == {"alice", "carol"})
+    assert any("app/views.py" in f["detail"] for f in ac["findings"] if f["channel"] == "symbol")
+
+    ref = (ROOT / "docs" / "commands.md").read_text()
+    schema = ref.split("## `scan --json` schema", 1)[1].split("```")[1]
+    documented = set(re.findall(r'"([a-z_]+)"', re.sub(r"#.*", "", schema)))
+    pair = scan["pairs"][0]
+    emitted = (set(scan) | set(scan["agents"][0]) | set(pair) | set(pair["channels"])
+               | {k for v in pair["priority"].values() for k in v}
+               | {k for p in scan["pairs"] for f in p["findings"] for k in f})
+    assert emitted <= documented, emitted - documented
+    values = {"clear", "traffic", "resolution"}  # advisory values, not keys
+    assert documented - values <= emitted, documented - values - emitted
