@@ -183,3 +183,13 @@ def test_the_demo_is_what_how_it_works_describes_and_scan_json_is_as_documented(
     assert emitted <= documented, emitted - documented
     values = {"clear", "traffic", "resolution"}  # advisory values, not keys
     assert documented - values <= emitted, documented - values - emitted
+
+
+def test_the_service_protocol_lists_its_ops():
+    """docs/service.md names exactly the ops the service answers."""
+    from proximity.service import protocol as p
+
+    page = (ROOT / "docs" / "service.md").read_text()
+    line = " ".join(page.split("Protocol (", 1)[1].split("...}", 1)[0].split())
+    listed = set(re.findall(r'"([a-z]+)"', line.split('"op":', 1)[1]))
+    assert listed == {p.PING, p.STATUS, p.SHUTDOWN, p.TOUCHED, p.CHECK, *p.WORKER_OPS}
