@@ -18,9 +18,10 @@ PKG = ROOT / "proximity"
 BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py"))
 
 # what the hook's fast path may load of proximity itself: the worktree's facts from files,
-# the hook's inputs and host stash, and the service's client and wire protocol
+# the hook's inputs and host stash, the service's client and wire protocol, and the check
+# that a directory is this user's own
 THIN_ALLOWED = {
-    "proximity", "proximity.thin", "proximity.gitfiles",
+    "proximity", "proximity.thin", "proximity.gitfiles", "proximity.owned",
     "proximity.hooks", "proximity.hooks.inputs", "proximity.hooks.stash",
     "proximity.hooks.procs",
     "proximity.service", "proximity.service.client", "proximity.service.protocol",

@@ -171,7 +171,9 @@ def test_service_and_in_process_give_identical_pairs(space, services):
         assert svc is not None
         same_pairs(svc, in_process_scan(sp.main))
     # the committing worktree's state from an index, as git's pre-commit hook sees it
-    idx = str(sp.root / "partial.idx")
+    # (inside the git dir, where git keeps a commit's index: the service reads no index
+    # from elsewhere)
+    idx = str(Path(common) / "partial.idx")
     git(a, "read-tree", "HEAD", env={"GIT_INDEX_FILE": idx})
     git(a, "add", "f.txt", env={"GIT_INDEX_FILE": idx})
     svc = client.scan(common, "a", index=idx, budget=30.0)

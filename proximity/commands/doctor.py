@@ -75,6 +75,11 @@ def service_checks(common: str) -> list[dict[str, str]]:
     if not st["enabled"]:
         return [{"check": "service", "status": "ok",
                  "detail": "off (PROXIMITY_SERVICE=0): hooks judge in process"}]
+    if st["refused"]:
+        return [{"check": "service", "status": "warn",
+                 "detail": f"not used: {st['refused']}; hooks judge in process (the guard "
+                           "stays on, without the warm service); remove that path or set "
+                           "XDG_RUNTIME_DIR to a private directory"}]
     if st["running"]:
         return [{"check": "service", "status": "ok", "detail": f"running at {st['socket']}"}]
     if st["stale_socket"]:

@@ -43,6 +43,9 @@ def stop(common: str, timeout: float = 10.0) -> bool:
 
 def _text(state: dict[str, object]) -> str:
     st = state.get("status")
+    if state.get("refused"):
+        return (f"service: not used: {state['refused']} (another user's, or a link); hooks "
+                f"judge in process\n  socket: {state['socket']}")
     if not state["running"]:
         stale = " (a stale socket is left; the next start replaces it)" \
             if state["stale_socket"] else ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
+from proximity import owned
 from proximity.errors import NotARepository
 from proximity.gitfiles import (
     MAIN_ID,
@@ -280,6 +281,7 @@ class RepoCore:
         index directory, made if missing, else in the system's temporary directory."""
         d = os.path.join(self.ecm_dir, "index")
         try:
+            owned.private_dir(self.ecm_dir)
             os.makedirs(d, exist_ok=True)
         except OSError:
             import tempfile

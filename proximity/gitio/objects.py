@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from proximity import owned
 from proximity.errors import FatalError
 from proximity.gitio.base import LARGE_STUB, RepoCore, _pygit2
 from proximity.gitio.run import EMPTY_TREE, git, tree_diff
@@ -174,7 +175,7 @@ class Objects(RepoCore):
         if sample * 256 < limit:
             return 0
         try:
-            os.makedirs(self.ecm_dir, exist_ok=True)
+            owned.private_dir(self.ecm_dir)
             lock = open(os.path.join(self.ecm_dir, ".pack.lock"), "a+")  # noqa: SIM115
         except OSError:
             return 0

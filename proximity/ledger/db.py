@@ -11,9 +11,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from proximity import owned
 from proximity.errors import LedgerBusy, LedgerError
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 FILENAME = "ledger.sqlite3"
@@ -27,8 +28,9 @@ CREATE TABLE streams(
 CREATE TABLE events(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, kind TEXT NOT NULL,
   head TEXT, branch TEXT, snapshot TEXT, tree TEXT, files TEXT NOT NULL,
-  clock TEXT NOT NULL, time REAL NOT NULL, pid INTEGER);
+  clock TEXT NOT NULL, time REAL NOT NULL, pid INTEGER, rid TEXT);
 CREATE INDEX events_stream ON events(stream, seq);
+CREATE UNIQUE INDEX events_rid ON events(rid) WHERE rid IS NOT NULL;
 CREATE TABLE risk(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, a TEXT NOT NULL, b TEXT NOT NULL,
   risk REAL NOT NULL, advisory TEXT NOT NULL, hops REAL NOT NULL, time REAL NOT NULL);
@@ -46,7 +48,12 @@ CREATE TABLE cache(kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
 """
 
 
-MIGRATIONS: dict[int, str] = {}
+# a hook's request id on its event: whoever records it (the service, the hook that gave up
+# waiting, a replay of what a killed service left) records it once
+MIGRATIONS: dict[int, str] = {
+    2: "ALTER TABLE events ADD COLUMN rid TEXT;\n"
+       "CREATE UNIQUE INDEX events_rid ON events(rid) WHERE rid IS NOT NULL;",
+}
 
 
 
@@ -166,6 +173,27 @@ def diagnose(exc: BaseException, path: str | None = None) -> LedgerError:
                        "integrity check) before moving anything")
 
 
+def _keep_private(directory: str, path: str) -> None:
+    """A ledger made before it was private, or a directory another user made: narrowed
+    when ours (its inbox holds hunks of uncommitted work), refused when not."""
+    why = owned.why_not_private(directory)
+    if why is None:
+        return
+    try:
+        owned.private_dir(directory)
+    except owned.NotOurs as e:
+        raise LedgerError(f"refusing the ledger: {e}") from e
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(OSError):  # (read-only: nobody else can write it either)
+            _narrow(name)
+
+
+def _narrow(path: str) -> None:
+    st = os.lstat(path)
+    if st.st_mode & 0o077 and not os.path.islink(path):
+        os.chmod(path, 0o600)
+
+
 class LedgerCore:
     """The database: made under a lock and moved into place, checked, one transaction at a
     time."""
@@ -184,13 +212,15 @@ class LedgerCore:
             if not create:
                 raise LedgerError(f"no ledger at {self.path} yet (run `proximity snapshot`)")
             self._create()
+        else:
+            _keep_private(self.dir, self.path)
         self.db = self._connect()
         self._check()
 
     # -- opening ----------------------------------------------------------------------
     def _create(self) -> None:
         try:
-            os.makedirs(self.dir, exist_ok=True)
+            owned.private_dir(self.dir)
             with open(os.path.join(self.dir, ".lock"), "a+") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if os.path.exists(self.path):
@@ -198,6 +228,7 @@ class LedgerCore:
                 tmp = f"{self.path}.tmp-{os.getpid()}"
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
+                owned.private_file(tmp)  # events and inboxes hold hunks of private work
                 db = sqlite3.connect(tmp, isolation_level=None)
                 try:
                     db.executescript(DDL)

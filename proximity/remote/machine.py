@@ -7,6 +7,7 @@ import os
 import re
 import socket
 
+from proximity import owned
 from proximity.snapshot.workspace import Context
 
 
@@ -28,7 +29,7 @@ def machine_id(ctx: Context) -> str:
     except OSError:
         pass
     mid = _clean(f"{socket.gethostname()}-{os.urandom(3).hex()}")
-    os.makedirs(ctx.repo.ecm_dir, exist_ok=True)
+    owned.private_dir(ctx.repo.ecm_dir)
     tmp = f"{path}.{os.getpid()}"
     with open(tmp, "w") as f:
         f.write(mid + "\n")

@@ -17,7 +17,7 @@ import os
 import time
 from typing import Any, NamedTuple
 
-from proximity import gitio
+from proximity import gitio, owned
 from proximity.errors import FatalError
 from proximity.remote import inbound, untrusted
 from proximity.remote import outgoing as outgoing_rules
@@ -102,7 +102,7 @@ def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = Tr
         return tree, changes, withheld
     import tempfile
 
-    os.makedirs(repo.ecm_dir, exist_ok=True)
+    owned.private_dir(repo.ecm_dir)
     fd, tmp = tempfile.mkstemp(prefix=".sync-index.", dir=repo.ecm_dir)
     os.close(fd)
     os.unlink(tmp)  # git wants to create the index itself

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from proximity import __version__
+from proximity import __version__, owned
 from proximity.service.protocol import (
     MARSHAL,
     MAX_MESSAGE,
@@ -54,11 +54,46 @@ def ecm_dir(common: str) -> str:
 
 
 def runtime_dir() -> str:
-    """A private directory for sockets whose path under the common dir is too long."""
+    """A private directory for sockets whose path under the common dir is too long (any
+    user can make ``/tmp/proximity-<uid>`` first: owned.why_not_private decides whether
+    it is ours before anything is sent there)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isdir(xdg):
+    if xdg and os.path.isabs(xdg) and owned.why_not_private(xdg) is None \
+            and os.path.isdir(xdg):
         return os.path.join(xdg, "proximity")
     return os.path.join("/tmp", f"proximity-{os.getuid()}")
+
+
+def untrusted_socket(path: str) -> str | None:
+    """Why the socket at ``path`` may be another user's (None: its directory is ours)."""
+    d = os.path.dirname(path)
+    why = owned.why_not_private(d)
+    if why is None and not os.path.isdir(d):
+        return None  # nothing there yet: nothing to connect to either
+    if why is not None and os.path.basename(d) == "ecm":
+        # the ledger's own directory sits inside the user's repository: a too-open mode
+        # there is repaired by the next ledger open, only another owner is refused
+        st = _lstat(d)
+        if st is not None and st.st_uid == os.getuid() and not os.path.islink(d):
+            return None
+    return why
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def peer_uid(sock: _socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket (SO_PEERCRED:
+    the kernel's word, not the peer's)."""
+    try:
+        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    except (OSError, AttributeError):
+        return None
+    return int.from_bytes(cred[4:8], sys.byteorder)  # struct ucred: pid, uid, gid
 
 
 def socket_path(common: str) -> str:
@@ -185,9 +220,15 @@ def exchange(common: str, msg: Request, budget: float = HOOK_BUDGET,
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     except OSError:
         return None, False
+    path = socket_path(common)
+    if untrusted_socket(path) is not None:
+        sock.close()
+        return None, False  # (the service refuses to listen there too: in process it is)
     try:
         sock.settimeout(connect_timeout)
-        sock.connect(socket_path(common))
+        sock.connect(path)
+        if peer_uid(sock) != os.getuid():
+            return None, False  # another user's process: it hears nothing from us
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         sock.sendall(data)
         sent = True
@@ -231,6 +272,84 @@ def claim(common: str, rid: str) -> bool:
     return True
 
 
+def pending_dir(common: str) -> str:
+    return os.path.join(ecm_dir(common), "pending")
+
+
+def note_pending(common: str, msg: HookRequest) -> None:
+    """Before a hook's request leaves: the event it asks for, in a file named by its
+    request id. Whoever records the event with that id removes the file (settle_pending);
+    one left behind (a service killed or stopped mid-job) is recorded by the next service
+    or in-process hook (recorder.replay_pending), once: the ledger keeps one event per id."""
+    rid = msg.get("rid")
+    if rid is None:
+        return
+    d = pending_dir(common)
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(d, rid), os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                     | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return  # (the in-process path records it then, or nothing can be recorded at all)
+    try:
+        os.write(fd, dumps({"rid": rid, "agent": msg["agent"], "kind": msg["kind"],
+                            "stage": msg["stage"], "cwd": os.getcwd(),
+                            "time": time.time()}).encode())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(fd)
+
+
+def settle_pending(common: str, rid: str | None) -> None:
+    """The event of request ``rid`` is in the ledger: its pending note goes."""
+    if rid is None:
+        return
+    try:  # noqa: SIM105 -- (contextlib is one more import for every hook)
+        os.unlink(os.path.join(pending_dir(common), rid))
+    except OSError:
+        pass
+
+
+def stopped(common: str) -> int | None:
+    """The pid of this repository's service when it is stopped (SIGSTOP, a debugger): it
+    holds the lock and its socket takes connections, but answers nothing, ever."""
+    try:
+        with open(os.path.join(ecm_dir(common), "service.json"), "rb") as fh:
+            text = fh.read(4096).decode("ascii", "replace")
+    except OSError:
+        return None
+    _, found, rest = text.partition('"pid": ')
+    digits = rest[:12].split(",", 1)[0].strip()
+    if not found or not digits.isdigit():
+        return None
+    pid = int(digits)
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+            return None
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = fh.read().split(b"\0")
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+    ours = SERVICE_MODULE.encode() in args and os.fsencode(common) in args
+    return pid if ours and state in (b"T", b"t") else None
+
+
+def replace_stopped(common: str) -> bool:
+    """Kill this repository's service if it is stopped (the next hook starts another):
+    a stopped service costs one hook its budget, not every hook from now on."""
+    pid = stopped(common)
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 9)
+    except OSError:
+        return False
+    return True
+
+
 def forget_claims(common: str, older_than: float = CLAIM_AGE) -> None:
     d = os.path.join(ecm_dir(common), "claims")
     now = time.time()
@@ -257,7 +376,7 @@ def start(common: str) -> bool:
     common = os.path.realpath(common)  # its command line names it so (hooks/proximity-hook)
 
     try:
-        os.makedirs(ecm_dir(common), exist_ok=True)
+        owned.private_dir(ecm_dir(common))
         # a short-lived shell puts it in the background and exits (double fork): the caller
         # returns at once and leaves no child behind
         subprocess.run(["sh", "-c", 'exec "$0" "$@" </dev/null >/dev/null 2>&1 &',
@@ -311,9 +430,12 @@ def hook(common: str, msg: HookRequest, budget: float = HOOK_BUDGET
     the caller does the hook in process; and whether that caller records the event (False:
     the service began recording it, a request the client gave up waiting on that the
     service claimed first, see claim)."""
+    note_pending(common, msg)
     answer, sent = ask_sent(common, msg, budget)
     if answer is None:  # whoever claims the request first records it (none: the service)
         rid = msg.get("rid")
+        if sent and replace_stopped(common):
+            start(common)
         return None, not sent or (rid is not None and claim(common, rid))
     lines = answer.get("lines")
     if "fallback" in answer or not isinstance(lines, list) \

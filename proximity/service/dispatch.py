@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
+import stat
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -65,19 +67,57 @@ def _text(value: object) -> bool:
     return value is None or isinstance(value, str)
 
 
-def hook_request(msg: dict[str, Any]) -> HookRequest | None:
+RID = re.compile(r"[0-9a-f]{24}")  # client.new_request_id: a file name under claims/
+NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")  # a cookie's file name
+MAX_INDEX_BYTES = 1 << 30  # an index file past this is no index (git's own for 1M files:
+# ~100 MB); read whole by git, so a request naming /dev/zero must not get that far
+MAX_PATCH_BYTES = 256 << 20
+
+
+def agent_name(value: object) -> bool:
+    """A worktree id as gitio.agent_id makes them: a name, never a path."""
+    return (isinstance(value, str) and 0 < len(value) <= 255 and "/" not in value
+            and "\0" not in value and value not in (".", ".."))
+
+
+def regular_file(path: object, limit: int, inside: str | None = None) -> bool:
+    """Whether ``path`` names a regular file of this user's, at most ``limit`` bytes, and
+    (``inside``) within that directory once links are resolved: what a request may name
+    for the service to read (never a FIFO, a device, another user's file)."""
+    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
+        return False
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except (OSError, ValueError):
+        return False
+    if inside is not None and os.path.commonpath([real, os.path.realpath(inside)]) != \
+            os.path.realpath(inside):
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and st.st_size <= limit
+
+
+def hook_request(msg: dict[str, Any], common: str) -> HookRequest | None:
     """A hook's request as its client sends it (thin.hook_request), read from the wire;
-    None: malformed. (``later`` and ``synced`` are the service's own, never a client's.)"""
+    None: malformed, or naming what a hook never names (an index outside the repository's
+    git dir, a device, a path as its request id). (``later`` and ``synced`` are the
+    service's own, never a client's.)"""
     stage, agent, kind, index = msg.get("stage"), msg.get("agent"), msg.get("kind"), \
         msg.get("index")
-    if stage not in STAGES or not isinstance(agent, str) or not isinstance(kind, str) \
-            or not _text(index):
+    if stage not in STAGES or not agent_name(agent) or not isinstance(kind, str) \
+            or len(kind) > 32 or not (index is None or regular_file(index, MAX_INDEX_BYTES,
+                                                                     common)):
         return None
     rid, cookie, unstash = msg.get("rid"), msg.get("cookie"), msg.get("unstash")
+    if (rid is not None and not (isinstance(rid, str) and RID.fullmatch(rid))) \
+            or (cookie is not None and not (isinstance(cookie, str) and NAME.fullmatch(cookie))) \
+            or (unstash is not None and not regular_file(unstash, MAX_PATCH_BYTES)):
+        return None
+    assert isinstance(agent, str) and isinstance(stage, str)
     req: HookRequest = {"op": HOOK, "stage": stage, "agent": agent, "kind": kind,
                         "index": index, "allow": bool(msg.get("allow")),
                         "unstash": unstash if isinstance(unstash, str) else None}
-    if isinstance(rid, str):  # (another is no claim, as a cookie of another kind is none)
+    if isinstance(rid, str):
         req["rid"] = rid
     if isinstance(cookie, str):
         req["cookie"] = cookie
@@ -91,11 +131,14 @@ def hook_request(msg: dict[str, Any]) -> HookRequest | None:
     return req
 
 
-def scan_request(msg: dict[str, Any]) -> ScanRequest | None:
+def scan_request(msg: dict[str, Any], common: str) -> ScanRequest | None:
     """A scan's request (client.scan) read from the wire; None: malformed."""
     agent, index = msg.get("agent"), msg.get("index")
-    if not _text(agent) or not _text(index):
+    if not (agent is None or agent_name(agent)) or not (
+            index is None or regular_file(index, MAX_INDEX_BYTES, common)):
         return None
+    assert agent is None or isinstance(agent, str)
+    assert index is None or isinstance(index, str)
     return {"op": "scan", "agent": agent, "index": index, "record": bool(msg.get("record"))}
 
 
@@ -156,6 +199,8 @@ class Dispatch(Scheduler):
             return {"ok": False, "refused": True, "error": f"this service runs {self.code}, "
                     f"the client {msg.get('code')}: exiting"}
         if op == TOUCHED:
+            if not agent_name(msg.get("agent")):
+                return {"ok": False, "error": "malformed touched request"}
             self.put(Job(TOUCHED, {"agent": msg.get("agent")}), 1)
             return {"ok": True}
         if op == CHECK:
@@ -165,7 +210,7 @@ class Dispatch(Scheduler):
         if op not in WORKER_OPS:
             return {"ok": False, "error": f"unknown op {op!r}"}
         self.last_request = time.monotonic()
-        req = hook_request(msg) if op == HOOK else scan_request(msg)
+        req = hook_request(msg, self.common) if op == HOOK else scan_request(msg, self.common)
         if req is None:
             return {"ok": False, "error": f"malformed {op} request"}
         if (req["op"] == HOOK and req["stage"] == "snapshot" and self.air is not None
@@ -221,7 +266,7 @@ class Dispatch(Scheduler):
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
                 "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered),
                 "git_calls": _git_calls(), "partial_snapshots": air.partials if air else 0,
-                "early_syncs": self.early_syncs,
+                "early_syncs": self.early_syncs, "turned_away": dict(self.turned_away),
                 "last_ms": dict(self.last_ms)}
 
 

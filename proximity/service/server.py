@@ -27,11 +27,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from proximity import owned
 from proximity.service import client, fswatch
 from proximity.service.dispatch import READ_TIMEOUT, Dispatch
 from proximity.service.state import Job
 
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
+# connections served at once: each may hold a request of up to MAX_MESSAGE bytes for up
+# to READ_TIMEOUT seconds, so this bounds the memory and threads clients can make it spend
+MAX_CONNECTIONS = 16
 
 
 def idle_seconds() -> float:
@@ -64,24 +68,14 @@ def service_state(common: str) -> dict[str, Any]:
     answer = client.request(common, {"op": "status"}, budget=1.0) if out["running"] else None
     out["status"] = answer.get("status") if answer else None
     out["stale_socket"] = out["socket_exists"] and not out["running"]
+    out["refused"] = client.untrusted_socket(sock)  # why the socket's place is not ours
     return out
 
 
-def _private_dir(path: str) -> None:
-    """The runtime directory for a long-path socket: ours, and only ours (0700)."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    st = os.lstat(path)
-    if st.st_uid != os.getuid() or st.st_mode & 0o077:
-        os.chmod(path, 0o700)
-        st = os.lstat(path)
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise OSError(f"{path} is not a private directory")
-
-
 def _bind(common: str, path: str) -> socket.socket:
-    """Bind the socket, replacing a stale one (we hold the lock: nobody serves on it)."""
-    if os.path.dirname(path) != client.ecm_dir(common):
-        _private_dir(os.path.dirname(path))
+    """Bind the socket, replacing a stale one (we hold the lock: nobody serves on it), in
+    a directory of ours only (owned.private_dir refuses one another user made first)."""
+    owned.private_dir(os.path.dirname(path))
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -117,9 +111,14 @@ def run(common: str, idle: float | None = None) -> int:
     import fcntl
 
     client.code_stamp()  # the code as it is now, before anything else is loaded
+    os.umask(0o077)  # all it writes (its state, indexes, claims) is this user's only
     os.environ.pop("PROXIMITY_SKIP", None)  # a skipped command's child serves everyone
     common = os.path.realpath(common)
-    os.makedirs(client.ecm_dir(common), exist_ok=True)
+    try:
+        owned.private_dir(client.ecm_dir(common))
+    except OSError as e:
+        print(f"proximity service: refusing {client.ecm_dir(common)}: {e}", file=sys.stderr)
+        return 1
     lock = open(lock_path(common), "a+")  # noqa: SIM115 -- held for the process lifetime
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -166,6 +165,32 @@ class Service(Dispatch):
     def __init__(self, common: str, idle: float) -> None:
         super().__init__(common, idle)
         self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def _take(self, conn: socket.socket) -> None:
+        """A new connection: served on its own thread when it is this user's and a slot is
+        free; else closed at once (the client then judges in process)."""
+        if client.peer_uid(conn) != os.getuid():
+            self.turned_away["other_user"] += 1
+            conn.close()
+            return
+        if not self.slots.acquire(blocking=False):
+            self.turned_away["too_many"] += 1
+            conn.close()
+            return
+        conn.settimeout(READ_TIMEOUT)
+
+        def serve() -> None:
+            try:
+                self._serve(conn)
+            finally:
+                self.slots.release()
+
+        try:
+            threading.Thread(target=serve, daemon=True).start()
+        except RuntimeError:  # no thread to be had
+            self.slots.release()
+            conn.close()
 
     # -- the socket ---------------------------------------------------------------------
     def serve(self, srv: socket.socket, sock: str | None = None) -> None:
@@ -186,8 +211,7 @@ class Service(Dispatch):
             except OSError:
                 break
             if conn is not None:
-                conn.settimeout(READ_TIMEOUT)
-                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+                self._take(conn)
                 continue
             if time.monotonic() - self.last_active > self.idle:
                 break

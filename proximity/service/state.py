@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from proximity import owned
 from proximity.service import client, fswatch
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class ServiceState:
         self.error: str | None = None
         self.requests = 0
         self.answered = dict.fromkeys(("hook", "hook_fallback", "check", "check_fallback"), 0)
+        # connections closed unserved: another uid at the other end, or every slot taken
+        self.turned_away = {"other_user": 0, "too_many": 0}
         self.working = False
         self.background_since: float | None = None  # when the running background job began
         self.file_events = 0
@@ -62,6 +65,7 @@ class ServiceState:
         self.cookies: dict[str, threading.Event] = {}
         self.posts: list[str] = []  # git dir names of post-commit notes not taken yet
         with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
+            owned.private_dir(client.ecm_dir(common))
             os.makedirs(os.path.join(client.ecm_dir(common), "cookies"), exist_ok=True)
         self.code = client.code_stamp()  # the code this process runs (read at its start)
         self.rewatched = 0
