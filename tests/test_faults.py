@@ -788,3 +788,34 @@ def test_snapshot_commits_written_in_process_are_the_ones_git_writes(tmp_path):
                               check=True).stdout.strip()
         assert repo.snapshot_commit(tree, parent[0] if parent else None) == want
     assert git(repo_dir, "fsck", "--connectivity-only").returncode == 0
+
+
+def _conflicting_pair(main: Path, base: Path) -> tuple[Path, Path]:
+    """Worktrees a and b of ``main`` whose commits edit the same line of f.txt."""
+    a, b = base / "wt-a", base / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        git(main, "worktree", "add", "-q", "-b", br, str(wt))
+    assert commit(a, "f.txt", BASE.replace("line 10\n", "line 10 by a\n")).returncode == 0
+    assert commit(b, "f.txt", BASE.replace("line 10\n", "line 10 by b\n")).returncode == 0
+    return a, b
+
+
+def test_a_repository_path_with_a_newline_is_guarded(tmp_path):
+    import json
+
+    base = tmp_path / "a\nb"
+    base.mkdir()
+    main, _ = hooked_repo(base)
+    assert (main / ".git" / "hooks" / "pre-push").exists()
+    r = commit(main)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    assert any(e["kind"] == "commit" for e in events(main))
+    a, b = _conflicting_pair(main, base)
+    r = commit(a)  # a linked worktree, whose .git file names a path with a newline
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    scan = run(main, PY, "-m", "proximity", "scan", "--json")
+    assert scan.returncode == 0, scan.stderr
+    agents = json.loads(scan.stdout)["agents"]  # (control characters print as "?")
+    assert sorted(x["path"].rsplit("/", 1)[1] for x in agents) == ["main", "wt-a", "wt-b"]
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr

@@ -47,6 +47,12 @@ def _cfg_bool(cfg: Any, key: str, default: bool) -> bool:
         return not default  # unreadable: the answer that declines the fast path
 
 
+def _one_path(start: str, arg: str) -> str:
+    """One path `git rev-parse ARG` prints, whatever it holds (newlines included)."""
+    out = git(["rev-parse", arg], cwd=start).stdout.decode("utf-8", "surrogateescape")
+    return out[:-1] if out.endswith("\n") else out
+
+
 class RepoCore:
     """The repository: discovery, worktrees and heads, results remembered by object id."""
 
@@ -63,6 +69,11 @@ class RepoCore:
         proc = git(["rev-parse", "--is-bare-repository", "--absolute-git-dir",
                     "--git-common-dir", "--show-toplevel"], cwd=start, ok=(0, 128))
         out = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+        if proc.returncode == 0 and len(out) > 5:
+            # a path holding a newline: rev-parse separates its answers by newlines, so
+            # ask for each path alone, where only the one trailing newline is git's
+            out = [out[0], *(_one_path(start, arg) for arg in (
+                "--absolute-git-dir", "--git-common-dir", "--show-toplevel"))]
         if proc.returncode != 0 and len(out) < 3:
             msg = proc.stderr.decode(errors="replace").strip()
             if "not a git repository" in msg:
