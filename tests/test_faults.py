@@ -819,3 +819,82 @@ def test_a_repository_path_with_a_newline_is_guarded(tmp_path):
     assert sorted(x["path"].rsplit("/", 1)[1] for x in agents) == ["main", "wt-a", "wt-b"]
     p = run(b, "git", "push", "-q", "origin", "feat/b")
     assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+
+
+# -- a bad committed config -------------------------------------------------------------
+
+BAD_CONFIGS = [
+    # (file, content, what stderr must name)
+    (".proximity.toml", "tau_ra = 0.8\ntua_ta = 0.2\n",
+     [".proximity.toml", "line 2", "'tua_ta'", "unknown setting"]),
+    (".proximity.toml", "tau_ra = 0.8\nexclude = [\n", [".proximity.toml", "not valid TOML",
+                                                          "line 2"]),  # (unclosed)
+    (".proximity.toml", "tau_ra = 0.8\ntau_ta = = 0.2\nnear_lines = 3\n",
+     [".proximity.toml", "not valid TOML", "line 2"]),
+    ("pyproject.toml", "[project]\nname = 'x'\n\n[tool.proximity]\nnear_lines = -3\n",
+     ["pyproject.toml", "line 5", "near_lines", "'near_lines' ignored"]),
+    (".proximity.toml", "tau_ta = 0.9\ntau_ra = 0.5\n",
+     [".proximity.toml", "line 1 (tau_ta)", "line 2 (tau_ra)", "defaults stand"]),
+]
+
+
+def _committed_config(tmp_path: Path, name: str, text: str) -> tuple[Path, Path, Path]:
+    main, _ = hooked_repo(tmp_path)
+    (main / name).write_text(text)
+    git(main, "add", name)
+    git(main, "commit", "-qm", "a config with a fault", "--no-verify")
+    a, b = _conflicting_pair(main, tmp_path)
+    return main, a, b
+
+
+@pytest.mark.parametrize(("name", "text", "named"), BAD_CONFIGS,
+                         ids=["typo", "unclosed-toml", "bad-toml", "bad-value",
+                              "inconsistent"])
+def test_a_bad_committed_config_leaves_the_guard_on_and_says_where(tmp_path, name, text,
+                                                                     named):
+    main, _a, b = _committed_config(tmp_path, name, text)
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+    assert "git goes on" not in p.stderr and "skipped" not in p.stderr, p.stderr
+    said = [ln for ln in p.stderr.splitlines() if ln.startswith("proximity: warning:")]
+    assert len(said) == 1 and all(n in said[0] for n in named), said
+    # a commit says it too, and goes on; a command the user runs stops at it, naming it
+    r = commit(main)
+    assert r.returncode == 0 and all(n in r.stderr for n in named), r.stderr
+    s = run(main, PY, "-m", "proximity", "scan")
+    assert s.returncode == 2 and all(n in s.stderr for n in named), s.stderr
+
+
+def test_a_bad_setting_in_the_repository_git_config_is_dropped_not_fatal(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    git(main, "config", "proximity.tauRb", "0.5")  # a typo
+    git(main, "config", "proximity.nearLines", "many")
+    git(main, "config", "proximity.checkPolicy", "deny")  # read by check: no warning
+    _a, b = _conflicting_pair(main, tmp_path)
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+    said = [ln for ln in p.stderr.splitlines() if ln.startswith("proximity: warning:")]
+    assert len(said) == 2, said
+    assert "proximity.taurb" in said[0].lower() and "nearlines" in said[1].lower(), said
+    assert "checkpolicy" not in p.stderr.lower()
+
+
+def test_a_hook_the_service_answers_says_the_bad_setting_too(tmp_path, monkeypatch):
+    from proximity.commands import service as service_cmd
+    from proximity.service.server import service_state
+
+    name, text, named = BAD_CONFIGS[0]
+    main, _a, b = _committed_config(tmp_path, name, text)
+    common = str((main / ".git").resolve())
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "60")
+    try:
+        assert service_cmd.start(common)
+        before = dict(service_state(common)["status"]["answered"])
+        p = run(b, "git", "push", "-q", "origin", "feat/b")
+        answered = service_state(common)["status"]["answered"]
+    finally:
+        service_cmd.stop(common, timeout=10.0)
+    assert answered != before, (before, answered)  # the service judged this push
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+    assert all(n in p.stderr for n in named), p.stderr

@@ -264,7 +264,7 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
         starts = {_existing_dir(p) for p, _ in targets} or {str(event.get("cwd") or ".")}
 
         for start in starts:
-            ctx = workspace.open_context(start, check_git=False)
+            ctx = workspace.open_context(start, check_git=False, strict=False)
             try:
                 recorder.record_here(ctx, "snapshot")
                 if ctx.ledger is not None:

@@ -107,7 +107,8 @@ def policy_checks(repo: gitio.Repo) -> list[dict[str, str]]:
         return out
     add("config", True, "policy from " + "; ".join(policy.sources))
     for w in policy.warnings:
-        add("config", None, w)
+        # a dropped key is an error to fix (hooks judge without it), not a note
+        add("config", False if w in policy.faults else None, w)
     try:
         here = config.load(repo.workdir)
     except FatalError as e:

@@ -142,7 +142,8 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
         return 0
     ledger.wait_budget(WAIT_BUDGET)
     try:
-        ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot")
+        ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot",
+                                     strict=False)
     except FatalError as e:
         err(f"proximity: warning: {e} (hook skipped; git goes on)")
         return 0

@@ -30,6 +30,7 @@ from proximity.service.protocol import (
 )
 from proximity.service.scheduler import BUSY, Scheduler
 from proximity.service.state import Job
+from proximity.snapshot import workspace
 
 if TYPE_CHECKING:
     from proximity.service.protocol import (
@@ -220,7 +221,9 @@ class Dispatch(Scheduler):
             later = req.copy()
             later["later"] = True
             self.put(Job(HOOK, request=later), 0)
-            queued: HookAnswer = {"ok": True, "lines": [], "block": False, "queued": True}
+            warned = [workspace.warning_line(w) for w in self.air.policy_warnings]
+            queued: HookAnswer = {"ok": True, "lines": warned, "block": False,
+                                  "queued": True}
             return queued
         since = self.background_since
         if req["op"] == HOOK and since is not None and self.last_request - since > BUSY:

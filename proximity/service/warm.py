@@ -41,7 +41,7 @@ class WarmAirspace(WarmSnapshots):
     def __init__(self, common: str) -> None:
 
         self.common = common
-        self.ctx: Context = workspace.open_context(self._a_worktree(common))
+        self.ctx: Context = workspace.open_context(self._a_worktree(common), strict=False)
         self.ctx.memo = {}  # channel results and resolvers, across scans
         if self.ctx.ledger is not None:
             self.ctx.ledger.keep_warm(CACHE_ENTRIES)
@@ -62,6 +62,9 @@ class WarmAirspace(WarmSnapshots):
         self.partials = 0  # snapshots made from the touched paths only (status, tests)
         self.policy_key: tuple[object, ...] = ()
         self.policy_read = 0.0
+        # what the policy's reading ignored (a bad key…): every hook answered says it, as
+        # the in-process hook does, so a bad setting is never silent
+        self.policy_warnings: list[str] = []
 
     @staticmethod
     def _a_worktree(common: str) -> str:
@@ -91,7 +94,9 @@ class WarmAirspace(WarmSnapshots):
         now = time.monotonic()
         if key == self.policy_key and (not aged or now - self.policy_read < POLICY_MAX_AGE):
             return
-        cfg = config.load_policy(*gitio.policy_inputs(self.ctx.repo)).config
+        policy = config.load_policy(*gitio.policy_inputs(self.ctx.repo))
+        cfg = policy.config
+        self.policy_warnings = list(policy.warnings)
         if cfg != self.ctx.cfg or self.ctx.memo is None or len(self.ctx.memo) > MEMO_ENTRIES:
             self.ctx.memo = {}  # results under other rules (or too many) are not kept
         self.ctx.cfg = cfg
@@ -216,16 +221,17 @@ class WarmAirspace(WarmSnapshots):
             if here not in self.paths:
                 return {"fallback": f"unknown worktree {here!r}"}
         ctx = self.ctx_for(here)
+        warned = [workspace.warning_line(w) for w in self.policy_warnings]
         if stage == "snapshot":
             ev = self.record(msg, files_settled)
             if ev is None:
                 return {"fallback": "not recorded"}
             if msg.get("later"):  # nobody waits for it: the messages stay for the next hook
                 return {"lines": [], "block": False}
-            return {"lines": recorder.queued_note(ev) + inbox.inbox_lines(ctx),
+            return {"lines": warned + recorder.queued_note(ev) + inbox.inbox_lines(ctx),
                     "block": False}
         lines, block = verdict.outcome(ctx, stage, self.judge(msg), bool(msg.get("allow")))
-        return {"lines": lines, "block": block}
+        return {"lines": warned + lines, "block": block}
 
     def scan(self, msg: ScanRequest) -> dict[str, Any]:
 

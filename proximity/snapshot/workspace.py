@@ -28,16 +28,18 @@ class Context:
 
 
 def open_context(path: str | None = None, *, need_ledger: bool = False,
-                 check_git: bool = True) -> Context:
+                 check_git: bool = True, strict: bool = True) -> Context:
     """``check_git=False``: the snapshot hook uses only plumbing older than the floor that
-    scans need (merge-tree --write-tree), so it skips the `git --version` round trip."""
+    scans need (merge-tree --write-tree), so it skips the `git --version` round trip.
+    ``strict=False`` (hooks, the service): a bad setting in the policy is a warning and
+    the rest judges; a command the user runs stops at it (ConfigError)."""
     if check_git:
         gitio.require_git()
     repo = gitio.Repo(path or os.getcwd(), fast=not check_git)
     policy = config.load_policy(*gitio.policy_inputs(repo))
+    cfg = policy.strict() if strict else policy.config
     for w in policy.warnings:
         warn(w)
-    cfg = policy.config
     repo.large_bytes = cfg.large_bytes
     parsers.configure(cfg.large_bytes, cfg.long_line)
     ledger = None
@@ -52,5 +54,9 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
     return Context(repo, cfg, ledger, err, here)
 
 
+def warning_line(msg: str) -> str:
+    return f"proximity: warning: {msg}"
+
+
 def warn(msg: str) -> None:
-    print(f"proximity: warning: {msg}", file=sys.stderr)
+    print(warning_line(msg), file=sys.stderr)
