@@ -23,6 +23,11 @@ class LedgerError(FatalError):
     exit_code = 4
 
 
+class LedgerUnwritable(LedgerError):
+    """The ledger is intact but cannot be written (a read-only mount, a full disk, no
+    permission): it can still be read."""
+
+
 class LedgerBusy(LedgerError):
     """Another process held the ledger's write lock for longer than this command waits."""
 

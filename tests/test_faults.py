@@ -898,3 +898,67 @@ def test_a_hook_the_service_answers_says_the_bad_setting_too(tmp_path, monkeypat
     assert answered != before, (before, answered)  # the service judged this push
     assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
     assert all(n in p.stderr for n in named), p.stderr
+
+
+# -- a ledger that can be read but not written ------------------------------------------
+
+
+def _full_ledger_setup(ecm: Path, save: Path) -> str:
+    """Shell setup: the ledger directory on a tmpfs with its files and no space left."""
+    run(ecm, PY, "-c", "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute("
+        "'PRAGMA wal_checkpoint(TRUNCATE)')", str(ecm / "ledger.sqlite3"))
+    size = sum(p.stat().st_size for p in ecm.rglob("*") if p.is_file())
+    return (f"cp -a {ecm} {save}; mount -t tmpfs -o size={size // 1024 + 256}k tmpfs {ecm}; "
+            f"cp -a {save}/. {ecm}/; dd if=/dev/zero of={ecm}/fill bs=4k 2>/dev/null || true")
+
+
+@needs_mounts
+@pytest.mark.parametrize("fault", ["read-only", "full"])
+def test_a_push_that_must_yield_stays_blocked_when_the_ledger_cannot_be_written(
+        tmp_path, fault):
+    main, _ = hooked_repo(tmp_path)
+    _a, b = _conflicting_pair(main, tmp_path)
+    ecm = main / ".git" / "ecm"
+    setup = (f"mount --bind {ecm} {ecm}; mount -o remount,ro,bind {ecm}" if fault == "read-only"
+             else _full_ledger_setup(ecm, tmp_path / "saved-ecm"))
+    before = _ledger_state(ecm / "ledger.sqlite3")
+    p = _in_namespace(setup, b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+    said = [ln for ln in p.stderr.splitlines() if "warning" in ln or "OFF" in ln]
+    assert len(said) == 1, said
+    assert "recording is off for this push" in said[0] and fault in said[0], said
+    assert "corrupt" not in p.stderr and "mv " not in p.stderr and "Traceback" not in p.stderr
+    assert _ledger_state(ecm / "ledger.sqlite3") == before  # nothing was written
+    # a commit judges too (its advisory printed), records nothing, and goes through
+    (b / "n.txt").write_text("more\n")
+    git(b, "add", "n.txt")
+    r = _in_namespace(setup, b, "git", "commit", "-qm", "on a ledger that cannot be written")
+    assert r.returncode == 0, r.stderr
+    assert "RESOLUTION ADVISORY" in r.stderr and "recording is off" in r.stderr, r.stderr
+    assert _ledger_state(ecm / "ledger.sqlite3") == before
+
+
+def test_a_guard_that_cannot_judge_says_it_is_off_in_one_line(tmp_path, monkeypatch, capsys):
+    """The fallback when no verdict can be computed at all: never silently off."""
+    import io
+
+    from proximity.errors import LedgerError
+    from proximity.hooks import verdict
+    from proximity.main import main as cli
+
+    main, _ = hooked_repo(tmp_path)
+    _a, b = _conflicting_pair(main, tmp_path)
+
+    def cannot(*_args: object, **_kw: object) -> None:
+        raise LedgerError("the ledger x is read-only and nothing could be read from it")
+
+    monkeypatch.setattr(verdict, "judge", cannot)
+    monkeypatch.chdir(b)
+    head = git(b, "rev-parse", "HEAD").stdout.strip()
+    monkeypatch.setattr("sys.stdin", io.StringIO(
+        f"refs/heads/feat/b {head} refs/heads/feat/b {'0' * 40}\n"))
+    assert cli(["hook", "pre-push", "origin", str(tmp_path / "remote.git")]) == 0
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == ["proximity: the push guard is OFF for this push: the ledger x is "
+                    "read-only and nothing could be read from it; fix that (see `proximity "
+                    "doctor`), then push again"], said

@@ -131,6 +131,21 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
     return 1 if block else 0
 
 
+def recording_off_line(stage: str, why: str) -> str:
+    """The one line of a hook whose ledger can be read but not written."""
+    if stage == "snapshot":
+        return f"proximity: warning: recording is off: {why}"
+    what = "push" if stage == "guard" else "commit"
+    return (f"proximity: warning: recording is off for this {what}, the guard still judges "
+            f"from what it can read: {why}")
+
+
+def off_line(stage: str, why: str) -> str:
+    """The one line of a pre-push guard that could not judge: never silently off."""
+    return (f"proximity: the push guard is OFF for this push: {why}; fix that (see "
+            "`proximity doctor`), then push again")
+
+
 def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True,
         record: bool = True) -> int:
     """The in-process hook. The thin client (thin.py) passes what it read and learnt:
@@ -151,21 +166,31 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
         err(f"proximity: warning: internal error {type(e).__name__}: {e} (hook skipped)")
         return 0
     try:
-        if ctx.ledger_error:
+        if ctx.ledger_error and stage == "guard":
+            # the guard judges without the ledger (who yields is then decided without its
+            # history): say what is off, not that the guard is
+            err(recording_off_line(stage, ctx.ledger_error))
+        elif ctx.ledger_error:
             err(f"proximity: warning: {ctx.ledger_error} (advisories need the ledger; "
                 "see `proximity doctor`)")
-            if stage != "guard":
+            return 0
+        if ctx.recording_off:
+            err(recording_off_line(stage, ctx.recording_off))
+            if stage == "snapshot":
                 return 0
+            record = False  # (judged here, in process: nothing is recorded)
         if stage == "snapshot":
             snapshot(ctx, kind, service, record)
             return 0
         return blocked_exit() if check(ctx, stage, kind, stdin, service, record) else 0
     except FatalError as e:
-        err(f"proximity: warning: {e} (hook skipped; git goes on)")
+        err(off_line(stage, str(e)) if stage == "guard" else
+            f"proximity: warning: {e} (hook skipped; git goes on)")
         return 0
     except Exception as e:
-        err(f"proximity: warning: internal error {type(e).__name__}: {e} (hook skipped; "
-            "git goes on)")
+        err(off_line(stage, f"internal error {type(e).__name__}: {e}") if stage == "guard"
+            else f"proximity: warning: internal error {type(e).__name__}: {e} (hook "
+            "skipped; git goes on)")
         if os.environ.get("PROXIMITY_DEBUG"):
             import traceback
 

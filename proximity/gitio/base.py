@@ -53,6 +53,22 @@ def _one_path(start: str, arg: str) -> str:
     return out[:-1] if out.endswith("\n") else out
 
 
+SCRATCH_SPARE = 1 << 20  # bytes a directory must have free beyond what a scratch file needs
+
+
+def _takes(d: str, need: int) -> bool:
+    """Whether directory ``d`` (made if missing) can take a new file of ``need`` bytes:
+    writable, with room to spare (git writes the index anew beside it, and a full disk
+    fails that write half way)."""
+    try:
+        owned.private_dir(os.path.dirname(d))  # the ledger's own directory: ours alone
+        os.makedirs(d, exist_ok=True)
+        st = os.statvfs(d)
+    except OSError:
+        return False
+    return os.access(d, os.W_OK) and st.f_bavail * st.f_frsize >= 2 * need + SCRATCH_SPARE
+
+
 class RepoCore:
     """The repository: discovery, worktrees and heads, results remembered by object id."""
 
@@ -287,14 +303,13 @@ class RepoCore:
             return os.path.realpath(os.path.join(path, text[len("gitdir:"):].strip()))
         return None
 
-    def _scratch(self, stem: str) -> str:
-        """A fresh path for a private temporary file (an index, a patch): in the ledger's
-        index directory, made if missing, else in the system's temporary directory."""
+    def _scratch(self, stem: str, need: int = 0) -> str:
+        """A fresh path for a private temporary file (an index, a patch) of about ``need``
+        bytes: in the ledger's index directory, made if missing, else (read-only, or too
+        full to take it) in the system's temporary directory, so a ledger that cannot be
+        written never stops a snapshot being taken."""
         d = os.path.join(self.ecm_dir, "index")
-        try:
-            owned.private_dir(self.ecm_dir)
-            os.makedirs(d, exist_ok=True)
-        except OSError:
+        if not _takes(d, need):
             import tempfile
 
             d = tempfile.gettempdir()

@@ -130,8 +130,8 @@ class Snapshots(Objects):
         """
         user_index = index_file or os.path.join(wt.admin, "index")
         shadow_dir = os.path.join(self.ecm_dir, "index")
-        tmp = self._scratch(safe_name(wt.id))
         shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
+        tmp = self._scratch(safe_name(wt.id), max(_size(user_index), _size(shadow)))
         src = user_index
         try:
             if not (from_user_index and os.path.exists(user_index)) and os.path.exists(
@@ -179,7 +179,8 @@ class Snapshots(Objects):
         the shadow (else it is left as it was). The caller knows the rest is unchanged
         (the resident service's watcher) and that none of ``paths`` is a large file."""
         shadow = os.path.join(self.ecm_dir, "index", f"{safe_name(wt.id)}.idx")
-        tmp = self._scratch(safe_name(wt.id))  # beside the shadow, which is there
+        tmp = self._scratch(safe_name(wt.id), _size(shadow))  # beside the shadow, if it can
+        keep = keep and os.path.dirname(tmp) == os.path.dirname(shadow)
         try:
             _copy(shadow, tmp)
             env = {"GIT_INDEX_FILE": tmp}
@@ -307,9 +308,10 @@ class Snapshots(Objects):
         return tree
 
     def _index_tree(self, index_file: str, cwd: str) -> str:
-        tmp = f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
-        tmp = os.path.join(self.ecm_dir, "index", os.path.basename(tmp)) \
-            if os.path.isdir(os.path.join(self.ecm_dir, "index")) else tmp
+        # (in the temporary directory when the ledger's index directory cannot take it)
+        tmp = self._scratch(os.path.basename(index_file) + ".proximity", _size(index_file)) \
+            if os.path.isdir(os.path.join(self.ecm_dir, "index")) else \
+            f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
         try:
             _copy(index_file, tmp)
             return git(["write-tree"], cwd=cwd, env={"GIT_INDEX_FILE": tmp}
@@ -377,3 +379,10 @@ class Snapshots(Objects):
             args[2:2] = ["-p", head]
         out = git(args, cwd=self.workdir, env=SNAPSHOT_IDENT)
         return out.stdout.decode().strip()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -3,7 +3,7 @@ rendered for the hook's output."""
 
 from __future__ import annotations
 
-from proximity.errors import LedgerBusy
+from proximity.errors import LedgerError
 from proximity.snapshot.workspace import Context
 
 
@@ -15,8 +15,8 @@ def inbox_lines(ctx: Context, shown: set[int] | None = None) -> list[str]:
         return []
     try:
         taken = ctx.ledger.take(ctx.here)
-    except LedgerBusy:
-        return []  # they stay undelivered: the next hook shows them
+    except LedgerError:  # busy, or open read-only: they stay undelivered for the next hook
+        return []
     msgs = [m for m in taken if m["id"] not in (shown or set())]
     if not msgs:
         return []

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from proximity import owned
-from proximity.errors import LedgerBusy, LedgerError
+from proximity.errors import LedgerBusy, LedgerError, LedgerUnwritable
 
 SCHEMA = 2
 
@@ -155,19 +155,19 @@ def diagnose(exc: BaseException, path: str | None = None) -> LedgerError:
         why = ("the file system is mounted read-only" if code == errno.EROFS else
                f"its directory {d} refuses writes ({probe.strerror})" if probe is not None
                else "the file is not writable")
-        return LedgerError(f"the ledger {path} is read-only: {why} (sqlite: {text}); {intact}")
+        return LedgerUnwritable(f"the ledger {path} is read-only: {why} (sqlite: {text}); {intact}")
     if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "full" in low:
         free = ""
         with contextlib.suppress(OSError):
             st = os.statvfs(d)
             free = f", {st.f_bavail * st.f_frsize // 1024} KiB free"
-        return LedgerError(f"the disk holding the ledger {path} is full (sqlite: {text}"
+        return LedgerUnwritable(f"the disk holding the ledger {path} is full (sqlite: {text}"
                            f"{free}); free some space; {intact}")
     if probe is not None and code in (errno.EACCES, errno.EPERM):
-        return LedgerError(f"the ledger directory {d} is not writable ({probe.strerror}; "
+        return LedgerUnwritable(f"the ledger directory {d} is not writable ({probe.strerror}; "
                            f"sqlite: {text}); {intact}")
     if probe is not None:
-        return LedgerError(f"the ledger {path} cannot be written: {probe.strerror} "
+        return LedgerUnwritable(f"the ledger {path} cannot be written: {probe.strerror} "
                            f"(sqlite: {text}); {intact}")
     return LedgerError(f"the ledger {path} failed: {text}; run `proximity doctor` (an "
                        "integrity check) before moving anything")
@@ -198,9 +198,13 @@ class LedgerCore:
     """The database: made under a lock and moved into place, checked, one transaction at a
     time."""
 
-    def __init__(self, ecm_dir: str, *, create: bool = True) -> None:
+    def __init__(self, ecm_dir: str, *, create: bool = True, read_only: bool = False
+                 ) -> None:
+        """``read_only``: open it for reading only (a ledger that cannot be written: a
+        read-only mount, a full disk); every write then raises LedgerError at once."""
         self.dir = ecm_dir
         self.path = os.path.join(ecm_dir, FILENAME)
+        self.read_only = read_only
         self._claimed: list[str] = []
         # recency answers by what they were computed from (see recency): a process that
         # keeps its Ledger (the resident service) reads a stream's events again only when
@@ -209,12 +213,12 @@ class LedgerCore:
         _opened.append(self.path)
         del _opened[:-4]
         if not os.path.exists(self.path):
-            if not create:
+            if not create or read_only:
                 raise LedgerError(f"no ledger at {self.path} yet (run `proximity snapshot`)")
             self._create()
-        else:
+        elif not read_only:
             _keep_private(self.dir, self.path)
-        self.db = self._connect()
+        self.db = self._connect_read_only() if read_only else self._connect()
         self._check()
 
     # -- opening ----------------------------------------------------------------------
@@ -256,6 +260,30 @@ class LedgerCore:
         except sqlite3.Error as e:
             raise diagnose(e, self.path) from e
 
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that never writes: ``mode=ro`` (it still shares the WAL index
+        with writers), else ``immutable=1`` when not even the WAL index can be made
+        beside it (what a reader sees is then the database file as last checkpointed)."""
+        from urllib.parse import quote
+
+        uri = f"file:{quote(self.path)}?mode=ro"
+        last: sqlite3.Error | None = None
+        for extra in ("", "&immutable=1"):
+            try:
+                db = sqlite3.connect(uri + extra, uri=True, timeout=_wait_left(),
+                                     isolation_level=None, check_same_thread=False)
+            except sqlite3.Error as e:
+                last = e
+                continue
+            try:
+                db.execute("SELECT 1 FROM meta LIMIT 1").fetchall()
+                return db
+            except sqlite3.Error as e:
+                last = e
+                db.close()
+        assert last is not None
+        raise diagnose(last, self.path) from last
+
     def _check(self) -> None:
         try:
             row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
@@ -266,7 +294,7 @@ class LedgerCore:
             raise LedgerError(
                 f"the ledger {self.path} has schema {version}, newer than this proximity "
                 f"understands ({SCHEMA}); upgrade proximity (it is left untouched)")
-        if version < SCHEMA:
+        if version < SCHEMA and not self.read_only:  # (read, it needs no new column)
             with self.tx():
                 for v in range(version + 1, SCHEMA + 1):
                     self.db.executescript(MIGRATIONS[v])
@@ -279,6 +307,8 @@ class LedgerCore:
     @contextlib.contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; waits for the lock at most what is left of the budget."""
+        if self.read_only:
+            raise LedgerError(f"the ledger {self.path} is open read-only: nothing is written")
         wait = _wait_left()
         try:
             self.db.execute(f"PRAGMA busy_timeout={int(wait * 1000)}")

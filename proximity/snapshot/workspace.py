@@ -8,7 +8,7 @@ import sys
 
 from proximity import config, gitio
 from proximity.analysis import parsers
-from proximity.errors import LedgerError
+from proximity.errors import LedgerError, LedgerUnwritable
 from proximity.ledger import Ledger
 
 
@@ -17,9 +17,12 @@ class Context:
     worktree (agent id) we run in."""
 
     def __init__(self, repo: gitio.Repo, cfg: config.Config, ledger: Ledger | None,
-                 ledger_error: str | None, here: str) -> None:
+                 ledger_error: str | None, here: str, recording_off: str | None = None
+                 ) -> None:
         self.repo, self.cfg, self.ledger = repo, cfg, ledger
         self.ledger_error, self.here = ledger_error, here
+        # why the ledger, open for reading only, records nothing (None: it is writable)
+        self.recording_off = recording_off
         self.memo: dict[object, object] | None = None  # the resident service's (Facts.memo)
 
     def close(self) -> None:
@@ -43,15 +46,28 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
     repo.large_bytes = cfg.large_bytes
     parsers.configure(cfg.large_bytes, cfg.long_line)
     ledger = None
-    err = None
+    err = off = None
     try:
         ledger = Ledger(repo.ecm_dir)
+    except LedgerUnwritable as e:
+        if need_ledger:
+            raise
+        # what the other worktrees recorded can still be read, so what can be judged is
+        ledger, off = _read_only(repo.ecm_dir), str(e)
+        err = None if ledger is not None else off
     except LedgerError as e:
         if need_ledger:
             raise
         err = str(e)
     here = gitio.agent_id(repo.gitdir, repo.common)
-    return Context(repo, cfg, ledger, err, here)
+    return Context(repo, cfg, ledger, err, here, off)
+
+
+def _read_only(ecm_dir: str) -> Ledger | None:
+    try:
+        return Ledger(ecm_dir, create=False, read_only=True)
+    except LedgerError:
+        return None
 
 
 def warning_line(msg: str) -> str:
