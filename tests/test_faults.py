@@ -936,6 +936,9 @@ def test_a_push_that_must_yield_stays_blocked_when_the_ledger_cannot_be_written(
     assert r.returncode == 0, r.stderr
     assert "RESOLUTION ADVISORY" in r.stderr and "recording is off" in r.stderr, r.stderr
     assert _ledger_state(ecm / "ledger.sqlite3") == before
+    s = _in_namespace(setup, main, PY, "-m", "proximity", "scan")  # a command reads it too
+    assert s.returncode == 0 and "RESOLUTION" in s.stdout, (s.stdout, s.stderr)
+    assert fault in s.stderr and "nothing is recorded" in s.stderr, s.stderr
 
 
 def test_a_guard_that_cannot_judge_says_it_is_off_in_one_line(tmp_path, monkeypatch, capsys):

@@ -17,6 +17,9 @@ def run(args: argparse.Namespace) -> int:
     if ctx.ledger_error:
         workspace.warn(f"{ctx.ledger_error} (scanning without history, caches or messages; "
                      "see `proximity doctor`)")
+    elif ctx.recording_off:
+        workspace.warn(f"{ctx.recording_off} (scanning from what it can read; nothing is "
+                       "recorded)")
     try:
         what_if = None
         if getattr(args, "intent", None):
