@@ -109,6 +109,19 @@ def operation_in_progress(admin_dir: str) -> str | None:
     return None
 
 
+def head_commit(gitdir: str, common: str) -> str | None:
+    """The commit HEAD names, from files (HEAD, then its loose branch ref); None when a
+    packed ref or anything else would need git to say."""
+    try:
+        head = _read(os.path.join(gitdir, "HEAD")).strip()
+        if head.startswith("ref: refs/heads/"):
+            head = _read(os.path.join(common, head[5:])).strip()
+    except (OSError, ValueError):
+        return None
+    ok = len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head)
+    return head if ok else None
+
+
 def _read(path: str) -> str:
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         return f.read()

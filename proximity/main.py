@@ -213,7 +213,8 @@ def _thin(argv: list[str]) -> int | Fallback:
     except Exception:  # a damaged thin path: the in-process path still answers
         from types import SimpleNamespace
 
-        return SimpleNamespace(stdin=None, service=True, record=True)  # type: ignore[return-value]
+        return SimpleNamespace(stdin=None, service=True, record=True,  # type: ignore[return-value]
+                               rid=None)
     if argv[0] == "hook":
         return thin.run_hook(argv[1:])
     return thin.check(argv[1:])
@@ -242,7 +243,8 @@ def main(argv: Sequence[str] | None = None, fallback: Fallback | None = None) ->
         if name == "check":
             args.stdin_text = fallback.stdin if fallback is not None else None
         elif name == "hook" and fallback is not None:
-            return int(mod.run(args, fallback.stdin, fallback.service, fallback.record))
+            return int(mod.run(args, fallback.stdin, fallback.service, fallback.record,
+                               fallback.rid))
         return int(mod.run(args))
     except FatalError as e:
         print(f"proximity: error: {e}", file=sys.stderr)

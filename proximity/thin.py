@@ -33,13 +33,15 @@ if TYPE_CHECKING:
 class Fallback:
     """Run the in-process path. ``stdin``: what the hook read from its standard input
     already; ``service``: it may still ask the service (False: this client did);
-    ``record``: it records the event (False: the service began recording it)."""
+    ``record``: it records the event (False: the service began recording it); ``rid``:
+    the request id the event is recorded under (the service's record of it, should one
+    come, is then the same event)."""
 
-    __slots__ = ("record", "service", "stdin")
+    __slots__ = ("record", "rid", "service", "stdin")
 
     def __init__(self, stdin: str | None = None, service: bool = True,
-                 record: bool = True) -> None:
-        self.stdin, self.service, self.record = stdin, service, record
+                 record: bool = True, rid: str | None = None) -> None:
+        self.stdin, self.service, self.record, self.rid = stdin, service, record, rid
 
     def __repr__(self) -> str:
         return f"Fallback(service={self.service}, record={self.record})"
@@ -111,10 +113,12 @@ def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fa
         return Fallback(stdin)
     gitdir, common = found
     pushed = inputs.pushed_refs(stdin, dict(os.environ)) if stage == "guard" else None
-    answer, record = client.hook(common, hook_request(
-        stage, gitfiles.agent_id(gitdir, common), inputs.kind_of(name, args), pushed))
+    msg = hook_request(stage, gitfiles.agent_id(gitdir, common), inputs.kind_of(name, args),
+                       pushed)
+    head = gitfiles.head_commit(gitdir, common) if msg["kind"] == "commit" else None
+    answer, record = client.hook(common, msg, head=head)
     if answer is None:
-        return Fallback(stdin, False, record)
+        return Fallback(stdin, False, record, msg.get("rid"))
     for line in answer["lines"]:
         print(line, file=sys.stderr)
     if name == "pre-commit" and os.environ.get("PROXIMITY_HOOK_SCRIPT") == "1":

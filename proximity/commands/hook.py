@@ -55,18 +55,21 @@ def queued(ev: object) -> None:
 
 
 def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
-             record: bool = True) -> None:
+             record: bool = True, rid: str | None = None) -> None:
     """``service=False``: the thin client asked the service already; ``record=False``:
-    the service took this event (a request the client gave up on) and records it."""
+    the service took this event (a request the client gave up on) and records it;
+    ``rid``: the request id to record it under."""
     if service and record:
-        done, record = _ask_service(ctx, "snapshot", kind, None)
+        done, record, rid = _ask_service(ctx, "snapshot", kind, None)
         if done is not None:
             return
     if not record:
         deliver(ctx)
         return
     ev = recorder.record_here(ctx, kind, recorder.index_override(),
-                              unstash=stash.host_patch(os.environ))
+                              unstash=stash.host_patch(os.environ), rid=rid)
+    if ev is not None:
+        client.settle_pending(ctx.repo.common, rid)
     queued(ev)
     deliver(ctx)
     if ev is not None and ctx.ledger is not None and ev.seq and ev.seq % recorder.GC_EVERY == 0:
@@ -75,23 +78,24 @@ def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
 
 
 def _ask_service(ctx: workspace.Context, stage: str, kind: str,
-                 pushed: list[tuple[str, str]] | None) -> tuple[bool | None, bool]:
+                 pushed: list[tuple[str, str]] | None
+                 ) -> tuple[bool | None, bool, str | None]:
     """The hook done by the resident service, asked as the thin client asks it (it knows
     what changed: the work is proportional to the change), its lines printed: whether it
     blocks, or None (absent, busy, a case it leaves: do the hook here; it is started for
     next time); and whether this process records the event (False: the service began
-    recording it)."""
+    recording it); and the request's id (the event's, whoever records it)."""
     msg = thin.hook_request(stage, ctx.here, kind, pushed)
     answer, record = client.hook(ctx.repo.common, msg)
     if answer is None:
-        return None, record
+        return None, record, msg.get("rid")
     for line in answer["lines"]:
         err(line)
-    return answer.get("block") is True, False
+    return answer.get("block") is True, False, msg.get("rid")
 
 
 def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = None,
-          service: bool = True, record: bool = True) -> int:
+          service: bool = True, record: bool = True, rid: str | None = None) -> int:
     """Record, scan the pairs involving this worktree, fire triggers, print advisories.
 
     The guard judges what is pushed, not the worktree it runs in: each pushed commit
@@ -118,11 +122,13 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
     pushed = pushed_refs(stdin if stdin is not None else _read_stdin(), dict(os.environ)) \
         if stage == "guard" else None
     if service and record and not syncs:  # (with sync on the service leaves the push here)
-        blocks, record = _ask_service(ctx, stage, kind, pushed)
+        blocks, record, rid = _ask_service(ctx, stage, kind, pushed)
         if blocks is not None:
             return 1 if blocks else 0
     verdict = judge(ctx, stage, kind, override, pushed, record=record,
-                    unstash=stash.host_patch(os.environ))
+                    unstash=stash.host_patch(os.environ), rid=rid)
+    if record:
+        client.settle_pending(ctx.repo.common, rid)
     if verdict["graph_deferred"]:
         pipeline.warm_up(ctx)
     lines, block = outcome(ctx, stage, verdict, inputs.allowed())
@@ -147,7 +153,7 @@ def off_line(stage: str, why: str) -> str:
 
 
 def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True,
-        record: bool = True) -> int:
+        record: bool = True, rid: str | None = None) -> int:
     """The in-process hook. The thin client (thin.py) passes what it read and learnt:
     ``stdin`` (pushed refs), ``service=False`` (it asked the service already) and
     ``record=False`` (the service took this very event and records it)."""
@@ -180,9 +186,14 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
                 return 0
             record = False  # (judged here, in process: nothing is recorded)
         if stage == "snapshot":
-            snapshot(ctx, kind, service, record)
-            return 0
-        return blocked_exit() if check(ctx, stage, kind, stdin, service, record) else 0
+            snapshot(ctx, kind, service, record, rid)
+            code = 0
+        else:
+            code = blocked_exit() if check(ctx, stage, kind, stdin, service, record, rid) \
+                else 0
+        # events a killed or stopped service took and never recorded
+        recorder.replay_pending(ctx.repo.common)
+        return code
     except FatalError as e:
         err(off_line(stage, str(e)) if stage == "guard" else
             f"proximity: warning: {e} (hook skipped; git goes on)")

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
           pushed: list[tuple[str, str]] | None,
           agents_of: Callable[[str | None], tuple[list[Agent], list[str]]] | None = None,
-          in_hook: bool = True, record: bool = True, unstash: str | None = None
-          ) -> dict[str, Any]:
+          in_hook: bool = True, record: bool = True, unstash: str | None = None,
+          rid: str | None = None) -> dict[str, Any]:
     """Record this worktree, scan its pairs (each pushed commit standing in for it, or for
     the worktree that has the pushed branch checked out), fire
     the triggers; the verdict as plain data. The in-process hook and the resident service
@@ -50,7 +50,7 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     notes: list[str] = []
     if me is not None and me.error is None and record:
         notes = recorder.queued_note(recorder.record(ctx, kind, recorder.Snap(
-            me.id, me.path, me.branch, me.head, me.snapshot, me.tree)))
+            me.id, me.path, me.branch, me.head, me.snapshot, me.tree), rid))
     # each run: (whose state the pushed commit stands for, the agents); a branch checked
     # out in a worktree is that worktree's work, whoever pushes it
     runs: list[tuple[str, list[Agent]]] = [(ctx.here, agents)]

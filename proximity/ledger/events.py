@@ -77,7 +77,7 @@ class Events(LedgerCore):
                branch: str | None, snapshot: str | None, tree: str | None,
                files: Mapping[str, str], brief_from: str | None = None,
                debrief: list[str] | None = None, machine: str | None = None,
-               spool: bool = False) -> Event:
+               spool: bool = False, rid: str | None = None) -> Event:
         """Tick ``stream``'s clock and store one event, in one transaction.
 
         ``files``: path -> blob id of everything that differs from HEAD. The event keeps
@@ -87,11 +87,13 @@ class Events(LedgerCore):
         inherits; ``debrief``: streams whose clocks merge into this one. ``spool``: when
         the ledger stays busy past the wait budget, append the event to the spool (the
         next writer replays it) and return it with seq 0 instead of raising LedgerBusy.
+        ``rid``: the hook request this event answers; a second event with it is the first
+        one (returned, nothing stored), whoever records it.
         """
         item: dict[str, Any] = {"stream": stream, "kind": kind, "path": path, "head": head,
                 "branch": branch, "snapshot": snapshot, "tree": tree, "files": dict(files),
                 "brief_from": brief_from, "debrief": debrief or [], "machine": machine,
-                "time": time.time(), "pid": os.getpid()}
+                "time": time.time(), "pid": os.getpid(), "rid": rid}
         try:
             with self.tx() as db:
                 self._replay(db)
@@ -105,6 +107,12 @@ class Events(LedgerCore):
 
     def _insert(self, db: sqlite3.Connection, item: Mapping[str, Any]) -> Event:
         stream, now = str(item["stream"]), float(item["time"])
+        rid = item.get("rid")
+        if rid is not None:
+            had = db.execute("SELECT seq, stream, kind, head, branch, snapshot, tree, files, "
+                             "clock, time FROM events WHERE rid=?", (rid,)).fetchone()
+            if had is not None:  # recorded already (by the service, or the hook itself)
+                return _event(had)
         row = db.execute("SELECT clock FROM events WHERE stream=? ORDER BY seq DESC LIMIT 1",
                          (stream,)).fetchone()
         clock: dict[str, int] = json.loads(row[0]) if row else {}
@@ -134,9 +142,9 @@ class Events(LedgerCore):
                        (FILES_CACHE, stream, json.dumps(files)))
         cur = db.execute(
             "INSERT INTO events(stream, kind, head, branch, snapshot, tree, files, clock, "
-            "time, pid) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "time, pid, rid) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (stream, item["kind"], item["head"], item["branch"], item["snapshot"],
-             item["tree"], json.dumps(delta), json.dumps(clock), now, item["pid"]))
+             item["tree"], json.dumps(delta), json.dumps(clock), now, item["pid"], rid))
         seq = int(cur.lastrowid or 0)
         if not known:
             db.execute("UPDATE streams SET first_seq=? WHERE id=?", (seq, stream))

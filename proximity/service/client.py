@@ -276,7 +276,7 @@ def pending_dir(common: str) -> str:
     return os.path.join(ecm_dir(common), "pending")
 
 
-def note_pending(common: str, msg: HookRequest) -> None:
+def note_pending(common: str, msg: HookRequest, head: str | None = None) -> None:
     """Before a hook's request leaves: the event it asks for, in a file named by its
     request id. Whoever records the event with that id removes the file (settle_pending);
     one left behind (a service killed or stopped mid-job) is recorded by the next service
@@ -293,7 +293,7 @@ def note_pending(common: str, msg: HookRequest) -> None:
         return  # (the in-process path records it then, or nothing can be recorded at all)
     try:
         os.write(fd, dumps({"rid": rid, "agent": msg["agent"], "kind": msg["kind"],
-                            "stage": msg["stage"], "cwd": os.getcwd(),
+                            "stage": msg["stage"], "cwd": os.getcwd(), "head": head,
                             "time": time.time()}).encode())
     except (OSError, ValueError):
         pass
@@ -423,14 +423,15 @@ def _alive(common: str) -> bool:
         return False
 
 
-def hook(common: str, msg: HookRequest, budget: float = HOOK_BUDGET
-         ) -> tuple[HookAnswer | None, bool]:
+def hook(common: str, msg: HookRequest, budget: float = HOOK_BUDGET,
+         head: str | None = None) -> tuple[HookAnswer | None, bool]:
     """One hook done by the service (op ``hook``: record the worktree, judge it, take its
     inbox, decide the block): the answer, whose ``lines`` the hook prints, or None when
     the caller does the hook in process; and whether that caller records the event (False:
     the service began recording it, a request the client gave up waiting on that the
-    service claimed first, see claim)."""
-    note_pending(common, msg)
+    service claimed first, see claim). ``head``: the commit HEAD names now (a commit's
+    event, should a replay record it later, is that commit's)."""
+    note_pending(common, msg, head)
     answer, sent = ask_sent(common, msg, budget)
     if answer is None:  # whoever claims the request first records it (none: the service)
         rid = msg.get("rid")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from proximity.service import client, fswatch
 from proximity.service.protocol import HOOK
 from proximity.service.state import Job, ServiceState
+from proximity.snapshot import recorder
 
 if TYPE_CHECKING:
     from proximity.service.protocol import HookRequest, PostNote
@@ -77,14 +78,23 @@ def _remove(common: str, name: str) -> bool:
         os.close(fd)
 
 
-def drop_old_notes(common: str) -> None:
-    """Post-commit notes and hook scripts' sync cookies left for an earlier service (one
-    that died before taking them)."""
+def drop_old_notes(common: str) -> list[str]:
+    """Hook scripts' sync cookies left for an earlier service (one that died before taking
+    them) go; its post-commit notes stay, returned: commits still to record."""
     d = os.path.join(client.ecm_dir(common), "cookies")
+    posts: list[str] = []
     with contextlib.suppress(OSError):
-        for name in os.listdir(d):
-            if name.startswith(POST_PREFIX) or EARLY_COOKIE.fullmatch(name):
+        for name in sorted(os.listdir(d)):
+            if name.startswith(POST_PREFIX):
+                posts.append(name)
+            elif EARLY_COOKIE.fullmatch(name):
                 _remove(common, name)
+    return posts
+
+
+def note_admin(name: str) -> str:
+    """The worktree git dir's name a post-commit note names (empty: the main checkout)."""
+    return recorder.post_note_parts(name)[0]
 
 
 class Cookies(ServiceState):
@@ -115,15 +125,14 @@ class Cookies(ServiceState):
         commit is recorded as the thin client's post-commit request would have it (not
         waited for: its messages stay for the next hook)."""
         name = os.path.basename(path)
-        if not name.startswith(POST_PREFIX):
-            return
-        if not _remove(self.common, name):
-            return  # taken already (its deletion is reported too), or not ours to take
+        if not name.startswith(POST_PREFIX) or not os.path.isdir(path) \
+                or os.path.islink(path):
+            return  # (its deletion once taken is reported too)
         if self.air is None:
-            return
+            return  # (the worker takes the notes it finds when it is ready)
         self.last_request = time.monotonic()
         with self.pending_lock:  # the worker maps the git dir's name to its worktree
-            self.posts.append(name[len(POST_PREFIX):].rsplit("-", 1)[0])
+            self.posts.append(name)
         self.put(Job("posts"), 0)  # taken by then by any verdict that synced after it
 
     def _take_posts(self) -> None:
@@ -132,17 +141,31 @@ class Cookies(ServiceState):
         assert self.air is not None
         with self.pending_lock:
             posts, self.posts = self.posts, []
-        for admin in dict.fromkeys(posts):  # one commit, one record (a note is only a cue)
-            agent = self.air.agent_of_admin(admin)
-            if agent is None or self.air.commit_recorded(agent):
+        for name in dict.fromkeys(posts):  # one commit, one record (a note is only a cue)
+            agent = self.air.agent_of_admin(note_admin(name))
+            if agent is None:
+                _remove(self.common, name)
+                continue
+            sha = recorder.post_note_parts(name)[1]
+            wt = next((w for w in self.air._worktrees() if w.id == agent), None)
+            try:
+                if sha is not None and wt is not None and wt.head != sha:
+                    # newer commits came before anyone took the note: its commit as
+                    # history first, then the present below
+                    recorder.record_superseded(self.air.ctx_for(agent), sha, wt)
+            except Exception:
+                continue  # the note stays for the next taker
+            if self.air.commit_recorded(agent):
+                _remove(self.common, name)
                 continue
             msg: HookRequest = {"op": HOOK, "stage": "snapshot", "kind": "commit",
                                 "agent": agent, "index": None, "later": True}
             try:
                 answer = self.air.hook(msg, self._settled())
             except Exception:
-                continue  # as a failed hook request: the next verdict snapshots it anyway
+                continue  # as a failed hook request: the note stays for the next taker
             if "fallback" not in answer:
+                _remove(self.common, name)  # recorded: only now does the note go
                 self.answered["hook"] += 1
                 self.put(Job("rescan", {"agent": agent}), 1)
 

@@ -14,6 +14,7 @@ from proximity.service.cookies import EARLY_COOKIE, Cookies, drop_old_notes
 from proximity.service.protocol import HOOK
 from proximity.service.state import Job
 from proximity.service.warm import WarmAirspace
+from proximity.snapshot import recorder
 
 if TYPE_CHECKING:
     from proximity.service.protocol import Answer, HookAnswer, ScanAnswer
@@ -95,8 +96,15 @@ class Scheduler(Cookies):
             self.watcher.watching.wait(10.0)
             air.dirty |= set(air.paths)
             air.baseline()
-            drop_old_notes(self.common)  # the baseline read those commits already
+            # what a killed service left unrecorded: its post-commit notes, its hooks'
+            # pending events
+            posts = drop_old_notes(self.common)
+            recorder.replay_pending(self.common)
             self.air = air
+            if posts:
+                with self.pending_lock:
+                    self.posts[:0] = posts
+                self.put(Job("posts"), 0)
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
             print(f"proximity service: cannot start: {self.error}", file=sys.stderr)
@@ -109,6 +117,7 @@ class Scheduler(Cookies):
         # the roots the watcher was started on: a worktree the baseline (or any job) found
         # since is watched from the next turn of this loop
         roots_seen = started
+        replayed = time.monotonic()
         while not self.stop.is_set():
             roots = self.air.watch_roots()
             if roots != roots_seen:
@@ -120,6 +129,9 @@ class Scheduler(Cookies):
                 if self.early_seen:
                     with self.pending_lock:
                         self._prune_early()
+                if time.monotonic() - replayed > recorder.PENDING_AGE:
+                    replayed = time.monotonic()
+                    recorder.replay_pending(self.common)
                 continue
             if job.op == "quit":
                 break
@@ -236,6 +248,8 @@ class Scheduler(Cookies):
             return {"ok": True}
         if req["op"] == HOOK:
             answer: HookAnswer = self.air.hook(req, self._settled())
+            if "fallback" not in answer:  # recorded: the hook's pending note goes
+                client.settle_pending(self.common, req.get("rid"))
             self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
             if req["kind"] == "pre-commit" and "fallback" not in answer:
                 note = self.post_note(req["agent"])

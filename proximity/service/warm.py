@@ -184,7 +184,7 @@ class WarmAirspace(WarmSnapshots):
         if me is None or me.error or me.tree is None:
             return None
         ev = recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
-                                                      None, me.tree))
+                                                      None, me.tree), msg.get("rid"))
         if ev is not None and ctx.ledger is not None and ev.seq % recorder.GC_EVERY == 0:
             ctx.ledger.gc(ctx.cfg.retain_events, set(self.paths))
         return ev
@@ -199,7 +199,7 @@ class WarmAirspace(WarmSnapshots):
                              msg.get("index"), pushed_refs,
                              agents_of=lambda ix: self.agents_now(
                                  here, ix, synced=msg.get("synced") is True),
-                             in_hook=False, unstash=_unstash(msg))
+                             in_hook=False, unstash=_unstash(msg), rid=msg.get("rid"))
 
     def hook(self, msg: HookRequest, files_settled: bool) -> HookAnswer:
         """Everything a hook does, for its one request (thin.hook_request): record

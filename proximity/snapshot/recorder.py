@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import re
+import time
 from typing import NamedTuple
 
 from proximity import gitio
 from proximity.errors import FatalError
 from proximity.hooks.inputs import index_override as index_override
 from proximity.ledger import Event
+from proximity.service import client
+from proximity.snapshot import workspace
 from proximity.snapshot.workspace import Context
 
 GC_EVERY = 1000  # events; retention runs in the hook that records the 1000th
@@ -88,8 +94,9 @@ def _debrief_sources(ctx: Context, head: str | None) -> list[str]:
     return out
 
 
-def record(ctx: Context, kind: str, agent: Snap) -> Event | None:
-    """Store one event for this worktree and pin its snapshot under refs/ecm/."""
+def record(ctx: Context, kind: str, agent: Snap, rid: str | None = None) -> Event | None:
+    """Store one event for this worktree and pin its snapshot under refs/ecm/ (``rid``: the
+    hook request it answers, recorded once whoever records it)."""
     if ctx.ledger is None or agent.tree is None:
         return None
     # files changed since HEAD only (committed work is identified by HEAD itself);
@@ -98,10 +105,14 @@ def record(ctx: Context, kind: str, agent: Snap) -> Event | None:
     new_stream = ctx.ledger.last_event(ctx.here) is None
     brief = _brief_source(ctx, agent.head) if new_stream else None
     debrief = _debrief_sources(ctx, agent.head) if kind in ("merge", "commit") else []
+    if kind == "commit" and agent.head:
+        # one commit, one event, whoever records it (the service, its post-commit note
+        # taken after a restart, the hook that gave up waiting, a replay)
+        rid = f"commit:{ctx.here}:{agent.head}"
     ev = ctx.ledger.record(ctx.here, kind, path=agent.path, head=agent.head,
                            branch=agent.branch, snapshot=agent.snapshot, tree=agent.tree,
                            files=files, brief_from=brief, debrief=debrief,
-                           machine=ctx.cfg.machine_id, spool=True)
+                           machine=ctx.cfg.machine_id, spool=True, rid=rid)
     if files or agent.snapshot:  # a clean worktree's tree is kept alive by HEAD itself
         with contextlib.suppress(FatalError):  # keeps the snapshot alive through `git gc`
             ctx.repo.pin(REF_PREFIX + gitio.safe_name(ctx.here), agent.snapshot or agent.tree)
@@ -109,7 +120,139 @@ def record(ctx: Context, kind: str, agent: Snap) -> Event | None:
 
 
 def record_here(ctx: Context, kind: str, index_file: str | None = None,
-                commit: bool = False, unstash: str | None = None) -> Event | None:
+                commit: bool = False, unstash: str | None = None, rid: str | None = None
+                ) -> Event | None:
     """Snapshot this worktree and record it as one event (what hooks and commands do)."""
     return record(ctx, kind, snapshot_agent(ctx, this_worktree(ctx), index_file, commit,
-                                            unstash))
+                                            unstash), rid)
+
+
+PENDING_AGE = 10.0  # seconds after which a hook's pending event is nobody else's to record
+
+
+def replay_pending(common: str, older_than: float = PENDING_AGE) -> int:
+    """Events a hook handed to a service that never recorded them (killed or stopped
+    mid-job): recorded now, from their worktree as it is, under their request id, so an
+    event the service did record after all is not recorded twice. How many were."""
+    d = client.pending_dir(common)
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return 0
+    done = _replay_post_notes(common, older_than)
+    for name in names:
+        path = os.path.join(d, name)
+        try:
+            if time.time() - os.lstat(path).st_mtime < older_than:
+                continue  # its hook may still be waiting for its answer
+            with open(path, encoding="utf-8") as fh:
+                item = json.load(fh)
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            continue
+        done += _replay(item, name)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    return done
+
+
+def _replay(item: object, rid: str, any_agent: bool = False) -> int:
+    if not isinstance(item, dict) or item.get("rid") != rid or not all(
+            isinstance(item.get(k), str) for k in ("agent", "kind", "cwd")):
+        return 0
+    try:
+        ctx = workspace.open_context(item["cwd"], check_git=False)
+    except (FatalError, OSError):
+        return 0  # the worktree is gone: nothing left to record
+    try:
+        if (ctx.here != item["agent"] and not any_agent) or ctx.ledger is None:
+            return 0
+        head = item.get("head")
+        if item["kind"] == "commit" and isinstance(head, str) and _SHA.fullmatch(head):
+            record_superseded(ctx, head)
+        return int(record_here(ctx, item["kind"], rid=rid or None) is not None)
+    except (FatalError, OSError):
+        return 0
+    finally:
+        ctx.close()
+
+
+POST_PREFIX = "post-commit-"  # the hook script's note of a commit (service/cookies.py)
+
+
+def _replay_post_notes(common: str, older_than: float) -> int:
+    """Commits whose post-commit hook left its note for a service that died before taking
+    it (and none came since): recorded here, once (a commit's event is keyed by it)."""
+    d = os.path.join(client.ecm_dir(common), "cookies")
+    try:
+        names = [n for n in os.listdir(d) if n.startswith(POST_PREFIX)]
+    except OSError:
+        return 0
+    done = 0
+    for name in names:
+        path = os.path.join(d, name)
+        try:
+            if os.path.islink(path) or time.time() - os.lstat(path).st_mtime < older_than:
+                continue
+        except OSError:
+            continue
+        admin, sha = post_note_parts(name)
+        top = _worktree_of(common, admin)
+        if top is not None:
+            done += _replay({"rid": "", "agent": "", "kind": "commit", "cwd": top,
+                             "head": sha}, "", any_agent=True)
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+    return done
+
+
+def _worktree_of(common: str, admin: str) -> str | None:
+    """The top of the worktree whose git dir is ``<common>/worktrees/<admin>`` (empty:
+    the main checkout's, beside the common dir)."""
+    if not admin:
+        return os.path.dirname(common) if os.path.basename(common) == ".git" else None
+    if "/" in admin or admin in (".", ".."):
+        return None
+    try:
+        with open(os.path.join(common, "worktrees", admin, "gitdir"), encoding="utf-8") as fh:
+            dot_git = fh.read().strip()
+    except OSError:
+        return None
+    return os.path.dirname(dot_git) if dot_git else None
+
+
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def post_note_parts(name: str) -> tuple[str, str | None]:
+    """A post-commit note's worktree git dir name (empty: the main checkout) and the
+    commit it was made for (None: a note of an older hook script, naming none):
+    ``post-commit-<admin>-<hook pid>[-<sha>]``."""
+    rest = name[len(POST_PREFIX):]
+    parts = rest.rsplit("-", 2)
+    if len(parts) == 3 and parts[1].isdigit() and _SHA.fullmatch(parts[2]):
+        return parts[0], parts[2]
+    return rest.rsplit("-", 1)[0], None
+
+
+def record_superseded(ctx: Context, sha: str, wt: gitio.WorktreeInfo | None = None
+                      ) -> bool:
+    """The event of commit ``sha`` of this worktree when newer work took its place before
+    anyone recorded it (a service killed with its note untaken): the commit as history
+    (its own tree, nothing uncommitted), once; the caller records the present after it,
+    so the stream's last event stays the worktree as it is. True when it is recorded
+    (now or before) or is the present itself (the caller's record is its event)."""
+    if ctx.ledger is None:
+        return False
+    here = wt if wt is not None else this_worktree(ctx)
+    if here.head == sha:
+        return True
+    try:
+        tree = ctx.repo.commit_tree(sha)
+    except FatalError:
+        return False  # (not a commit of this repository: nothing to record)
+    ctx.ledger.record(ctx.here, "commit", path=here.path, head=sha, branch=here.branch,
+                      snapshot=None, tree=tree, files={}, machine=ctx.cfg.machine_id,
+                      spool=True, rid=f"commit:{ctx.here}:{sha}")
+    return True

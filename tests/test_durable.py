@@ -1,0 +1,167 @@
+"""No event lost or doubled, whatever happens to the service: a real service stopped with
+SIGSTOP and killed with SIGKILL under real commits, and what a killed service leaves
+behind (a job it claimed and never recorded) recorded once by whoever comes next."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import git, init_repo, lines
+
+from proximity.commands import service as service_cmd
+from proximity.ledger import Ledger
+from proximity.service import client
+from proximity.service.server import service_state
+
+PY = os.environ.get("PROXIMITY_TEST_PYTHON") or sys.executable
+BASE = lines(20)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A repository with hooks installed and the service on; stopped at teardown."""
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "60")
+    main = init_repo(tmp_path / "main", {"f.txt": BASE})
+    r = subprocess.run([PY, "-m", "proximity", "install"], cwd=main, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    yield main
+    common = str(main / ".git")
+    st = service_state(common).get("recorded")
+    pid = st.get("pid") if isinstance(st, dict) else None
+    if pid:
+        with contextlib.suppress(OSError):
+            os.kill(int(pid), signal.SIGCONT)
+    if not service_cmd.stop(common, timeout=5) and pid:
+        with contextlib.suppress(OSError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def commit(where: Path, n: int) -> subprocess.CompletedProcess[str]:
+    (where / "f.txt").write_text(BASE + f"commit {n}\n")
+    return subprocess.run(["git", "commit", "-qam", f"c{n}"], cwd=where, capture_output=True,
+                          text=True, timeout=60)
+
+
+def commit_events(main: Path) -> list[tuple[str, str | None, str | None]]:
+    db = sqlite3.connect(main / ".git" / "ecm" / "ledger.sqlite3")
+    try:
+        return db.execute("SELECT stream, head, rid FROM events WHERE kind='commit' "
+                          "ORDER BY seq").fetchall()
+    finally:
+        db.close()
+
+
+def recorded_pid(common: str) -> int:
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        st = service_state(common).get("status")
+        if isinstance(st, dict) and st.get("ready"):
+            return int(st["pid"])
+        time.sleep(0.1)
+    raise AssertionError("no service came up")
+
+
+def test_a_stopped_service_costs_one_hook_its_budget_then_is_replaced(repo):
+    common = os.path.realpath(repo / ".git")
+    assert service_cmd.start(common)
+    old = recorded_pid(common)
+    os.kill(old, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        assert commit(repo, 1).returncode == 0
+        first = time.monotonic() - t0
+        new = recorded_pid(common)  # a new service, started by that hook
+        t1 = time.monotonic()
+        assert commit(repo, 2).returncode == 0
+        second = time.monotonic() - t1
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(old, signal.SIGCONT)
+    assert new != old
+    with pytest.raises(OSError):  # the stopped one was killed, not left to hold the lock
+        for _ in range(50):
+            os.kill(old, 0)
+            time.sleep(0.1)
+    assert second < first, (first, second)
+    heads = [h for _s, h, _r in commit_events(repo)]
+    for n in (1, 2):
+        sha = git(repo, "rev-parse", f"HEAD~{2 - n}").stdout.strip()
+        assert heads.count(sha) == 1, (n, heads)
+
+
+def test_a_job_a_killed_service_claimed_is_recorded_once_by_the_next_hook(repo):
+    common = os.path.realpath(repo / ".git")
+    monkey_env = {**os.environ, "PROXIMITY_SERVICE": "0"}
+    assert subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "x"], cwd=repo,
+                          env=monkey_env).returncode == 0
+    # what a service killed mid-job leaves: the hook's pending note, the service's claim,
+    # no event (its hook had given up waiting and, the claim taken, recorded nothing)
+    (repo / "f.txt").write_text(BASE + "lost?\n")
+    git(repo, "commit", "-qam", "the one in flight", env={"PROXIMITY_SKIP": "1"})
+    sha = git(repo, "rev-parse", "HEAD").stdout.strip()
+    rid = client.new_request_id()
+    msg = {"op": "hook", "rid": rid, "stage": "snapshot", "agent": "main", "kind": "commit",
+           "index": None}
+    cwd = os.getcwd()
+    os.chdir(repo)
+    try:
+        client.note_pending(common, msg)  # type: ignore[arg-type]
+    finally:
+        os.chdir(cwd)
+    assert client.claim(common, rid)
+    note = Path(client.pending_dir(common)) / rid
+    old = time.time() - 60
+    os.utime(note, (old, old))
+    assert sha not in [h for _s, h, _r in commit_events(repo)]
+    # the next hook (in process: no service) records it, under its id
+    r = subprocess.run([PY, "-m", "proximity", "hook", "post-checkout", "0", "0", "0"],
+                       cwd=repo, capture_output=True, text=True, env=monkey_env)
+    assert r.returncode == 0, r.stderr
+    assert [h for _s, h, _x in commit_events(repo)].count(sha) == 1
+    assert not note.exists()
+    # a service that comes back and records it after all (a commit's event is keyed by
+    # the commit): still one event
+    (key,) = [x for _s, h, x in commit_events(repo) if h == sha]
+    led = Ledger(str(Path(common) / "ecm"))
+    try:
+        led.record("main", "commit", path=str(repo), head=sha, branch="main", snapshot=None,
+                   tree=None, files={}, rid=key)
+    finally:
+        led.close()
+    assert [h for _s, h, _x in commit_events(repo)].count(sha) == 1
+
+
+def test_a_service_killed_while_commits_run_loses_and_doubles_nothing(repo):
+    common = os.path.realpath(repo / ".git")
+    made: list[str] = []
+    for n in range(12):
+        if n % 3 == 0:
+            st = service_state(common).get("recorded")
+            if isinstance(st, dict):
+                with contextlib.suppress(OSError):
+                    os.kill(int(st["pid"]), signal.SIGKILL)
+        assert commit(repo, n).returncode == 0
+        made.append(git(repo, "rev-parse", "HEAD").stdout.strip())
+    # what is still pending is older than the replay age by the next hook or service
+    time.sleep(11)
+    r = subprocess.run([PY, "-m", "proximity", "hook", "post-checkout", "0", "0", "0"],
+                       cwd=repo, capture_output=True, text=True,
+                       env={**os.environ, "PROXIMITY_SERVICE": "0"})
+    assert r.returncode == 0, r.stderr
+    heads = [h for _s, h, _x in commit_events(repo)]
+    assert sorted(heads) == sorted(set(heads))  # none doubled
+    assert [sha for sha in made if sha not in heads] == []  # none lost
+    assert not os.listdir(client.pending_dir(common))
+    assert not [n for n in os.listdir(Path(common) / "ecm" / "cookies")
+                if n.startswith("post-commit-")]
