@@ -80,6 +80,10 @@ def service_checks(common: str) -> list[dict[str, str]]:
                  "detail": f"not used: {st['refused']}; hooks judge in process (the guard "
                            "stays on, without the warm service); remove that path or set "
                            "XDG_RUNTIME_DIR to a private directory"}]
+    status = st.get("status")
+    if st["running"] and isinstance(status, dict) and status.get("error"):
+        return [{"check": "service", "status": "warn",
+                 "detail": f"running at {st['socket']}, but: {status['error']}"}]
     if st["running"]:
         return [{"check": "service", "status": "ok", "detail": f"running at {st['socket']}"}]
     if st["stale_socket"]:

@@ -58,6 +58,51 @@ def ignored(workdir: str, paths: list[str]) -> set[str]:
     return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
+def watched_inodes() -> set[int] | None:
+    """The inodes this process's inotify instances watch (from /proc/self/fdinfo), None
+    when that cannot be read (no /proc, another kind of watcher)."""
+    found: set[int] = set()
+    seen = False
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        seen = True
+        for line in text.splitlines():  # "inotify wd:1 ino:3f7e8 sdev:fe00000 ..."
+            if line.startswith("inotify "):
+                for word in line.split():
+                    if word.startswith("ino:"):
+                        found.add(int(word[4:], 16))
+    return found if seen else None
+
+
+def unwatched_dirs(added: Iterable[str]) -> list[str]:
+    """Directories just made that got no watch: the kernel's limit on watches was reached
+    (the watcher says nothing of it; changes inside them would go unseen)."""
+    dirs = [p for p in added if outside_git(p) and os.path.isdir(p) and not os.path.islink(p)]
+    if not dirs:
+        return []
+    inodes = watched_inodes()
+    if inodes is None:
+        return []
+    out = []
+    for d in dirs:
+        try:
+            if os.stat(d).st_ino not in inodes:
+                out.append(d)
+        except OSError:
+            continue
+    return out
+
+
 class Watcher:
     """A thread that calls ``on_change(paths)`` for every debounced batch of changes under
     its roots; ``set_roots`` restarts it on new roots."""
@@ -114,6 +159,15 @@ class Watcher:
                         if self.on_watching is not None:
                             self.on_watching()
                     if changes:
+                        unwatched = unwatched_dirs(p for c, p in changes if c == 1)
+                        if unwatched:  # (asked again: the watch may be on its way)
+                            self._stop.wait(0.05)
+                            unwatched = unwatched_dirs(unwatched)
+                        if unwatched:  # the watch limit: changes below them go unseen
+                            self.error = (f"inotify watch limit reached: {unwatched[0]} "
+                                          "and what is made below it are not watched (raise "
+                                          "fs.inotify.max_user_watches); every request reads "
+                                          "the worktrees again")
                         self.on_change({p for _, p in changes})
                 self.error = None
             except Exception as e:  # a vanished root, too many watches: retry, say why
