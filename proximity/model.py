@@ -127,6 +127,7 @@ class PairResult:
     closure_per_hop: float | None = None
     priority: dict[str, tuple[int, float, str]] = field(default_factory=dict)
     in_progress: dict[str, str] = field(default_factory=dict)  # agent -> operation
+    contested: tuple[str, ...] = ()  # the files right-of-way was decided on
 
     @property
     def distance(self) -> float:

@@ -179,7 +179,8 @@ def test_the_demo_is_what_how_it_works_describes_and_scan_json_is_as_documented(
     pair = scan["pairs"][0]
     emitted = (set(scan) | set(scan["agents"][0]) | set(pair) | set(pair["channels"])
                | {k for v in pair["priority"].values() for k in v}
-               | {k for p in scan["pairs"] for f in p["findings"] for k in f})
+               | {k for p in scan["pairs"] for f in p["findings"] for k in f}
+               | {k for y in scan["yields"] for k in y})
     assert emitted <= documented, emitted - documented
     values = {"clear", "traffic", "resolution"}  # advisory values, not keys
     assert documented - values <= emitted, documented - values - emitted

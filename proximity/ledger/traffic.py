@@ -64,30 +64,69 @@ class Traffic(Events):
         try:
             got = json.loads(row[0]) if row else None
             return (str(got[0]), int(got[1]), int(got[2])) \
-                if isinstance(got, list) and len(got) == 3 else None
+                if isinstance(got, list) and len(got) in (3, 4) else None
         except (ValueError, TypeError):
             return None
 
-    def hold(self, decisions: Mapping[tuple[str, str], tuple[str, int]]) -> None:
+    def held_files(self, a: str, b: str) -> tuple[str, ...] | None:
+        """The files the pair's standing decision was about when it was told (None: a
+        decision kept before they were kept)."""
+        x, y = sorted((a, b))
+        row = self.db.execute("SELECT value FROM cache WHERE kind='right-of-way' AND key=?",
+                              (f"{x}\t{y}",)).fetchone()
+        try:
+            got = json.loads(row[0]) if row else None
+        except ValueError:
+            return None
+        if isinstance(got, list) and len(got) == 4 and isinstance(got[3], list):
+            return tuple(str(p) for p in got[3])
+        return None
+
+    def standing_yields(self) -> list[tuple[str, str, int]]:
+        """Every pair's standing decision whose latest risk sample is still a Resolution
+        Advisory: (the side told to yield, the side it yields to, the ledger order when it
+        was told). The edges of the yield graph every worktree reads alike."""
+        out: list[tuple[str, str, int]] = []
+        for key, value in self.db.execute(
+                "SELECT key, value FROM cache WHERE kind='right-of-way'").fetchall():
+            a, _, b = str(key).partition("\t")
+            try:
+                got = json.loads(value)
+                told, since = str(got[0]), int(got[1])
+            except (ValueError, TypeError, IndexError):
+                continue
+            if told not in (a, b):
+                continue
+            last = self.db.execute("SELECT advisory FROM risk WHERE a=? AND b=? ORDER BY seq "
+                                   "DESC LIMIT 1", (a, b)).fetchone()
+            if last is not None and last[0] == "resolution":
+                out.append((told, b if told == a else a, since))
+        return sorted(out, key=lambda e: (e[2], e[0], e[1]))
+
+    def hold(self, decisions: Mapping[tuple[str, str], tuple[str, int, tuple[str, ...]]]
+             ) -> None:
         """Keep each pair's decision (pair -> (the side told to yield, the other side's
-        committed lines)) from the ledger order now; a pair whose standing decision names
-        the same side keeps its order, and the most committed lines its holder has had."""
-        rows: list[tuple[str, str, int | None, int]] = []
-        for (a, b), (yielding, lines) in decisions.items():
+        committed lines, the contested files)) from the ledger order now; a pair whose
+        standing decision names the same side keeps its order and its files, and the most
+        committed lines its holder has had."""
+        rows: list[tuple[str, str, int | None, int, list[str]]] = []
+        for (a, b), (yielding, lines, files) in decisions.items():
             got = self.held(a, b)
             x, y = sorted((a, b))
             if got is None or got[0] != yielding:
-                rows.append((f"{x}\t{y}", yielding, None, lines))
+                rows.append((f"{x}\t{y}", yielding, None, lines, sorted(files)))
             elif lines > got[2]:
-                rows.append((f"{x}\t{y}", yielding, got[1], lines))
+                kept = self.held_files(a, b)
+                rows.append((f"{x}\t{y}", yielding, got[1], lines,
+                             sorted(kept if kept is not None else files)))
         if not rows:
             return
         with self.tx() as db:
             now = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
             db.executemany("INSERT OR REPLACE INTO cache VALUES ('right-of-way', ?, ?)",
                            [(k, json.dumps([yielding, int(now if since is None else since),
-                                            int(lines)]))
-                            for k, yielding, since, lines in rows])
+                                            int(lines), files]))
+                            for k, yielding, since, lines, files in rows])
 
     # -- recency ------------------------------------------------------------------------
     def recency(self, stream: str, files: Mapping[str, str], window: int = 60

@@ -31,6 +31,7 @@ from proximity.tcas.memo import (
 from proximity.tcas.rightofway import (
     Contested,
     contested_of,
+    in_order,
     lines_of_work,
     priority,
     shared_priority,
@@ -55,6 +56,10 @@ class Facts:
     # a pair's standing right-of-way decision: (told to yield, ledger order when told,
     # the other side's committed lines then)
     held: Callable[[str, str], tuple[str, int, int] | None] | None = None
+    held_files: Callable[[str, str], tuple[str, ...] | None] | None = None
+    # the yield graph: agent -> the agents it yields to (standing decisions still at RA,
+    # then this scan's own): a new decision never closes a cycle in it
+    yields: dict[str, set[str]] = field(default_factory=dict)
     imports_cache: dict[str, Any] = field(default_factory=dict)
     symbols_cache: dict[str, Any] = field(default_factory=dict)
     pair_cache: dict[str, Any] = field(default_factory=dict)
@@ -82,6 +87,8 @@ class Scan:
     graph: Any = None  # the import graph of the reference tree (for the view)
     graph_deferred: bool = False  # the first graph was left for a background warm-up
     paths: set[str] = field(default_factory=set)  # files of the reference tree
+    # right-of-way as one order: agent -> the live agents it waits for (acyclic)
+    yields: dict[str, set[str]] = field(default_factory=dict)
 
     def involving(self, agent_id: str) -> list[PairResult]:
         return [p for p in self.pairs if agent_id in (p.a, p.b)]
@@ -351,10 +358,13 @@ def assess(pw: _Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRe
     findings.sort(key=lambda x: (-x.score, x.channel))
     yielding = risk.yielding(a.id, pa, b.id, pb) if adv == risk.RESOLUTION else None
     if yielding is not None and not (a.remote or b.remote):
-        yielding = standing(pw, a, b, yielding, contested, facts, {a.id: pa, b.id: pb})
+        yielding = standing(pw, a, b, base, yielding, contested, facts,
+                            {a.id: pa, b.id: pb})
+        yielding = in_order(facts, a.id, b.id, yielding)
     return PairResult(
         a.id, b.id, r, values, adv, yielding,
         tuple(findings[:12]), base, conc, esc, per_hop, {a.id: pa, b.id: pb}, in_progress,
+        tuple(contested),
     )
 
 
@@ -380,5 +390,8 @@ def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
     timing["pairs"] = time.perf_counter() - t0 - timing.get("snapshots", 0.0)
     if pairs:
         pw.ensure_graph(agents)
+    live = {a.id for a in agents}
+    yields = {x: {y for y in ys if y in live} for x, ys in facts.yields.items() if x in live}
     return Scan(agents, pairs, retired or [], time.perf_counter() - t0, pw.changed, timing,
-                graph=pw.graph, graph_deferred=pw.deferred, paths=pw.paths)
+                graph=pw.graph, graph_deferred=pw.deferred, paths=pw.paths,
+                yields={x: ys for x, ys in yields.items() if ys})

@@ -18,6 +18,7 @@ from proximity.remote.machine import machine_id
 from proximity.remote.untrusted import text
 from proximity.snapshot.workspace import Context, warn
 from proximity.tcas.engine import Facts, Scan, live_agents, scan
+from proximity.tcas.rightofway import reaches
 
 
 def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None = None
@@ -47,6 +48,12 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
     f.history = led.history
     f.reached = led.reached
     f.held = led.held
+    f.held_files = led.held_files
+    for told, holder, _since in led.standing_yields():  # oldest first
+        # (two worktrees deciding at the same moment could each record half a cycle: the
+        # later decision gives way, the same for every reader)
+        if not reaches(f.yields, holder, told):
+            f.yields.setdefault(told, set()).add(holder)
     f.imports_cache = led.cache("imports")
     f.symbols_cache = led.cache("symbols")
     f.pair_cache = led.cache("pair")
@@ -78,7 +85,8 @@ def record_risk(ctx: Context, result: Scan) -> None:
         if p.advisory == "resolution" and p.yielding and not {a, b} & remote:
             holder = b if p.yielding == a else a
             prio = p.priority.get(holder)
-            decisions[(a, b)] = (p.yielding, -int(prio[0]) if prio else 0)
+            decisions[(a, b)] = (p.yielding, -int(prio[0]) if prio else 0,
+                                 tuple(p.contested))
     with contextlib.suppress(LedgerError):
         ctx.ledger.add_risk(samples)
         ctx.ledger.hold(decisions)

@@ -36,14 +36,15 @@ def lines_of_work(fc: FileChange, region: tuple[Range, ...] | None = None, near:
     return total
 
 
-def standing(pw: _Pairwise, a: Agent, b: Agent, yielding: str, contested: Contested,
-              facts: Facts, prio: dict[str, risk.Priority]) -> str:
+def standing(pw: _Pairwise, a: Agent, b: Agent, base: str | None, yielding: str,
+             contested: Contested, facts: Facts, prio: dict[str, risk.Priority]) -> str:
     """The side a Resolution Advisory keeps telling to yield: the one it told first, for as
-    long as the other side's claim holds -- every committed line it has had there since is
-    there still (a revert ends it), or, with none committed, its work on the contested
-    files has run without a break since before it was told; else ``yielding``. So the side
-    told to yield buys nothing by committing more to the contested lines, and the advice
-    does not flip under the agents."""
+    long as the other side's claim holds -- every committed line it had on the files the
+    advice was about is there still (a revert ends it), or, with none committed, its work
+    on the contested files has run without a break since before it was told; else
+    ``yielding``. So the side told to yield buys nothing by committing more to the
+    contested lines, and the advice does not flip under the agents, not even when the
+    holder's own later edit narrows what is contested."""
     if facts.held is None or facts.reached is None or not contested:
         return yielding
     got = facts.held(a.id, b.id)
@@ -51,12 +52,72 @@ def standing(pw: _Pairwise, a: Agent, b: Agent, yielding: str, contested: Contes
         return yielding
     told, since, lines = got
     holder = b.id if told == a.id else a.id
-    if -prio[holder][0] < lines:
+    files = facts.held_files(a.id, b.id) if facts.held_files is not None else None
+    if files:  # the claim as it was made: on the files the advice was about then
+        had = pw.committed_lines(a if holder == a.id else b, base, dict.fromkeys(files))
+    else:
+        had = -prio[holder][0]
+    if had < lines:
         return yielding
     if lines > 0:  # committed work it had then is all there still
         return told
     seq = facts.reached(holder, set(contested), pw.repo.committed_path)
     return told if seq is not None and seq <= since else yielding
+
+
+def in_order(facts: Facts, a: str, b: str, yielding: str) -> str:
+    """The pair's decision as one edge of the yield graph, which stays acyclic: when the
+    side it would tell to yield already comes first (the other side yields to it, through
+    any chain of standing decisions), the pair follows that order instead. Recorded in
+    ``facts.yields`` so the scan's later pairs see it."""
+    for x, y in ((a, b), (b, a)):  # the pair's own earlier edge is what is decided now
+        facts.yields.get(x, set()).discard(y)
+    holder = b if yielding == a else a
+    if reaches(facts.yields, holder, yielding):
+        yielding, holder = holder, yielding
+    facts.yields.setdefault(yielding, set()).add(holder)
+    return yielding
+
+
+def reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
+    """Whether ``goal`` is reached from ``start`` along the graph's edges."""
+    todo, seen = [start], {start}
+    while todo:
+        node = todo.pop()
+        if node == goal:
+            return True
+        for nxt in graph.get(node, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of the graph as the agents in it (empty: none), found deterministically."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        state[node] = 2
+        stack.pop()
+        return []
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return []
 
 
 def priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,

@@ -8,6 +8,7 @@ from typing import Any
 from proximity.analysis.intervals import Range
 from proximity.model import Agent, Finding, PairResult
 from proximity.remote.untrusted import opt_text, text
+from proximity.tcas import rightofway
 from proximity.tcas.engine import Scan
 
 SCHEMA = 1
@@ -55,7 +56,24 @@ def scan_json(scan: Scan) -> dict[str, Any]:
     return {"schema": SCHEMA, "agents": [agent_json(a) for a in scan.agents],
             "pairs": [pair_json(p) for p in scan.pairs], "retired": scan.retired,
             "seconds": round(scan.seconds, 4),
-            "timing": {k: round(v, 4) for k, v in scan.timing.items()}}
+            "timing": {k: round(v, 4) for k, v in scan.timing.items()},
+            "yields": [{"agent": x, "waits_for": sorted(ys)}
+                       for x, ys in sorted(scan.yields.items())],
+            "yield_cycle": rightofway.cycle(scan.yields)}
+
+
+def yield_line(scan: Scan) -> str:
+    """Who waits for whom, in one line, and whether that order has a cycle (it never
+    should: a cycle would block every agent in it, so it is shown as an error)."""
+    if not scan.yields:
+        return "right-of-way: nobody waits"
+    waits = "; ".join(f"{text(x)} waits for {', '.join(text(y) for y in sorted(ys))}"
+                      for x, ys in sorted(scan.yields.items()))
+    loop = rightofway.cycle(scan.yields)
+    if loop:
+        return (f"right-of-way: {waits} -- ERROR: a cycle ({' -> '.join(map(text, loop))}) "
+                "would block all of them; report it")
+    return f"right-of-way: {waits} (one order, no cycle)"
 
 
 LABEL = {"clear": "CLEAR", "traffic": "TRAFFIC ADVISORY", "resolution": "RESOLUTION ADVISORY"}
@@ -166,4 +184,5 @@ def scan_text(scan: Scan) -> str:
             lines.append(f"  ({text(who)} is in the middle of a {text(op)}: no block until it "
                          "ends)")
         lines += evidence_lines(p)
+    lines.append(yield_line(scan))
     return "\n".join(lines)

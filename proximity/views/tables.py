@@ -84,6 +84,7 @@ def status(scan: Scan, con: Any) -> None:
     n_ta = sum(p.advisory == "traffic" for p in scan.pairs)
     con.print(f"{n_ra} resolution, {n_ta} traffic advisories; scan took "
               f"{scan.seconds * 1000:.0f} ms")
+    con.print(report.yield_line(scan), markup=False, highlight=False)
 
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -143,5 +144,6 @@ def frame(scan: Scan, history: dict[tuple[str, str], list[float]],
     n_ta = sum(p.advisory == "traffic" for p in scan.pairs)
     title = (f"proximity · {len(scan.agents)} agents · {n_ra} RA · {n_ta} TA · "
              f"scan {scan.seconds * 1000:.0f} ms")
-    return Panel(Group(agents, pairs, Text("\n".join(lines) or "no messages", style="dim")),
+    return Panel(Group(agents, pairs, Text(report.yield_line(scan)),
+                       Text("\n".join(lines) or "no messages", style="dim")),
                  title=title, title_align="left", width=width)
