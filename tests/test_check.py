@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import lines
+from conftest import git, lines
 
 from proximity.agents import harness, verdict
 from proximity.analysis import hunks
@@ -216,6 +216,24 @@ def test_claude_hook_multiedit_and_write(pair):
     out = hook(a, "claude", event(a, "Write", {"file_path": str(a / "app.txt"),
                                                "content": "all new\n"}))
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_write_is_judged_by_the_lines_it_changes(pair):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 30\n", "line 30 b\n"))
+    path = str(a / "app.txt")
+    # the whole file written back with one line changed, far from b's work: allow
+    out = hook(a, "claude", event(a, "Write", {"file_path": path,
+                                               "content": APP.replace("line 2\n", "two\n")}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    # the same file unchanged: nothing is edited
+    out = hook(a, "claude", event(a, "Write", {"file_path": path, "content": APP}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    # one line changed where b works: deny, naming b's change
+    out = hook(a, "claude", event(a, "Write", {"file_path": path,
+                                               "content": APP.replace("line 30\n", "x\n")}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny", out
+    assert "'b'" in out["hookSpecificOutput"]["permissionDecisionReason"]
 
 
 def test_claude_hook_fails_open(pair, tmp_path):
@@ -471,3 +489,29 @@ def test_a_siblings_binary_change_is_seen(space, capsys):
     rc, out = run_check(b, "assets/images/logo-large.bin", capsys=capsys)
     assert rc == 1 and out["decision"] == "deny", out
     assert "(binary)" in out["reason"]
+
+
+def test_a_merge_whose_result_git_would_conflict_with_a_siblings_live_work_is_denied(
+        space, capsys):
+    """The branch to merge moves app.txt to moved.txt and edits line 10 there; sibling a
+    edits line 10 of app.txt, uncommitted. Per path and line the merge touches nothing a
+    works on; git's merge of the result with a's work conflicts (it follows the move)."""
+    sp = space({"app.txt": APP, "other.txt": lines(5)})
+    a, b = sp.wt("a"), sp.wt("b")
+    git(sp.main, "checkout", "-q", "-b", "mv")
+    git(sp.main, "mv", "app.txt", "moved.txt")
+    (sp.main / "moved.txt").write_text(APP.replace("line 10\n", "line 10 moved\n"))
+    git(sp.main, "commit", "-qam", "move and edit")
+    git(sp.main, "checkout", "-q", "main")
+    sp.write(a, "app.txt", APP.replace("line 10\n", "line 10 by a\n"))
+    rc, out = run_check(b, "--merge", "mv", capsys=capsys)
+    assert rc == 1 and out["decision"] == "deny", out
+    (c,) = [c for c in out["conflicts"] if c["agent"] == "a"]
+    assert c["evidence"] == "conflict" and "moved.txt" in c["detail"]
+    # the same through the Claude Code hook, before `git merge mv` runs
+    got = hook(b, "claude", event(b, "Bash", {"command": "git merge mv"}))
+    assert got["hookSpecificOutput"]["permissionDecision"] == "deny", got
+    # a merge that git would merge cleanly with a's work is not denied
+    sp.write(a, "app.txt", APP.replace("line 30\n", "line 30 by a\n"))
+    rc, out = run_check(b, "--merge", "mv", capsys=capsys)
+    assert out["decision"] != "deny", out

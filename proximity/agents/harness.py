@@ -29,7 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from proximity.agents import verdict
-from proximity.agents.precheck import check, check_merge
+from proximity.agents.merging import check_merge
+from proximity.agents.precheck import check
 from proximity.analysis.intervals import Range
 from proximity.errors import NotARepository, UsageError
 from proximity.remote.untrusted import text as shown
@@ -82,6 +83,39 @@ def _edits(path: str, edits: list[tuple[str, str, bool]]) -> tuple[Range, ...] |
     return tuple(sorted(set(out))) or None
 
 
+def write_targets(path: str, content: object) -> Targets:
+    """A whole-file write judged by the lines it changes in the file as it is now: all of
+    a new file; nothing when the content is the same."""
+    if not isinstance(content, str):
+        return [(path, None)]
+    current = _read(path)
+    if current is None:
+        return [(path, None)]  # a new file: all of it is the edit
+    changed = written_lines(current, content)
+    return [(path, changed)] if changed != () else []
+
+
+def written_lines(current: str, content: str) -> tuple[Range, ...] | None:
+    """The lines of ``current`` a whole-file write of ``content`` changes, as git's diff
+    would name them (a pure insertion before line s is the empty range (s, s-1)); () when
+    nothing changes, None when the file is too large to diff here (then: the whole file)."""
+    import difflib
+
+    old, new = current.splitlines(keepends=True), content.splitlines(keepends=True)
+    if len(old) + len(new) > WRITE_DIFF_LINES:
+        return None
+    out: list[Range] = []
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, old, new,
+                                                          autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        out.append((i1 + 1, i2))  # (insert: i1 == i2, the empty range before line i1+1)
+    return tuple(out)
+
+
+WRITE_DIFF_LINES = 200_000  # lines past which a Write is judged as the whole file
+
+
 def _abs(event: dict[str, Any], path: str) -> str:
     return os.path.join(str(event.get("cwd") or os.getcwd()), path)
 
@@ -96,7 +130,7 @@ def claude_targets(event: dict[str, Any]) -> Targets:
         return []
     path = _abs(event, ti["file_path"])
     if tool == "Write":
-        return [(path, None)]
+        return write_targets(path, ti.get("content"))
     edits = ti.get("edits") if tool == "MultiEdit" else [ti]
     triples = [(str(e.get("old_string", "")), str(e.get("new_string", "")),
                 bool(e.get("replace_all"))) for e in edits or []]
@@ -162,7 +196,7 @@ def gemini_targets(event: dict[str, Any]) -> Targets:
         return []
     path = _abs(event, ti["file_path"])
     if tool == "write_file":
-        return [(path, None)]
+        return write_targets(path, ti.get("content"))
     every = int(ti.get("expected_replacements") or 1) > 1
     return [(path, _edits(path, [(str(ti.get("old_string", "")),
                                    str(ti.get("new_string", "")), every)]))]

@@ -19,7 +19,8 @@ from pydantic import Field
 
 from proximity import __version__, thin
 from proximity.agents import verdict
-from proximity.agents.precheck import check, check_merge, merge_json
+from proximity.agents.merging import check_merge, merge_json
+from proximity.agents.precheck import check
 from proximity.analysis import hunks
 from proximity.analysis.intervals import parse_intent, parse_spec
 from proximity.errors import FatalError

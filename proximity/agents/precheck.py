@@ -15,7 +15,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from proximity import gitio
 from proximity.agents import verdict
@@ -175,7 +175,7 @@ def _diff_key(wpath: str, base: str | None, path: str, data: bytes | None
     return (wpath, base, path, None if data is None else hashlib.sha1(data).digest())
 
 
-def _recorded(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
+def recorded_tree(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
     """The sibling's last recorded working tree, else its HEAD."""
     ev = None
     if ledger is not None:
@@ -300,7 +300,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     defined = {t.path: _defined(me.path, t) for t in targets}
     uses: dict[str, dict[str, tuple[verdict.Use, ...]]] = {}
     if any(defined.values()):
-        states = {w.id: _recorded(ledger, repo, w) for w in siblings}
+        states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
         more = gitio.git_many([(gitio.tree_diff_args(bases[w.id], states[w.id]), repo.workdir)
                                for w in siblings])
         for w, raw in zip(siblings, more, strict=True):
@@ -339,58 +339,6 @@ def edits_of(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, 
     return out
 
 
-class MergePlan(NamedTuple):
-    ref: str  # as given
-    commit: str
-    tree: str  # the merge's result
-    targets: list[tuple[str, tuple[Range, ...] | None]]  # what the merge changes here
-    conflicts: list[str]  # paths the merge itself leaves conflicted with HEAD
-
-
-def merge_plan(start: str, ref: str) -> MergePlan:
-    """What merging ``ref`` into this worktree's HEAD would change here, worked out by
-    git's own merge in the object store (nothing in the worktree or index is touched):
-    the paths and HEAD's lines it replaces, to be checked like edits."""
-    repo = gitio.Repo(start, fast=True)
-    commit = gitio.commit_of(ref, repo.workdir)
-    head = gitio.commit_of("HEAD", repo.workdir)
-    if commit is None:
-        raise UsageError(f"--merge: {ref!r} names no commit here")
-    if not head:
-        raise UsageError("--merge: this worktree has no commit to merge into")
-    merged = repo.merge_result(head, commit)
-    if merged is None:
-        raise UsageError(f"--merge: git cannot merge {ref!r} into HEAD")
-    tree, conflicts = merged
-    diff = gitio.git(["diff", "--no-color", "--no-ext-diff", "-M", "-U0", head, tree],
-                     cwd=repo.workdir).stdout.decode("utf-8", "surrogateescape")
-    change = {p: d for p, d in hunks.parse(diff).items()
-              if d.hunks or d.new_file or d.binary}  # a pure rename changes no line
-    return MergePlan(ref, commit, tree, edits_of(change), conflicts)
-
-
-def check_merge(start: str, ref: str, deny_on: str | None = None
-                ) -> tuple[MergePlan, verdict.Decision | None]:
-    """`check --merge REF` for the worktree that contains ``start``: the merge's plan and
-    the decision on the lines it would change (None: it changes none). UsageError when
-    ``ref`` cannot be merged here."""
-    plan = merge_plan(start, ref)
-    if not plan.targets:
-        return plan, None
-    root = gitio.Repo(start, fast=True).workdir
-    return plan, check(root, plan.targets, deny_on, cwd=root, merging=plan.commit,
-                       merged=plan.tree)
-
-
-def merge_json(plan: MergePlan, d: verdict.Decision | None) -> dict[str, Any]:
-    """`check --merge --json` (and the MCP tool): the decision and what the merge brings."""
-    doc: dict[str, Any] = verdict.decision_json(d) if d is not None \
-        else {"decision": verdict.ALLOW}
-    doc["merge"] = {"ref": plan.ref, "commit": plan.commit,
-                    "paths": [p for p, _ in plan.targets], "own_conflicts": plan.conflicts}
-    return doc
-
-
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
           deny_on: str | None = None, cwd: str | None = None,
           merging: str | None = None, merged: str | None = None) -> verdict.Decision:
@@ -400,7 +348,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     tg = [Target(relative(repo, p, cwd or start), r) for p, r in targets]
     cfg = None if deny_on else gitio.git_start(["config", "--get", "proximity.checkPolicy"],
                                                repo.workdir)
-    ledger = _open_ledger(repo)
+    ledger = open_ledger(repo)
     try:
         sides = gather(repo, tg, ledger, merging, merged)
     finally:
@@ -411,7 +359,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     return verdict.decide(sides, policy)
 
 
-def _open_ledger(repo: gitio.Repo) -> Ledger | None:
+def open_ledger(repo: gitio.Repo) -> Ledger | None:
     try:
         return Ledger(repo.ecm_dir, create=False)
     except LedgerError:

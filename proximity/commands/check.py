@@ -15,7 +15,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from proximity.agents import harness, verdict
-from proximity.agents.precheck import check, check_merge, merge_json
+from proximity.agents.merging import check_merge, merge_json
+from proximity.agents.precheck import check
 from proximity.analysis.intervals import parse_spec
 from proximity.errors import FatalError
 from proximity.remote.untrusted import text
