@@ -15,9 +15,10 @@ binds can make an RA from this channel.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from proximity.analysis import depgraph
-from proximity.analysis.symbols import hazard
+from proximity.analysis.symbols import hazard, writes
 from proximity.channels import Evidence, Result
 from proximity.tcas import risk
 
@@ -32,6 +33,12 @@ def run(ev: Evidence) -> Result:
     view = depgraph.View(pw.graph, edges)
     value, findings = hazard.channel(pw.repo.blob, ev.wa, ev.wb, pw.facts.symbols_cache, view,
                                       pw.resolver())
+    if any(f.kind not in BEHAVIOUR for f in findings):
+        merged = merged_program(ev)
+        if merged is not None:  # a contract break only if the merged code still needs it
+            value, findings = hazard.channel(pw.repo.blob, ev.wa, ev.wb,
+                                             pw.facts.symbols_cache, view, pw.resolver(),
+                                             merged)
     if not findings:
         return Result(value, [])
     cap = max(0.0, ev.cfg.tau_ra - risk.SOFT_MARGIN)
@@ -39,3 +46,22 @@ def run(ev: Evidence) -> Result:
             for f in findings]
     held.sort(key=lambda f: -f.score)
     return Result(held[0].score, held)
+
+
+def merged_program(ev: Evidence) -> hazard.Merged | None:
+    """The facts of each file of git's merge of the two live states, where the exact
+    channel found that merge clean (None: no merge to judge, or a textual conflict: then
+    the two sides are judged apart)."""
+    if ev.exact() != frozenset() or not ev.a.snapshot or not ev.b.snapshot:
+        return None
+    repo = ev.scope.repo
+    got = repo.merge_result(ev.a.snapshot, ev.b.snapshot)
+    if got is None or got[1]:
+        return None
+    tree, cache = got[0], ev.scope.facts.symbols_cache
+
+    def facts(path: str) -> dict[str, Any] | None:
+        oid = repo.blob_id_at(tree, path)
+        return writes.facts(cache, repo.blob, path, oid) if oid else None
+
+    return facts

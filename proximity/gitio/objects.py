@@ -272,6 +272,15 @@ class Objects(RepoCore):
             return None
         return self.pg[entry.id] if entry.type_str == "blob" else None
 
+    def blob_id_at(self, tree: str, path: str) -> str | None:
+        """The id of the blob at ``path`` in ``tree`` (None: absent, a directory, a link
+        to elsewhere, a submodule)."""
+        try:
+            entry = self.pg[tree].peel(_pygit2().Tree)[path]
+        except (KeyError, ValueError, TypeError, _pygit2().GitError):
+            return None
+        return str(entry.id) if entry.type_str == "blob" else None
+
     def tree_has(self, tree: str, path: str) -> bool:
         """Whether ``path`` is an entry (file, link or submodule) of ``tree``."""
         try:

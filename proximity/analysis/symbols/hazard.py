@@ -161,9 +161,20 @@ def _reader_files(ws: WorkingSet) -> list[tuple[FileChange, str]]:
     return out
 
 
+def _still_used(merged: Merged | None, path: str, name: str) -> bool:
+    """Whether the merged program's ``path`` still refers to ``name`` (True when there
+    is no merged program to ask, or the file is not in it as such)."""
+    if merged is None:
+        return True
+    got = merged(path)
+    if got is None:
+        return True
+    return any(chain and chain[0] == name for chain, *_ in got["refs"])
+
+
 def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSet,
-             cache: dict[str, Any], graph: Any, resolver: Resolver
-             ) -> tuple[list[Finding], bool]:
+             cache: dict[str, Any], graph: Any, resolver: Resolver,
+             merged: Merged | None = None) -> tuple[list[Finding], bool]:
     """Findings of ``writer``'s changes used by ``reader``'s new code; and whether a file
     the answer depends on could not be analysed."""
     w = _Writer(writer, read, cache)
@@ -192,6 +203,8 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
             if got is None:
                 continue
             target, qual, via_class = got
+            if not _still_used(merged, fc.dest, chain[0]):
+                continue  # git's merge leaves no such use: nothing breaks
             at = f"{fc.dest}:{line}"
             hits: list[tuple[Changed, WriterFile, bool, bool, list[Any] | None]] = []
             if target in w.moved:
@@ -293,15 +306,21 @@ def _keep(best: dict[tuple[str, str, str], Finding], f: Finding, qual: str = "")
         best[key] = f
 
 
+Merged = Callable[[str], "dict[str, Any] | None"]  # path -> the merged program's facts
+
+
 def channel(read: Callable[[str], bytes], a: WorkingSet, b: WorkingSet,
-            cache: dict[str, Any], graph: Any = None, resolver: Resolver | None = None
-            ) -> tuple[float | None, list[Finding]]:
+            cache: dict[str, Any], graph: Any = None, resolver: Resolver | None = None,
+            merged: Merged | None = None) -> tuple[float | None, list[Finding]]:
     """The symbol channel for one pair: the strongest finding both ways, or ``None`` when
-    nothing was found and a file it needed did not parse."""
+    nothing was found and a file it needed did not parse. ``merged``: the facts of a file
+    as git's clean merge of the two sides leaves it; a use the merged code no longer has
+    (git's merge removed it, or carried the other side's edit through a rename) breaks
+    nothing."""
     if resolver is None:
         resolver = Resolver({p for ws in (a, b) for fc in ws.files.values() for p in fc.paths})
-    fa, ua = _one_way(read, a, b, cache, graph, resolver)
-    fb, ub = _one_way(read, b, a, cache, graph, resolver)
+    fa, ua = _one_way(read, a, b, cache, graph, resolver, merged)
+    fb, ub = _one_way(read, b, a, cache, graph, resolver, merged)
     findings = [x for x in fa + [f.swapped() for f in fb] if x.score > 0]
     findings.sort(key=lambda f: -f.score)
     if not findings:
