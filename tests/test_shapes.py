@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import git, sym, two
 
 ENUMS = "class Protocol:\n    HTTP = 1\n\n\nclass Mode:\n    FAST = 1\n"
@@ -76,3 +77,65 @@ def test_a_name_removed_that_the_merged_code_still_uses_is_an_ra(space, scan_jso
     p, found = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution", p["findings"]
     assert any("Protocol" in f["detail"] for f in found), found
+
+
+CONFIG = ("class Settings:\n"
+          "    def __init__(self, verify=True):\n"
+          "        self.verify = verify\n\n"
+          "    def load_context(self):\n"
+          "        return {'verify': self.verify}\n")
+REEXPORT = {"pkg/__init__.py": "from .config import Settings\n", "pkg/config.py": CONFIG,
+            "tests/__init__.py": "", "tests/test_old.py": "def test_nothing():\n    pass\n"}
+USES = {
+    "package": "from pkg import Settings\n\n\ndef test_it():\n"
+               "    Settings(verify=False).load_context()\n",
+    "module": "from pkg.config import Settings\n\n\ndef test_it():\n"
+              "    Settings(verify=False).load_context()\n",
+    "attribute": "import pkg\n\n\ndef test_it():\n    pkg.Settings(verify=False).load_context()\n",
+    "instance": "from pkg import Settings\n\n\ndef test_it():\n    s = Settings()\n"
+                "    s.load_context()\n",
+    "self-attribute": "from pkg import Settings\n\n\nclass TestIt:\n"
+                      "    def setup_method(self):\n        self.s = Settings()\n\n"
+                      "    def test_it(self):\n        self.s.load_context()\n",
+}
+
+
+def run_merged_test(sp, name: str) -> bool:  # type: ignore[no-untyped-def]
+    scratch = sp.root / "scratch"
+    git(sp.main, "worktree", "add", "-q", "--detach", str(scratch), "feat/a")
+    r = subprocess.run(["git", "merge", "-q", "--no-edit", "feat/b"], cwd=scratch,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    t = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, '.');"
+                        f"import tests.{name} as m; t = m.TestIt() if hasattr(m, 'TestIt') "
+                        "else None; (t.setup_method(), t.test_it()) if t else m.test_it()"],
+                       cwd=scratch, capture_output=True, text=True)
+    return t.returncode == 0
+
+
+@pytest.mark.parametrize("form", sorted(USES))
+def test_a_changed_method_reached_through_a_package_or_an_instance_is_an_ra(
+        space, scan_json, capsys, form):
+    sp, a, b = two(space, REEXPORT)
+    # a: load_context now needs an argument
+    sp.write(a, "pkg/config.py", CONFIG.replace("def load_context(self):",
+                                                "def load_context(self, context):"))
+    sp.commit(a, "load_context takes a context")
+    sp.write(b, "tests/test_new.py", USES[form])
+    sp.commit(b, "a test")
+    assert not run_merged_test(sp, "test_new")  # the merged tests really break
+    p, found = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution", (form, p["findings"])
+    assert any("load_context" in f["detail"] for f in found), found
+
+
+def test_a_compatible_change_of_a_reexported_method_is_no_ra(space, scan_json, capsys):
+    sp, a, b = two(space, REEXPORT)
+    sp.write(a, "pkg/config.py", CONFIG.replace("def load_context(self):",
+                                                "def load_context(self, context=None):"))
+    sp.commit(a, "load_context takes an optional context")
+    sp.write(b, "tests/test_new.py", USES["package"])
+    sp.commit(b, "a test")
+    assert run_merged_test(sp, "test_new")
+    p, _found = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] != "resolution", p["findings"]

@@ -277,12 +277,22 @@ def test_bare_name_coincidence_is_no_risk(space, scan_json, capsys):
     assert p["channels"]["symbol"] == 0.0 and f == []
 
 
-def test_method_call_through_imported_class_is_lower_confidence(space, scan_json, capsys):
+def test_method_call_on_a_receiver_of_unknown_type_is_lower_confidence(space, scan_json,
+                                                                         capsys):
+    p, f = run(space, scan_json, capsys, LIB.replace("def save(self, item):",
+                                                     "def save(self, item, db):"),
+               {"app.py": "from lib import Store\n\n\ndef keep(s):\n    s.save(1)\n"})
+    assert f[0]["kind"] == "incompatible-method-call"
+    assert p["channels"]["symbol"] == pytest.approx(0.6)
+    assert "missing required 'db'" in f[0]["detail"]
+
+
+def test_method_call_on_an_instance_of_an_imported_class_is_exact(space, scan_json, capsys):
     p, f = run(space, scan_json, capsys, LIB.replace("def save(self, item):",
                                                      "def save(self, item, db):"),
                {"app.py": "from lib import Store\n\ns = Store()\ns.save(1)\n"})
-    assert f[0]["kind"] == "incompatible-method-call"
-    assert p["channels"]["symbol"] == pytest.approx(0.6)
+    assert f[0]["kind"] == "incompatible-call"
+    assert p["channels"]["symbol"] > 0.6 and p["advisory"] == "resolution"
     assert "missing required 'db'" in f[0]["detail"]
 
 

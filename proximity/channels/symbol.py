@@ -31,14 +31,15 @@ def run(ev: Evidence) -> Result:
     pw.ensure_graph(ev.agents)
     edges = [] if pw.deferred else pw.agent_edges(ev.a, ev.wa) + pw.agent_edges(ev.b, ev.wb)
     view = depgraph.View(pw.graph, edges)
+    base = in_tree(ev, ev.base_tree)
     value, findings = hazard.channel(pw.repo.blob, ev.wa, ev.wb, pw.facts.symbols_cache, view,
-                                      pw.resolver())
+                                      pw.resolver(), base_facts=base)
     if any(f.kind not in BEHAVIOUR for f in findings):
         merged = merged_program(ev)
         if merged is not None:  # a contract break only if the merged code still needs it
             value, findings = hazard.channel(pw.repo.blob, ev.wa, ev.wb,
                                              pw.facts.symbols_cache, view, pw.resolver(),
-                                             merged)
+                                             merged, base)
     if not findings:
         return Result(value, [])
     cap = max(0.0, ev.cfg.tau_ra - risk.SOFT_MARGIN)
@@ -58,10 +59,15 @@ def merged_program(ev: Evidence) -> hazard.Merged | None:
     got = repo.merge_result(ev.a.snapshot, ev.b.snapshot)
     if got is None or got[1]:
         return None
-    tree, cache = got[0], ev.scope.facts.symbols_cache
+    return in_tree(ev, got[0])
+
+
+def in_tree(ev: Evidence, tree: str) -> hazard.Merged:
+    """The facts of a file of ``tree`` (None: not a file there, or it does not parse)."""
+    repo, cache = ev.scope.repo, ev.scope.facts.symbols_cache
 
     def facts(path: str) -> dict[str, Any] | None:
-        oid = repo.blob_id_at(tree, path)
+        oid = repo.blob_id_at(tree, path) if tree else None
         return writes.facts(cache, repo.blob, path, oid) if oid else None
 
     return facts

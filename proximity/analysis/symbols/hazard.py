@@ -131,6 +131,9 @@ class _Writer:
             if wf.changed:
                 self.by_target.setdefault(_target(wf), []).append(wf)
         self.moved = {wf.moved_from: wf for wf in self.files if wf.moved_from}
+        # (package file, name it offers) -> (the changed file, its name there): see
+        # reexported
+        self.alias: dict[tuple[str, str], tuple[WriterFile, str]] = {}
         self.unknown = [wf.path for wf in self.files if wf.unknown]
         self.methods: dict[str, list[tuple[Changed, WriterFile]]] = {}
         self.shorts: set[str] = set()
@@ -144,6 +147,54 @@ class _Writer:
 
     def __bool__(self) -> bool:
         return bool(self.by_target or self.moved)
+
+    def reexported(self, base_facts: Merged | None, resolver: Resolver) -> None:
+        """Names a package offers from a changed module (``from .config import Settings``
+        in ``pkg/__init__.py``, through up to three packages): a use of ``pkg.Settings``
+        reaches the changed ``Settings`` of ``pkg/config.py``. Read from the base."""
+        if base_facts is None:
+            return
+        # (a module, the changed file behind it, the names it offers -> the file's names)
+        todo = [(wf.path, wf, {q.split(".")[0]: q.split(".")[0] for q in wf.changed})
+                for wf in self.files if wf.lang == "python" and wf.changed]
+        for _ in range(3):
+            nxt = []
+            for path, wf, names in todo:
+                for init in _packages_above(path, resolver.paths):
+                    facts = base_facts(init)
+                    if facts is None:
+                        continue
+                    rd = Reader(init, "python", facts, resolver)
+                    offered: dict[str, str] = {}
+                    for rec in facts["binds"]:
+                        if rec[1] != "from":
+                            continue
+                        got = rd._through(rec, [rec[0]])
+                        if got is None or got[0] != path or not got[1] \
+                                or got[1][0] not in names:
+                            continue
+                        offered[rec[0]] = names[got[1][0]]
+                        self.alias[(init, rec[0])] = (wf, names[got[1][0]])
+                        self.shorts.add(rec[0])
+                    if offered:
+                        if wf not in self.by_target.get(init, []):
+                            self.by_target.setdefault(init, []).append(wf)
+                        nxt.append((init, wf, offered))
+            todo = nxt
+
+
+def _packages_above(path: str, paths: set[str]) -> list[str]:
+    """The ``__init__.py`` files of the packages that hold ``path``, nearest first."""
+    out = []
+    d = posixpath.dirname(path)
+    if posixpath.basename(path) == "__init__.py":
+        d = posixpath.dirname(d)
+    while d:
+        init = f"{d}/__init__.py"
+        if init in paths and init != path:
+            out.append(init)
+        d = posixpath.dirname(d)
+    return out
 
 
 def _spans(fc: FileChange) -> list[tuple[int, int]]:
@@ -174,10 +225,12 @@ def _still_used(merged: Merged | None, path: str, name: str) -> bool:
 
 def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSet,
              cache: dict[str, Any], graph: Any, resolver: Resolver,
-             merged: Merged | None = None) -> tuple[list[Finding], bool]:
+             merged: Merged | None = None, base_facts: Merged | None = None
+             ) -> tuple[list[Finding], bool]:
     """Findings of ``writer``'s changes used by ``reader``'s new code; and whether a file
     the answer depends on could not be analysed."""
     w = _Writer(writer, read, cache)
+    w.reexported(base_facts, resolver)
     rfiles = _reader_files(reader)
     unknown = any(fc.dest == p or graph is None or graph.imports(fc.dest, p)
                   for p in w.unknown for fc, _ in rfiles)
@@ -221,7 +274,13 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                         hits.append((ch, wf, True, True, call))
             else:
                 for wf in w.by_target.get(target, ()):
-                    found = _lookup(wf, qual)
+                    q_here = qual
+                    if target != _target(wf):  # a package's re-export of wf's name
+                        got_alias = w.alias.get((target, qual[0])) if qual else None
+                        if got_alias is None or got_alias[0] is not wf:
+                            continue
+                        q_here = (got_alias[1], *qual[1:])
+                    found = _lookup(wf, q_here)
                     if found is None:
                         continue
                     q, exact = found
@@ -311,16 +370,18 @@ Merged = Callable[[str], "dict[str, Any] | None"]  # path -> the merged program'
 
 def channel(read: Callable[[str], bytes], a: WorkingSet, b: WorkingSet,
             cache: dict[str, Any], graph: Any = None, resolver: Resolver | None = None,
-            merged: Merged | None = None) -> tuple[float | None, list[Finding]]:
+            merged: Merged | None = None, base_facts: Merged | None = None
+            ) -> tuple[float | None, list[Finding]]:
     """The symbol channel for one pair: the strongest finding both ways, or ``None`` when
     nothing was found and a file it needed did not parse. ``merged``: the facts of a file
     as git's clean merge of the two sides leaves it; a use the merged code no longer has
     (git's merge removed it, or carried the other side's edit through a rename) breaks
-    nothing."""
+    nothing. ``base_facts``: the facts of a file in the pair's base (packages' re-exports
+    are read there)."""
     if resolver is None:
         resolver = Resolver({p for ws in (a, b) for fc in ws.files.values() for p in fc.paths})
-    fa, ua = _one_way(read, a, b, cache, graph, resolver, merged)
-    fb, ub = _one_way(read, b, a, cache, graph, resolver, merged)
+    fa, ua = _one_way(read, a, b, cache, graph, resolver, merged, base_facts)
+    fb, ub = _one_way(read, b, a, cache, graph, resolver, merged, base_facts)
     findings = [x for x in fa + [f.swapped() for f in fb] if x.score > 0]
     findings.sort(key=lambda f: -f.score)
     if not findings:

@@ -8,8 +8,9 @@ channel then knows nothing about that file, it never reads it as "everything rem
 * ``binds``: ``[local, kind, module, level, name, line, type_only]`` per imported name
   (``kind`` "mod" for ``import a.b [as m]``, "from" for ``from m import name [as x]``);
 * ``refs``: ``[chain, line, call, type_only]`` for each dotted name the code uses
-  (``lib.area(1, 2)`` -> ``["lib", "area"]`` with its call shape); a receiver that is not a
-  name (``f().meth()``) is ``"?"``;
+  (``lib.area(1, 2)`` -> ``["lib", "area"]`` with its call shape); a method of an instance
+  is its class's (``C(...).m()``, ``x = C(...)`` then ``x.m()``, ``self.a = C()`` then
+  ``self.a.m()``: ``["C", "m"]``); any other receiver that is not a name is ``"?"``;
 * ``exports``: names the module still offers besides its definitions (imports, re-exports);
   ``dynamic``: a star import, or a module ``__getattr__`` that may answer any name, makes
   every name resolve. A ``__getattr__`` that raises ``AttributeError`` for names it does not
@@ -50,8 +51,37 @@ def analyse(data: bytes) -> dict[str, Any] | None:
             out["exports"].extend(sorted(handled))
     try:
         _Refs(out).visit(tree)
+        out["refs"].extend(_through_instances(tree, out["refs"]))
     except RecursionError:
         return None
+    return out
+
+
+def _through_instances(tree: ast.Module, refs: list[Any]) -> list[Any]:
+    """Method uses through instances, as uses of the class's method: ``x = C(...)`` then
+    ``x.m()``, and ``self.a = C(...)`` then ``self.a.m()`` (the last such assignment in the
+    file stands for every use: a name bound to two classes is rare in real code)."""
+    made: dict[tuple[str, ...], list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+            cls = chain(node.value.func)
+            if cls is None or "?" in cls:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                key = chain(t)
+                if key is not None and (len(key) == 1 or (len(key) == 2
+                                                          and key[0] == "self")):
+                    made[tuple(key)] = cls
+    if not made:
+        return []
+    out = []
+    for c, line, call, type_only in refs:
+        for n in (2, 1):
+            cls = made.get(tuple(c[:n]))
+            if cls is not None and len(c) > n:
+                out.append([[*cls, *c[n:]], line, call, type_only])
+                break
     return out
 
 
@@ -208,6 +238,10 @@ def chain(node: ast.expr) -> list[str] | None:
         return [node.id]
     if isinstance(node, ast.Attribute):
         base = chain(node.value)
+        if base is None and isinstance(node.value, ast.Call):
+            # ``C(...).m``: a method of what C makes (a class's instance: C's own ``m``)
+            made = chain(node.value.func)
+            base = made if made is not None and "?" not in made else None
         return [*(base if base is not None else ["?"]), node.attr]
     return None
 
