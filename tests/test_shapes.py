@@ -139,3 +139,40 @@ def test_a_compatible_change_of_a_reexported_method_is_no_ra(space, scan_json, c
     assert run_merged_test(sp, "test_new")
     p, _found = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] != "resolution", p["findings"]
+
+
+TS_CONFIG = ("export class Settings {\n"
+             "  constructor(public verify: boolean = true) {}\n\n"
+             "  loadContext(): object {\n"
+             "    return { verify: this.verify };\n"
+             "  }\n"
+             "}\n")
+TS_INDEX = {"named": "export { Settings } from './config';\n",
+            "star": "export * from './config';\n"}
+TS_USES = {
+    "new": "import { Settings } from './pkg';\n\n"
+           "export function t() {\n  return new Settings(false).loadContext();\n}\n",
+    "instance": "import { Settings } from './pkg';\n\n"
+                "export function t() {\n  const s = new Settings();\n"
+                "  return s.loadContext();\n}\n",
+    "this": "import { Settings } from './pkg';\n\n"
+            "export class T {\n  s: Settings;\n  constructor() {\n"
+            "    this.s = new Settings();\n  }\n  run() {\n"
+            "    return this.s.loadContext();\n  }\n}\n",
+}
+
+
+@pytest.mark.parametrize("index", sorted(TS_INDEX))
+@pytest.mark.parametrize("form", sorted(TS_USES))
+def test_typescript_reexports_and_instances_reach_the_changed_method(
+        space, scan_json, capsys, index, form):
+    sp, a, b = two(space, {"pkg/config.ts": TS_CONFIG, "pkg/index.ts": TS_INDEX[index],
+                           "main.ts": "export const x = 1;\n"})
+    sp.write(a, "pkg/config.ts", TS_CONFIG.replace("loadContext(): object",
+                                                   "loadContext(context: string): object"))
+    sp.commit(a, "loadContext takes a context")
+    sp.write(b, "use.ts", TS_USES[form])
+    sp.commit(b, "a use")
+    p, found = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution", (index, form, p["findings"])
+    assert any("loadContext" in f["detail"] for f in found), found

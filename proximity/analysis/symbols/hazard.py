@@ -150,23 +150,33 @@ class _Writer:
 
     def reexported(self, base_facts: Merged | None, resolver: Resolver) -> None:
         """Names a package offers from a changed module (``from .config import Settings``
-        in ``pkg/__init__.py``, through up to three packages): a use of ``pkg.Settings``
+        in ``pkg/__init__.py``, ``export { Settings } from './config'`` or ``export *`` in
+        ``pkg/index.ts``, through up to three packages): a use of ``pkg.Settings``
         reaches the changed ``Settings`` of ``pkg/config.py``. Read from the base."""
         if base_facts is None:
             return
         # (a module, the changed file behind it, the names it offers -> the file's names)
         todo = [(wf.path, wf, {q.split(".")[0]: q.split(".")[0] for q in wf.changed})
-                for wf in self.files if wf.lang == "python" and wf.changed]
+                for wf in self.files if FAMILY[wf.lang] in ("py", "js") and wf.changed]
         for _ in range(3):
             nxt = []
             for path, wf, names in todo:
-                for init in _packages_above(path, resolver.paths):
+                for init in _packages_above(path, resolver.paths, wf.lang):
                     facts = base_facts(init)
                     if facts is None:
                         continue
-                    rd = Reader(init, "python", facts, resolver)
+                    rd = Reader(init, wf.lang, facts, resolver)
                     offered: dict[str, str] = {}
-                    for rec in facts["binds"]:
+                    for local, spec, name in facts.get("reexports", ()):  # JS/TS
+                        if rd._first(["js", spec]) != path:
+                            continue
+                        for nm in (names if name == "*" else [name]):
+                            if nm in names:
+                                here = nm if local == "*" else local
+                                offered[here] = names[nm]
+                                self.alias[(init, here)] = (wf, names[nm])
+                                self.shorts.add(here)
+                    for rec in facts["binds"] if wf.lang == "python" else ():
                         if rec[1] != "from":
                             continue
                         got = rd._through(rec, [rec[0]])
@@ -183,16 +193,23 @@ class _Writer:
             todo = nxt
 
 
-def _packages_above(path: str, paths: set[str]) -> list[str]:
-    """The ``__init__.py`` files of the packages that hold ``path``, nearest first."""
+INDEX = ("index.ts", "index.tsx", "index.js", "index.mjs", "index.cjs", "index.jsx")
+
+
+def _packages_above(path: str, paths: set[str], lang: str = "python") -> list[str]:
+    """The files that stand for the directories holding ``path``, nearest first: their
+    ``__init__.py`` (Python) or ``index`` module (JavaScript/TypeScript)."""
+    names = ("__init__.py",) if lang == "python" else INDEX
     out = []
     d = posixpath.dirname(path)
-    if posixpath.basename(path) == "__init__.py":
+    if posixpath.basename(path) in names:
         d = posixpath.dirname(d)
     while d:
-        init = f"{d}/__init__.py"
-        if init in paths and init != path:
-            out.append(init)
+        for name in names:
+            init = f"{d}/{name}"
+            if init in paths and init != path:
+                out.append(init)
+                break
         d = posixpath.dirname(d)
     return out
 

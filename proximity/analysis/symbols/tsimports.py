@@ -4,7 +4,8 @@ Each imported name becomes a binding ``[local, kind, module, 0, name, line, type
 (``kind`` "from" for a named or default import, "mod" for a namespace, ``require``, Go
 package or Rust ``mod``, "use" for a Rust ``use`` path) and a reference at the import's
 line (importing a name that is gone is a use of it). JS/TS ``export {a as b}`` records an
-export alias, ``export * from`` makes every name resolve (``dynamic``).
+export alias, ``export * from`` makes every name resolve (``dynamic``); both, from another
+module, are ``reexports`` (``[offered name, module, its name there]``, ``*`` for all).
 """
 
 from __future__ import annotations
@@ -91,9 +92,10 @@ def binds(lang: str, root: Any, out: dict[str, Any]) -> None:
                         if k is not None and val is not None:
                             _bind(out, val, "from", spec, parsers.text(k), p)
         elif t == "export_statement":
-            if n.child_by_field_name("source") is not None and any(
-                    c.type == "*" for c in n.children):
+            src = n.child_by_field_name("source")
+            if src is not None and any(c.type == "*" for c in n.children):
                 out["dynamic"] = True
+                out["reexports"].append(["*", _str(src), "*"])
             for c in walk(n):
                 if c.type == "export_specifier":
                     nm = c.child_by_field_name("name")
@@ -101,6 +103,9 @@ def binds(lang: str, root: Any, out: dict[str, Any]) -> None:
                     if al is not None and nm is not None:
                         out["exports"].append(parsers.text(al))
                         out["aliases"][parsers.text(al)] = parsers.text(nm)
+                        if src is not None:  # export { name as alias } from 'module'
+                            out["reexports"].append([parsers.text(al), _str(src),
+                                                     parsers.text(nm)])
         elif t == "import_spec":  # Go
             path = _str(n.child_by_field_name("path"))
             nm = n.child_by_field_name("name")

@@ -38,10 +38,43 @@ def analyse(lang: str, data: bytes) -> dict[str, Any] | None:
     if root.has_error:
         return None
     out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False,
-                           "aliases": {}}
+                           "aliases": {}, "reexports": []}
     _defs(lang, root, "", out)
     tsimports.binds(lang, root, out)
     _refs(root, out["refs"])
+    if lang in JS:
+        out["refs"].extend(_through_instances(root, out["refs"]))
+    return out
+
+
+def _through_instances(root: Any, refs: list[Any]) -> list[Any]:
+    """Method uses through instances, as uses of the class's method: ``const x = new
+    C()`` then ``x.m()``, ``this.a = new C()`` then ``this.a.m()`` (as pylang does)."""
+    made: dict[tuple[str, ...], list[str]] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.named_children)
+        if node.type == "variable_declarator":
+            key, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        elif node.type == "assignment_expression":
+            key, value = node.child_by_field_name("left"), node.child_by_field_name("right")
+        else:
+            continue
+        if key is None or value is None or value.type != "new_expression":
+            continue
+        ctor = value.child_by_field_name("constructor")
+        cls, target = (chain(ctor) if ctor is not None else None), chain(key)
+        if cls and "?" not in cls and target and (
+                len(target) == 1 or (len(target) == 2 and target[0] == "this")):
+            made[tuple(target)] = cls
+    out = []
+    for c, line, call, type_only in refs if made else ():
+        for n in (2, 1):
+            cls = made.get(tuple(c[:n]))
+            if cls is not None and len(c) > n:
+                out.append([[*cls, *c[n:]], line, call, type_only])
+                break
     return out
 
 
@@ -246,6 +279,11 @@ def chain(node: Any) -> list[str] | None:
     if leaf is None:
         return None
     base = chain(base_node) if base_node is not None else None
+    if base is None and base_node is not None and base_node.type == "new_expression":
+        # ``new C().m``: a method of C's instance
+        ctor = base_node.child_by_field_name("constructor")
+        made = chain(ctor) if ctor is not None else None
+        base = made if made is not None and "?" not in made else None
     return [*(base if base is not None else ["?"]), parsers.text(leaf)]
 
 
