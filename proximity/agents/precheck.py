@@ -240,9 +240,18 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # blob. Byte-identical needs no git at all; the rest is one `git diff --no-index` each
     # (git's own diff, without reading a 10k-entry index)
     distinct = sorted({b or "" for b in bases.values()})
-    wanted = [(b or None, p) for b in distinct for p in paths if (b or None, p) not in
-              prefetched]
-    blobs = gitio.git_many([(gitio.blob_args(b, p), repo.workdir) for b, p in wanted], ok=(0,))
+    # moves, as git's merge follows them: a requested path this worktree moved is its
+    # old path in the base; a sibling that moved that old path has its work at the new one
+    moves = renames([(me.path, b or None) for b in distinct]
+                    + [(w.path, bases[w.id]) for w in siblings])
+    origin: dict[tuple[str | None, str], str] = {}  # (base, requested path) -> base path
+    for one in distinct:
+        back = {new: old for old, new in moves.get((me.path, one or None), {}).items()}
+        origin.update({(one or None, p): back.get(p, p) for p in paths})
+    wanted = [(b or None, p) for b in distinct for p in paths
+              if (b or None, p) not in prefetched or origin[b or None, p] != p]
+    blobs = gitio.git_many([(gitio.blob_args(b, origin[b, p]), repo.workdir)
+                            for b, p in wanted], ok=(0,))
     base_blob = {**{k: v for k, v in prefetched.items() if k[0] in bases.values()},
                  **dict(zip(wanted, blobs, strict=True))}
     sides = [(w.id, w.path, bases[w.id]) for w in siblings] + [
@@ -251,19 +260,21 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
     for key, wpath, base in sides:
         for p in paths:
-            live = os.path.join(wpath, p)
+            rel = p if not key else moves.get((wpath, base), {}).get(origin[base, p],
+                                                                      origin[base, p])
+            live = os.path.join(wpath, rel)
             data = raw = _read_bytes(live)
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
             if data != base_blob[base, p] and not (
                     os.path.exists(live) and _ignored_new(wpath, p, base_blob[base, p])):
-                ck = _diff_key(wpath, base, p, raw)
+                ck = _diff_key(wpath, base, f"{rel}\0{origin[base, p]}", raw)
                 if ck in DIFFS:  # this very file against this very base: diffed before
                     hit = DIFFS[ck]
                     if hit is not None:
                         diffs.setdefault((key, base), {})[p] = hit
                     continue
-                todo.append((key, wpath, base, p))
+                todo.append((key, wpath, base, p, rel))
                 keys.append(ck)
     with (tempfile.TemporaryDirectory(prefix="proximity-check-") if todo
           else contextlib.nullcontext("")) as tmp:
@@ -275,11 +286,11 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                     f.write(data)
         texts = gitio.git_many([(gitio.file_diff_args(
             olds.get((base, p), os.devnull),
-            live if os.path.exists(live := os.path.join(wpath, p)) else os.devnull), wpath)
-            for _, wpath, base, p in todo])
+            live if os.path.exists(live := os.path.join(wpath, rel)) else os.devnull), wpath)
+            for _, wpath, base, p, rel in todo])
     if len(DIFFS) + len(todo) > DIFF_ENTRIES:
         DIFFS.clear()
-    for (key, wpath, base, p), text, ck in zip(todo, texts, keys, strict=True):
+    for (key, wpath, base, p, rel), text, ck in zip(todo, texts, keys, strict=True):
         parsed = hunks.parse((text or b"").decode("utf-8", "replace"))
         if not parsed and text and b"\nBinary files " in b"\n" + text:
             # two differently named files' binary diff names no path git's way: still a
@@ -289,8 +300,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         for d in parsed.values():
             diffs.setdefault((key, base), {})[p] = got = d
         # kept when git answered about the content read (not a save made meanwhile)
-        if text is not None and _diff_key(wpath, base, p,
-                                          _read_bytes(os.path.join(wpath, p))) == ck:
+        if text is not None and _diff_key(wpath, base, f"{rel}\0{origin[base, p]}",
+                                          _read_bytes(os.path.join(wpath, rel))) == ck:
             DIFFS[ck] = got
     theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
@@ -323,6 +334,25 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             out.append(verdict.Side(
                 w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ())))
+    return out
+
+
+def renames(pairs: Sequence[tuple[str, str | None]]
+            ) -> dict[tuple[str, str | None], dict[str, str]]:
+    """Per (worktree, base): the files it moved since the base, committed or staged (a
+    `git mv`), old path -> new path, found as git's merge finds them (-M, its default
+    similarity). Unstaged moves (a plain `mv`) are a deletion and a new file to git too."""
+    jobs = sorted({(p, b) for p, b in pairs if b})
+    out: dict[tuple[str, str | None], dict[str, str]] = {}
+    texts = gitio.git_many([(["diff-index", "--cached", "-M", "-z", "--name-status",
+                              "--diff-filter=R", b], p) for p, b in jobs])
+    for (p, b), raw in zip(jobs, texts, strict=True):
+        parts = (raw or b"").decode("utf-8", "surrogateescape").split("\0")
+        moved = {}
+        for i in range(0, len(parts) - 2, 3):
+            if parts[i].startswith("R"):
+                moved[parts[i + 1]] = parts[i + 2]
+        out[p, b] = moved
     return out
 
 
