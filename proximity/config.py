@@ -53,6 +53,8 @@ class Config(NamedTuple):
     retain_events: int = 500  # per worktree, before gc compacts
     sync_exclude: tuple[str, ...] = ()  # globs never published by `sync` (besides secrets)
     sync_max_bytes: int = 1_000_000  # files larger than this are never published by `sync`
+    # a teammate's snapshot holding an object larger than this is never fetched by `sync`
+    sync_fetch_max_bytes: int = 4_000_000
     large_bytes: int = 2_000_000  # a file larger than this is "large": not hashed or parsed
     long_line: int = 5_000  # a source line longer than this marks generated/minified code
 

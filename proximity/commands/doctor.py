@@ -62,11 +62,35 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
             add("ledger", False, str(diagnose(e, path)))
     out.extend(hook_checks(repo))
     out.extend(service_checks(repo.common))
+    out.extend(remote_checks(repo))
     for wt in repo.worktrees():
         if wt.prunable:
             add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
                 "(`git worktree prune` and `proximity gc` clean it up)")
     return out
+
+
+def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
+    """The snapshots the last sync rejected, with why (nothing when it rejected none)."""
+    from proximity.remote import quarantine
+    from proximity.remote.untrusted import text
+
+    state = _json(os.path.join(repo.ecm_dir, quarantine.STATE))
+    rejected = {ref: why for e in state.values() if isinstance(e, dict)
+                for ref, why in (e.get("rejected") or {}).items()}
+    if not rejected:
+        return []
+    return [{"check": "remote rejected", "status": "warn", "detail": "; ".join(
+        f"{text(ref, 200)}: {text(why, 300)}" for ref, why in sorted(rejected.items()))}]
+
+
+def _json(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def service_checks(common: str) -> list[dict[str, str]]:

@@ -53,7 +53,9 @@ def once(args: argparse.Namespace) -> int:
     else:
         print(f"synced with {text(stats['remote'])} as {stats['machine']}: pushed "
               f"{stats['pushed']} snapshot(s), pruned {stats['pruned']}, "
-              f"{stats['remote_agents']} remote agent(s) known "
+              f"{stats['remote_agents']} remote agent(s) known"
+              + (f", {len(stats['rejected'])} snapshot(s) rejected (warnings above)"
+                 if stats.get("rejected") else "") + " "
               f"({stats['seconds'] * 1000:.0f} ms)")
     return 0
 

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from proximity import gitio, owned
 from proximity.errors import FatalError
-from proximity.remote import inbound, untrusted
+from proximity.remote import inbound, quarantine, untrusted
 from proximity.remote import outgoing as outgoing_rules
 from proximity.remote.inbound import LOCAL_NS
 from proximity.remote.machine import machine_id
@@ -183,20 +183,17 @@ def list_remote(ctx: Context, remote: str, prefix: str) -> list[str]:
     return [line.split("\t")[1] for line in proc.stdout.decode().splitlines() if "\t" in line]
 
 
-def fetch(ctx: Context, remote: str) -> None:
-    """Fetch everyone's refs/ecm/* into refs/ecm-remote/<remote>/ (pruning retired ones).
-    The objects stay in the fetched pack (never exploded into loose objects), the refs are
-    packed; `git gc --auto` consolidates packs and drops what pruned refs left unreachable."""
-    proc = gitio.git(["-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1",
-                      "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head",
-                      remote, f"+refs/ecm/*:{LOCAL_NS}{remote}/*"], cwd=ctx.repo.workdir,
-                     ok=(0, 1, 128))
-    if proc.returncode != 0:
-        raise FatalError(f"could not fetch refs/ecm/* from {remote!r}: "
-                         f"{_first_error(proc.stderr.decode(errors='replace'))}")
+def fetch(ctx: Context, remote: str, machine: str) -> dict[str, Any]:
+    """Fetch everyone's refs/ecm/* into refs/ecm-remote/<remote>/ (pruning retired ones)
+    through the quarantine (quarantine.py: size limit); returns what it rejected. The
+    objects stay in the fetched pack (never exploded into loose objects), the refs are
+    packed; `git gc --auto` consolidates packs and drops what pruned refs left
+    unreachable."""
+    decided = quarantine.fetch(ctx, remote, machine)
     # thousands of loose ref files would slow every git command that reads refs
     gitio.git(["pack-refs", "--all"], cwd=ctx.repo.workdir, ok=(0, 1, 128))
     gitio.git(["gc", "--auto", "--quiet"], cwd=ctx.repo.workdir, ok=(0, 1, 128))
+    return decided
 
 
 def sync(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any]:
@@ -206,7 +203,7 @@ def sync(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any
     t0 = time.perf_counter()
     commits = publish(ctx, machine)
     stats = push(ctx, remote, machine, commits, prune)
-    fetch(ctx, remote)
+    stats.update(fetch(ctx, remote, machine))
     stats.update({"remote": remote, "machine": machine, "seconds": time.perf_counter() - t0,
                   "remote_agents": len(inbound.agents(ctx, include_stale=True))})
     inbound.forget_unreferenced(ctx)

@@ -1,0 +1,255 @@
+"""Others' snapshots pass a quarantine before they reach this clone: none over the limit.
+
+`sync` fetches ``refs/ecm/*`` into a throwaway bare repository under ``<common-dir>/ecm/``
+whose object store borrows this clone's (``objects/info/alternates``), so only objects this
+clone lacks cross the network, and whose config includes this clone's, so the remote's URL,
+credentials and transport settings are the user's own. There each new snapshot is judged:
+
+- **size**: an object over ``sync_fetch_max_bytes`` that this clone lacks (anywhere in the
+  snapshot or the HEAD commits under it) rejects the snapshot. The fetch asks the server to
+  withhold such blobs (``--filter=blob:limit``): GitHub, GitLab and any git with
+  ``uploadpack.allowFilter`` then never send them. A server without filters (a plain bare
+  repository) ignores the request and sends everything — into the quarantine only, which is
+  deleted; the rejected commit is remembered, so the next sync leaves that ref out of the
+  fetch (a negative refspec) until it changes. The filter never touches this clone: a
+  partial clone's promisor remote would make later commands fetch missing blobs on demand,
+  and `gc` of a repository with missing objects fails; the quarantine is the one partial
+  repository, and it lives for one fetch.
+
+Accepted snapshots are fetched from the quarantine into ``refs/ecm-remote/<remote>/…`` (the
+objects stay packed); a rejected one leaves the last snapshot of that ref this clone
+accepted in place and is named in one warning line. Refs the remote no longer has are
+dropped. What was decided is kept in
+``<common-dir>/ecm/remote-trust.json`` for `proximity doctor`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from proximity import gitio, owned
+from proximity.errors import FatalError
+from proximity.remote import untrusted
+from proximity.remote.inbound import LOCAL_NS
+from proximity.snapshot.workspace import Context
+
+Q_NS = "refs/q/"
+ECM_NS = "refs/ecm/"
+STATE = "remote-trust.json"
+
+
+def fetch(ctx: Context, remote: str, mine: str) -> dict[str, Any]:
+    """Fetch, judge and keep others' snapshots; returns what was decided (``rejected``:
+    remote ref -> why)."""
+    repo = ctx.repo
+    limit = ctx.cfg.sync_fetch_max_bytes
+    state = load_state(ctx).get(remote, {})
+    known_big = state.get("oversized", {}) if isinstance(state.get("oversized"), dict) else {}
+    skip = _known_oversized(ctx, remote, known_big) if known_big else {}
+    local = _refs(repo.workdir, f"{LOCAL_NS}{remote}/")
+    try:
+        return _through(ctx, remote, mine, limit, skip, local)
+    except OSError as e:  # the quarantine could not be made: nothing was fetched
+        raise FatalError(f"could not fetch refs/ecm/* from {remote!r}: no room for the "
+                         f"quarantine in {repo.ecm_dir} ({e})") from e
+
+
+def _through(ctx: Context, remote: str, mine: str, limit: int,
+             skip: dict[str, tuple[str, str]], local: dict[str, str]) -> dict[str, Any]:
+    """The fetch through one quarantine, the refs updated, the decisions told and kept."""
+    repo = ctx.repo
+    with _quarantine(ctx) as q:
+        _fetch_into(q, remote, limit, skip)
+        fetched = _refs(q, Q_NS)
+        new = {n: oid for n, oid in fetched.items()
+               if local.get(n) != oid and n.split("/", 1)[0] != mine}
+        rejected = _oversized(q, repo.workdir, new, limit)
+        oversized = {new[n]: why for n, why in rejected.items()}
+        if rejected:
+            gitio.git(["update-ref", "--stdin"], cwd=q, input="".join(
+                f"delete {Q_NS}{n}\n" for n in sorted(rejected)).encode())
+        gitio.git(["-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1", "fetch",
+                   "--quiet", "--no-tags", "--no-write-fetch-head", q,
+                   f"+{Q_NS}*:{LOCAL_NS}{remote}/*"], cwd=repo.workdir, timeout=600)
+    gone = [n for n in local if n not in fetched and n not in skip]
+    if gone:
+        gitio.git(["update-ref", "--stdin"], cwd=repo.workdir, input="".join(
+            f"delete {LOCAL_NS}{remote}/{n}\n" for n in gone).encode())
+    for n, (_oid, why) in skip.items():
+        rejected[n] = why
+        oversized[_oid] = why
+    for n in sorted(rejected):
+        print(warning(n, rejected[n], kept=n in local), file=sys.stderr)
+    save_state(ctx, remote, {"time": time.time(), "machine": mine,
+                             "rejected": {f"{ECM_NS}{n}": w for n, w in rejected.items()},
+                             "oversized": oversized})
+    return {"rejected": {f"{ECM_NS}{n}": w for n, w in rejected.items()}}
+
+
+def warning(name: str, why: str, *, kept: bool) -> str:
+    """The one line naming a rejected snapshot (``name``: <machine>/<worktree>), its
+    machine and why; ``kept``: this clone still holds an earlier snapshot of that ref."""
+    machine = name.split("/", 1)[0]
+    return (f"proximity: warning: remote snapshot {ECM_NS}{untrusted.text(name, 300)} of "
+            f"machine {untrusted.text(machine, 64)} rejected: {untrusted.text(why, 300)}"
+            + (" (the last one accepted stays)" if kept else ""))
+
+
+@contextlib.contextmanager
+def _quarantine(ctx: Context) -> Iterator[str]:
+    """A bare repository for one fetch: this clone's objects borrowed, its config included
+    (first, so the quarantine's own settings below win), removed afterwards whatever
+    happens."""
+    repo = ctx.repo
+    owned.private_dir(repo.ecm_dir)
+    q = tempfile.mkdtemp(prefix="inbound.", dir=repo.ecm_dir)
+    try:
+        fmt = gitio.git(["rev-parse", "--show-object-format"], cwd=repo.workdir
+                        ).stdout.decode().strip() or "sha1"
+        gitio.git(["init", "-q", "--bare", f"--object-format={fmt}", q], cwd=repo.ecm_dir)
+        with open(os.path.join(q, "objects", "info", "alternates"), "w") as f:
+            f.write(os.path.join(repo.common, "objects") + "\n")
+        extension = f"[extensions]\n\tobjectFormat = {fmt}\n" if fmt != "sha1" else ""
+        with open(os.path.join(q, "config"), "w") as f:
+            f.write(f"[include]\n\tpath = {_quote(os.path.join(repo.common, 'config'))}\n"
+                    f"[core]\n\trepositoryformatversion = {1 if extension else 0}\n"
+                    f"\tbare = true\n{extension}"
+                    "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
+                    "[fetch]\n\tunpackLimit = 1\n[transfer]\n\tunpackLimit = 1\n")
+        yield q
+    finally:
+        shutil.rmtree(q, ignore_errors=True)
+
+
+def _quote(path: str) -> str:
+    """``path`` as a git config value."""
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _fetch_into(q: str, remote: str, limit: int, skip: dict[str, tuple[str, str]]) -> None:
+    """Everyone's refs/ecm/* into the quarantine's refs/q/*, the server asked to withhold
+    blobs over ``limit``; refs in ``skip`` (known oversized commits) left out."""
+    refspecs = [f"+{ECM_NS}*:{Q_NS}*", *(f"^{ECM_NS}{n}" for n in sorted(skip))]
+    proc = gitio.git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                      f"--filter=blob:limit={limit + 1}", "--stdin", remote], cwd=q,
+                     input="".join(r + "\n" for r in refspecs).encode(), ok=(0, 1, 128))
+    if proc.returncode != 0:
+        from proximity.remote.sharing import _first_error
+
+        raise FatalError(f"could not fetch refs/ecm/* from {remote!r}: "
+                         f"{_first_error(proc.stderr.decode(errors='replace'))}")
+
+
+def _known_oversized(ctx: Context, remote: str, known: dict[str, Any]
+                     ) -> dict[str, tuple[str, str]]:
+    """Refs whose commit on the remote was rejected as oversized before: name -> (commit,
+    why). One `git ls-remote`, only when such a commit is remembered."""
+    proc = gitio.git(["ls-remote", remote, f"{ECM_NS}*"], cwd=ctx.repo.workdir,
+                     ok=(0, 2, 128))
+    out = {}
+    for line in proc.stdout.decode(errors="replace").splitlines():
+        oid, _, ref = line.partition("\t")
+        if ref.startswith(ECM_NS) and isinstance(known.get(oid), str):
+            out[ref[len(ECM_NS):]] = (oid, str(known[oid]))
+    return out
+
+
+def _refs(cwd: str, prefix: str) -> dict[str, str]:
+    """Refs under ``prefix``: name after the prefix -> object id."""
+    out = gitio.git(["for-each-ref", "--format=%(objectname) %(refname)", prefix],
+                    cwd=cwd).stdout.decode("utf-8", "surrogateescape")
+    refs = {}
+    for line in out.splitlines():
+        oid, _, ref = line.partition(" ")
+        if ref.startswith(prefix):
+            refs[ref[len(prefix):]] = oid
+    return refs
+
+
+def _oversized(q: str, workdir: str, new: dict[str, str], limit: int) -> dict[str, str]:
+    """Snapshots in ``new`` (name -> commit) that would bring an object over ``limit`` this
+    clone lacks: name -> why. One `git rev-list` over all of them; only when it finds
+    something, one per snapshot to say which."""
+    if not new:
+        return {}
+    out = {}
+    commits = _sizes(q, sorted(set(new.values())))
+    for n, oid in new.items():
+        if commits.get(oid, 0) > limit:
+            out[n] = f"its commit is {commits[oid]} bytes (limit {limit}, sync_fetch_max_bytes)"
+    rest = {n: oid for n, oid in new.items() if n not in out}
+    if not rest or not _big_objects(q, workdir, sorted(set(rest.values())), limit):
+        return out
+    for n, oid in rest.items():
+        big = _big_objects(q, workdir, [oid], limit)
+        if big:
+            oid_big, size = next(iter(sorted(big.items())))
+            what = (f"a {size}-byte object {oid_big[:12]}" if size is not None
+                    else f"object {oid_big[:12]}, which the server withheld as too large")
+            more = f" and {len(big) - 1} more" if len(big) > 1 else ""
+            out[n] = f"holds {what}{more} (limit {limit} bytes, sync_fetch_max_bytes)"
+    return out
+
+
+def _big_objects(q: str, workdir: str, tips: list[str], limit: int) -> dict[str, int | None]:
+    """Blobs over ``limit`` reachable from ``tips`` and not from this clone's refs, that
+    this clone does not have either: oid -> size (None: withheld by the server)."""
+    # --missing=print also keeps rev-list from fetching a withheld blob on demand
+    out = gitio.git(["rev-list", "--objects", "--missing=print",
+                     f"--filter=blob:limit={limit + 1}", "--filter-print-omitted", *tips,
+                     "--not", "--alternate-refs"], cwd=q, timeout=600).stdout.decode()
+    flagged = {line[1:].strip(): line[0] for line in out.splitlines() if line[:1] in "~?"}
+    if not flagged:
+        return {}
+    have = _sizes(workdir, sorted(flagged))
+    sizes = _sizes(q, sorted(o for o, mark in flagged.items() if mark == "~"))
+    return {o: sizes.get(o) for o in flagged if o not in have}
+
+
+def _sizes(cwd: str, oids: list[str]) -> dict[str, int]:
+    """Sizes of the objects present in the repository at ``cwd`` (one `cat-file`)."""
+    if not oids:
+        return {}
+    out = gitio.git(["cat-file", "--batch-check"], cwd=cwd,
+                    input="\n".join(oids).encode() + b"\n").stdout.decode()
+    sizes = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2].isdigit():
+            sizes[f[0]] = int(f[2])
+    return sizes
+
+
+def state_path(ctx: Context) -> str:
+    return os.path.join(ctx.repo.ecm_dir, STATE)
+
+
+def load_state(ctx: Context) -> dict[str, Any]:
+    """remote -> what its last sync decided (time, this machine's id, rejected refs,
+    oversized commits)."""
+    try:
+        with open(state_path(ctx), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) \
+        else {}
+
+
+def save_state(ctx: Context, remote: str, entry: dict[str, Any]) -> None:
+    data = load_state(ctx)
+    data[remote] = entry
+    owned.private_dir(ctx.repo.ecm_dir)
+    path = state_path(ctx)
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
