@@ -4,7 +4,10 @@ access. Real clones of a real bare remote, real `git push`/`fetch`, real ssh-key
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -67,6 +70,109 @@ def test_sync_never_fetches_an_object_over_the_limit(tmp_path: Path, server_filt
     assert git(m1, "config", "--get-regexp", "promisor|partialclone", check=False).stdout == ""
     doctor = cli("doctor", "-C", str(m1))
     assert f"refs/ecm/{id2}/m2-big" in doctor.stdout and "remote rejected" in doctor.stdout
+
+
+def keygen(path: Path, who: str) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", who, "-f",
+                    str(path)], check=True, capture_output=True)
+    return path.with_suffix(".pub").read_text().strip()
+
+
+def forge(clone: Path, victim: str, wt: str, base: str, key: Path | None) -> str:
+    """The forger's "they reverted their work" snapshot, pushed over the victim's ref: the
+    victim's metadata, the base tree, signed with ``key`` when given."""
+    meta = {"schema": 1, "machine": victim, "worktree": wt, "branch": "feat/a", "head": base,
+            "clock": {}, "time": time.time(), "created": time.time() - 3600,
+            "subject": "revert"}
+    msg = f"proximity snapshot {victim}/{wt}\n\n{json.dumps(meta, sort_keys=True)}\n"
+    tree = git(clone, "rev-parse", f"{base}^{{tree}}").stdout.strip()
+    sign = (["-c", "gpg.format=ssh", "-c", f"user.signingKey={key}"] if key else [])
+    commit = git(clone, *sign, "commit-tree", *(["-S"] if key else []), tree, "-p", base,
+                 "-m", msg).stdout.strip()
+    git(clone, "push", "-q", "--no-verify", "-f", "origin",
+        f"{commit}:refs/ecm/{victim}/{wt}")
+    return commit
+
+
+def blocked(worktree: Path, branch: str) -> bool:
+    p = subprocess.run(["git", "push", "-q", "origin", branch], cwd=worktree,
+                       capture_output=True, text=True)
+    return p.returncode != 0 and "push blocked" in p.stderr
+
+
+def test_forged_snapshot_of_a_signing_machine_is_rejected(tmp_path: Path):
+    bare, m1, m2 = machines(tmp_path)
+    m3 = tmp_path / "m3"  # the forger: a teammate with push access and a key of their own
+    git(tmp_path, "clone", "-q", "-b", "main", str(bare), str(m3))
+    alice, mallory = tmp_path / "alice", tmp_path / "mallory"
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"alice@example {keygen(alice, 'alice')}\n"
+                       f"mallory@example {keygen(mallory, 'mallory')}\n")
+    git(m1, "config", "gpg.format", "ssh")
+    git(m1, "config", "user.signingKey", str(alice))
+    git(m2, "config", "gpg.ssh.allowedSignersFile", str(allowed))
+    base = git(m1, "rev-parse", "HEAD").stdout.strip()
+    a, b = tmp_path / "m1-a", tmp_path / "m2-b"
+    git(m1, "worktree", "add", "-q", "-b", "feat/a", str(a))  # first: right of way
+    git(m2, "worktree", "add", "-q", "-b", "feat/b", str(b))
+    (a / "f.txt").write_text(lines(30).replace("line 10\n", "alice\n"))
+    git(a, "commit", "-qam", "a")
+    (b / "f.txt").write_text(lines(30).replace("line 10\n", "bob\n"))
+    git(b, "commit", "-qam", "b")
+    for where in (m1, m2):
+        r = cli("sync", "-C", str(where))
+        assert r.returncode == 0, r.stderr
+    id1 = machine(m1)
+    ref = f"refs/ecm/{id1}/m1-a"
+    published = git(bare, "rev-parse", ref).stdout.strip()
+    assert "gpgsig" in git(bare, "cat-file", "commit", published).stdout  # signed by alice
+    assert f"{id1}/m1-a" in agent_ids(scan(b))
+    assert blocked(b, "feat/b")  # the real block
+    doctor = cli("doctor", "-C", str(m2))
+    verified = next(x for x in doctor.stdout.splitlines() if "remote verified" in x)
+    assert id1 in verified and "alice@example" in verified
+    for key in (None, mallory):  # unsigned, then signed by another (listed) key
+        forged = forge(m3, id1, "m1-a", base, key)
+        r = cli("sync", "-C", str(m2))
+        assert r.returncode == 0, r.stderr
+        warnings = [x for x in r.stderr.splitlines() if ref in x]
+        assert len(warnings) == 1 and "rejected" in warnings[0], r.stderr
+        assert ("unsigned" in warnings[0]) == (key is None), warnings[0]
+        assert git(m2, "rev-parse", f"refs/ecm-remote/origin/{id1}/m1-a"
+                   ).stdout.strip() == published  # alice's real snapshot stays
+        assert git(m2, "cat-file", "-e", forged, check=False).returncode != 0
+        assert blocked(b, "feat/b")  # the real block stays
+        doctor = cli("doctor", "-C", str(m2))
+        assert "remote rejected" in doctor.stdout and ref in doctor.stdout
+    # alice syncs again: her signed snapshot is accepted, nothing is rejected any more
+    assert cli("sync", "-C", str(m1)).returncode == 0
+    r = cli("sync", "-C", str(m2))
+    assert r.returncode == 0 and ref not in r.stderr, r.stderr
+    doctor = cli("doctor", "-C", str(m2))
+    assert "remote rejected" not in doctor.stdout
+    assert "remote verified" in doctor.stdout and id1 in doctor.stdout
+    assert not any(id1 in x for x in doctor.stdout.splitlines() if "remote unsigned" in x)
+
+
+def test_a_key_that_cannot_sign_stops_the_sync_and_publishes_nothing(tmp_path: Path):
+    bare, m1, _m2 = machines(tmp_path)
+    git(m1, "config", "gpg.format", "ssh")
+    git(m1, "config", "user.signingKey", str(tmp_path / "no-such-key"))
+    r = cli("sync", "-C", str(m1))
+    assert r.returncode == 1 and "could not sign" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert git(bare, "for-each-ref", "refs/ecm/").stdout == ""
+
+
+def test_unsigned_machines_stay_unsigned_and_are_listed(tmp_path: Path):
+    _bare, m1, m2 = machines(tmp_path)
+    (m1 / "f.txt").write_text(lines(30).replace("line 3\n", "x\n"))
+    for where in (m1, m2):
+        assert cli("sync", "-C", str(where)).returncode == 0
+    doctor = cli("doctor", "-C", str(m2))
+    unsigned = next(x for x in doctor.stdout.splitlines() if "remote unsigned" in x)
+    assert machine(m1) in unsigned and machine(m2) not in unsigned
+    assert f"{machine(m1)}/main" in agent_ids(scan(m2))
 
 
 PIN = "SHA256:pinned"

@@ -71,17 +71,46 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
 
 
 def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
-    """The snapshots the last sync rejected, with why (nothing when it rejected none)."""
-    from proximity.remote import quarantine
+    """Whose snapshots this clone holds: machines verified (signed by their pinned key),
+    unsigned ones (anyone with push access could have written them), and the snapshots the
+    last sync rejected. Nothing before the first `proximity sync`."""
+    from proximity.remote import quarantine, signing
+    from proximity.remote.inbound import LOCAL_NS
     from proximity.remote.untrusted import text
 
     state = _json(os.path.join(repo.ecm_dir, quarantine.STATE))
+    pins = _json(os.path.join(repo.ecm_dir, signing.PINS))
+    refs = gitio.git(["for-each-ref", "--format=%(refname)", LOCAL_NS], cwd=repo.workdir
+                     ).stdout.decode("utf-8", "replace").split()
+    if not state and not refs:
+        return []
+    mine = {e.get("machine") for e in state.values() if isinstance(e, dict)}
+    machines = sorted({r[len(LOCAL_NS):].split("/")[1] for r in refs
+                       if r[len(LOCAL_NS):].count("/") == 2} - mine)
+    verified = [m for m in machines if m in pins]
+    unsigned = [m for m in machines if m not in pins]
     rejected = {ref: why for e in state.values() if isinstance(e, dict)
                 for ref, why in (e.get("rejected") or {}).items()}
-    if not rejected:
-        return []
-    return [{"check": "remote rejected", "status": "warn", "detail": "; ".join(
-        f"{text(ref, 200)}: {text(why, 300)}" for ref, why in sorted(rejected.items()))}]
+    out: list[dict[str, str]] = []
+
+    def who(m: str) -> str:
+        entry = pins.get(m)
+        if not isinstance(entry, dict):
+            return "?"
+        signer = f"{text(entry.get('signer'), 128)}, " if entry.get("signer") else ""
+        return f"{signer}key {text(entry.get('key'), 80)}"
+
+    out.append({"check": "remote verified", "status": "ok", "detail": ", ".join(
+        f"{text(m, 64)} ({who(m)})" for m in verified)
+        or "no remote machine signs its snapshots"})
+    if unsigned:
+        out.append({"check": "remote unsigned", "status": "warn", "detail": ", ".join(
+            text(m, 64) for m in unsigned) + ": not signed, so anyone with push access to "
+            "the remote could have written them (docs/trust.md)"})
+    if rejected:
+        out.append({"check": "remote rejected", "status": "warn", "detail": "; ".join(
+            f"{text(ref, 200)}: {text(why, 300)}" for ref, why in sorted(rejected.items()))})
+    return out
 
 
 def _json(path: str) -> dict[str, Any]:

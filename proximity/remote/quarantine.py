@@ -1,4 +1,4 @@
-"""Others' snapshots pass a quarantine before they reach this clone: none over the limit.
+"""Others' snapshots pass a quarantine before they reach this clone: size, then signature.
 
 `sync` fetches ``refs/ecm/*`` into a throwaway bare repository under ``<common-dir>/ecm/``
 whose object store borrows this clone's (``objects/info/alternates``), so only objects this
@@ -15,11 +15,12 @@ credentials and transport settings are the user's own. There each new snapshot i
   partial clone's promisor remote would make later commands fetch missing blobs on demand,
   and `gc` of a repository with missing objects fails; the quarantine is the one partial
   repository, and it lives for one fetch.
+- **signature**: ``signing.judge`` (trust on first use of a machine id's key).
 
 Accepted snapshots are fetched from the quarantine into ``refs/ecm-remote/<remote>/…`` (the
 objects stay packed); a rejected one leaves the last snapshot of that ref this clone
-accepted in place and is named in one warning line. Refs the remote no longer has are
-dropped. What was decided is kept in
+accepted in place (so a forged "I reverted" cannot lift a real block) and is named in one
+warning line. Refs the remote no longer has are dropped. What was decided is kept in
 ``<common-dir>/ecm/remote-trust.json`` for `proximity doctor`.
 """
 
@@ -37,8 +38,9 @@ from typing import Any
 
 from proximity import gitio, owned
 from proximity.errors import FatalError
-from proximity.remote import untrusted
+from proximity.remote import signing, untrusted
 from proximity.remote.inbound import LOCAL_NS
+from proximity.remote.signing import Signature
 from proximity.snapshot.workspace import Context
 
 Q_NS = "refs/q/"
@@ -48,7 +50,7 @@ STATE = "remote-trust.json"
 
 def fetch(ctx: Context, remote: str, mine: str) -> dict[str, Any]:
     """Fetch, judge and keep others' snapshots; returns what was decided (``rejected``:
-    remote ref -> why)."""
+    remote ref -> why, ``verified``: machine -> key)."""
     repo = ctx.repo
     limit = ctx.cfg.sync_fetch_max_bytes
     state = load_state(ctx).get(remote, {})
@@ -73,12 +75,18 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
                if local.get(n) != oid and n.split("/", 1)[0] != mine}
         rejected = _oversized(q, repo.workdir, new, limit)
         oversized = {new[n]: why for n, why in rejected.items()}
+        sigs = signatures(q, sorted({o for n, o in new.items() if n not in rejected}))
+        judged, pins = _judge_signatures(ctx, sigs, {n: o for n, o in new.items()
+                                                     if n not in rejected})
+        rejected.update({n: v.why or "rejected" for n, v in judged.items()
+                         if v.state == "rejected"})
         if rejected:
             gitio.git(["update-ref", "--stdin"], cwd=q, input="".join(
                 f"delete {Q_NS}{n}\n" for n in sorted(rejected)).encode())
         gitio.git(["-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1", "fetch",
                    "--quiet", "--no-tags", "--no-write-fetch-head", q,
                    f"+{Q_NS}*:{LOCAL_NS}{remote}/*"], cwd=repo.workdir, timeout=600)
+    signing.save_pins(ctx, pins)
     gone = [n for n in local if n not in fetched and n not in skip]
     if gone:
         gitio.git(["update-ref", "--stdin"], cwd=repo.workdir, input="".join(
@@ -91,7 +99,9 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
     save_state(ctx, remote, {"time": time.time(), "machine": mine,
                              "rejected": {f"{ECM_NS}{n}": w for n, w in rejected.items()},
                              "oversized": oversized})
-    return {"rejected": {f"{ECM_NS}{n}": w for n, w in rejected.items()}}
+    return {"rejected": {f"{ECM_NS}{n}": w for n, w in rejected.items()},
+            "verified": {n.split("/", 1)[0]: sigs[new[n]].key
+                         for n, v in judged.items() if v.state == "verified"}}
 
 
 def warning(name: str, why: str, *, kept: bool) -> str:
@@ -228,6 +238,71 @@ def _sizes(cwd: str, oids: list[str]) -> dict[str, int]:
     return sizes
 
 
+def _judge_signatures(ctx: Context, sigs: dict[str, Signature], new: dict[str, str]
+                      ) -> tuple[dict[str, signing.Verdict], dict[str, tuple[str, str]]]:
+    """(verdict per snapshot name, (key, signer) to pin per machine) for the new
+    snapshots."""
+    pins = signing.load_pins(ctx)
+    # a machine id seen signed for the first time is pinned to its key, unless two keys
+    # claim it at once: then neither is trusted until a person decides
+    first: dict[str, set[str]] = {}
+    for n, oid in new.items():
+        s = sigs.get(oid)
+        machine = n.split("/", 1)[0]
+        if s and s.signed and s.status == "G" and s.key and machine not in pins:
+            first.setdefault(machine, set()).add(s.key)
+    add = {m: next(iter(keys)) for m, keys in first.items() if len(keys) == 1}
+    signers = {sigs[o].key: sigs[o].signer for o in new.values() if o in sigs}
+    verdicts = {}
+    for n, oid in new.items():
+        machine = n.split("/", 1)[0]
+        s = sigs.get(oid, Signature(False, "N", ""))
+        if machine in first and machine not in add:
+            verdicts[n] = signing.Verdict("rejected", "machine id claimed by two signing "
+                                          f"keys at once ({', '.join(sorted(first[machine]))})")
+            continue
+        verdicts[n] = signing.judge(s, pins.get(machine) or add.get(machine))
+    return verdicts, {m: (key, signers.get(key, "")) for m, key in add.items()}
+
+
+def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
+    """What git says about each commit's signature: the raw headers say whether there is
+    one (git says "N" for a signature it cannot read too), `git log %G?` checks the signed
+    ones (with this clone's gpg/ssh settings, which the quarantine includes)."""
+    if not commits:
+        return {}
+    data = gitio.git(["cat-file", "--batch"], cwd=cwd,
+                     input="\n".join(commits).encode() + b"\n").stdout
+    signed = set()
+    pos = 0
+    while pos < len(data):
+        nl = data.index(b"\n", pos)
+        f = data[pos:nl].decode().split()
+        if len(f) != 3:
+            pos = nl + 1
+            continue
+        body = data[nl + 1: nl + 1 + int(f[2])]
+        header = body.partition(b"\n\n")[0]
+        if any(line.startswith((b"gpgsig ", b"gpgsig-sha256 "))
+               for line in header.split(b"\n")):
+            signed.add(f[0])
+        pos = nl + 1 + int(f[2]) + 1
+    out = {c: Signature(False, "N", "") for c in commits}
+    if signed:
+        log = gitio.git(["-c", "log.showSignature=false", "log", "--no-walk=unsorted",
+                         "--format=%H %G? %GF %GS", *sorted(signed)], cwd=cwd, ok=(0, 128),
+                        timeout=120).stdout.decode(errors="replace")
+        for line in log.splitlines():
+            f = line.split(" ", 3)
+            if len(f) >= 2 and f[0] in signed:
+                out[f[0]] = Signature(True, f[1], f[2] if len(f) > 2 else "",
+                                      untrusted.text(f[3], 128) if len(f) > 3 else "")
+        for c in signed:
+            if not out[c].signed:
+                out[c] = Signature(True, "E", "")
+    return out
+
+
 def state_path(ctx: Context) -> str:
     return os.path.join(ctx.repo.ecm_dir, STATE)
 
@@ -247,9 +322,4 @@ def load_state(ctx: Context) -> dict[str, Any]:
 def save_state(ctx: Context, remote: str, entry: dict[str, Any]) -> None:
     data = load_state(ctx)
     data[remote] = entry
-    owned.private_dir(ctx.repo.ecm_dir)
-    path = state_path(ctx)
-    tmp = f"{path}.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    signing.write_json(ctx, state_path(ctx), data)

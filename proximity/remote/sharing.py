@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from proximity import gitio, owned
 from proximity.errors import FatalError
-from proximity.remote import inbound, quarantine, untrusted
+from proximity.remote import inbound, quarantine, signing, untrusted
 from proximity.remote import outgoing as outgoing_rules
 from proximity.remote.inbound import LOCAL_NS
 from proximity.remote.machine import machine_id
@@ -136,6 +136,7 @@ def publish(ctx: Context, machine: str) -> dict[str, str]:
     """One sync commit per live worktree: worktree id -> commit id."""
     streams = ctx.ledger.streams() if ctx.ledger else {}
     own_clocks = ctx.ledger.clocks() if ctx.ledger else {}
+    signed = signing.signing_key(ctx) is not None
     out = {}
     for o in outgoing(ctx, machine):
         meta = {"schema": untrusted.SCHEMA, "machine": machine, "worktree": o.worktree,
@@ -144,7 +145,8 @@ def publish(ctx: Context, machine: str) -> dict[str, str]:
                 "created": (streams.get(o.worktree) or {}).get("created") or time.time(),
                 "subject": o.subject[:untrusted.MAX_SUBJECT]}
         msg = f"proximity snapshot {machine}/{o.worktree}\n\n{json.dumps(meta, sort_keys=True)}\n"
-        out[o.worktree] = ctx.repo.snapshot_commit(o.tree, o.head, message=msg)
+        out[o.worktree] = (signing.signed_commit(ctx, o.tree, o.head, msg) if signed
+                           else ctx.repo.snapshot_commit(o.tree, o.head, message=msg))
     return out
 
 
@@ -185,10 +187,10 @@ def list_remote(ctx: Context, remote: str, prefix: str) -> list[str]:
 
 def fetch(ctx: Context, remote: str, machine: str) -> dict[str, Any]:
     """Fetch everyone's refs/ecm/* into refs/ecm-remote/<remote>/ (pruning retired ones)
-    through the quarantine (quarantine.py: size limit); returns what it rejected. The
-    objects stay in the fetched pack (never exploded into loose objects), the refs are
-    packed; `git gc --auto` consolidates packs and drops what pruned refs left
-    unreachable."""
+    through the quarantine (quarantine.py: size limit, signatures); returns what it
+    rejected and which machines it verified. The objects stay in the fetched pack (never
+    exploded into loose objects), the refs are packed; `git gc --auto` consolidates packs
+    and drops what pruned refs left unreachable."""
     decided = quarantine.fetch(ctx, remote, machine)
     # thousands of loose ref files would slow every git command that reads refs
     gitio.git(["pack-refs", "--all"], cwd=ctx.repo.workdir, ok=(0, 1, 128))

@@ -39,6 +39,7 @@ class Signature(NamedTuple):
     signed: bool  # the commit carries a signature header at all
     status: str  # git's %G? letter: G good, N none, B/U/X/Y/R/E otherwise
     key: str  # the signing key's fingerprint ("" when git names none)
+    signer: str = ""  # who the allowed signers (or gpg) say holds the key
 
 
 class Verdict(NamedTuple):
@@ -114,8 +115,9 @@ def load_pins(ctx: Context) -> dict[str, str]:
     return out
 
 
-def save_pins(ctx: Context, new: dict[str, str]) -> None:
-    """Add pins (never replaces one: a key changes only by deleting its entry by hand)."""
+def save_pins(ctx: Context, new: dict[str, tuple[str, str]]) -> None:
+    """Add pins, machine -> (key, signer); never replaces one: a key changes only by
+    deleting its entry by hand."""
     if not new:
         return
     path = pins_path(ctx)
@@ -126,8 +128,8 @@ def save_pins(ctx: Context, new: dict[str, str]) -> None:
             data = {}
     except (OSError, ValueError):
         data = {}
-    for machine, key in new.items():
-        data.setdefault(machine, {"key": key, "since": time.time()})
+    for machine, (key, signer) in new.items():
+        data.setdefault(machine, {"key": key, "signer": signer, "since": time.time()})
     write_json(ctx, path, data)
 
 
