@@ -47,6 +47,10 @@ def test_sync_never_fetches_an_object_over_the_limit(tmp_path: Path, server_filt
     assert r.returncode == 0, r.stderr
     id2 = machine(m2)
     assert "huge.bin" in git(bare, "ls-tree", "--name-only", f"refs/ecm/{id2}/m2-big").stdout
+    # the same snapshot again under a ref name that is not UTF-8 (git allows any byte)
+    commit = git(bare, "rev-parse", f"refs/ecm/{id2}/m2-big").stdout.strip()
+    subprocess.run(["git", "update-ref", f"refs/ecm/{id2}/".encode() + b"w\xff", commit],
+                   cwd=bare, check=True)
     before = git_size(m1)
     r = cli("sync", "-C", str(m1))
     assert r.returncode == 0, r.stderr
@@ -56,6 +60,7 @@ def test_sync_never_fetches_an_object_over_the_limit(tmp_path: Path, server_filt
     assert len(warnings) == 1, r.stderr
     assert f"machine {id2}" in warnings[0] and "sync_fetch_max_bytes" in warnings[0]
     assert ("withheld" in warnings[0]) == server_filters
+    assert f"refs/ecm/{id2}/w? of machine {id2} rejected" in r.stderr
     assert f"refs/ecm-remote/origin/{id2}/m2-big" not in git(m1, "for-each-ref").stdout
     # the teammate's small snapshot is a remote agent all the same
     assert f"{id2}/main" in agent_ids(scan(m1))

@@ -46,6 +46,8 @@ from proximity.snapshot.workspace import Context
 Q_NS = "refs/q/"
 ECM_NS = "refs/ecm/"
 STATE = "remote-trust.json"
+# ref names are bytes (any but a few ASCII ones): carried through exactly, shown cleaned
+_RAW = ("utf-8", "surrogateescape")
 
 
 def fetch(ctx: Context, remote: str, mine: str) -> dict[str, Any]:
@@ -82,7 +84,7 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
                          if v.state == "rejected"})
         if rejected:
             gitio.git(["update-ref", "--stdin"], cwd=q, input="".join(
-                f"delete {Q_NS}{n}\n" for n in sorted(rejected)).encode())
+                f"delete {Q_NS}{n}\n" for n in sorted(rejected)).encode(*_RAW))
         gitio.git(["-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1", "fetch",
                    "--quiet", "--no-tags", "--no-write-fetch-head", q,
                    f"+{Q_NS}*:{LOCAL_NS}{remote}/*"], cwd=repo.workdir, timeout=600)
@@ -90,7 +92,7 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
     gone = [n for n in local if n not in fetched and n not in skip]
     if gone:
         gitio.git(["update-ref", "--stdin"], cwd=repo.workdir, input="".join(
-            f"delete {LOCAL_NS}{remote}/{n}\n" for n in gone).encode())
+            f"delete {LOCAL_NS}{remote}/{n}\n" for n in gone).encode(*_RAW))
     for n, (_oid, why) in skip.items():
         rejected[n] = why
         oversized[_oid] = why
@@ -150,7 +152,7 @@ def _fetch_into(q: str, remote: str, limit: int, skip: dict[str, tuple[str, str]
     refspecs = [f"+{ECM_NS}*:{Q_NS}*", *(f"^{ECM_NS}{n}" for n in sorted(skip))]
     proc = gitio.git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                       f"--filter=blob:limit={limit + 1}", "--stdin", remote], cwd=q,
-                     input="".join(r + "\n" for r in refspecs).encode(), ok=(0, 1, 128))
+                     input="".join(r + "\n" for r in refspecs).encode(*_RAW), ok=(0, 1, 128))
     if proc.returncode != 0:
         from proximity.remote.sharing import _first_error
 
@@ -165,7 +167,7 @@ def _known_oversized(ctx: Context, remote: str, known: dict[str, Any]
     proc = gitio.git(["ls-remote", remote, f"{ECM_NS}*"], cwd=ctx.repo.workdir,
                      ok=(0, 2, 128))
     out = {}
-    for line in proc.stdout.decode(errors="replace").splitlines():
+    for line in proc.stdout.decode(*_RAW).splitlines():
         oid, _, ref = line.partition("\t")
         if ref.startswith(ECM_NS) and isinstance(known.get(oid), str):
             out[ref[len(ECM_NS):]] = (oid, str(known[oid]))
@@ -175,7 +177,7 @@ def _known_oversized(ctx: Context, remote: str, known: dict[str, Any]
 def _refs(cwd: str, prefix: str) -> dict[str, str]:
     """Refs under ``prefix``: name after the prefix -> object id."""
     out = gitio.git(["for-each-ref", "--format=%(objectname) %(refname)", prefix],
-                    cwd=cwd).stdout.decode("utf-8", "surrogateescape")
+                    cwd=cwd).stdout.decode(*_RAW)
     refs = {}
     for line in out.splitlines():
         oid, _, ref = line.partition(" ")
