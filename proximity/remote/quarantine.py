@@ -228,16 +228,21 @@ def _big_objects(q: str, workdir: str, tips: list[str], limit: int) -> dict[str,
 
 def _sizes(cwd: str, oids: list[str]) -> dict[str, int]:
     """Sizes of the objects present in the repository at ``cwd`` (one `cat-file`)."""
+    return {oid: size for oid, (_kind, size) in _kinds(cwd, oids).items()}
+
+
+def _kinds(cwd: str, oids: list[str]) -> dict[str, tuple[str, int]]:
+    """(type, size) of the objects present in the repository at ``cwd`` (one `cat-file`)."""
     if not oids:
         return {}
     out = gitio.git(["cat-file", "--batch-check"], cwd=cwd,
                     input="\n".join(oids).encode() + b"\n").stdout.decode()
-    sizes = {}
+    kinds = {}
     for line in out.splitlines():
         f = line.split()
         if len(f) == 3 and f[2].isdigit():
-            sizes[f[0]] = int(f[2])
-    return sizes
+            kinds[f[0]] = (f[1], int(f[2]))
+    return kinds
 
 
 def _judge_signatures(ctx: Context, sigs: dict[str, Signature], new: dict[str, str]
@@ -271,10 +276,14 @@ def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
     """What git says about each commit's signature: the raw headers say whether there is
     one (git says "N" for a signature it cannot read too), `git log %G?` checks the signed
     ones (with this clone's gpg/ssh settings, which the quarantine includes)."""
-    if not commits:
-        return {}
+    out = {c: Signature(False, "N", "") for c in commits}
+    # only what may be a snapshot commit is read (inbound.py rejects anything else)
+    small = [c for c, (kind, size) in _kinds(cwd, commits).items()
+             if kind == "commit" and size <= untrusted.MAX_COMMIT_BYTES]
+    if not small:
+        return out
     data = gitio.git(["cat-file", "--batch"], cwd=cwd,
-                     input="\n".join(commits).encode() + b"\n").stdout
+                     input="\n".join(small).encode() + b"\n").stdout
     signed = set()
     pos = 0
     while pos < len(data):
@@ -289,7 +298,6 @@ def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
                for line in header.split(b"\n")):
             signed.add(f[0])
         pos = nl + 1 + int(f[2]) + 1
-    out = {c: Signature(False, "N", "") for c in commits}
     if signed:
         log = gitio.git(["-c", "log.showSignature=false", "log", "--no-walk=unsorted",
                          "--format=%H %G? %GF %GS", *sorted(signed)], cwd=cwd, ok=(0, 128),
