@@ -128,12 +128,16 @@ def _quarantine(ctx: Context) -> Iterator[str]:
                         ).stdout.decode().strip() or "sha1"
         gitio.git(["init", "-q", "--bare", f"--object-format={fmt}", q], cwd=repo.ecm_dir)
         with open(os.path.join(q, "objects", "info", "alternates"), "w") as f:
-            f.write(os.path.join(repo.common, "objects") + "\n")
+            objects = os.path.join(repo.common, "objects")
+            # git reads a line that starts with a quote as a C-quoted path (a newline in it)
+            f.write((_quote(objects) if "\n" in objects or objects.startswith('"')
+                     else objects) + "\n")
         extension = f"[extensions]\n\tobjectFormat = {fmt}\n" if fmt != "sha1" else ""
         with open(os.path.join(q, "config"), "w") as f:
             f.write(f"[include]\n\tpath = {_quote(os.path.join(repo.common, 'config'))}\n"
                     f"[core]\n\trepositoryformatversion = {1 if extension else 0}\n"
-                    f"\tbare = true\n{extension}"
+                    # no hook of the user's runs for the quarantine's own ref updates
+                    f"\tbare = true\n\thooksPath = {_quote(os.devnull)}\n{extension}"
                     "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
                     "[fetch]\n\tunpackLimit = 1\n[transfer]\n\tunpackLimit = 1\n")
         yield q
