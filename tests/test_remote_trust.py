@@ -83,7 +83,7 @@ def keygen(path: Path, who: str) -> str:
     return path.with_suffix(".pub").read_text().strip()
 
 
-def forge(clone: Path, victim: str, wt: str, base: str, key: Path | None) -> str:
+def forge(clone: Path, victim: str, wt: str, base: str, key: Path | str | None) -> str:
     """The forger's "they reverted their work" snapshot, pushed over the victim's ref: the
     victim's metadata, the base tree, signed with ``key`` when given."""
     meta = {"schema": 1, "machine": victim, "worktree": wt, "branch": "feat/a", "head": base,
@@ -120,6 +120,11 @@ def test_forged_snapshot_of_a_signing_machine_is_rejected(tmp_path: Path):
     a, b = tmp_path / "m1-a", tmp_path / "m2-b"
     git(m1, "worktree", "add", "-q", "-b", "feat/a", str(a))  # first: right of way
     git(m2, "worktree", "add", "-q", "-b", "feat/b", str(b))
+    # alice's first signed snapshot, before her work: the forger keeps a copy to replay
+    assert cli("sync", "-C", str(m1)).returncode == 0
+    id1 = machine(m1)
+    ref = f"refs/ecm/{id1}/m1-a"
+    git(m3, "fetch", "-q", "origin", f"+{ref}:refs/kept/before")
     (a / "f.txt").write_text(lines(30).replace("line 10\n", "alice\n"))
     git(a, "commit", "-qam", "a")
     (b / "f.txt").write_text(lines(30).replace("line 10\n", "bob\n"))
@@ -127,8 +132,6 @@ def test_forged_snapshot_of_a_signing_machine_is_rejected(tmp_path: Path):
     for where in (m1, m2):
         r = cli("sync", "-C", str(where))
         assert r.returncode == 0, r.stderr
-    id1 = machine(m1)
-    ref = f"refs/ecm/{id1}/m1-a"
     published = git(bare, "rev-parse", ref).stdout.strip()
     assert "gpgsig" in git(bare, "cat-file", "commit", published).stdout  # signed by alice
     assert f"{id1}/m1-a" in agent_ids(scan(b))
@@ -136,16 +139,24 @@ def test_forged_snapshot_of_a_signing_machine_is_rejected(tmp_path: Path):
     doctor = cli("doctor", "-C", str(m2))
     verified = next(x for x in doctor.stdout.splitlines() if "remote verified" in x)
     assert id1 in verified and "alice@example" in verified
-    for key in (None, mallory):  # unsigned, then signed by another (listed) key
-        forged = forge(m3, id1, "m1-a", base, key)
+    replay = git(m3, "rev-parse", "refs/kept/before").stdout.strip()
+    # unsigned, signed by another (listed) key, then alice's own earlier signed snapshot
+    for key in (None, mallory, "replay"):
+        if key == "replay":
+            git(m3, "push", "-q", "--no-verify", "-f", "origin", f"{replay}:{ref}")
+            forged = replay
+        else:
+            forged = forge(m3, id1, "m1-a", base, key)
         r = cli("sync", "-C", str(m2))
         assert r.returncode == 0, r.stderr
         warnings = [x for x in r.stderr.splitlines() if ref in x]
         assert len(warnings) == 1 and "rejected" in warnings[0], r.stderr
         assert ("unsigned" in warnings[0]) == (key is None), warnings[0]
+        assert ("replay" in warnings[0]) == (key == "replay"), warnings[0]
         assert git(m2, "rev-parse", f"refs/ecm-remote/origin/{id1}/m1-a"
                    ).stdout.strip() == published  # alice's real snapshot stays
-        assert git(m2, "cat-file", "-e", forged, check=False).returncode != 0
+        if key != "replay":
+            assert git(m2, "cat-file", "-e", forged, check=False).returncode != 0
         assert blocked(b, "feat/b")  # the real block stays
         doctor = cli("doctor", "-C", str(m2))
         assert "remote rejected" in doctor.stdout and ref in doctor.stdout

@@ -15,7 +15,9 @@ credentials and transport settings are the user's own. There each new snapshot i
   partial clone's promisor remote would make later commands fetch missing blobs on demand,
   and `gc` of a repository with missing objects fails; the quarantine is the one partial
   repository, and it lives for one fetch.
-- **signature**: ``signing.judge`` (trust on first use of a machine id's key).
+- **signature**: ``signing.judge`` (trust on first use of a machine id's key); a verified
+  snapshot older (by its own signed time) than the one of that ref already held is a
+  replay, rejected.
 
 Accepted snapshots are fetched from the quarantine into ``refs/ecm-remote/<remote>/…`` (the
 objects stay packed); a rejected one leaves the last snapshot of that ref this clone
@@ -82,6 +84,8 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
                                                      if n not in rejected})
         rejected.update({n: v.why or "rejected" for n, v in judged.items()
                          if v.state == "rejected"})
+        rejected.update(_replays(q, {n: new[n] for n, v in judged.items()
+                                     if v.state == "verified"}, local))
         if rejected:
             gitio.git(["update-ref", "--stdin"], cwd=q, input="".join(
                 f"delete {Q_NS}{n}\n" for n in sorted(rejected)).encode(*_RAW))
@@ -103,7 +107,8 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
                              "oversized": oversized})
     return {"rejected": {f"{ECM_NS}{n}": w for n, w in rejected.items()},
             "verified": {n.split("/", 1)[0]: sigs[new[n]].key
-                         for n, v in judged.items() if v.state == "verified"}}
+                         for n, v in judged.items()
+                         if v.state == "verified" and n not in rejected}}
 
 
 def warning(name: str, why: str, *, kept: bool) -> str:
@@ -281,27 +286,9 @@ def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
     one (git says "N" for a signature it cannot read too), `git log %G?` checks the signed
     ones (with this clone's gpg/ssh settings, which the quarantine includes)."""
     out = {c: Signature(False, "N", "") for c in commits}
-    # only what may be a snapshot commit is read (inbound.py rejects anything else)
-    small = [c for c, (kind, size) in _kinds(cwd, commits).items()
-             if kind == "commit" and size <= untrusted.MAX_COMMIT_BYTES]
-    if not small:
-        return out
-    data = gitio.git(["cat-file", "--batch"], cwd=cwd,
-                     input="\n".join(small).encode() + b"\n").stdout
-    signed = set()
-    pos = 0
-    while pos < len(data):
-        nl = data.index(b"\n", pos)
-        f = data[pos:nl].decode().split()
-        if len(f) != 3:
-            pos = nl + 1
-            continue
-        body = data[nl + 1: nl + 1 + int(f[2])]
-        header = body.partition(b"\n\n")[0]
-        if any(line.startswith((b"gpgsig ", b"gpgsig-sha256 "))
-               for line in header.split(b"\n")):
-            signed.add(f[0])
-        pos = nl + 1 + int(f[2]) + 1
+    signed = {c for c, raw in read_commits(cwd, commits).items()
+              if any(line.startswith((b"gpgsig ", b"gpgsig-sha256 "))
+                     for line in raw.partition(b"\n\n")[0].split(b"\n"))}
     if signed:
         log = gitio.git(["-c", "log.showSignature=false", "log", "--no-walk=unsorted",
                          "--format=%H %G? %GF %GS", *sorted(signed)], cwd=cwd, ok=(0, 128),
@@ -314,6 +301,53 @@ def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
         for c in signed:
             if not out[c].signed:
                 out[c] = Signature(True, "E", "")
+    return out
+
+
+def read_commits(cwd: str, oids: list[str]) -> dict[str, bytes]:
+    """Raw objects of those ``oids`` that may be snapshot commits (commits within the
+    snapshot commit limit; inbound.py rejects anything else): two `git cat-file` runs."""
+    small = [c for c, (kind, size) in _kinds(cwd, oids).items()
+             if kind == "commit" and size <= untrusted.MAX_COMMIT_BYTES]
+    if not small:
+        return {}
+    data = gitio.git(["cat-file", "--batch"], cwd=cwd,
+                     input="\n".join(small).encode() + b"\n").stdout
+    out = {}
+    pos = 0
+    while pos < len(data):
+        nl = data.index(b"\n", pos)
+        f = data[pos:nl].decode().split()
+        if len(f) != 3:
+            pos = nl + 1
+            continue
+        out[f[0]] = data[nl + 1: nl + 1 + int(f[2])]
+        pos = nl + 1 + int(f[2]) + 1
+    return out
+
+
+def claimed_time(raw: bytes) -> float | None:
+    """The time a snapshot commit's metadata claims, or None when it has none valid."""
+    try:
+        return untrusted.parse_meta(untrusted.commit_message(raw)[2]).time
+    except untrusted.Invalid:
+        return None
+
+
+def _replays(q: str, new: dict[str, str], local: dict[str, str]) -> dict[str, str]:
+    """Verified snapshots (name -> commit) older than the snapshot of the same ref this
+    clone already holds: name -> why. The times are the signer's own, inside the signed
+    commit, so a replay of an earlier signed snapshot (one without the work that blocks
+    you now) cannot pass for the latest."""
+    olds = {n: local[n] for n in new if n in local}
+    raw = read_commits(q, sorted(set(olds.values()) | {new[n] for n in olds}))
+    out = {}
+    for n, old in olds.items():
+        was = claimed_time(raw.get(old, b""))
+        now = claimed_time(raw.get(new[n], b""))
+        if was is not None and now is not None and now < was:
+            out[n] = ("older than the snapshot of it already accepted (a replay of an "
+                      "earlier signed snapshot)")
     return out
 
 
