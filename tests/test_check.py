@@ -523,10 +523,10 @@ def test_the_pre_edit_check_follows_moves_as_gits_merge_does(pair, capsys):
     # new path is an edit of b's line
     sp.write(b, "app.txt", APP.replace("line 17\n", "line 17 by b\n"))
     git(a, "mv", "app.txt", "moved.txt")
-    rc, out = run_check(a, "moved.txt:17", capsys=capsys)
+    _, out = run_check(a, "moved.txt:17", capsys=capsys)
     assert out["decision"] == "deny", out
     assert any(c["agent"] == "b" and c["evidence"] == "conflict" for c in out["conflicts"])
-    rc, out = run_check(a, "moved.txt:30", capsys=capsys)
+    _, out = run_check(a, "moved.txt:30", capsys=capsys)
     assert out["decision"] == "allow", out
     # the other way round: b moves lib.py and edits it there; a's edit of the old path
     # meets b's lines at the new one, and elsewhere git carries it through the move
@@ -535,7 +535,7 @@ def test_the_pre_edit_check_follows_moves_as_gits_merge_does(pair, capsys):
     text[0] = text[0].rstrip("\n") + "  # by b\n"
     (b / "lib2.py").write_text("".join(text))
     git(b, "add", "-A")
-    rc, out = run_check(a, "lib.py:1", capsys=capsys)
+    _, out = run_check(a, "lib.py:1", capsys=capsys)
     assert out["decision"] == "deny", out
-    rc, out = run_check(a, f"lib.py:{len(text)}", capsys=capsys)
+    _, out = run_check(a, f"lib.py:{len(text)}", capsys=capsys)
     assert out["decision"] != "deny", out
