@@ -218,3 +218,32 @@ def test_message_hunks_made_in_process_are_gits(tmp_path):
     assert hunks.parse(repo.tree_diff(old, new, ["new.txt"]))["new.txt"].new_file
     with pytest.raises(FatalError, match="bad object"):  # unreadable: git says why
         repo.tree_diff(old, "0" * 40, ["new.txt"])
+
+
+def test_a_move_is_named_as_a_move_with_only_the_lines_it_changed(space, capsys):
+    big = lines(200)
+    sp = space({"f.txt": big})
+    a, b = sp.wt("a"), sp.wt("b")
+    git(a, "mv", "f.txt", "g.txt")
+    sp.write(a, "g.txt", big.replace("line 10\n", "A\n"))
+    sp.commit(a, "a: move f.txt to g.txt and rewrite line 10")
+    sp.write(b, "f.txt", big.replace("line 10\n", "B\n"))
+    assert hook(b) == 0
+    capsys.readouterr()
+    (msg,) = inbox(b, capsys, "--all")
+    hunks = [f.get("hunk", "") for f in msg["body"]["their_files"]]
+    shown = "\n".join(hunks)
+    assert "moved: f.txt -> g.txt" in shown, msg["body"]["their_files"]
+    assert "+A" in shown and "more diff lines" not in shown and shown.count("\n+") <= 3
+
+
+def test_a_message_read_later_dates_what_it_says(space, capsys):
+    from proximity.tcas import actions
+
+    msg = {"type": "transmit", "created": 1_000_000.0,
+           "body": {"type": "transmit", "from": "a", "branch": "feat/a", "risk": 0.5,
+                    "last_commit": "", "their_files": []}}
+    later = actions.render({**msg, "created": __import__("time").time() - 600})
+    assert "had not committed since your common base when this was sent, 10 min ago" in later
+    fresh = actions.render({**msg, "created": __import__("time").time()})
+    assert "had not committed since your common base: uncommitted" in fresh

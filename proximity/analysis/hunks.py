@@ -228,14 +228,26 @@ def of_pair(repo: Any, p: Any, other: Any) -> dict[str, str]:
         if not paths:
             return {}
         parsed = parse(repo.tree_diff(p.base, other.tree, paths))
+        moved = repo.moves(p.base, other.tree) \
+            if any(d.new_file or d.deleted for d in parsed.values()) else {}
+        back = {old: new for new, old in moved.items()}
         out = {}
         for path in paths:
             d = parsed.get(path)
-            if d is None or not d.hunks:
+            note = ""
+            src, dst = moved.get(path, path), back.get(path, path)
+            if src != path or dst != path:  # a move: its own changes, named as a move
+                got = parse(repo.moved_diff(p.base, other.tree, src, dst))
+                d = got.get(dst) or got.get(path)
+                note = (f"(moved: {src} -> {dst}; "
+                        f"{'its changes there' if d and d.hunks else 'no line changed'})")
+            if d is None or (not d.hunks and not note):
                 continue
             ranges = files[path]
-            hs = (contested(d, ranges) or nearest(d, ranges)) if ranges else list(d.hunks)
-            out[path] = excerpt(hs, PAIR_LINES, PAIR_BYTES)
+            hs = (contested(d, ranges) or nearest(d, ranges)) if ranges and d.hunks \
+                else list(d.hunks)
+            shown = excerpt(hs, PAIR_LINES, PAIR_BYTES) if hs else ""
+            out[path] = "\n".join(x for x in (note, shown) if x)
         return out
     except Exception:
         return {}

@@ -240,6 +240,27 @@ class Objects(RepoCore):
         self._remember(key, (old_tree, new_tree), dict(result))
         return result
 
+    def moves(self, old: str | None, new: str) -> dict[str, str]:
+        """Files moved between two tree-ishes, new path -> old path, found as git's merge
+        finds them (similar content, git's default threshold of 50 %); {} when libgit2
+        cannot tell."""
+        pygit2 = _pygit2()
+        try:
+            a, b = (self.pg[t].peel(pygit2.Tree) for t in (old or EMPTY_TREE, new))
+            diff = self.pg.diff(a, b)
+            diff.find_similar()
+            return {d.new_file.path: d.old_file.path for d in diff.deltas
+                    if d.status == pygit2.enums.DeltaStatus.RENAMED}
+        except Exception:
+            return {}
+
+    def moved_diff(self, old: str | None, new: str, src: str, dst: str) -> str:
+        """git's own `diff -U0` of a file moved from ``src`` to ``dst`` between two
+        tree-ishes: the move and only the lines it changed (renames followed, -M)."""
+        return git(["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "-U0",
+                    old or EMPTY_TREE, new, "--", src, dst], cwd=self.workdir,
+                   ok=(0, 1)).stdout.decode("utf-8", "replace")
+
     def tree_diff(self, old: str | None, new: str, paths: Sequence[str]) -> str:
         """The `git diff -U0` text between two tree-ishes for ``paths`` (message and
         advisory hunks: shown, never judged), made by libgit2 in process from the paths'

@@ -127,6 +127,20 @@ def notify(command: str | None, msg: dict[str, Any]) -> None:
                        capture_output=True, check=False)
 
 
+def sent_ago(created: object, now: float | None = None) -> str:
+    """When a message's facts were true, for one read later: "" when it is fresh, else
+    " when this was sent, 12 min ago (`proximity status`: now)"."""
+    import time
+
+    if not isinstance(created, (int, float)) or isinstance(created, bool):
+        return ""
+    age = (time.time() if now is None else now) - float(created)
+    if age < 60:
+        return ""
+    ago = f"{age / 3600:.0f} h" if age >= 5400 else f"{age / 60:.0f} min"
+    return f" when this was sent, {ago} ago (`proximity status`: now)"
+
+
 def render(msg: dict[str, Any]) -> str:
     b = msg.get("body", msg)
     head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
@@ -146,10 +160,12 @@ def render(msg: dict[str, Any]) -> str:
                       for ln in hunks.clip(str(f["hunk"]), 12, 1200).split("\n")]
     for detail in b.get("symbols", [])[:3]:
         lines.append(f"  symbol: {text(detail, 300)}")
+    when = sent_ago(msg.get("created"))
     if b.get("last_commit"):
-        lines.append(f"  their last commit: {text(b['last_commit'])}")
+        lines.append(f"  their last commit{when}: {text(b['last_commit'])}")
     elif "last_commit" in b:
-        lines.append("  they have not committed since your common base: uncommitted work only")
+        lines.append(f"  they had not committed since your common base{when}: uncommitted "
+                     "work only")
     if b.get("intents"):
         lines.append(f"  they intend: {text(', '.join(sorted(b['intents'])), 400)}")
     if b.get("avoid"):
