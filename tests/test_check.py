@@ -539,3 +539,17 @@ def test_the_pre_edit_check_follows_moves_as_gits_merge_does(pair, capsys):
     assert out["decision"] == "deny", out
     _, out = run_check(a, f"lib.py:{len(text)}", capsys=capsys)
     assert out["decision"] != "deny", out
+
+
+def test_a_move_an_agent_is_about_to_make_is_checked_like_an_edit_of_the_whole_file(pair):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 30\n", "line 30 b\n"))
+    for cmd in ("git mv app.txt moved.txt", "mv app.txt moved.txt",
+                "git mv -k app.txt other.txt docs/"):
+        got = hook(a, "claude", event(a, "Bash", {"command": cmd}))
+        assert got["hookSpecificOutput"]["permissionDecision"] == "deny", (cmd, got)
+    # a file nobody else works on moves freely; a compound command is not read
+    got = hook(a, "claude", event(a, "Bash", {"command": "git mv other.txt o2.txt"}))
+    assert got["hookSpecificOutput"]["permissionDecision"] == "allow", got
+    got = hook(a, "claude", event(a, "Bash", {"command": "mv app.txt x; echo done"}))
+    assert got["hookSpecificOutput"]["permissionDecision"] == "allow", got

@@ -126,6 +126,8 @@ def claude_targets(event: dict[str, Any]) -> Targets:
     ti = event.get("tool_input") or {}
     if tool == "NotebookEdit":
         return [(_abs(event, ti["notebook_path"]), None)]
+    if tool == "Bash":
+        return [(_abs(event, src), None) for src in claude_moves(event)]
     if tool not in ("Edit", "MultiEdit", "Write"):
         return []
     path = _abs(event, ti["file_path"])
@@ -135,6 +137,44 @@ def claude_targets(event: dict[str, Any]) -> Targets:
     triples = [(str(e.get("old_string", "")), str(e.get("new_string", "")),
                 bool(e.get("replace_all"))) for e in edits or []]
     return [(path, _edits(path, triples))]
+
+
+MOVED_FILES = 200  # files of moved directories checked, at most
+
+
+def claude_moves(event: dict[str, Any]) -> list[str]:
+    """The files a Bash tool call is about to move (``git mv SRC… DST`` or ``mv SRC…
+    DST``, one plain command): a move is an edit of each whole file it moves (the text is
+    data: only split, never run)."""
+    import shlex
+
+    cmd = str((event.get("tool_input") or {}).get("command") or "")
+    if len(cmd) > MAX_COMMAND or any(c in cmd for c in ";&|`$()<>\n"):
+        return []
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return []
+    if words and os.path.basename(words[0]) == "git" and words[1:2] == ["mv"]:
+        args = words[2:]
+    elif words and os.path.basename(words[0]) == "mv":
+        args = words[1:]
+    else:
+        return []
+    names = [w for w in args if not w.startswith("-")]
+    if len(names) < 2:
+        return []
+    cwd = str(event.get("cwd") or os.getcwd())
+    out: list[str] = []
+    for src in names[:-1]:
+        full = os.path.join(cwd, src)
+        if os.path.isdir(full):
+            for d, dirs, files in os.walk(full):
+                dirs[:] = [x for x in dirs if x != ".git"]
+                out += [os.path.relpath(os.path.join(d, f), cwd) for f in files]
+        elif os.path.isfile(full):
+            out.append(src)
+    return out[:MOVED_FILES]
 
 
 def claude_merge(event: dict[str, Any]) -> str | None:
