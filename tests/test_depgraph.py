@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proximity.analysis import depgraph, imports
 from proximity.analysis import resolve as resolver_mod
@@ -94,3 +96,29 @@ def test_pair_channel_sees_an_edge_only_the_other_agent_adds():
     a, b = ws("lib.py"), ws("app.py")
     score, f = depgraph.channel(g, a, b, 0.5, 4, 30, edges_b=[("app.py", "lib.py")])
     assert score == 1.0 and f[0].detail == "app.py imports lib.py"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), max_size=60),
+       st.dictionaries(st.integers(0, 14), st.floats(0.1, 1.0), min_size=1, max_size=3),
+       st.integers(1, 5), st.integers(1, 6))
+def test_the_networkx_graph_the_stored_graph_and_its_conversion_agree(edges, sources, cap,
+                                                                       hub):
+    """The graph as built (networkx), as a hook loads it from the ledger (lazy), and as the
+    service keeps it (converted back): the same neighbours, fan-in, edges and couplings."""
+    g = depgraph.Graph()
+    for s, d in edges:
+        g.add(f"n{s}.py", f"n{d}.py")
+    names = [f"n{i}.py" for i in range(15)]
+    stored, _files, _go = depgraph.Graph.from_json(g.to_json(set(names), {}))
+    kept = depgraph.Graph.of(stored)
+    for x in names:
+        assert g.neighbors(x) == stored.neighbors(x) == kept.neighbors(x)
+        assert g.fan(x) == stored.fan(x) == kept.fan(x)
+        for y in names:
+            assert g.imports(x, y) == stored.imports(x, y) == kept.imports(x, y)
+    src = {f"n{i}.py": w for i, w in sources.items()}
+    runs = [depgraph.reach(depgraph.View(graph, []), src, 0.5, cap, hub)
+            for graph in (g, stored, kept)]
+    assert [{k: round(v[0], 9) for k, v in r.items()} for r in runs[1:]] == \
+        [{k: round(v[0], 9) for k, v in runs[0].items()}] * 2

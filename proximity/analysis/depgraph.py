@@ -25,7 +25,9 @@ CACHE_FORMAT = "g2"  # bump when the stored graph or import records change shape
 
 
 @dataclass
-class Graph:
+class Edges:
+    """A few import edges held as plain sets: an agent's own new edges over a graph (see
+    View), or the empty graph of a first scan that left the build for later."""
     adj: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     fan_in: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     out: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -47,18 +49,62 @@ class Graph:
     def fan(self, node: str) -> int:
         return self.fan_in.get(node, 0)
 
+
+class Graph:
+    """The repository's import graph as built from its files: a networkx directed graph
+    (importer -> imported), which the resident service keeps warm between scans."""
+
+    def __init__(self) -> None:
+        import networkx as nx  # lazy: a hook that loads the stored graph never needs it
+
+        self.g: nx.DiGraph[str] = nx.DiGraph()
+        self._adj: dict[str, set[str]] = {}
+
+    def add(self, src: str, dst: str) -> None:
+        if src != dst:
+            self.g.add_edge(src, dst)
+            self._adj.pop(src, None)
+            self._adj.pop(dst, None)
+
+    def neighbors(self, node: str) -> set[str]:
+        """Importers and imported alike (distance is undirected)."""
+        hit = self._adj.get(node)
+        if hit is None:
+            g = self.g
+            hit = set(g.successors(node)) | set(g.predecessors(node)) if node in g else set()
+            self._adj[node] = hit
+        return hit
+
+    def imports(self, src: str, dst: str) -> bool:
+        return bool(self.g.has_edge(src, dst))
+
+    def fan(self, node: str) -> int:
+        return int(self.g.in_degree(node)) if node in self.g else 0
+
     def to_json(self, paths: Collection[str], go_mods: Mapping[str, str]) -> dict[str, object]:
-        nodes = set(paths) | set(self.adj)
+        nodes = set(paths) | set(self.g.nodes)
         order = sorted(nodes)
         index = {p: i for i, p in enumerate(order)}
+        g = self.g
         return {"paths": order, "files": sorted(index[p] for p in paths),
-                "out": [sorted(index[d] for d in self.out.get(p, ())) for p in order],
+                "out": [sorted(index[d] for d in g.successors(p)) if p in g else []
+                        for p in order],
                 "go": dict(go_mods)}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> tuple[StoredGraph, list[str], dict[str, str]]:
         g = StoredGraph(data)
         return g, [g.order[i] for i in data["files"]], dict(data["go"])
+
+    @staticmethod
+    def of(stored: StoredGraph) -> Graph:
+        """A stored graph, whole, as a networkx graph (for a process that keeps it)."""
+        graph = Graph()
+        o = stored.order
+        graph.g.add_nodes_from(o)
+        graph.g.add_edges_from((o[i], o[j]) for i, lst in enumerate(stored.out_idx)
+                               for j in lst if i != j)
+        return graph
 
 
 class StoredGraph:
@@ -102,12 +148,15 @@ class StoredGraph:
         return 0 if i is None else len(self._inverse()[i])
 
 
+AnyGraph = Graph | StoredGraph | Edges
+
+
 class View:
     """A graph plus extra edges, without copying the graph (one per pair of agents)."""
 
-    def __init__(self, base: Graph | StoredGraph, edges: Iterable[tuple[str, str]]) -> None:
+    def __init__(self, base: AnyGraph, edges: Iterable[tuple[str, str]]) -> None:
         self.base = base
-        self.extra = Graph()
+        self.extra = Edges()
         for s, d in edges:
             if not base.imports(s, d):
                 self.extra.add(s, d)
@@ -213,7 +262,7 @@ class Reach:
     """One agent's coupling to every node within the depth cap: its touched files as
     sources over the base graph plus the agent's own new import edges."""
 
-    def __init__(self, graph: Graph | StoredGraph, ws: WorkingSet, edges: list[tuple[str, str]],
+    def __init__(self, graph: AnyGraph, ws: WorkingSet, edges: list[tuple[str, str]],
                  gamma: float, depth_cap: int, hub_degree: int) -> None:
         self.view = View(graph, edges)
         self.ws = ws
@@ -287,7 +336,7 @@ class _Both:
         return self.a.imports(src, dst) or self.b.extra.imports(src, dst)
 
 
-def channel(graph: Graph | StoredGraph, a: WorkingSet, b: WorkingSet, gamma: float, depth_cap: int,
+def channel(graph: AnyGraph, a: WorkingSet, b: WorkingSet, gamma: float, depth_cap: int,
             hub_degree: int, edges_a: list[tuple[str, str]] | None = None,
             edges_b: list[tuple[str, str]] | None = None) -> tuple[float, list[Finding]]:
     """The dependency channel for one pair (see ``pair_channel``)."""

@@ -139,7 +139,7 @@ class _Pairwise:
     def __init__(self, repo: gitio.Repo, cfg: Config, facts: Facts) -> None:
         self.repo, self.cfg, self.facts = repo, cfg, facts
         self.changes: dict[tuple[str, str], list[FileChange]] = {}
-        self.graph: depgraph.Graph | depgraph.StoredGraph | None = None
+        self.graph: depgraph.Graph | depgraph.StoredGraph | depgraph.Edges | None = None
         self.graph_tree = ""
         self.deferred = False
         self._resolver: resolve.Resolver | None = None
@@ -189,7 +189,9 @@ class _Pairwise:
             except (KeyError, IndexError, TypeError, ValueError):
                 loaded = None  # damaged or foreign cache entry: rebuild it
         if loaded is not None:
-            if memo is not None:  # the resident service: decoded once per tree
+            if memo is not None and isinstance(loaded[0], depgraph.StoredGraph):
+                # the resident service: decoded once per tree, kept as a networkx graph
+                loaded = (depgraph.Graph.of(loaded[0]), *loaded[1:])
                 memo[("graph", key)] = loaded
             self.graph, paths, go_mods = loaded
             self.paths = set(paths)
@@ -200,7 +202,7 @@ class _Pairwise:
                 # the first graph of a large repository parses every file: not inside a
                 # hook. The dependency channel is unknown this time (never "clean"); the
                 # caller starts a background warm-up.
-                self.graph, self.paths, self.go_mods = depgraph.Graph(), set(files), {}
+                self.graph, self.paths, self.go_mods = depgraph.Edges(), set(files), {}
                 self.deferred = True
                 return
             self.graph, resolver = depgraph.build(files, self.repo.blob,
