@@ -27,6 +27,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from proximity.views import progress
+
 ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
        "GIT_CONFIG_NOSYSTEM": "1", "PROXIMITY_SERVICE": "1", "PROXIMITY_SERVICE_IDLE": "120"}
@@ -63,7 +65,8 @@ def setup(root: Path, worktrees: int, env: dict[str, str]) -> tuple[Path, list[P
 
 
 def committer(wt: Path, i: int, n: int, phase: str, env: dict[str, str],
-              out: list[tuple[str, float]], lock: threading.Lock) -> None:
+              out: list[tuple[str, float]], lock: threading.Lock,
+              tick: progress.Tick) -> None:
     for k in range(n):
         path = wt / f"w{i}.txt"
         lines = path.read_text().splitlines(keepends=True)
@@ -76,6 +79,7 @@ def committer(wt: Path, i: int, n: int, phase: str, env: dict[str, str],
         sha = git(wt, "rev-parse", "HEAD", env=env)
         with lock:
             out.append((sha, took))
+        tick(1)
 
 
 def phase(name: str, common: Path, wts: list[Path], commits: int, env: dict[str, str],
@@ -105,14 +109,16 @@ def phase(name: str, common: Path, wts: list[Path], commits: int, env: dict[str,
             with contextlib.suppress(OSError):
                 os.kill(stopped, signal.SIGCONT)
 
-    threads = [threading.Thread(target=committer, args=(wt, i, commits, name, env, made, lock))
-               for i, wt in enumerate(wts)]
-    injector = threading.Thread(target=inject)
-    injector.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with progress.bar(f"phase {name}", len(wts) * commits) as tick:
+        threads = [threading.Thread(target=committer,
+                                    args=(wt, i, commits, name, env, made, lock, tick))
+                   for i, wt in enumerate(wts)]
+        injector = threading.Thread(target=inject)
+        injector.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     done.set()
     injector.join()
     print(f"{name}: {len(made)} commits, {faults[0]} faults injected", file=sys.stderr)

@@ -183,3 +183,40 @@ def test_a_function_level_import_says_why_it_is_not_at_the_top():
                         not (i >= 0 and lines[i].strip().startswith("# lazy:")):
                     silent.append(f"{path.relative_to(ROOT)}:{imp.lineno}")
     assert silent == []
+
+
+def test_long_work_shows_a_progress_bar_on_a_terminal_and_nothing_elsewhere(tmp_path):
+    """A first scan of a repository of 300 files (two worktrees) on a real pseudo-terminal
+    draws the bar (and takes it away); piped, the same scan prints none."""
+    import os
+    import pty
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(300):
+        (repo / f"m{i}.py").write_text(f"import m{(i + 1) % 300}\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"],
+                 ["worktree", "add", "-q", "-b", "other", str(tmp_path / "other")]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    (tmp_path / "other" / "m1.py").write_text("import m5\n")  # a pair: the graph is read
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PROXIMITY_NO_PROGRESS")}
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "proximity", "scan"], cwd=repo, env=env,
+                            stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=120) == 0
+    os.close(leader)
+    assert b"reading every file's imports" in seen, seen[-400:]
+    (repo / ".git" / "ecm").rename(tmp_path / "old-ecm")  # a first scan again, piped
+    piped = subprocess.run([sys.executable, "-m", "proximity", "scan"], cwd=repo, env=env,
+                           capture_output=True, text=True)
+    assert piped.returncode == 0 and "reading every file" not in piped.stderr

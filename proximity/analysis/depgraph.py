@@ -176,11 +176,14 @@ class View:
 
 def records_for(
     files: Mapping[str, str], read: Callable[[str], bytes],
-    cache: dict[str, list[imports.Record]],
+    cache: dict[str, list[imports.Record]], tick: Callable[[int], None] | None = None,
 ) -> dict[str, list[imports.Record]]:
-    """path -> import records, parsing only blobs not already in ``cache`` (by blob id)."""
+    """path -> import records, parsing only blobs not already in ``cache`` (by blob id);
+    ``tick(1)`` after each file (a progress bar)."""
     out = {}
     for path, oid in files.items():
+        if tick is not None:
+            tick(1)
         if parsers.language_of(path) is None:
             continue
         key = f"{imports.FORMAT}:{oid}"
@@ -196,11 +199,12 @@ def records_for(
 
 
 def build(files: Mapping[str, str], read: Callable[[str], bytes],
-          cache: dict[str, list[imports.Record]]) -> tuple[Graph, Resolver]:
+          cache: dict[str, list[imports.Record]], tick: Callable[[int], None] | None = None
+          ) -> tuple[Graph, Resolver]:
     resolver = Resolver(files.keys())
     resolver.set_go_mods(go_modules(files, read))
     graph = Graph()
-    for src, recs in records_for(files, read, cache).items():
+    for src, recs in records_for(files, read, cache, tick).items():
         for rec in recs:
             for dst in resolver.resolve(src, rec):
                 graph.add(src, dst)

@@ -74,6 +74,7 @@ def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     """Whose snapshots this clone holds: machines verified (signed by their pinned key),
     unsigned ones (anyone with push access could have written them), and the snapshots the
     last sync rejected. Nothing before the first `proximity sync`."""
+    # lazy: the remote modules matter only to a clone that has synced
     from proximity.remote import quarantine, signing
     from proximity.remote.inbound import LOCAL_NS
     from proximity.remote.untrusted import text

@@ -9,6 +9,7 @@ import json
 from proximity import gitio
 from proximity.snapshot import workspace
 from proximity.snapshot.recorder import REF_PREFIX
+from proximity.views import progress
 
 
 def run(args: argparse.Namespace) -> int:
@@ -16,12 +17,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         assert ctx.ledger is not None
         live = {wt.id for wt in ctx.repo.worktrees() if not wt.prunable}
-        stats = ctx.ledger.gc(ctx.cfg.retain_events, live)
+        with progress.phases("gc") as say:
+            say("compacting the ledger")
+            stats = ctx.ledger.gc(ctx.cfg.retain_events, live)
         dropped = []
-        for ref in list(ctx.repo.pg.references):
-            if ref.startswith(REF_PREFIX):
-                wid = ref[len(REF_PREFIX):]
-                if wid not in {gitio.safe_name(x) for x in live}:
+        refs = [r for r in ctx.repo.pg.references if r.startswith(REF_PREFIX)]
+        kept = {gitio.safe_name(x) for x in live}
+        with progress.bar("dropping retired worktrees' refs", len(refs)) as tick:
+            for ref in refs:
+                tick(1)
+                if ref[len(REF_PREFIX):] not in kept:
                     with contextlib.suppress(Exception):
                         ctx.repo.pg.references.delete(ref)
                         dropped.append(ref)

@@ -9,7 +9,7 @@ import sys
 from proximity.analysis import intervals
 from proximity.snapshot import workspace
 from proximity.tcas import pipeline
-from proximity.views import report, tables
+from proximity.views import progress, report, tables
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,7 +24,8 @@ def run(args: argparse.Namespace) -> int:
         what_if = None
         if getattr(args, "intent", None):
             what_if = dict(intervals.parse_intent(s) for s in args.intent)
-        result = pipeline.run_scan(ctx, focus=getattr(args, "focus", None), what_if=what_if)
+        result = pipeline.run_scan(ctx, focus=getattr(args, "focus", None), what_if=what_if,
+                                   progress=progress.bar)
     finally:
         ctx.close()
     if args.json:

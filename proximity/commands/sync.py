@@ -14,6 +14,7 @@ from typing import Any
 from proximity.remote import sharing
 from proximity.remote.untrusted import text
 from proximity.snapshot import workspace
+from proximity.views import progress
 
 
 def dry_run_text(plan: dict[str, Any]) -> str:
@@ -42,7 +43,8 @@ def once(args: argparse.Namespace) -> int:
             plan = sharing.dry_run(ctx, args.remote, prune=args.prune)
             print(json.dumps(plan, indent=2) if args.json else dry_run_text(plan))
             return 0
-        stats = sharing.sync(ctx, args.remote, prune=args.prune)
+        with progress.phases("sync") as say:
+            stats = sharing.sync(ctx, args.remote, prune=args.prune, say=say)
         if args.prune:
             gone = sharing.prune_fetched(ctx, stats["remote"], stats["machine"])
             stats["pruned_local"] = gone

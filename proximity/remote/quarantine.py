@@ -163,6 +163,7 @@ def _fetch_into(q: str, remote: str, limit: int, skip: dict[str, tuple[str, str]
                       f"--filter=blob:limit={limit + 1}", "--stdin", remote], cwd=q,
                      input="".join(r + "\n" for r in refspecs).encode(*_RAW), ok=(0, 1, 128))
     if proc.returncode != 0:
+        # lazy: sharing imports this module (a failed fetch is reported in its words)
         from proximity.remote.sharing import _first_error
 
         raise FatalError(f"could not fetch refs/ecm/* from {remote!r}: "

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from proximity import gitio, owned
@@ -198,13 +199,20 @@ def fetch(ctx: Context, remote: str, machine: str) -> dict[str, Any]:
     return decided
 
 
-def sync(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any]:
+def sync(ctx: Context, remote: str | None, prune: bool = False,
+         say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Publish this machine's worktrees, push them, fetch everyone else's (``say``: told
+    each step as it begins, for a terminal's spinner)."""
     gitio.require_git()
+    step = say or (lambda _s: None)
     remote = remote or ctx.cfg.sync_remote or default_remote(ctx)
     machine = machine_id(ctx)
     t0 = time.perf_counter()
+    step("snapshotting the worktrees")
     commits = publish(ctx, machine)
+    step(f"pushing to {remote}")
     stats = push(ctx, remote, machine, commits, prune)
+    step(f"fetching from {remote}")
     stats.update(fetch(ctx, remote, machine))
     stats.update({"remote": remote, "machine": machine, "seconds": time.perf_counter() - t0,
                   "remote_agents": len(inbound.agents(ctx, include_stale=True))})

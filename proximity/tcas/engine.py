@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import time
 from collections.abc import Callable, Mapping, MutableMapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +76,8 @@ class Facts:
     # everything the channels read (both states, base, working-set weights and intents,
     # the graph's reference commit), and resolvers keyed by their paths
     memo: dict[Any, Any] | None = None
+    # a progress bar for long work (views/progress.bar), for commands run on a terminal
+    progress: Callable[[str, int], AbstractContextManager[Callable[[int], None]]] | None = None
 
 
 @dataclass
@@ -205,8 +209,11 @@ class _Pairwise:
                 self.graph, self.paths, self.go_mods = depgraph.Edges(), set(files), {}
                 self.deferred = True
                 return
-            self.graph, resolver = depgraph.build(files, self.repo.blob,
-                                                  self.facts.imports_cache)
+            with (self.facts.progress("reading every file's imports (first scan)",
+                                      len(files)) if self.facts.progress is not None
+                  else contextlib.nullcontext(None)) as tick:
+                self.graph, resolver = depgraph.build(files, self.repo.blob,
+                                                      self.facts.imports_cache, tick)
             self.paths, go_mods = set(files), resolver.go_mods
             self.facts.graph_cache.clear()
             self.facts.graph_cache[key] = self.graph.to_json(self.paths, go_mods)

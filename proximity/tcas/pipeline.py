@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from proximity.errors import FatalError, LedgerError
@@ -95,12 +97,15 @@ def record_risk(ctx: Context, result: Scan) -> None:
 def run_scan(ctx: Context, *, focus: str | None = None,
              what_if: dict[str, list[tuple[int, int]] | None] | None = None,
              agents: list[Agent] | None = None, retired: list[str] | None = None,
-             record: bool = True, in_hook: bool = False, remote: bool = True) -> Scan:
+             record: bool = True, in_hook: bool = False, remote: bool = True,
+             progress: Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
+             | None = None) -> Scan:
     """``remote=False``: leave other machines' snapshots out (the commit hooks never read
     or unpack them; the pre-push guard and the commands do)."""
     t0 = time.perf_counter()
     f = facts(ctx, what_if)
     f.defer_cold_graph = in_hook and ctx.ledger is not None
+    f.progress = progress
     f.memo = ctx.memo
     if remote and has_remote_refs(ctx):
         try:
