@@ -435,3 +435,47 @@ def test_service_off_switch(space, services, monkeypatch):
     assert client.hook(common, asked) == (None, True)  # judged (and recorded) in process
     time.sleep(0.3)
     assert not client._alive(common)
+
+
+def stamp_of(root: Path, runtime: Path) -> str:
+    """The code stamp a hook computes from the package installed at ``root`` (a fresh
+    interpreter without site, as the hook script starts it)."""
+    code = ("import sys\nsys.path.insert(0, sys.argv[1])\n"
+            "from proximity.service import client\nprint(client.code_stamp())")
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(root)], env=env,
+                         capture_output=True, text=True, check=True, cwd=root)
+    return out.stdout.strip()
+
+
+def test_two_installs_of_the_same_code_share_one_stamp(tmp_path):
+    """Two copies of the package with other modification times (pre-commit's environment
+    and a pip install of one commit) have one stamp, so neither stops the other's
+    service; a one-byte edit changes it, even one that keeps the size and the time."""
+    import shutil
+
+    import proximity
+
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    src = Path(proximity.__file__).parent
+    roots = []
+    for i, when in enumerate((1_000_000_000, 1_500_000_000)):
+        root = tmp_path / f"install{i}"
+        shutil.copytree(src, root / "proximity",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for f in (root / "proximity").rglob("*.py"):
+            os.utime(f, (when, when))
+        roots.append(root)
+    first = stamp_of(roots[0], runtime)
+    assert first == stamp_of(roots[1], runtime) == stamp_of(roots[0], runtime)
+    assert first.startswith(proximity.__version__ + "+")
+
+    mod = roots[1] / "proximity" / "thin.py"
+    st = mod.stat()
+    data = mod.read_bytes()
+    mod.write_bytes(data[:-1] + (b" " if data[-1:] != b" " else b"\n"))
+    os.utime(mod, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert stamp_of(roots[1], runtime) != first
+    mod.write_bytes(data)
+    assert stamp_of(roots[1], runtime) == first
