@@ -479,3 +479,22 @@ def test_two_installs_of_the_same_code_share_one_stamp(tmp_path):
     assert stamp_of(roots[1], runtime) != first
     mod.write_bytes(data)
     assert stamp_of(roots[1], runtime) == first
+
+
+def test_the_service_answers_a_hostile_harness_event_allow_with_the_reason(space, services):
+    """The pre-edit hook asked of the service: a harness event nested past any parser's
+    depth is answered by the service itself, allow with the reason, exit 0."""
+    _sp, a, _b, common = three(space, services)
+    assert service_cmd.start(common)
+    deep = '{"tool_name": "Edit", "tool_input": ' + '{"a": ' * 10_000 + "1" + "}" * 10_000 + "}"
+    for name in ("claude", "gemini"):
+        proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", name],
+                              input=deep, capture_output=True, text=True, cwd=a,
+                              check=False, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        reason = out["reason"] if name == "gemini" else \
+            out["hookSpecificOutput"]["permissionDecisionReason"]
+        assert "nested too deeply" in reason
+    answered = client.request(common, {"op": "status"})["status"]["answered"]  # type: ignore[index]
+    assert answered.get("check") == 2 and not answered.get("check_fallback"), answered

@@ -30,12 +30,11 @@ def answer(msg: CheckRequest) -> CheckAnswer:
     name = msg.get("harness")
     if name is not None:
 
-        try:
-            event = json.loads(str(msg.get("event_text") or ""))
-        except ValueError:
-            event = None
-        if name not in harness.PRE or not isinstance(event, dict) or not msg.get("cwd"):
+        if name not in harness.PRE or not msg.get("cwd"):
             return {"fallback": "not a pre-edit event this service answers"}
+        event, why = harness.parse_event(str(msg.get("event_text") or ""))
+        if why is not None:
+            return {"stdout": json.dumps(harness.unreadable(str(name), why)), "exit": 0}
         if not event.get("cwd"):
             event["cwd"] = str(msg["cwd"])
         return {"stdout": json.dumps(harness.pre(str(name), event, deny_on)), "exit": 0}

@@ -247,7 +247,7 @@ def gemini_answer(decision: str, reason: str) -> dict[str, Any]:
         return {"decision": "deny", "reason": reason}
     if decision == "ask":
         return {"decision": "allow", "systemMessage": f"proximity: {reason}"}
-    return {"decision": "allow"}
+    return {"decision": "allow", "reason": reason}  # (why: read by whoever looks)
 
 
 PRE: dict[str, tuple[Callable[[dict[str, Any]], Targets],
@@ -356,17 +356,43 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
 
 
-def run(name: str, stdin: str, deny_on: str | None = None) -> int:
-    """``proximity check --hook NAME``: read the event, print the answer, exit 0."""
+def parse_event(stdin: str) -> tuple[dict[str, Any], str | None]:
+    """The harness's event as an object, and why it could not be read (None: it was). An
+    empty input is an empty event; malformed or hostile JSON (nested past the parser's
+    depth, not an object) is an empty event with the reason."""
+    if not stdin.strip():
+        return {}, None
     try:
-        event = json.loads(stdin) if stdin.strip() else {}
-        if not isinstance(event, dict):
-            raise ValueError("the event is not a JSON object")
+        event = json.loads(stdin)
+    except RecursionError:
+        return {}, "the event is nested too deeply to read"
     except ValueError as e:
-        event = {}
-        if name in PRE:
-            print(json.dumps(PRE[name][1]("allow", f"proximity: unreadable hook event ({e})")))
-            return 0
-    out = post(name, event) if name in POST else pre(name, event, deny_on)
-    print(json.dumps(out))
+        return {}, str(e)
+    if not isinstance(event, dict):
+        return {}, "the event is not a JSON object"
+    return event, None
+
+
+def unreadable(name: str, why: str) -> dict[str, Any]:
+    """The answer to a pre-edit event that could not be read: allow, saying why."""
+    return PRE[name][1]("allow", f"proximity: unreadable hook event ({why}); allowing "
+                        "the edit")
+
+
+def run(name: str, stdin: str, deny_on: str | None = None) -> int:
+    """``proximity check --hook NAME``: read the event, print the answer, exit 0. A
+    pre-edit hook answers whatever it is given: anything that goes wrong (the event, our
+    own bug) is an allow with the reason, never a crash the harness cannot read."""
+    try:
+        event, why = parse_event(stdin)
+        if why is not None and name in PRE:
+            out = unreadable(name, why)
+        else:
+            out = post(name, event) if name in POST else pre(name, event, deny_on)
+        text = json.dumps(out)
+    except Exception as e:  # (RecursionError, MemoryError's kin): fail open all the same
+        if name not in PRE:
+            raise
+        text = json.dumps(unreadable(name, f"{type(e).__name__}: {e}"))
+    print(text)
     return 0
