@@ -76,3 +76,16 @@ def test_bad_intent_spec_is_a_clear_error(space, capsys):
     # what `check` answers for ask/deny)
     assert main(["intend", "-C", str(b), "lib.py:9-3"]) == 2
     assert "bad line range" in capsys.readouterr().err
+
+
+def test_an_intent_outside_the_worktree_is_refused_and_nothing_is_kept(space, capsys):
+    """`proximity intend` names files of this worktree: a path that leaves it is refused
+    (exit 2, saying why) before anything is recorded; one inside is kept normalised."""
+    _sp, _a, b = setup(space)
+    for bad in ("../../etc/passwd", "/etc/passwd", "lib.py\x00", "z" * 10_000):
+        assert main(["intend", "-C", str(b), bad]) == 2, bad
+        assert "proximity: error:" in capsys.readouterr().err
+    assert main(["intend", "-C", str(b), str(b / "x" / ".." / "lib.py") + ":2-3"]) == 0
+    capsys.readouterr()
+    assert main(["intend", "--json", "-C", str(b)]) == 0
+    assert json.loads(capsys.readouterr().out)["intents"] == {"lib.py": [[2, 3]]}

@@ -108,3 +108,38 @@ def test_a_tool_called_with_bad_arguments_answers_the_reason_without_a_traceback
     assert "0-3" in zero.content[0].text, zero.content[0].text
     assert "nowhere" in nowhere.content[0].text, nowhere.content[0].text
     assert "Traceback" not in err.read_text()
+
+
+def test_intend_and_check_confine_every_path_to_the_worktree(space):
+    """Whatever an agent sends as a path is a name inside its worktree, relative to the
+    root and normalised, or refused with the reason (the ledger keeps nothing of it): no
+    `..` escape, no absolute path elsewhere, no NUL, no 5 MB name, no thousands at once."""
+    sp = space({"app.txt": APP, "other.txt": lines(5)})
+    a = sp.wt("a")
+    refused = {
+        "escape": ("intend", {"paths": ["../../etc/passwd"]}),
+        "absolute": ("intend", {"paths": ["/etc/passwd:1-2"]}),
+        "huge": ("intend", {"paths": ["x" * 5_000_000]}),
+        "nul": ("intend", {"paths": ["app.txt\x00../../etc/passwd"]}),
+        "many": ("intend", {"paths": [f"f{i}.txt" for i in range(5000)]}),
+        "git's": ("intend", {"paths": [".git/config"]}),
+        "check nul": ("check", {"paths": ["app.txt\x00"]}),
+        "check huge": ("check", {"paths": ["y" * 5_000_000]}),
+        "repo nul": ("status", {"repo": str(a) + "\x00"}),
+    }
+    _init, _tools, results = anyio.run(session, str(a), [
+        *refused.values(),
+        ("intend", {"paths": [str(a / "sub" / ".." / "other.txt") + ":1-2",
+                              "./app.txt/"]}),
+    ])
+    for what, result in zip(refused, results, strict=False):
+        assert result.is_error, (what, result)
+        text = result.content[0].text
+        assert len(text) < 2000 and "Traceback" not in text, (what, text[:300])
+    why = {w: r.content[0].text for w, r in zip(refused, results, strict=False)}
+    assert "outside this worktree" in why["escape"] and "outside" in why["absolute"]
+    assert "at most 4096" in why["huge"] or "at most 8192" in why["huge"], why["huge"]
+    assert "NUL" in why["nul"] and "NUL" in why["check nul"] and "NUL" in why["repo nul"]
+    assert "at most 1000" in why["many"] and "git's own" in why["git's"]
+    assert payload(results[-1]) == {"agent": "a", "intents": {"other.txt": [[1, 2]],
+                                                               "app.txt": None}}

@@ -22,7 +22,7 @@ from proximity.agents import verdict
 from proximity.agents.merging import check_merge, merge_json
 from proximity.agents.precheck import check
 from proximity.analysis import hunks
-from proximity.analysis.intervals import parse_intent, parse_spec
+from proximity.analysis.intervals import bounded_specs, parse_intent, parse_spec
 from proximity.errors import FatalError
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import actions, pipeline
@@ -45,13 +45,15 @@ Repo = Annotated[str | None, Field(
 
 
 def _where(repo: str | None, default: str) -> str:
+    if repo is not None:
+        bounded_specs([repo])  # (a NUL, a megabyte: refused before anything opens it)
     return os.path.abspath(repo or default)
 
 
 def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str
                ) -> dict[str, Any]:
     where = _where(repo, default)
-
+    paths = bounded_specs(paths)
     got = thin.ask_check(where, {"op": "check", "cwd": where, "specs": list(paths),
                                  "deny_on": deny_on, "json": True})
     if got is not None and isinstance(got.get("decision"), dict):
@@ -93,10 +95,11 @@ def status_tool(repo: str | None, default: str) -> dict[str, Any]:
 
 def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
                 ) -> dict[str, Any]:
+    paths = bounded_specs(paths)
     ctx = workspace.open_context(_where(repo, default), need_ledger=True)
     try:
         assert ctx.ledger is not None
-        items = dict(parse_intent(s) for s in paths)
+        items = dict(parse_intent(s, ctx.repo.workdir) for s in paths)
         clock: dict[str, int] = {}
         if items or clear:
             ev = recorder.record_here(ctx, "intent")

@@ -11,6 +11,8 @@ measure (``end - start + 2``), so the overlap coefficient is defined for all of 
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 from collections.abc import Iterable, Sequence
 
@@ -121,7 +123,62 @@ def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
     return m.group(1), tuple(out)
 
 
-def parse_intent(spec: str) -> tuple[str, list[tuple[int, int]] | None]:
-    """``path`` or ``path:10-20,30`` -> (path, ranges or None for the whole file)."""
+def parse_intent(spec: str, workdir: str) -> tuple[str, list[tuple[int, int]] | None]:
+    """``path`` or ``path:10-20,30`` -> (path confined to the worktree at ``workdir``, see
+    :func:`confine`; ranges or None for the whole file)."""
     path, ranges = parse_spec(spec)
-    return path.strip("/"), None if ranges is None else list(ranges)
+    return confine(workdir, path), None if ranges is None else list(ranges)
+
+
+MAX_PATH_BYTES = 4096  # the system's PATH_MAX: no longer name is a file
+MAX_SPECS = 1000  # paths one request names (an agent's look-ahead, not a file listing)
+MAX_SPEC_CHARS = MAX_PATH_BYTES + 4096  # a path and its line ranges
+
+
+def bounded_specs(specs: Sequence[str]) -> list[str]:
+    """``specs`` as given, or UsageError when there are too many, one is too long or holds
+    a NUL (checked before any is parsed: what an agent sends is bounded before the work)."""
+    if len(specs) > MAX_SPECS:
+        raise UsageError(f"{len(specs)} paths in one request: at most {MAX_SPECS}")
+    for spec in specs:
+        if len(spec) > MAX_SPEC_CHARS:
+            raise UsageError(f"a path of {len(spec)} characters ({spec[:60]!r}…): at most "
+                             f"{MAX_SPEC_CHARS}")
+        if "\0" in spec:
+            raise UsageError(f"{spec[:200]!r} holds a NUL byte: no file is named so")
+    return list(specs)
+
+
+def confine(workdir: str, path: str) -> str:
+    """``path`` (relative to the worktree root, or absolute inside the worktree) as the
+    normalised, '/'-separated path from the root; UsageError when it leaves the worktree
+    (``..``, an absolute path elsewhere), names the root itself or git's own directory,
+    holds a NUL or is longer than any file name. Lexical: what is declared is a name, and
+    a name inside the worktree is what siblings compare."""
+    shown = f"{path[:200]!r}"
+    if "\0" in path:
+        raise UsageError(f"{shown} holds a NUL byte: no file is named so")
+    try:
+        size = len(os.fsencode(path))
+    except UnicodeError:
+        raise UsageError(f"{shown} cannot be a file name here") from None
+    if size > MAX_PATH_BYTES:
+        raise UsageError(f"a path of {size} bytes ({path[:60]!r}…): at most {MAX_PATH_BYTES}")
+    rel = posixpath.normpath(path.replace(os.sep, "/"))
+    if posixpath.isabs(rel):
+        rel = _inside(rel, workdir)
+    if rel in (".", "..") or rel.startswith("../") or posixpath.isabs(rel):
+        raise UsageError(f"{shown} is outside this worktree ({workdir})")
+    if rel.split("/", 1)[0] == ".git":
+        raise UsageError(f"{shown} is git's own, not a file of the worktree")
+    return rel
+
+
+def _inside(full: str, workdir: str) -> str:
+    """An absolute ``full`` relative to the worktree root (as given, or with its links
+    resolved); unchanged (absolute) when it is under neither."""
+    for root in dict.fromkeys((posixpath.normpath(workdir),
+                               posixpath.normpath(os.path.realpath(workdir)))):
+        if full == root or full.startswith(root.rstrip("/") + "/"):
+            return posixpath.relpath(full, root)
+    return full

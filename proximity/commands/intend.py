@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from proximity.analysis.intervals import parse_intent
+from proximity.analysis.intervals import bounded_specs, parse_intent
 from proximity.snapshot import recorder, workspace
 
 
@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
     ctx = workspace.open_context(args.repo, need_ledger=True)
     try:
         assert ctx.ledger is not None
-        items = dict(parse_intent(s) for s in args.paths)
+        items = dict(parse_intent(s, ctx.repo.workdir) for s in bounded_specs(args.paths))
         clock: dict[str, int] = {}
         if items or args.clear:
             # declaring intent is a D-T-D step of this stream: it ticks the clock, and the

@@ -23,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         what_if = None
         if getattr(args, "intent", None):
-            what_if = dict(intervals.parse_intent(s) for s in args.intent)
+            what_if = dict(intervals.parse_intent(s, ctx.repo.workdir)
+                           for s in intervals.bounded_specs(args.intent))
         result = pipeline.run_scan(ctx, focus=getattr(args, "focus", None), what_if=what_if,
                                    progress=progress.bar)
     finally:
