@@ -498,3 +498,48 @@ def test_the_service_answers_a_hostile_harness_event_allow_with_the_reason(space
         assert "nested too deeply" in reason
     answered = client.request(common, {"op": "status"})["status"]["answered"]  # type: ignore[index]
     assert answered.get("check") == 2 and not answered.get("check_fallback"), answered
+
+
+def plant_scratch(common: str) -> tuple[list[str], list[str]]:
+    """Scratch files in the ledger's index directory as a killed writer leaves them (a
+    dead pid, minutes old), and ones that must stay (a live writer's, a fresh one, the
+    shadow indexes): (names that go, names that stay)."""
+    d = Path(common) / "ecm" / "index"
+    d.mkdir(parents=True, exist_ok=True)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # its pid is nobody's now
+    dead, live = gone.pid, os.getpid()
+    old = time.time() - 3600
+    goes = [f".a.{dead}.0badc0de", f".index.proximity.{dead}.12345678",
+            f".a.{dead}.0badc0de.lock"]
+    stays = [f".a.{live}.abcdef01", f".b.{dead}.feedf00d", "a.idx", f"a.{dead}.0badc0de"]
+    for name in goes + stays:
+        (d / name).write_bytes(b"DIRC")
+        if name != f".b.{dead}.feedf00d":  # (fresh: its writer may be just gone)
+            os.utime(d / name, (old, old))
+    return goes, stays
+
+
+def test_a_killed_writers_scratch_files_go_at_service_start_and_in_gc(space, services):
+    """A service (or hook) killed mid-snapshot leaves its scratch index in .git/ecm/index:
+    the next service removes it as it starts, and `proximity gc` does too; a live
+    writer's, a fresh one and the shadow indexes stay."""
+    from proximity.main import main
+
+    sp, _a, _b, common = three(space, services)
+    assert service_cmd.start(common)
+    pid = pid_of(common)
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not client._alive(common))
+    goes, stays = plant_scratch(common)
+    assert service_cmd.start(common)
+    left = set(os.listdir(Path(common) / "ecm" / "index"))
+    assert not left & set(goes), left
+    assert set(stays) <= left
+
+    goes, stays = plant_scratch(common)
+    assert main(["gc", "-C", str(sp.main)]) == 0
+    left = set(os.listdir(Path(common) / "ecm" / "index"))
+    assert not left & set(goes), left
+    assert set(stays) <= left

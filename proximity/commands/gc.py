@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
                         ctx.repo.pg.references.delete(ref)
                         dropped.append(ref)
         stats["refs"] = len(dropped)
+        stats["scratch"] = len(gitio.sweep_scratch(ctx.repo.ecm_dir))  # a killed writer's
     finally:
         ctx.close()
     if args.json:

@@ -22,7 +22,7 @@ from proximity.gitfiles import (
     steps_left,
     worktree_id,
 )
-from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, WorktreeInfo
+from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, WorktreeInfo, sweep_scratch
 from proximity.gitio.history import SOLE_BASE_WALK, History
 from proximity.gitio.objects import LOOSE_LIMIT, policy_inputs
 from proximity.gitio.patches import Patches
@@ -68,6 +68,6 @@ __all__ = [
     "commit_of", "common_dir", "file_diff_args", "find_git_dir", "git", "git_finish",
     "git_many", "git_start", "git_version", "is_ancestor_cli", "live_diff_args",
     "new_file_diff", "operation_in_progress", "policy_inputs", "reap", "require_git",
-    "safe_name", "steps_left", "time_limit", "tree_diff", "tree_diff_args", "untracked",
-    "worktree_id",
+    "safe_name", "steps_left", "sweep_scratch", "time_limit", "tree_diff", "tree_diff_args",
+    "untracked", "worktree_id",
 ]

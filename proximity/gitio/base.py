@@ -5,6 +5,9 @@ own CLI where git's behaviour is the truth (through ``run``)."""
 from __future__ import annotations
 
 import os
+import re
+import time
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from proximity import owned
@@ -28,6 +31,64 @@ def _pygit2() -> Any:
     import pygit2
 
     return pygit2
+
+
+# a scratch file's name (Repo._scratch), or the lock git takes beside it: its writer's pid
+SCRATCH = re.compile(r"^\..+\.([0-9]+)\.[0-9a-f]{8}(?:\.lock)?$")
+STALE_SCRATCH = 300.0  # seconds: no writer keeps a scratch file this long untouched
+
+
+def stale_scratch(entries: Iterable[tuple[str, float]], now: float,
+                  alive: Callable[[int], bool], age: float = STALE_SCRATCH) -> list[str]:
+    """The names among ``entries`` (name, modification time) that are scratch files left
+    by a writer that is gone: named so, older than ``age`` and their pid not ``alive``
+    (age first: a pid soon reused by another process, or a writer still at work, keeps
+    its file)."""
+    out = []
+    for name, mtime in entries:
+        m = SCRATCH.match(name)
+        if m and now - mtime > age and not alive(int(m.group(1))):
+            out.append(name)
+    return out
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (another user's counts: it is not ours to judge)."""
+    if pid <= 0:
+        return True  # (no such writer: never a reason to remove anything)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def sweep_scratch(ecm_dir: str, now: float | None = None) -> list[str]:
+    """Remove what a killed writer left in the ledger's index directory (scratch indexes
+    and their locks, see stale_scratch); the names removed. Never follows a link, never
+    fails: what cannot be read or removed stays."""
+    d = os.path.join(ecm_dir, "index")
+    entries = []
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                try:
+                    if e.is_file(follow_symlinks=False) or e.is_symlink():
+                        entries.append((e.name, e.stat(follow_symlinks=False).st_mtime))
+                except OSError:
+                    continue
+    except OSError:
+        return []
+    removed = []
+    for name in stale_scratch(entries, time.time() if now is None else now, pid_alive):
+        try:
+            os.unlink(os.path.join(d, name))
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
 
 
 class WorktreeInfo(NamedTuple):
@@ -313,7 +374,7 @@ class RepoCore:
             import tempfile
 
             d = tempfile.gettempdir()
-        return os.path.join(d, f".{stem}.{os.getpid()}.{os.urandom(4).hex()}")
+        return os.path.join(d, f".{stem}.{os.getpid()}.{os.urandom(4).hex()}")  # (SCRATCH)
 
     def _remember(self, key: tuple[Any, ...], ids: tuple[str, ...], value: Any) -> None:
         """Keep a result computed from object ids alone (never for names like HEAD)."""

@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from proximity import owned
+from proximity import gitio, owned
 from proximity.service import client, fswatch
 from proximity.service.dispatch import READ_TIMEOUT, Dispatch
 from proximity.service.state import Job
@@ -125,6 +125,9 @@ def run(common: str, idle: float | None = None) -> int:
     except OSError:
         lock.close()
         return 0
+    # the sole service now: what a killed one (or a killed hook) left in its index
+    # directory goes, its writer being gone
+    gitio.sweep_scratch(client.ecm_dir(common))
     path = client.socket_path(common)
     try:
         srv = _bind(common, path)
