@@ -965,3 +965,39 @@ def test_a_guard_that_cannot_judge_says_it_is_off_in_one_line(tmp_path, monkeypa
     assert said == ["proximity: the push guard is OFF for this push: the ledger x is "
                     "read-only and nothing could be read from it; fix that (see `proximity "
                     "doctor`), then push again"], said
+
+
+def test_a_hung_interpreter_is_stopped_and_git_goes_on(tmp_path):
+    """The hook has an overall time limit (PROXIMITY_HOOK_TIMEOUT): an interpreter that
+    hangs, even one deaf to ALRM and TERM, is stopped and the commit and the push go on,
+    with one line saying so; the deliberate block still fails the commit."""
+    import time
+
+    main, _ = hooked_repo(tmp_path)
+    hung = tmp_path / "hung-python"
+    pids = tmp_path / "pids"
+    shim(tmp_path, "hung-python", f"echo $$ >>{pids}; exec sleep 600")
+    deaf = tmp_path / "deaf-python"
+    shim(tmp_path, "deaf-python", f"echo $$ >>{pids}; trap '' ALRM TERM; exec sleep 600")
+    for interpreter, most in ((hung, 8.0), (deaf, 10.0)):
+        env = {"PROXIMITY_PYTHON": str(interpreter), "PROXIMITY_HOOK_TIMEOUT": "2"}
+        t = time.monotonic()
+        r = commit(main, env=env)
+        took = time.monotonic() - t
+        assert r.returncode == 0, r.stderr
+        assert 2.0 <= took < most, took
+        assert "the proximity pre-commit hook was stopped after 2 s" in r.stderr, r.stderr
+        assert "PROXIMITY_HOOK_TIMEOUT=2" in r.stderr and "git goes on" in r.stderr
+        said = r.stderr.splitlines()  # pre-commit's and post-commit's: one line each
+        assert len(said) == 2 and all("was stopped" in line for line in said), said
+    for pid in map(int, pids.read_text().split()):  # none is left behind
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    t = time.monotonic()
+    p = run(main, "git", "push", "-q", "origin", "main", env=env)
+    assert p.returncode == 0 and time.monotonic() - t < 10.0, p.stderr
+    assert "push guard is OFF for this push" in p.stderr, p.stderr
+    # the deliberate block is no timeout: it fails the commit as ever
+    shim(tmp_path, "blocking-python", "exit 99")
+    r = commit(main, env={"PROXIMITY_PYTHON": str(tmp_path / "blocking-python")})
+    assert r.returncode != 0 and "was stopped" not in r.stderr, r.stderr
