@@ -10,7 +10,7 @@ would print it, with the same exit code.
 No service, a timeout, an odd answer or a case the service leaves alone (``fallback``):
 the caller runs the in-process path, told by :class:`Fallback` what was read already and
 whether the service may have recorded this very event (a request it began before the
-client gave up: see client.claim), so nothing is recorded twice.
+client gave up: see journal.claim), so nothing is recorded twice.
 """
 
 from __future__ import annotations

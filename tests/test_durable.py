@@ -19,7 +19,7 @@ from conftest import git, init_repo, lines
 
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
-from proximity.service import client
+from proximity.service import client, journal
 from proximity.service.server import service_state
 
 PY = os.environ.get("PROXIMITY_TEST_PYTHON") or sys.executable
@@ -116,11 +116,11 @@ def test_a_job_a_killed_service_claimed_is_recorded_once_by_the_next_hook(repo):
     cwd = os.getcwd()
     os.chdir(repo)
     try:
-        client.note_pending(common, msg)  # type: ignore[arg-type]
+        journal.note_pending(common, msg)  # type: ignore[arg-type]
     finally:
         os.chdir(cwd)
-    assert client.claim(common, rid)
-    note = Path(client.pending_dir(common)) / rid
+    assert journal.claim(common, rid)
+    note = Path(journal.pending_dir(common)) / rid
     old = time.time() - 60
     os.utime(note, (old, old))
     assert sha not in [h for _s, h, _r in commit_events(repo)]
@@ -162,6 +162,6 @@ def test_a_service_killed_while_commits_run_loses_and_doubles_nothing(repo):
     heads = [h for _s, h, _x in commit_events(repo)]
     assert sorted(heads) == sorted(set(heads))  # none doubled
     assert [sha for sha in made if sha not in heads] == []  # none lost
-    assert not os.listdir(client.pending_dir(common))
+    assert not os.listdir(journal.pending_dir(common))
     assert not [n for n in os.listdir(Path(common) / "ecm" / "cookies")
                 if n.startswith("post-commit-")]

@@ -25,6 +25,7 @@ THIN_ALLOWED = {
     "proximity.hooks", "proximity.hooks.inputs", "proximity.hooks.stash",
     "proximity.hooks.procs",
     "proximity.service", "proximity.service.client", "proximity.service.protocol",
+    "proximity.service.journal", "proximity.service.stamp",
 }
 
 

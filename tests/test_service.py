@@ -441,7 +441,7 @@ def stamp_of(root: Path, runtime: Path) -> str:
     """The code stamp a hook computes from the package installed at ``root`` (a fresh
     interpreter without site, as the hook script starts it)."""
     code = ("import sys\nsys.path.insert(0, sys.argv[1])\n"
-            "from proximity.service import client\nprint(client.code_stamp())")
+            "from proximity.service import stamp\nprint(stamp.code_stamp())")
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
     out = subprocess.run([sys.executable, "-S", "-c", code, str(root)], env=env,
                          capture_output=True, text=True, check=True, cwd=root)

@@ -25,7 +25,7 @@ from test_service import edit, pid_of, wait_for
 from proximity import gitio
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
-from proximity.service import client
+from proximity.service import client, journal, stamp
 from proximity.service.server import service_state
 
 BASE = {"f.txt": lines(60), "g.txt": lines(40)}
@@ -281,23 +281,23 @@ def test_a_service_of_other_code_is_told_to_exit_and_the_hook_judges_in_process(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert client.code_stamp() != stamp_of(old)
+    assert stamp.code_stamp() != stamp_of(old)
 
 
 @contextlib.contextmanager
 def client_code(pkg_root: Path) -> Iterator[None]:
     """Talk as the client of the package under ``pkg_root`` would (its code stamp)."""
-    saved = list(client._STAMP)
-    client._STAMP[:] = [stamp_of(pkg_root)]
+    saved = list(stamp._STAMP)
+    stamp._STAMP[:] = [stamp_of(pkg_root)]
     try:
         yield
     finally:
-        client._STAMP[:] = saved
+        stamp._STAMP[:] = saved
 
 
 def stamp_of(pkg_root: Path) -> str:
-    out = subprocess.run([sys.executable, "-c", "from proximity.service import client; "
-                          "print(client.code_stamp())"], cwd=pkg_root, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", "from proximity.service import stamp; "
+                          "print(stamp.code_stamp())"], cwd=pkg_root, capture_output=True,
                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(pkg_root)})
     return out.stdout.strip()
 
@@ -361,8 +361,8 @@ def test_a_request_the_client_gave_up_on_is_recorded_once(pair_of_repos):
     try:
         for stage, kind in (("warn", "pre-commit"), ("snapshot", "commit")):
             rid = client.new_request_id()
-            assert client.claim(svc.common, rid)  # the client gave up and took it
-            assert not client.claim(svc.common, rid)
+            assert journal.claim(svc.common, rid)  # the client gave up and took it
+            assert not journal.claim(svc.common, rid)
             got = client.request(svc.common, {"op": "hook", "rid": rid, "stage": stage,
                                               "agent": "a", "kind": kind, "index": None,
                                               "allow": False}, budget=20)

@@ -29,7 +29,7 @@ from proximity.hooks.inputs import blocked_exit as blocked_exit
 from proximity.hooks.inputs import kind_of as _kind
 from proximity.hooks.inputs import pushed_refs as pushed_refs
 from proximity.hooks.inputs import read_stdin as _read_stdin
-from proximity.service import client
+from proximity.service import client, journal
 from proximity.snapshot import recorder, workspace
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
     ev = recorder.record_here(ctx, kind, recorder.index_override(),
                               unstash=stash.host_patch(os.environ), rid=rid)
     if ev is not None:
-        client.settle_pending(ctx.repo.common, rid)
+        journal.settle_pending(ctx.repo.common, rid)
     queued(ev)
     deliver(ctx)
     if ev is not None and ctx.ledger is not None and ev.seq and ev.seq % recorder.GC_EVERY == 0:
@@ -128,7 +128,7 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
     verdict = judge(ctx, stage, kind, override, pushed, record=record,
                     unstash=stash.host_patch(os.environ), rid=rid)
     if record:
-        client.settle_pending(ctx.repo.common, rid)
+        journal.settle_pending(ctx.repo.common, rid)
     if verdict["graph_deferred"]:
         pipeline.warm_up(ctx)
     lines, block = outcome(ctx, stage, verdict, inputs.allowed())

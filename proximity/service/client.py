@@ -15,7 +15,8 @@ import os
 import sys
 import time
 
-from proximity import __version__, owned
+from proximity import owned
+from proximity.service import journal, stamp
 from proximity.service.protocol import (
     MARSHAL,
     MAX_MESSAGE,
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     )
 
 CONNECT_TIMEOUT = 0.05
-CLAIM_AGE = 120.0  # seconds a request's claim is kept (far past any client's budget)
 HOOK_BUDGET = 2.0  # seconds a hook waits for an answer before judging in process
 SUN_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL; leave a margin
 
@@ -164,131 +164,6 @@ def _read_reply(sock: _socket.socket, deadline: float) -> dict[str, Any] | None:
         buf += chunk
 
 
-_STAMP: list[str] = []
-
-
-def code_stamp() -> str:
-    """This code's identity: the package version and a hash of its modules' content. A
-    service whose stamp differs runs other code (it was started before an upgrade, or an
-    edit): its clients ask it to exit and judge in process. Content, not modification
-    times: two installs of one commit (pre-commit's environment, a ``pip install``) share
-    one service instead of stopping each other's on every call."""
-    if not _STAMP:
-        # the whole package, not this module's folder
-        pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        _STAMP.append(package_stamp(pkg, stamp_cache_dir()))
-    return _STAMP[0]
-
-
-def package_stamp(pkg: str, cache: str | None) -> str:
-    """The stamp of the package in directory ``pkg``: its version, the interpreter's, and
-    a hash of its modules' names and content. Reading every module costs a hook more than
-    its request, so the content hash is kept in ``cache`` (one small file per install),
-    keyed by the modules' listing (name, size, times, inode): a hook pays for the listing
-    and one small read; an edit changes the listing and the content is read again."""
-    import zlib
-
-    files = module_files(pkg)
-    listing = "\n".join([__version__, sys.version.split()[0], pkg] + [
-        f"{name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
-        for name, st in files]).encode("utf-8", "surrogateescape")
-    key = f"{zlib.crc32(listing):08x}{zlib.adler32(listing):08x}{len(files)}"
-    note = os.path.join(cache, "stamp-" + _key(pkg)) if cache else None
-    digest = _cached(note, key) if note else None
-    if digest is None:
-        digest = content_hash(pkg, [name for name, _ in files])
-        if note:
-            _keep(note, key, digest)
-    return f"{__version__}+{sys.version.split()[0]}+{digest}"
-
-
-def module_files(pkg: str) -> list[tuple[str, os.stat_result]]:
-    """Every module of the package, '/'-separated names in a fixed order, with its stat."""
-    out: list[tuple[str, os.stat_result]] = []
-    todo = [""]
-    while todo:
-        rel = todo.pop()
-        try:
-            entries = sorted(os.scandir(os.path.join(pkg, rel) if rel else pkg),
-                             key=lambda e: e.name)
-        except OSError:
-            continue
-        for e in entries:
-            name = f"{rel}/{e.name}" if rel else e.name
-            try:
-                if e.name.endswith(".py"):
-                    out.append((name, e.stat()))
-                elif e.name != "__pycache__" and e.is_dir():
-                    todo.append(name)
-            except OSError:
-                continue
-    return sorted(out, key=lambda x: x[0])
-
-
-def content_hash(pkg: str, names: list[str]) -> str:
-    """A hash of these modules' names and bytes (an unreadable one counts as empty)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for name in names:
-        try:
-            with open(os.path.join(pkg, name), "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = b""
-        h.update(b"%s\0%d\0" % (name.encode("utf-8", "surrogateescape"), len(data)))
-        h.update(data)
-    return h.hexdigest()[:24]
-
-
-def stamp_cache_dir() -> str | None:
-    """Where content hashes are kept: the private runtime directory (None: not ours)."""
-    d = runtime_dir()
-    return d if owned.why_not_private(d) is None else None
-
-
-def _key(pkg: str) -> str:
-    import zlib
-
-    raw = pkg.encode("utf-8", "surrogateescape")
-    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
-
-
-def _cached(note: str, key: str) -> str | None:
-    """The content hash kept for this listing, or None (no note, another listing)."""
-    try:
-        fd = os.open(note, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        text = os.read(fd, 256).decode("ascii", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    got, _, digest = text.strip().partition(" ")
-    ok = got == key and len(digest) == 24 and all(c in "0123456789abcdef" for c in digest)
-    return digest if ok else None
-
-
-def _keep(note: str, key: str, digest: str) -> None:
-    """Keep the content hash for the next process (written whole, then renamed in)."""
-    tmp = f"{note}.{os.getpid()}.tmp"
-    try:
-        owned.private_dir(os.path.dirname(note))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, f"{key} {digest}\n".encode())
-        finally:
-            os.close(fd)
-        os.replace(tmp, note)
-    except OSError:
-        try:  # noqa: SIM105 -- (contextlib is one more import for every hook)
-            os.unlink(tmp)
-        except OSError:
-            pass
-
-
 def new_request_id() -> str:
     return os.urandom(12).hex()
 
@@ -299,7 +174,7 @@ def exchange(common: str, msg: Request, budget: float = HOOK_BUDGET,
     the service (True: it may be working on it although no answer came in time). The
     answer is as the service sent it: the functions for each op below check its shape."""
     deadline = time.monotonic() + budget
-    data = dumps({"v": PROTOCOL, "code": code_stamp(), **msg, "budget": budget,
+    data = dumps({"v": PROTOCOL, "code": stamp.code_stamp(), **msg, "budget": budget,
                   "reply": MARSHAL}).encode() + b"\n"
     if len(data) > MAX_MESSAGE:
         return None, False
@@ -327,7 +202,7 @@ def exchange(common: str, msg: Request, budget: float = HOOK_BUDGET,
         sock.close()
     if answer is None or answer.get("v") != PROTOCOL:
         return None, sent
-    if answer.get("code") != code_stamp() and msg["op"] != SHUTDOWN:
+    if answer.get("code") != stamp.code_stamp() and msg["op"] != SHUTDOWN:
         # a service started from other code (before an upgrade): it goes, we judge here
         # (a job it already began is claimed by it, see claim)
         exchange(common, {"op": SHUTDOWN}, budget=0.3)
@@ -341,62 +216,6 @@ def request(common: str, msg: Request, budget: float = HOOK_BUDGET,
             connect_timeout: float = CONNECT_TIMEOUT) -> dict[str, Any] | None:
     """One request, one answer; None on any problem."""
     return exchange(common, msg, budget, connect_timeout)[0]
-
-
-def claim(common: str, rid: str) -> bool:
-    """Take request ``rid`` for ourselves: True for the first taker only (an exclusive
-    create). The service claims each recording job as it begins it; a client that gave up
-    waiting claims it before recording in process. So an event is recorded once, by
-    whichever side began it, never twice."""
-    d = os.path.join(ecm_dir(common), "claims")
-    try:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(d, rid), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return False
-    except OSError:
-        return True  # no claims possible here: nothing else can have taken it either
-    os.close(fd)
-    return True
-
-
-def pending_dir(common: str) -> str:
-    return os.path.join(ecm_dir(common), "pending")
-
-
-def note_pending(common: str, msg: HookRequest, head: str | None = None) -> None:
-    """Before a hook's request leaves: the event it asks for, in a file named by its
-    request id. Whoever records the event with that id removes the file (settle_pending);
-    one left behind (a service killed or stopped mid-job) is recorded by the next service
-    or in-process hook (recorder.replay_pending), once: the ledger keeps one event per id."""
-    rid = msg.get("rid")
-    if rid is None:
-        return
-    d = pending_dir(common)
-    try:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(d, rid), os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                     | os.O_NOFOLLOW, 0o600)
-    except OSError:
-        return  # (the in-process path records it then, or nothing can be recorded at all)
-    try:
-        os.write(fd, dumps({"rid": rid, "agent": msg["agent"], "kind": msg["kind"],
-                            "stage": msg["stage"], "cwd": os.getcwd(), "head": head,
-                            "time": time.time()}).encode())
-    except (OSError, ValueError):
-        pass
-    finally:
-        os.close(fd)
-
-
-def settle_pending(common: str, rid: str | None) -> None:
-    """The event of request ``rid`` is in the ledger: its pending note goes."""
-    if rid is None:
-        return
-    try:  # noqa: SIM105 -- (contextlib is one more import for every hook)
-        os.unlink(os.path.join(pending_dir(common), rid))
-    except OSError:
-        pass
 
 
 def stopped(common: str) -> int | None:
@@ -436,22 +255,6 @@ def replace_stopped(common: str) -> bool:
     except OSError:
         return False
     return True
-
-
-def forget_claims(common: str, older_than: float = CLAIM_AGE) -> None:
-    d = os.path.join(ecm_dir(common), "claims")
-    now = time.time()
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return
-    for name in names:
-        path = os.path.join(d, name)
-        try:
-            if now - os.stat(path).st_mtime > older_than:
-                os.unlink(path)
-        except OSError:
-            pass
 
 
 def start(common: str) -> bool:
@@ -519,13 +322,13 @@ def hook(common: str, msg: HookRequest, budget: float = HOOK_BUDGET,
     the service began recording it, a request the client gave up waiting on that the
     service claimed first, see claim). ``head``: the commit HEAD names now (a commit's
     event, should a replay record it later, is that commit's)."""
-    note_pending(common, msg, head)
+    journal.note_pending(common, msg, head)
     answer, sent = ask_sent(common, msg, budget)
     if answer is None:  # whoever claims the request first records it (none: the service)
         rid = msg.get("rid")
         if sent and replace_stopped(common):
             start(common)
-        return None, not sent or (rid is not None and claim(common, rid))
+        return None, not sent or (rid is not None and journal.claim(common, rid))
     lines = answer.get("lines")
     if "fallback" in answer or not isinstance(lines, list) \
             or not all(isinstance(x, str) for x in lines):

@@ -43,10 +43,10 @@ if TYPE_CHECKING:
     class Envelope(TypedDict, total=False):
         """What every request carries besides its op (client.exchange adds it)."""
         v: int  # PROTOCOL
-        code: str  # the client's code stamp (client.code_stamp)
+        code: str  # the client's code stamp (stamp.code_stamp)
         budget: float  # seconds the client waits for the answer
         reply: Literal["marshal"]
-        rid: str  # a claim on the job (client.claim): recorded by one side only
+        rid: str  # a claim on the job (journal.claim): recorded by one side only
 
     class HookRequest(Envelope):
         """One hook, whatever its stage (thin.hook_request)."""

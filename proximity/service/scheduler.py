@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from proximity.service import client, fswatch
+from proximity.service import fswatch, journal
 from proximity.service.cookies import EARLY_COOKIE, Cookies, drop_old_notes
 from proximity.service.protocol import HOOK
 from proximity.service.state import Job
@@ -138,7 +138,7 @@ class Scheduler(Cookies):
             if job.abandoned:
                 continue
             rid = job.request.get("rid") if job.request is not None else None
-            if prio == 0 and rid is not None and not client.claim(self.common, rid):
+            if prio == 0 and rid is not None and not journal.claim(self.common, rid):
                 # the client gave up waiting and does this job in process
                 job.answer = {"ok": True, "fallback": "taken by the client"}
                 job.done.set()
@@ -249,7 +249,7 @@ class Scheduler(Cookies):
         if req["op"] == HOOK:
             answer: HookAnswer = self.air.hook(req, self._settled())
             if "fallback" not in answer:  # recorded: the hook's pending note goes
-                client.settle_pending(self.common, req.get("rid"))
+                journal.settle_pending(self.common, req.get("rid"))
             self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
             if req["kind"] == "pre-commit" and "fallback" not in answer:
                 note = self.post_note(req["agent"])

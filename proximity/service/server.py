@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from proximity import gitio, owned
-from proximity.service import client, fswatch
+from proximity.service import client, fswatch, journal, stamp
 from proximity.service.dispatch import READ_TIMEOUT, Dispatch
 from proximity.service.state import Job
 
@@ -110,7 +110,7 @@ def run(common: str, idle: float | None = None) -> int:
     instance already serves it (the lock decides who does)."""
     import fcntl
 
-    client.code_stamp()  # the code as it is now, before anything else is loaded
+    stamp.code_stamp()  # the code as it is now, before anything else is loaded
     os.umask(0o077)  # all it writes (its state, indexes, claims) is this user's only
     os.environ.pop("PROXIMITY_SKIP", None)  # a skipped command's child serves everyone
     common = os.path.realpath(common)
@@ -222,7 +222,7 @@ class Service(Dispatch):
                 break  # (a repository made again at the same path is another one)
             if time.monotonic() - swept > 60.0:
                 swept = time.monotonic()
-                client.forget_claims(self.common)
+                journal.forget_claims(self.common)
             now = _worktree_dirs(self.common)
             if now != listing:  # a worktree was added or removed
                 listing = now

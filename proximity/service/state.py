@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from proximity import owned
-from proximity.service import client, fswatch
+from proximity.service import client, fswatch, stamp
 
 if TYPE_CHECKING:
     from proximity.service.protocol import Answer, HookRequest, ScanRequest
@@ -67,7 +67,7 @@ class ServiceState:
         with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
             owned.private_dir(client.ecm_dir(common))
             os.makedirs(os.path.join(client.ecm_dir(common), "cookies"), exist_ok=True)
-        self.code = client.code_stamp()  # the code this process runs (read at its start)
+        self.code = stamp.code_stamp()  # the code this process runs (read at its start)
         self.rewatched = 0
         self.rewatch_seen = 1  # the first watch is the baseline's
         self.last_ms: dict[str, float] = {}  # the last request of each kind took (ms)

@@ -13,7 +13,7 @@ from proximity import gitio
 from proximity.errors import FatalError
 from proximity.hooks.inputs import index_override as index_override
 from proximity.ledger import Event
-from proximity.service import client
+from proximity.service import client, journal
 from proximity.snapshot import workspace
 from proximity.snapshot.workspace import Context
 
@@ -134,7 +134,7 @@ def replay_pending(common: str, older_than: float = PENDING_AGE) -> int:
     """Events a hook handed to a service that never recorded them (killed or stopped
     mid-job): recorded now, from their worktree as it is, under their request id, so an
     event the service did record after all is not recorded twice. How many were."""
-    d = client.pending_dir(common)
+    d = journal.pending_dir(common)
     try:
         names = os.listdir(d)
     except OSError:
