@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--out", default=None, help="the HTML file (default: view.html in .git/ecm)")
     p.add_argument("--open", action="store_true", help="open it in a browser")
+    p.add_argument("--no-timeline", action="store_true",
+                   help="draw only the present moment, not the ledger's recorded history")
 
     p = sub.add_parser("gc", help="compact the ledger, retire removed worktrees")
     _add_common(p)
