@@ -115,3 +115,78 @@ def test_watch_quits_cleanly_on_ctrl_c(airspace):
     assert proc.returncode == 0, err.decode()
     assert b"Traceback" not in err
     assert b"alice~bob" in out
+
+
+@pytest.fixture(scope="module")
+def swarm_recording(tmp_path_factory):
+    """One run of `demo --swarm` (it commits through real hooks: some seconds) for the
+    tests that read its recording."""
+    root = tmp_path_factory.mktemp("swarm")
+    assert main(["demo", "--swarm", "--json", "--dir", str(root)]) == 0
+    out = root / "view.html"
+    blob = re.search(r'<script type="application/json" id="data">(.*?)</script>',
+                     out.read_text(), re.S)
+    assert blob
+    return out, json.loads(blob.group(1).replace("<\\/", "</"))
+
+
+def test_demo_swarm_records_a_timeline_with_an_ra_and_a_steer_away(swarm_recording):
+    _, data = swarm_recording
+    frames = data["timeline"]
+    assert 1 < len(frames) <= 500
+    ras = [i for i, f in enumerate(frames)
+           if any(p["advisory"] == "resolution" for p in f["pairs"])]
+    assert ras, "no frame with a resolution advisory"
+    first = frames[ras[0]]
+    assert "RA carol~dave" in first["events"] and "steer → dave from carol" in first["events"]
+    assert [p["yielding"] for p in first["pairs"] if p["advisory"] == "resolution"] == ["dave"]
+    # dave steers away: a later frame clears the pair, and dave sits elsewhere then
+    later = [f for f in frames[ras[-1] + 1:] if "clear carol~dave" in f["events"]]
+    assert later
+    where = {f: {a["id"]: a["position"] for a in g["agents"]}["dave"]
+             for f, g in (("ra", first), ("after", later[0]))}
+    assert where["ra"] and where["after"] and where["ra"] != where["after"]
+
+
+def test_json_has_no_timeline_without_history_and_with_no_timeline(airspace, capsys):
+    assert main(["view", "--json", "--no-timeline", "-C", airspace]) == 0
+    assert json.loads(capsys.readouterr().out)["timeline"] == []
+
+
+def _state(exe: str, url: str, profile) -> dict:
+    dom = subprocess.run([exe, *CHROME_FLAGS, f"--user-data-dir={profile}", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="state"[^>]*>(.*?)</pre>', dom.stdout, re.S)
+    assert m, dom.stderr[-2000:]
+    state = json.loads(m.group(1).replace("&gt;", ">").replace("&lt;", "<")
+                       .replace("&amp;", "&"))
+    assert state["ready"] is True and state["errors"] == []
+    return state
+
+
+@pytest.mark.browser
+def test_timeline_moments_render_differently_in_headless_chromium(swarm_recording, tmp_path):
+    exe = chromium()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: tests/run.sh installs it from the OS packages")
+        pytest.skip("Chromium is not installed (tests/run.sh installs it)")
+    out, data = swarm_recording
+    frames = data["timeline"]
+    assert "http://" not in out.read_text() and "https://" not in out.read_text()
+    ra = next(i for i, f in enumerate(frames)
+              if any(p["advisory"] == "resolution" for p in f["pairs"]))
+    calm = ra - 3  # before dave touched save
+    at_ra = _state(exe, f"{out.as_uri()}#t={ra}", tmp_path / "p1")
+    before = _state(exe, f"{out.as_uri()}#t={calm}", tmp_path / "p2")
+    now = _state(exe, out.as_uri(), tmp_path / "p3")
+    assert (at_ra["frame"], before["frame"], now["frame"]) == (ra, calm, len(frames))
+    assert now["now"] is True and at_ra["now"] is False
+    # the agents moved between the two moments, and the advisories differ
+    assert at_ra["positions"] != before["positions"]
+    assert at_ra["advisories"]["carol~dave"] == "resolution"
+    assert before["advisories"].get("carol~dave", "clear") == "clear"
+    assert at_ra["yielding"] == {"carol~dave": "dave"}
+    # the events list names what happened at each moment
+    assert "RA carol~dave" in at_ra["events"]
+    assert at_ra["events"] != before["events"] and before["events"]

@@ -122,7 +122,25 @@ def next_steps(kept: str | None) -> list[str]:
             "  proximity status                    # every pair, and who yields"]
 
 
+def run_swarm(args: argparse.Namespace) -> int:
+    """``--swarm``: the recording is the point, so its directory is always kept."""
+    # lazy: the swarm module builds on this one's example files
+    from proximity.commands import swarm
+    root = args.dir or tempfile.mkdtemp(prefix="proximity-swarm-")
+    os.makedirs(root, exist_ok=True)
+    out, log = swarm.run(root)
+    if args.json:
+        print(json.dumps({"recording": out, "steps": log}, indent=2))
+        return 0
+    print(f"swarm of {', '.join(swarm.AGENTS)} on the shop in {root}:")
+    print("\n".join(log))
+    print(f"\nthe recording (play it in a browser): {out}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.swarm:
+        return run_swarm(args)
     root = args.dir or tempfile.mkdtemp(prefix="proximity-demo-")
     os.makedirs(root, exist_ok=True)
     try:
