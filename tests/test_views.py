@@ -15,7 +15,7 @@ import pytest
 from proximity.commands import demo, watch
 from proximity.main import main
 from proximity.snapshot import workspace
-from proximity.views import tables
+from proximity.views import tables, timeline
 
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--no-first-run", "--disable-background-networking",
@@ -190,3 +190,11 @@ def test_timeline_moments_render_differently_in_headless_chromium(swarm_recordin
     # the events list names what happened at each moment
     assert "RA carol~dave" in at_ra["events"]
     assert at_ra["events"] != before["events"] and before["events"]
+
+
+def test_a_long_history_is_thinned_evenly_and_keeps_every_event():
+    seq = [{"time": i, "events": [f"e{i}"]} for i in range(2000)]
+    kept = timeline.thin(seq, most=500)
+    assert len(kept) == 500 and kept[0]["time"] == 0 and kept[-1]["time"] == 1999
+    assert all(len(f["events"]) <= timeline.MAX_NOTES + 1 for f in kept)
+    assert kept[1]["events"][:3] == ["e1", "e2", "e3"]  # a dropped frame's events move on

@@ -61,11 +61,10 @@ def _standing(led: Ledger) -> dict[str, tuple[str, int]]:
 class _State:
     """The airspace as the ledger had it at one moment, replayed item by item."""
 
-    def __init__(self, committed: Committed) -> None:
-        self.committed = committed
+    def __init__(self) -> None:
         self.base: dict[str, str] = {}  # stream -> the head of its first recorded event
         self.live: dict[str, dict[str, str]] = {}  # stream -> uncommitted changed files
-        self.done: dict[str, list[str]] = {}  # stream -> files committed since its base
+        self.head: dict[str, str] = {}  # stream -> its head now
         self.pairs: dict[str, dict[str, Any]] = {}
         self.told: dict[str, str] = {}  # pair -> the side the latest steer told to yield
         self.seq = 0
@@ -79,12 +78,9 @@ class _State:
                 live.pop(path, None)
             else:
                 live[path] = blob
-        if head and stream not in self.base:
-            self.base[stream] = head
-        if head and head != self.base.get(stream):
-            self.done[stream] = self.committed(self.base[stream], head)
-        elif head:
-            self.done[stream] = []
+        if head:
+            self.base.setdefault(stream, head)
+            self.head[stream] = head
         return f"{text(stream)} {text(kind, 40)}"
 
     def risk(self, rows: list[tuple[str, str, float, str]]) -> list[str]:
@@ -105,10 +101,10 @@ class _State:
 
     def frame(self, t: float, notes: list[str], standing: dict[str, tuple[str, int]]
               ) -> dict[str, Any]:
-        agents = {}
-        for stream in sorted(set(self.live) | set(self.done)):
-            files = sorted(set(self.live.get(stream, {})) | set(self.done.get(stream, [])))
-            agents[text(stream)] = [text(p, 300) for p in files]
+        # what it committed is asked of git only for the frames kept (see resolve)
+        agents = {stream: (sorted(self.live.get(stream, {})), self.base.get(stream),
+                           self.head.get(stream))
+                  for stream in sorted(set(self.live) | set(self.head))}
         pairs = []
         for key in sorted(self.pairs):
             p = dict(self.pairs[key])
@@ -129,7 +125,7 @@ class _State:
 def frames(led: Ledger, committed: Committed) -> list[dict[str, Any]]:
     """The recorded airspace, oldest first, at most ``MAX_FRAMES`` frames. ``committed``
     names the files a stream committed between its first recorded head and a later one."""
-    state = _State(committed)
+    state = _State()
     standing = _standing(led)
     out: list[dict[str, Any]] = []
     for t, _, what, row in _items(led):
@@ -140,7 +136,16 @@ def frames(led: Ledger, committed: Committed) -> list[dict[str, Any]]:
             continue
         notes = [state.event(row)] if what == "event" else state.risk(row)
         out.append(state.frame(t, notes, standing))
-    return thin(out)
+    return [resolve(f, committed) for f in thin(out)]
+
+
+def resolve(frame: dict[str, Any], committed: Committed) -> dict[str, Any]:
+    """The frame with each agent's files: uncommitted, and committed since its base."""
+    agents = {}
+    for stream, (live, base, head) in frame["agents"].items():
+        done = committed(base, head) if base and head and head != base else []
+        agents[text(stream)] = [text(p, 300) for p in sorted(set(live) | set(done))]
+    return {**frame, "agents": agents}
 
 
 def thin(seq: list[dict[str, Any]], most: int = MAX_FRAMES) -> list[dict[str, Any]]:
