@@ -73,10 +73,15 @@ def _through_instances(tree: ast.Module, refs: list[Any]) -> list[Any]:
                 if key is not None and (len(key) == 1 or (len(key) == 2
                                                           and key[0] == "self")):
                     made[tuple(key)] = cls
-    if not made:
-        return []
+    return as_class_uses(refs, made)
+
+
+def as_class_uses(refs: list[Any], made: dict[tuple[str, ...], list[str]]) -> list[Any]:
+    """The references through a name (``x.m``) or an attribute of ``self``/``this``
+    (``self.a.m``) that ``made`` says holds an instance of a class, as that class's
+    (``C.m``), with the same line and call shape."""
     out = []
-    for c, line, call, type_only in refs:
+    for c, line, call, type_only in refs if made else ():
         for n in (2, 1):
             cls = made.get(tuple(c[:n]))
             if cls is not None and len(c) > n:

@@ -15,7 +15,7 @@ from typing import Any
 
 from proximity.analysis import parsers
 from proximity.analysis.symbols import tsimports
-from proximity.analysis.symbols.pylang import h
+from proximity.analysis.symbols.pylang import as_class_uses, h
 
 MARKERS = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.M)
 CHAIN_LEAVES = frozenset(("identifier", "this", "self", "crate", "super", "package_identifier",
@@ -68,14 +68,7 @@ def _through_instances(root: Any, refs: list[Any]) -> list[Any]:
         if cls and "?" not in cls and target and (
                 len(target) == 1 or (len(target) == 2 and target[0] == "this")):
             made[tuple(target)] = cls
-    out = []
-    for c, line, call, type_only in refs if made else ():
-        for n in (2, 1):
-            cls = made.get(tuple(c[:n]))
-            if cls is not None and len(c) > n:
-                out.append([[*cls, *c[n:]], line, call, type_only])
-                break
-    return out
+    return as_class_uses(refs, made)
 
 
 def _span(node: Any) -> list[int]:
