@@ -35,8 +35,6 @@ class Scheduler(Cookies):
         then release the sync cookies it carries (everything before them is pending)."""
         cookies = {p for p in paths if fswatch.COOKIE in p}
         paths = paths - cookies
-        for p in cookies:
-            self._posted(p)
         self.last_active = time.monotonic()
         if paths:
             self.last_file_event = self.last_active
@@ -51,6 +49,11 @@ class Scheduler(Cookies):
                     ev.set()
                 elif EARLY_COOKIE.fullmatch(name):
                     self._early(name, p)
+        # a post-commit note only now: the batch's file changes are pending first, so
+        # the commit it records is not taken from a warm state they have made stale (a
+        # host that put unstaged edits back just before git ran the post-commit hook)
+        for p in cookies:
+            self._posted(p)
         if first:
             self.put(Job("files"), 2)
 
