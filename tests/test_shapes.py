@@ -176,3 +176,43 @@ def test_typescript_reexports_and_instances_reach_the_changed_method(
     p, found = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution", (index, form, p["findings"])
     assert any("loadContext" in f["detail"] for f in found), found
+
+
+STAR_INITS = {
+    "star": "from .config import *\n",
+    "star-all": "from .config import *\n\n__all__ = ['Settings']\n",
+    "star-of-all": "from .config import *  # config's __all__ says what it offers\n",
+}
+
+
+@pytest.mark.parametrize("init", sorted(STAR_INITS))
+def test_a_changed_method_of_a_class_a_package_star_imports_is_an_ra(
+        space, scan_json, capsys, init):
+    config = CONFIG + ("\n\n__all__ = ['Settings']\n" if init == "star-of-all" else "")
+    sp, a, b = two(space, {**REEXPORT, "pkg/__init__.py": STAR_INITS[init],
+                           "pkg/config.py": config})
+    sp.write(a, "pkg/config.py", config.replace("def load_context(self):",
+                                                "def load_context(self, context):"))
+    sp.commit(a, "load_context takes a context")
+    sp.write(b, "tests/test_new.py", USES["instance"])
+    sp.commit(b, "a test")
+    assert not run_merged_test(sp, "test_new")
+    p, found = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution", (init, p["findings"])
+    assert any("load_context" in f["detail"] for f in found), found
+
+
+def test_a_name_a_star_import_leaves_out_is_not_reached_through_the_package(
+        space, scan_json, capsys):
+    # config's __all__ leaves Settings out: pkg offers only Other, so b's `from pkg import
+    # Settings` never reached config's Settings (it fails on its own: not a's doing)
+    config = CONFIG + "\n\nclass Other:\n    pass\n\n\n__all__ = ['Other']\n"
+    sp, a, b = two(space, {**REEXPORT, "pkg/__init__.py": "from .config import *\n",
+                           "pkg/config.py": config})
+    sp.write(a, "pkg/config.py", config.replace("def load_context(self):",
+                                                "def load_context(self, context):"))
+    sp.commit(a, "load_context takes a context")
+    sp.write(b, "tests/test_new.py", USES["instance"])
+    sp.commit(b, "a test")
+    _p, found = sym(scan_json(sp.main, capsys=capsys))
+    assert not any("load_context" in f["detail"] for f in found), found

@@ -166,31 +166,57 @@ class _Writer:
                     if facts is None:
                         continue
                     rd = Reader(init, wf.lang, facts, resolver)
-                    offered: dict[str, str] = {}
-                    for local, spec, name in facts.get("reexports", ()):  # JS/TS
-                        if rd._first(["js", spec]) != path:
-                            continue
-                        for nm in (names if name == "*" else [name]):
-                            if nm in names:
-                                here = nm if local == "*" else local
-                                offered[here] = names[nm]
-                                self.alias[(init, here)] = (wf, names[nm])
-                                self.shorts.add(here)
-                    for rec in facts["binds"] if wf.lang == "python" else ():
-                        if rec[1] != "from":
-                            continue
-                        got = rd._through(rec, [rec[0]])
-                        if got is None or got[0] != path or not got[1] \
-                                or got[1][0] not in names:
-                            continue
-                        offered[rec[0]] = names[got[1][0]]
-                        self.alias[(init, rec[0])] = (wf, names[got[1][0]])
-                        self.shorts.add(rec[0])
+                    if wf.lang == "python":
+                        offered = _py_offered(rd, facts, path, names, base_facts(path))
+                    else:
+                        offered = _js_offered(rd, facts, path, names)
+                    for here, there in offered.items():
+                        self.alias[(init, here)] = (wf, there)
+                        self.shorts.add(here)
                     if offered:
                         if wf not in self.by_target.get(init, []):
                             self.by_target.setdefault(init, []).append(wf)
                         nxt.append((init, wf, offered))
             todo = nxt
+
+
+def _js_offered(rd: Reader, facts: dict[str, Any], path: str, names: dict[str, str]
+                ) -> dict[str, str]:
+    """The names an index module offers from ``path`` (``export { a as b } from``,
+    ``export * from``) -> their names in the changed file."""
+    offered: dict[str, str] = {}
+    for local, spec, name in facts.get("reexports", ()):
+        if rd._first(["js", spec]) != path:
+            continue
+        for nm in (names if name == "*" else [name]):
+            if nm in names:
+                offered[nm if local == "*" else local] = names[nm]
+    return offered
+
+
+def _py_offered(rd: Reader, facts: dict[str, Any], path: str, names: dict[str, str],
+                module: dict[str, Any] | None) -> dict[str, str]:
+    """The names a package's ``__init__.py`` offers from the module ``path``: what it
+    imports by name (``from .config import Settings [as S]``), and what a star import of
+    the module takes (its ``__all__``, else its public names) -> their names in the
+    changed file. ``module`` is the base facts of ``path``."""
+    offered: dict[str, str] = {}
+    for rec in facts["binds"]:
+        if rec[1] != "from":
+            continue
+        got = rd._through(rec, [rec[0]])
+        if got is not None and got[0] == path and got[1] and got[1][0] in names:
+            offered[rec[0]] = names[got[1][0]]
+    starred = (module or {}).get("all")
+    for mod, level, line in facts.get("stars", ()):
+        for nm in names:
+            if nm in offered or (nm.startswith("_") if starred is None else nm not in starred):
+                continue
+            # resolved as `from mod import nm` would be: the star's module must be path
+            got = rd._through([nm, "from", mod, level, nm, line, False], [nm])
+            if got is not None and got[0] == path and got[1] == [nm]:
+                offered[nm] = names[nm]
+    return offered
 
 
 INDEX = ("index.ts", "index.tsx", "index.js", "index.mjs", "index.cjs", "index.jsx")

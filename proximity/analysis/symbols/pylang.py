@@ -16,7 +16,11 @@ channel then knows nothing about that file, it never reads it as "everything rem
   every name resolve. A ``__getattr__`` that raises ``AttributeError`` for names it does not
   know (the usual deprecation shim) resolves only the names it mentions: string literals in
   its body and the string keys of module-level collections it reads — those go to
-  ``exports``.
+  ``exports``;
+* ``stars``: ``[module, level, line]`` per module-level ``from m import *`` (a package
+  offers what it star-imports: the symbol channel follows these as re-exports);
+  ``all``: the literal names of a module-level ``__all__``, which is what a star import of
+  the module takes (absent: every public name).
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ def analyse(data: bytes) -> dict[str, Any] | None:
             tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError):
         return None
-    out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False}
+    out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False,
+                           "stars": []}
     _defs(tree.body, "", out)
     for fn in out.pop("getattr", []):
         handled = _getattr_names(fn, tree.body)
@@ -160,6 +165,11 @@ def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
             for t in targets:
                 if isinstance(t, ast.Name):
                     defs[prefix + t.id] = [kind, h(text), h(text), *span, None]
+                    if t.id == "__all__" and not prefix:
+                        _all(value, out)
+        elif isinstance(node, ast.AugAssign) and not prefix and \
+                isinstance(node.target, ast.Name) and node.target.id == "__all__":
+            _all(None, out)  # extended at run time: no longer a literal list
         elif isinstance(node, (ast.If, ast.Try, ast.With)) and not prefix:
             for part in ("body", "orelse", "finalbody", "handlers"):
                 sub = getattr(node, part, None) or []
@@ -169,8 +179,20 @@ def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
             for alias in node.names:
                 if alias.name == "*":
                     out["dynamic"] = True
+                    if isinstance(node, ast.ImportFrom):
+                        out["stars"].append([node.module or "", node.level, node.lineno])
                 else:
                     out["exports"].append(alias.asname or alias.name.split(".")[0])
+
+
+def _all(value: ast.expr | None, out: dict[str, Any]) -> None:
+    """Record a literal ``__all__``; one built at run time (``+=``, a call) leaves
+    ``all`` absent, so every public name counts as offered."""
+    if isinstance(value, (ast.List, ast.Tuple)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+        out["all"] = [e.value for e in value.elts if isinstance(e, ast.Constant)]
+    else:
+        out.pop("all", None)
 
 
 def _is_dataclass(node: ast.ClassDef) -> bool:
