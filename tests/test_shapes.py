@@ -216,3 +216,24 @@ def test_a_name_a_star_import_leaves_out_is_not_reached_through_the_package(
     sp.commit(b, "a test")
     _p, found = sym(scan_json(sp.main, capsys=capsys))
     assert not any("load_context" in f["detail"] for f in found), found
+
+
+MOVE_USE = "from pkg import config\n\n\ndef test_it():\n    config.Settings().load_context()\n"
+
+
+@pytest.mark.parametrize("keeps", [True, False])
+def test_a_moved_module_the_package_still_offers_by_its_old_name_is_no_ra(
+        space, scan_json, capsys, keeps):
+    # pkg/__init__.py imports the submodule; a moves it and (keeps) binds the old name to
+    # the new module, so b's `from pkg import config` still finds it as the package's
+    # attribute (not keeps: it is gone, the merged code breaks)
+    sp, a, b = two(space, {**REEXPORT, "pkg/__init__.py": "from . import config\n"})
+    git(a, "mv", "pkg/config.py", "pkg/settings.py")
+    sp.write(a, "pkg/__init__.py", "from . import settings as config\n" if keeps
+             else "from . import settings\n")
+    sp.commit(a, "config is now settings")
+    sp.write(b, "tests/test_new.py", MOVE_USE)
+    sp.commit(b, "a test")
+    assert run_merged_test(sp, "test_new") == keeps
+    p, _found = sym(scan_json(sp.main, capsys=capsys))
+    assert (p["advisory"] == "resolution") == (not keeps), (keeps, p["findings"])

@@ -266,6 +266,25 @@ def _still_used(merged: Merged | None, path: str, name: str) -> bool:
     return any(chain and chain[0] == name for chain, *_ in got["refs"])
 
 
+def _package_offers(merged: Merged | None, rd: Reader, facts: dict[str, Any],
+                    local: str) -> bool:
+    """Whether ``local``, bound by ``from pkg import name`` to a submodule that moved, is
+    still a name of the merged ``pkg/__init__.py`` (``from . import new as name``): Python
+    takes the package's attribute before it looks for a submodule, so the import holds."""
+    if merged is None or rd.lang != "python":
+        return False
+    rec = next((r for r in reversed(facts["binds"]) if r[0] == local), None)
+    if rec is None or rec[1] != "from":
+        return False
+    init = rd._py_mod(rec[2], rec[3])
+    got = merged(init) if init.endswith("__init__.py") else None
+    if got is None:
+        return False
+    name = rec[4]
+    return name in got["defs"] or name in got["exports"] or any(
+        b[0] == name for b in got["binds"])
+
+
 def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSet,
              cache: dict[str, Any], graph: Any, resolver: Resolver,
              merged: Merged | None = None, base_facts: Merged | None = None
@@ -304,6 +323,8 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
             at = f"{fc.dest}:{line}"
             hits: list[tuple[Changed, WriterFile, bool, bool, list[Any] | None]] = []
             if target in w.moved:
+                if _package_offers(merged, rd, facts, chain[0]):
+                    continue  # `from pkg import mod`: pkg still binds the name after the merge
                 wf = w.moved[target]
                 to = f"renamed to {wf.moved_to}" if wf.moved_to else "deleted"
                 _keep(best, Finding("symbol", _score("module-moved", writer, reader, wf, fc),
