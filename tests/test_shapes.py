@@ -237,3 +237,45 @@ def test_a_moved_module_the_package_still_offers_by_its_old_name_is_no_ra(
     assert run_merged_test(sp, "test_new") == keeps
     p, _found = sym(scan_json(sp.main, capsys=capsys))
     assert (p["advisory"] == "resolution") == (not keeps), (keeps, p["findings"])
+
+
+def test_an_edit_to_a_module_the_other_side_moves_is_no_ra(space, scan_json, capsys):
+    # git carries b's edit through a's rename (a also edits load_context's body): the new
+    # helper's use of the module's own class moves with it, it imports nothing from the
+    # old path
+    config = CONFIG + "".join(f"\n\ndef helper_{i}():\n    return {i}\n" for i in range(12))
+    sp, a, b = two(space, {**REEXPORT, "pkg/config.py": config})
+    git(a, "mv", "pkg/config.py", "pkg/settings.py")
+    sp.write(a, "pkg/settings.py", config.replace("return {'verify'", "return {'v': 1, 'verify'"))
+    sp.write(a, "pkg/__init__.py", "from .settings import Settings\n")
+    sp.commit(a, "config is now settings")
+    sp.write(b, "pkg/config.py", config + "\n\ndef default_context():\n"
+             "    return Settings().load_context()\n")
+    sp.write(b, "tests/test_new.py", "import pkg\n\n\ndef test_it():\n"
+             "    pkg.Settings().load_context()\n")
+    sp.commit(b, "a helper next to Settings")
+    assert run_merged_test(sp, "test_new")
+    p, found = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] != "resolution", p["findings"]
+    assert not [f for f in found if f["kind"] == "module-moved"], found
+
+
+def test_an_edit_to_a_moved_module_that_calls_its_changed_method_the_old_way_is_an_ra(
+        space, scan_json, capsys):
+    config = CONFIG + "".join(f"\n\ndef helper_{i}():\n    return {i}\n" for i in range(12))
+    sp, a, b = two(space, {**REEXPORT, "pkg/config.py": config})
+    git(a, "mv", "pkg/config.py", "pkg/settings.py")
+    sp.write(a, "pkg/settings.py", config.replace("def load_context(self):",
+                                                  "def load_context(self, context):"))
+    sp.write(a, "pkg/__init__.py", "from .settings import Settings\n")
+    sp.commit(a, "config is now settings; load_context takes a context")
+    sp.write(b, "pkg/config.py", config + "\n\ndef default_context():\n"
+             "    return Settings().load_context()\n")
+    # the helper's module wherever it is: pkg.config for b, pkg.settings once merged
+    sp.write(b, "tests/test_new.py", "import sys\n\nfrom pkg import Settings\n\n\n"
+             "def test_it():\n    sys.modules[Settings.__module__].default_context()\n")
+    sp.commit(b, "a helper next to Settings")
+    assert not run_merged_test(sp, "test_new")
+    p, found = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] == "resolution", [(f["kind"], f["detail"]) for f in found]
+    assert any("load_context" in f["detail"] for f in found), found

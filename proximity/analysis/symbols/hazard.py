@@ -322,6 +322,10 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                 continue  # git's merge leaves no such use: nothing breaks
             at = f"{fc.dest}:{line}"
             hits: list[tuple[Changed, WriterFile, bool, bool, list[Any] | None]] = []
+            if target == fc.dest and target in w.moved:
+                # the file's own names: git carries the edit through the move, so they are
+                # the moved file's names, read as an importer's are (C(...).m(): C's method)
+                target, via_class = w.moved[target].path, False
             if target in w.moved:
                 if _package_offers(merged, rd, facts, chain[0]):
                     continue  # `from pkg import mod`: pkg still binds the name after the merge
