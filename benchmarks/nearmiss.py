@@ -151,6 +151,35 @@ for t in json.load(open(sys.argv[1])):
             pass
         finally:
             signal.alarm(0)
+    args = res[t["key"]]
+    if args is None or not t.get("methods"):
+        continue
+    # a class: the first method that runs on a fresh instance, and the outermost
+    # package that re-exports the class
+    parts = t["module"].split(".")
+    for i in range(1, len(parts)):
+        with contextlib.suppress(BaseException):
+            if getattr(importlib.import_module(".".join(parts[:i])), t["name"], None) is obj:
+                res[t["key"] + "#via"] = ".".join(parts[:i])
+                break
+    for name, nreq, kwreq in t["methods"]:
+        got = None
+        for c in CANDS:
+            margs = [c] * nreq + [f"{k}={c}" for k in kwreq]
+            try:
+                signal.alarm(2)
+                with contextlib.redirect_stdout(io.StringIO()), \
+                        contextlib.redirect_stderr(io.StringIO()):
+                    eval(f"obj({', '.join(args)}).{name}({', '.join(margs)})", {"obj": obj})
+                got = [name, margs]
+                break
+            except BaseException:
+                pass
+            finally:
+                signal.alarm(0)
+        if got is not None:
+            res[t["key"] + "#m"] = got
+            break
 print(json.dumps(res))
 '''
 
@@ -177,7 +206,8 @@ def probe(base: Base, targets: list[ed.Target], scratch: str) -> None:
     todo = [t for t in targets if t.what in ("function", "class")]
     key = {id(t): f"{t.path}:{t.name}" for t in todo}
     items = [{"key": key[id(t)], "module": t.module, "name": t.name, "nreq": t.nreq,
-              "kwreq": t.kwreq, "abs": os.path.join(base.dir, t.path)} for t in todo]
+              "kwreq": t.kwreq, "abs": os.path.join(base.dir, t.path), "methods": t.methods}
+             for t in todo]
     spec = os.path.join(scratch, f"probe-{base.name}.json")
     with open(spec, "w") as f:
         json.dump(items, f)
@@ -193,6 +223,9 @@ def probe(base: Base, targets: list[ed.Target], scratch: str) -> None:
     got = json.loads(lines[-1]) if lines else {}
     for t in todo:
         t.args = got.get(key[id(t)])
+        if t.what == "class":
+            t.via = got.get(key[id(t)] + "#via") or ""
+            t.method, t.margs = got.get(key[id(t)] + "#m") or ("", None)
     # module targets: B uses a probed public function of the module
     by_path: dict[str, list[ed.Target]] = defaultdict(list)
     for t in todo:

@@ -77,6 +77,15 @@ def js_b(t: Target, sid: str, args: list[str]) -> Files:
                                          "use();\n"}
 
 
+def js_b_index(t: Target, sid: str, args: list[str]) -> Files:
+    """B's new code takes the function from the package's index under its public name."""
+    return {f"src/uses_{sid}.js": f'import {{ {t.via} }} from "./index.js";\n\n'
+                                  f"export function use() {{\n"
+                                  f"  return {t.via}({', '.join(args)});\n}}\n",
+            f"checks/check_b_{sid}.mjs": f'import {{ use }} from "../src/uses_{sid}.js";\n\n'
+                                         "use();\n"}
+
+
 def js_a_check(sid: str, path: str, name: str, args: list[str]) -> Files:
     return {f"checks/check_a_{sid}.mjs":
             f'import {{ {name} }} from "../{path}";\n\n{name}({", ".join(args)});\n'}
@@ -204,6 +213,82 @@ def f_body(t: Target, src: dict[str, str], sid: str) -> Pair:
                                   call(t, t.args)))]
 
 
+def _moved(t: Target, src: dict[str, str]) -> tuple[str, str, Files]:
+    """A ``git mv`` of the target's module with the package's imports rewritten."""
+    new_path, new_mod = _new_module(t, f"{t.name}_moved")
+    others = {p: s for p, s in _package_sources(src).items() if p != t.path}
+    retarget = ed.retarget_imports(others, t.root, t.module, new_mod)
+    return new_path, new_mod, {t.path: None, new_path: src[t.path], **retarget}
+
+
+def f_move_edit(t: Target, src: dict[str, str], sid: str) -> Pair:
+    """A moves the module while B edits it: B appends a helper to it and, breaking, also
+    imports the helper from the old path in new code; the near miss only edits (git
+    carries the edit through the rename)."""
+    assert t.used and t.args is not None
+    _new_path, new_mod, moved = _moved(t, src)
+    helper = f"{t.used}_again"
+    edited = (src[t.path].rstrip("\n") + f"\n\n\ndef {helper}():\n"
+              f"    return {t.used}({', '.join(t.args)})\n")
+    a = {**moved, **py_a_check(sid + "a", new_mod, t.used, t.args)}
+    top = t.module.split(".")[0]
+    only_edit: Files = {t.path: edited,
+                        f"checks/check_b_{sid}e.py": f"import {top}  # noqa: F401\n"}
+    uses = py_b(t, sid + "u", f"from {t.module} import {helper}", f"    return {helper}()")
+    return [("breaking", a, {**uses, t.path: edited}), ("near-miss", a, only_edit)]
+
+
+def f_move_users(t: Target, src: dict[str, str], sid: str) -> Pair:
+    """A moves the module (breaking) / moves it leaving a star shim (near miss); B's new
+    code imports the module itself and calls through it (``from pkg import mod``)."""
+    assert t.used and t.args is not None
+    _new_path, new_mod, moved = _moved(t, src)
+    pkg, leaf = t.module.rsplit(".", 1)
+    b = py_b(t, sid, f"from {pkg} import {leaf}",
+             f"    return {leaf}.{t.used}({', '.join(t.args)})")
+    shim = f'"""Moved to {new_mod}."""\n\nfrom {new_mod} import *  # noqa: F401,F403\n'
+    return [("breaking", {**moved, **py_a_check(sid + "b", new_mod, t.used, t.args)}, b),
+            ("near-miss", {**moved, t.path: shim,
+                           **py_a_check(sid + "n", new_mod, t.used, t.args)}, b)]
+
+
+def _method_param(t: Target, src: dict[str, str], sid: str, b: Files) -> Pair:
+    """A gives the class's method a new required / optional parameter; B as given."""
+    assert t.args is not None and t.margs is not None
+    out: Pair = []
+    for variant, req in (("breaking", True), ("near-miss", False)):
+        margs = ", ".join([*t.margs, "strict_mode=None"])
+        a = {t.path: ed.add_param(src[t.path], t, "strict_mode", required=req, kwonly=False,
+                                  method=t.method),
+             f"checks/check_a_{sid}{variant[0]}.py":
+                 f"from {t.module} import {t.name}\n\n"
+                 f"{t.name}({', '.join(t.args)}).{t.method}({margs})\n"}
+        out.append((variant, a, b))
+    return out
+
+
+def f_reexport_method(t: Target, src: dict[str, str], sid: str) -> Pair:
+    """B reaches the class through the package that re-exports it and calls the method on
+    a new instance: ``from click import Command; Command(...).m(...)``."""
+    assert t.args is not None and t.margs is not None and t.via
+    body = f"    return {t.name}({', '.join(t.args)}).{t.method}({', '.join(t.margs)})"
+    return _method_param(t, src, sid, py_b(t, sid, f"from {t.via} import {t.name}", body))
+
+
+def f_instance_method(t: Target, src: dict[str, str], sid: str) -> Pair:
+    """B keeps an instance and calls the method on it later: ``x = C(...); x.m(...)``, or
+    (one target in two) ``self.obj = C(...)`` then ``self.obj.m(...)``."""
+    assert t.args is not None and t.margs is not None
+    made, margs = f"{t.name}({', '.join(t.args)})", ", ".join(t.margs)
+    if zlib.crc32(t.name.encode()) % 2:
+        body = (f"    class _User:\n        def __init__(self):\n            self.obj = {made}\n"
+                f"\n        def run(self):\n            return self.obj.{t.method}({margs})\n"
+                "\n    return _User().run()")
+    else:
+        body = f"    obj = {made}\n    return obj.{t.method}({margs})"
+    return _method_param(t, src, sid, py_b(t, sid, f"from {t.module} import {t.name}", body))
+
+
 def f_js_export(t: Target, src: dict[str, str], sid: str) -> Pair:
     assert t.args is not None
     new = t.name + "Renamed"
@@ -230,6 +315,14 @@ def f_js_param(t: Target, src: dict[str, str], sid: str) -> Pair:
     return out
 
 
+def f_js_index_param(t: Target, src: dict[str, str], sid: str) -> Pair:
+    """js-param, with B importing the function from src/index.js, which re-exports it
+    (``export {linear as easeLinear} from "./linear.js"``)."""
+    assert t.args is not None and t.via
+    b = js_b_index(t, sid, t.args)
+    return [(v, a, b) for v, a, _b in f_js_param(t, src, sid)]
+
+
 FAMILIES: dict[str, tuple[str, str, Maker]] = {
     # family: (target kind, description, maker)
     "param-required": ("function", "new required parameter / new optional parameter",
@@ -246,17 +339,28 @@ FAMILIES: dict[str, tuple[str, str, Maker]] = {
     "class-init": ("class", "class gains a required __init__ arg, B instantiates / only "
                    "annotates", f_class_init),
     "body": ("function", "body-only refactor (compatible)", f_body),
+    "move-edit": ("module", "module moved while B edits it and imports the edit from the "
+                  "old path / only edits it", f_move_edit),
+    "move-users": ("module", "module moved / moved leaving a shim, B imports the module "
+                   "itself (from pkg import mod)", f_move_users),
+    "reexport-method": ("class", "method of a re-exported class gains a required / optional "
+                        "parameter, B uses the package's name", f_reexport_method),
+    "instance-method": ("class", "method gains a required / optional parameter, B calls it "
+                        "on a kept instance", f_instance_method),
     "js-export": ("jsfunction", "export renamed / renamed with export {new as old}",
                   f_js_export),
     "js-param": ("jsfunction", "required parameter added / default parameter added",
                  f_js_param),
+    "js-index-param": ("jsfunction", "required / default parameter added, B imports it "
+                       "from the package's index.js", f_js_index_param),
 }
 
 
 def eligible(family: str, t: Target) -> bool:
     kind = FAMILIES[family][0]
     if kind == "jsfunction":
-        return t.lang == "javascript" and t.args is not None
+        return t.lang == "javascript" and t.args is not None and (
+            family != "js-index-param" or bool(t.via))
     if t.lang != "python" or t.what != kind:
         return False
     if kind in ("function", "class"):
@@ -266,6 +370,8 @@ def eligible(family: str, t: Target) -> bool:
             return t.nreq >= 1 and t.posonly < t.nreq
         if family == "fn-removed":
             return t.refs_in_module == 0 and not t.path.endswith("__init__.py")
+        if family in ("reexport-method", "instance-method"):
+            return t.margs is not None and (family != "reexport-method" or bool(t.via))
     if kind == "module":
         return bool(t.used)
     return True
@@ -323,6 +429,8 @@ def make(family: str, t: Target, src: dict[str, str], b_style: str = "new-file"
     out = []
     for variant, a, b in FAMILIES[family][2](t, src, sid):
         style = b_style
+        if family == "move-edit":
+            style = "new-file"  # B's edit is the module itself: nothing to relocate
         if style == "existing-module":
             host = host_for(t, src, set(a))
             if host is None:

@@ -39,6 +39,12 @@ class Target:
     args: list[str] | None = None  # argument sources that run on the base (probed)
     used: str = ""  # module target: the public name B uses
     refs_in_module: int = 0  # references to the name inside its own module
+    # class: its public plain methods (name, required positional, required keyword-only)
+    methods: list[tuple[str, int, list[str]]] = field(default_factory=list)
+    method: str = ""  # class: a method that runs on an instance (probed)
+    margs: list[str] | None = None  # ... with these arguments
+    via: str = ""  # class: a package that re-exports it (``from click import Command``);
+    # JavaScript: the name src/index.js re-exports it as (``export {a as b} from``)
 
 
 # -- discovery ----------------------------------------------------------------------------
@@ -122,6 +128,7 @@ def python_targets(repo: str, base: str) -> list[Target]:
                 if init is not None and not private_module:
                     t = Target(repo, "python", "class", path, mod, node.name, root)
                     _fill_params(t, init.args, skip_self=True)
+                    t.methods = _methods(node)
                     out.append(t)
             elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
                     and isinstance(node.targets[0], ast.Name) \
@@ -135,6 +142,18 @@ def python_targets(repo: str, base: str) -> list[Target]:
         if not path.endswith("__init__.py") and not private_module:
             out.append(Target(repo, "python", "module", path, mod, mod.rsplit(".", 1)[-1],
                               root))
+    return out
+
+
+def _methods(cls: ast.ClassDef) -> list[tuple[str, int, list[str]]]:
+    """Public undecorated methods without ``*args``: the ones a call can be probed on."""
+    out = []
+    for b in cls.body:
+        if isinstance(b, ast.FunctionDef) and _public(b.name) and not b.decorator_list \
+                and b.args.vararg is None and len(b.args.posonlyargs + b.args.args) >= 1:
+            t = Target("", "python", "function", "", "", b.name)
+            _fill_params(t, b.args, skip_self=True)
+            out.append((b.name, t.nreq, t.kwreq))
     return out
 
 
@@ -170,11 +189,30 @@ def _fill_params(t: Target, a: ast.arguments, skip_self: bool) -> None:
 
 
 JS_EXPORT = re.compile(r"^export function (\w+)\(([^)]*)\)\s*\{", re.M)
+JS_REEXPORT = re.compile(r"export\s*\{([^}]*)\}\s*from\s*[\"'](\./[^\"']+)[\"']")
+
+
+def js_index_names(base: str) -> dict[tuple[str, str], str]:
+    """(file, name) -> the name ``src/index.js`` re-exports it as."""
+    index = os.path.join(base, "src", "index.js")
+    if not os.path.isfile(index):
+        return {}
+    out = {}
+    for m in JS_REEXPORT.finditer(read(base, "src/index.js")):
+        path = os.path.normpath(os.path.join("src", m.group(2)))
+        for part in m.group(1).split(","):
+            words = part.split()
+            if len(words) == 3 and words[1] == "as":
+                out[(path, words[0])] = words[2]
+            elif len(words) == 1:
+                out[(path, words[0])] = words[0]
+    return out
 
 
 def js_targets(repo: str, base: str) -> list[Target]:
     out = []
     src = os.path.join(base, "src")
+    via = js_index_names(base)
     for d, _dirs, files in os.walk(src):
         for f in sorted(files):
             if not f.endswith(".js"):
@@ -187,7 +225,8 @@ def js_targets(repo: str, base: str) -> list[Target]:
                 params = [p.strip() for p in m.group(2).split(",") if p.strip()]
                 nreq = len([p for p in params if "=" not in p and not p.startswith("...")])
                 out.append(Target(repo, "javascript", "function", path, path, m.group(1),
-                                  params=params, nreq=nreq))
+                                  params=params, nreq=nreq,
+                                  via=via.get((path, m.group(1)), "")))
     return out
 
 
@@ -244,17 +283,19 @@ def set_signature(text: str, fn: ast.FunctionDef, args: ast.arguments) -> str:
     return text[:lo] + f"def {fn.name}({ast.unparse(args)}){ret}:" + text[hi:]
 
 
-def _function(text: str, t: Target) -> ast.FunctionDef:
+def _function(text: str, t: Target, method: str = "__init__") -> ast.FunctionDef:
     node = find_def(ast.parse(text), t.name)
     if isinstance(node, ast.ClassDef):
         init = next(b for b in node.body
-                    if isinstance(b, ast.FunctionDef) and b.name == "__init__")
+                    if isinstance(b, ast.FunctionDef) and b.name == method)
         return init
     return node
 
 
-def add_param(text: str, t: Target, name: str, *, required: bool, kwonly: bool) -> str:
-    fn = _function(text, t)
+def add_param(text: str, t: Target, name: str, *, required: bool, kwonly: bool,
+              method: str = "__init__") -> str:
+    """A new parameter of the function, or of a class's ``method``."""
+    fn = _function(text, t, method)
     a = copy.deepcopy(fn.args)
     if kwonly:
         a.kwonlyargs.append(ast.arg(name))
