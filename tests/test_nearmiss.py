@@ -49,3 +49,26 @@ def test_breaking_and_near_miss_are_labelled_by_running(tmp_path: Path) -> None:
     assert res["by_kind"]["param-required"]["labels"] == {"collision": 1, "clean": 1}
     # the fetched (here: tiny) repository itself is never written to
     assert sorted(os.listdir(repo / "src" / "geo")) == ["__init__.py", "rooms.py", "shapes.py"]
+
+
+SHOP = {
+    "src/shop/__init__.py": "from shop.cart import Cart\n",
+    "src/shop/cart.py": '"""Carts."""\n\n\nclass Cart:\n    def __init__(self, owner):\n'
+                        "        self.owner = owner\n\n    def total(self):\n        return 0\n",
+}
+
+
+def test_a_method_reached_through_the_package_or_an_instance_is_labelled_by_running(
+        tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "shop", SHOP)
+    rows_path = tmp_path / "rows.jsonl"
+    nearmiss.evaluate({"shop": str(repo / ".git")}, per_kind=1, seed=1, swap_every=0,
+                      families=["reexport-method", "instance-method"], limit=None,
+                      rows_out=str(rows_path))
+    rows = [json.loads(line) for line in rows_path.read_text().splitlines()]
+    got = {(r["kind"], r["variant"]): r for r in rows}
+    for kind in ("reexport-method", "instance-method"):
+        assert got[(kind, "breaking")]["label"] == "collision", got[(kind, "breaking")]
+        assert "total() missing 1 required positional argument" in got[(kind, "breaking")]["why"]
+        assert got[(kind, "near-miss")]["label"] == "clean"
+    assert {r["target"] for r in rows} == {"shop.cart.Cart"}
