@@ -132,3 +132,11 @@ def two(space: Callable[[dict[str, str]], Space], files: dict[str, str]
     """A repository with ``files`` and two worktrees a and b."""
     sp = space(files)
     return sp, sp.wt("a"), sp.wt("b")
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Kill a helper process a test started and close its output pipe."""
+    proc.kill()
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()

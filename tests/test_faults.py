@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, lines
+from conftest import git, init_repo, lines, stop
 
 from proximity import gitio
 
@@ -217,10 +217,7 @@ def test_a_locked_ledger_costs_a_commit_about_two_seconds_and_loses_nothing(tmp_
         assert "busy" in r.stderr and "queued" in r.stderr, r.stderr
         head = git(main, "rev-parse", "HEAD").stdout.strip()
     finally:
-        holder.kill()
-        holder.wait()
-        if holder.stdout is not None:
-            holder.stdout.close()
+        stop(holder)
     assert (main / ".git" / "ecm" / "spool.jsonl").exists()
     # the next hook that gets the lock replays the queued event
     assert commit(main, "after.txt", "later\n").returncode == 0
@@ -700,10 +697,7 @@ def test_a_locked_ledger_does_not_turn_the_guard_off(tmp_path):
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         p = run(b, "git", "push", "-q", "origin", "feat/b")
     finally:
-        holder.kill()
-        holder.wait()
-        if holder.stdout is not None:
-            holder.stdout.close()
+        stop(holder)
     assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
 
 

@@ -39,19 +39,6 @@ def moved(a: Path) -> None:
     git(a, "commit", "-qm", "move the backend into a package")
 
 
-def merged_tests_pass(sp, a: Path, b: Path) -> bool:  # type: ignore[no-untyped-def]
-    """Merge a's and b's commits in a scratch worktree and run the merged tests."""
-    scratch = sp.root / "scratch"
-    git(sp.main, "worktree", "add", "-q", "--detach", str(scratch), "feat/a")
-    r = subprocess.run(["git", "merge", "-q", "--no-edit", "feat/b"], cwd=scratch,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    t = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, '.');"
-                        "from tests.test_backend import test_connect; test_connect()"],
-                       cwd=scratch, capture_output=True, text=True)
-    return t.returncode == 0
-
-
 def test_a_name_removed_beside_a_move_that_git_carries_it_through_is_no_ra(
         space, scan_json, capsys):
     sp, a, b = two(space, FILES)
@@ -61,7 +48,7 @@ def test_a_name_removed_beside_a_move_that_git_carries_it_through_is_no_ra(
     sp.write(b, "pkg/backend.py", BACKEND.replace("    Protocol,\n", "")
              .replace("(mode, Protocol.HTTP)", "(mode, 1)"))
     sp.commit(b, "drop Protocol")
-    assert merged_tests_pass(sp, a, b)
+    assert run_merged_test(sp, "test_backend", "test_connect")
     p, found = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] != "resolution", p["findings"]
     assert not [f for f in found if "Protocol" in f["detail"]], found
@@ -73,7 +60,7 @@ def test_a_name_removed_that_the_merged_code_still_uses_is_an_ra(space, scan_jso
     # b removes Protocol but leaves the use in backend.py: the merged aio.py still uses it
     sp.write(b, "pkg/enums.py", "class Mode:\n    FAST = 1\n")
     sp.commit(b, "drop Protocol only")
-    assert not merged_tests_pass(sp, a, b)
+    assert not run_merged_test(sp, "test_backend", "test_connect")
     p, found = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution", p["findings"]
     assert any("Protocol" in f["detail"] for f in found), found
@@ -100,7 +87,9 @@ USES = {
 }
 
 
-def run_merged_test(sp, name: str) -> bool:  # type: ignore[no-untyped-def]
+def run_merged_test(sp, name: str, func: str = "test_it") -> bool:  # type: ignore[no-untyped-def]
+    """Merge feat/a and feat/b in a scratch worktree (git's merge must be clean) and run
+    the merged ``tests/<name>.py``'s ``func`` (or its TestIt class): whether it passes."""
     scratch = sp.root / "scratch"
     git(sp.main, "worktree", "add", "-q", "--detach", str(scratch), "feat/a")
     r = subprocess.run(["git", "merge", "-q", "--no-edit", "feat/b"], cwd=scratch,
@@ -108,7 +97,7 @@ def run_merged_test(sp, name: str) -> bool:  # type: ignore[no-untyped-def]
     assert r.returncode == 0, r.stdout + r.stderr
     t = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, '.');"
                         f"import tests.{name} as m; t = m.TestIt() if hasattr(m, 'TestIt') "
-                        "else None; (t.setup_method(), t.test_it()) if t else m.test_it()"],
+                        f"else None; (t.setup_method(), t.test_it()) if t else m.{func}()"],
                        cwd=scratch, capture_output=True, text=True)
     return t.returncode == 0
 
@@ -185,17 +174,23 @@ STAR_INITS = {
 }
 
 
-@pytest.mark.parametrize("init", sorted(STAR_INITS))
-def test_a_changed_method_of_a_class_a_package_star_imports_is_an_ra(
-        space, scan_json, capsys, init):
-    config = CONFIG + ("\n\n__all__ = ['Settings']\n" if init == "star-of-all" else "")
-    sp, a, b = two(space, {**REEXPORT, "pkg/__init__.py": STAR_INITS[init],
-                           "pkg/config.py": config})
+def star_pair(space, init: str, config: str):  # type: ignore[no-untyped-def]
+    """pkg/__init__.py is ``init``; a adds a required parameter to load_context in
+    ``config``; b's new test calls it on an instance taken from the package."""
+    sp, a, b = two(space, {**REEXPORT, "pkg/__init__.py": init, "pkg/config.py": config})
     sp.write(a, "pkg/config.py", config.replace("def load_context(self):",
                                                 "def load_context(self, context):"))
     sp.commit(a, "load_context takes a context")
     sp.write(b, "tests/test_new.py", USES["instance"])
     sp.commit(b, "a test")
+    return sp
+
+
+@pytest.mark.parametrize("init", sorted(STAR_INITS))
+def test_a_changed_method_of_a_class_a_package_star_imports_is_an_ra(
+        space, scan_json, capsys, init):
+    config = CONFIG + ("\n\n__all__ = ['Settings']\n" if init == "star-of-all" else "")
+    sp = star_pair(space, STAR_INITS[init], config)
     assert not run_merged_test(sp, "test_new")
     p, found = sym(scan_json(sp.main, capsys=capsys))
     assert p["advisory"] == "resolution", (init, p["findings"])
@@ -207,13 +202,7 @@ def test_a_name_a_star_import_leaves_out_is_not_reached_through_the_package(
     # config's __all__ leaves Settings out: pkg offers only Other, so b's `from pkg import
     # Settings` never reached config's Settings (it fails on its own: not a's doing)
     config = CONFIG + "\n\nclass Other:\n    pass\n\n\n__all__ = ['Other']\n"
-    sp, a, b = two(space, {**REEXPORT, "pkg/__init__.py": "from .config import *\n",
-                           "pkg/config.py": config})
-    sp.write(a, "pkg/config.py", config.replace("def load_context(self):",
-                                                "def load_context(self, context):"))
-    sp.commit(a, "load_context takes a context")
-    sp.write(b, "tests/test_new.py", USES["instance"])
-    sp.commit(b, "a test")
+    sp = star_pair(space, "from .config import *\n", config)
     _p, found = sym(scan_json(sp.main, capsys=capsys))
     assert not any("load_context" in f["detail"] for f in found), found
 
@@ -239,18 +228,26 @@ def test_a_moved_module_the_package_still_offers_by_its_old_name_is_no_ra(
     assert (p["advisory"] == "resolution") == (not keeps), (keeps, p["findings"])
 
 
-def test_an_edit_to_a_module_the_other_side_moves_is_no_ra(space, scan_json, capsys):
-    # git carries b's edit through a's rename (a also edits load_context's body): the new
-    # helper's use of the module's own class moves with it, it imports nothing from the
-    # old path
+def config_moved(space, edit: tuple[str, str]):  # type: ignore[no-untyped-def]
+    """a moves pkg/config.py to pkg/settings.py with ``edit`` made there (the package
+    re-exports Settings from its new home); b adds a helper to pkg/config.py that calls
+    Settings().load_context(). Committed on both sides."""
     config = CONFIG + "".join(f"\n\ndef helper_{i}():\n    return {i}\n" for i in range(12))
     sp, a, b = two(space, {**REEXPORT, "pkg/config.py": config})
     git(a, "mv", "pkg/config.py", "pkg/settings.py")
-    sp.write(a, "pkg/settings.py", config.replace("return {'verify'", "return {'v': 1, 'verify'"))
+    sp.write(a, "pkg/settings.py", config.replace(*edit))
     sp.write(a, "pkg/__init__.py", "from .settings import Settings\n")
     sp.commit(a, "config is now settings")
     sp.write(b, "pkg/config.py", config + "\n\ndef default_context():\n"
              "    return Settings().load_context()\n")
+    return sp, a, b
+
+
+def test_an_edit_to_a_module_the_other_side_moves_is_no_ra(space, scan_json, capsys):
+    # git carries b's edit through a's rename (a also edits load_context's body): the new
+    # helper's use of the module's own class moves with it, it imports nothing from the
+    # old path
+    sp, _a, b = config_moved(space, ("return {'verify'", "return {'v': 1, 'verify'"))
     sp.write(b, "tests/test_new.py", "import pkg\n\n\ndef test_it():\n"
              "    pkg.Settings().load_context()\n")
     sp.commit(b, "a helper next to Settings")
@@ -262,15 +259,8 @@ def test_an_edit_to_a_module_the_other_side_moves_is_no_ra(space, scan_json, cap
 
 def test_an_edit_to_a_moved_module_that_calls_its_changed_method_the_old_way_is_an_ra(
         space, scan_json, capsys):
-    config = CONFIG + "".join(f"\n\ndef helper_{i}():\n    return {i}\n" for i in range(12))
-    sp, a, b = two(space, {**REEXPORT, "pkg/config.py": config})
-    git(a, "mv", "pkg/config.py", "pkg/settings.py")
-    sp.write(a, "pkg/settings.py", config.replace("def load_context(self):",
-                                                  "def load_context(self, context):"))
-    sp.write(a, "pkg/__init__.py", "from .settings import Settings\n")
-    sp.commit(a, "config is now settings; load_context takes a context")
-    sp.write(b, "pkg/config.py", config + "\n\ndef default_context():\n"
-             "    return Settings().load_context()\n")
+    sp, _a, b = config_moved(space, ("def load_context(self):",
+                                    "def load_context(self, context):"))
     # the helper's module wherever it is: pkg.config for b, pkg.settings once merged
     sp.write(b, "tests/test_new.py", "import sys\n\nfrom pkg import Settings\n\n\n"
              "def test_it():\n    sys.modules[Settings.__module__].default_context()\n")

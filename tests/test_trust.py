@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, lines
+from conftest import git, init_repo, lines, stop
 
 from proximity.commands import service as service_cmd
 from proximity.service import client
@@ -164,10 +164,7 @@ def test_a_squatted_runtime_directory_and_its_fake_service_are_never_used(tmp_pa
         status = subprocess.run([PY, "-m", "proximity", "service", "status"], cwd=top / "main",
                                 capture_output=True, text=True, env=env)
     finally:
-        fake.kill()
-        fake.wait()
-        if fake.stdout is not None:
-            fake.stdout.close()
+        stop(fake)
     assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
     assert "FORGED" not in p.stderr
     assert heard.read_bytes() == b"", "the fake service heard the victim"

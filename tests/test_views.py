@@ -71,13 +71,19 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.browser
-def test_view_in_headless_chromium(airspace, tmp_path):
+def chromium_or_skip() -> str:
+    """The browser, else a skip (a failure in CI, where tests/run.sh installs it)."""
     exe = chromium()
     if exe is None:
         if os.environ.get("CI"):
             pytest.fail("Chromium is missing: tests/run.sh installs it from the OS packages")
         pytest.skip("Chromium is not installed (tests/run.sh installs it)")
+    return exe
+
+
+@pytest.mark.browser
+def test_view_in_headless_chromium(airspace, tmp_path):
+    exe = chromium_or_skip()
     out = tmp_path / "view.html"
     assert main(["view", "--out", str(out), "-C", airspace]) == 0
     html = out.read_text()
@@ -166,11 +172,7 @@ def _state(exe: str, url: str, profile) -> dict:
 
 @pytest.mark.browser
 def test_timeline_moments_render_differently_in_headless_chromium(swarm_recording, tmp_path):
-    exe = chromium()
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: tests/run.sh installs it from the OS packages")
-        pytest.skip("Chromium is not installed (tests/run.sh installs it)")
+    exe = chromium_or_skip()
     out, data = swarm_recording
     frames = data["timeline"]
     assert "http://" not in out.read_text() and "https://" not in out.read_text()
