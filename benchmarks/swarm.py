@@ -258,6 +258,7 @@ class Agent:
     waited: int = 0
     touched: set[str] = field(default_factory=set)
     shas: list[str] = field(default_factory=list)
+    synced: int = 0  # landings on the trunk when it last rebased
 
 
 def edits_of(scratch: str, plan: Plan) -> list[Edit]:
@@ -365,7 +366,7 @@ class Tally:
 
 class Swarm:
     def __init__(self, root: str, scratch: str, a: Assignment, policy: str,
-                 rng: random.Random, stall: int, post: bool) -> None:
+                 rng: random.Random, stall: int, post: bool, sync: bool) -> None:
         self.root, self.scratch, self.a, self.policy = root, scratch, a, policy
         self.rng, self.stall, self.post = rng, stall, post
         self.t = Tally(policy, len(a.plans))
@@ -373,6 +374,8 @@ class Swarm:
         self.env = {"PROXIMITY_SERVICE_IDLE": "120"}
         self.agents: list[Agent] = []
         self.finished: list[Agent] = []
+        self.landings = 0
+        self.sync = sync
 
     # setup: a bare remote at T, a clone with the hooks, one worktree per agent
     def setup(self) -> None:
@@ -442,6 +445,11 @@ class Swarm:
         return found
 
     def work(self, ag: Agent, tries: int = 3) -> bool:
+        # the trunk moved: rebase before editing on, as a coordinated agent does, since
+        # neither a reservation nor the check sees work that already landed
+        if self.sync and self.policy != "none" and ag.synced != self.landings and \
+                not self.rebase(ag):
+            self.t.conflicts_midway += 1
         first_holder: str | None = None
         for e in self.eligible(ag)[:tries]:
             path = os.path.join(ag.wt, e.path)
@@ -504,6 +512,7 @@ class Swarm:
         """Onto the new trunk, its uncommitted edits kept; False when git conflicted (the
         agent's side then wins, as a resolver who redoes its change would have it)."""
         git(["fetch", "-q", "origin"], ag.wt)
+        ag.synced = self.landings
         clean = True
         stashed = git(["stash", "push", "-q", "--include-untracked"], ag.wt, ok=(0, 1))
         has_stash = bool(out(["stash", "list"], ag.wt))
@@ -551,6 +560,7 @@ class Swarm:
         self.broken(ag, onto)
         ag.state = "landed"
         self.t.landed += 1
+        self.landings += 1
         # a landed agent's worktree is gone, as a finished agent's is
         git(["worktree", "remove", "--force", ag.wt], self.repo, ok=(0, 128), extra=self.env)
         for other in self.agents:
@@ -688,6 +698,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--stall", type=int, default=4, help="steps without a move = deadlock")
     ap.add_argument("--max-steps", type=int, default=400)
     ap.add_argument("--no-post", action="store_true", help="skip the PostToolUse hook")
+    ap.add_argument("--no-sync", action="store_true",
+                    help="coordinated agents do not rebase when the trunk moved")
     ap.add_argument("--keep", help="keep the repositories under this directory")
     args = ap.parse_args(argv)
     git_dir = os.path.abspath(args.git_dir)
@@ -705,7 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             root = os.path.join(work, policy)
             os.makedirs(root)
             s = Swarm(root, scratch, a, policy, random.Random(args.seed), args.stall,
-                      not args.no_post)
+                      not args.no_post, not args.no_sync)
             t = s.run(args.max_steps)
             results.append(report(t, a, {"repository": git_dir, "seed": args.seed}))
             print(f"{policy:13} landed {t.landed}/{t.agents} conflicts {t.conflicts_at_landing}"
