@@ -682,9 +682,42 @@ def report(t: Tally, a: Assignment, extra: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+def plot(files: Sequence[str], png: str) -> None:
+    """Waiting steps and conflicts at landing per policy, one group per repository and N."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = []
+    for f in files:
+        with open(f) as fh:
+            d = json.load(fh)
+        runs += d.get("runs", [d])
+    groups = sorted({(os.path.basename(os.path.dirname(r["repository"].rstrip("/")))
+                      .replace("+", "/"), r["agents"]) for r in runs})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / len(POLICIES)
+    for ax, key, title in ((axes[0], "waiting_steps", "agent-steps spent waiting"),
+                           (axes[1], "conflicts_at_landing", "conflicts at landing")):
+        for k, policy in enumerate(POLICIES):
+            ys = []
+            for repo, n in groups:
+                ys.append(next((r[key] for r in runs if r["policy"] == policy and
+                                r["agents"] == n and repo.replace("/", "+") in
+                                r["repository"]), 0))
+            ax.bar([i + k * width for i in range(len(groups))], ys, width, label=policy)
+        ax.set_xticks([i + width for i in range(len(groups))])
+        ax.set_xticklabels([f"{repo.split('/')[-1]}\nN={n}" for repo, n in groups])
+        ax.set_title(title)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--git-dir", required=True, help="a fetched repository (bare or not)")
+    ap.add_argument("--git-dir", help="a fetched repository (bare or not)")
     ap.add_argument("--agents", type=int, default=5)
     ap.add_argument("--policy", default="all", choices=[*POLICIES, "all"])
     ap.add_argument("--seed", type=int, default=1)
@@ -701,7 +734,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-sync", action="store_true",
                     help="coordinated agents do not rebase when the trunk moved")
     ap.add_argument("--keep", help="keep the repositories under this directory")
+    ap.add_argument("--plot", nargs="+", metavar=("PNG", "JSON"),
+                    help="draw PNG from earlier --json outputs instead of running")
     args = ap.parse_args(argv)
+    if args.plot:
+        plot(args.plot[1:], args.plot[0])
+        return 0
+    if not args.git_dir:
+        ap.error("--git-dir is required")
     git_dir = os.path.abspath(args.git_dir)
     if os.path.isdir(os.path.join(git_dir, ".git")):
         git_dir = os.path.join(git_dir, ".git")
