@@ -172,14 +172,11 @@ def pick(n: int, conflicts: dict[tuple[int, int], set[str]], size: int) -> list[
     return sorted(chosen)
 
 
-def units(repo: str, merge: str, max_commits: int, max_files: int) -> tuple[str, list[Branch]]:
-    """The lines of work concurrent with one conflicting merge, from its merge base T: every
-    first-parent step of the trunk side (a pull request's own commits, or a commit made on
-    the trunk directly) and the merged side's commits, each small enough to replay."""
-    p1, p2 = out(["rev-parse", f"{merge}^1", f"{merge}^2"], repo).split()
-    base = out(["merge-base", p1, p2], repo)
+def steps_of(repo: str, base: str, tip: str, max_commits: int) -> list[Branch]:
+    """Each first-parent step of base..tip as a line of work: a merged branch's own commits,
+    or one commit made on that line directly."""
     found = []
-    for line in out(["log", "--first-parent", "--reverse", "--format=%H %P", f"{base}..{p1}"],
+    for line in out(["log", "--first-parent", "--reverse", "--format=%H %P", f"{base}..{tip}"],
                     repo).split("\n"):
         parts = line.split()
         if len(parts) == 2:
@@ -189,12 +186,33 @@ def units(repo: str, merge: str, max_commits: int, max_files: int) -> tuple[str,
                           repo).split()
             if 1 <= len(commits) <= max_commits:
                 found.append(Branch(parts[0], parts[1], commits))
+    return found
+
+
+def units(repo: str, merge: str, max_commits: int, max_files: int,
+          per_side: int) -> tuple[str, list[Branch]]:
+    """The lines of work concurrent with one conflicting merge, from its merge base T:
+    ``per_side`` first-parent steps of the trunk side small enough to replay (those touching
+    a file the merge conflicted in first, then the newest), and the merged side whole (its
+    commits build on each other; up to three times the size), so that the conflict the merge
+    met is among them."""
+    p1, p2 = out(["rev-parse", f"{merge}^1", f"{merge}^2"], repo).split()
+    base = out(["merge-base", p1, p2], repo)
+
+    def files(b: Branch) -> list[str]:
+        return out(["diff", "--name-only", f"{b.commits[0]}^", b.commits[-1]], repo).split()
+
+    contested = conflict_files(repo, p1, p2) or set()
+    steps = [(b, files(b)) for b in steps_of(repo, base, p1, max_commits)]
+    steps = [(b, f) for b, f in steps if len(f) <= max_files]
+    # the steps that touch what the merge conflicted in first, then the newest
+    ranked = sorted(range(len(steps)), key=lambda i: (not contested & set(steps[i][1]), -i))
+    found = [steps[i][0] for i in sorted(ranked[:per_side])]
     side = out(["rev-list", "--reverse", "--no-merges", f"{base}..{p2}"], repo).split()
-    if 1 <= len(side) <= max_commits:
-        found.append(Branch(merge, p1, side))
-    small = [b for b in found if len(out(["diff", "--name-only", f"{b.commits[0]}^",
-                                          b.commits[-1]], repo).split()) <= max_files]
-    return base, small
+    merged = Branch(merge, p1, side)
+    if 1 <= len(side) <= 3 * max_commits and len(files(merged)) <= 3 * max_files:
+        found.append(merged)
+    return base, found
 
 
 def conflicting_merges(repo: str, head: str, limit: int) -> list[str]:
@@ -215,12 +233,16 @@ def assign(scratch: str, head: str, n: int, args: argparse.Namespace,
     merges = conflicting_merges(scratch, head, args.merges)
     rng.shuffle(merges)
     best: Assignment | None = None
-    for merge in merges[:args.tries]:
-        trunk, pool = units(scratch, merge, args.max_commits, args.max_files)
-        pool = pool[-(args.pool or 4 * n):]  # the newest: the merged side comes last
+    tried = 0
+    for merge in merges:
+        if tried == args.tries:
+            break
+        trunk, pool = units(scratch, merge, args.max_commits, args.max_files,
+                            args.pool or 4 * n)
         plans = [p for p in (rebase_onto(scratch, trunk, b) for b in pool) if p is not None]
         if len(plans) < n:
             continue
+        tried += 1
         every = pairwise(scratch, plans)
         chosen = pick(n, every, len(plans))
         plans = [plans[i] for i in chosen]
@@ -375,6 +397,7 @@ class Swarm:
         self.agents: list[Agent] = []
         self.finished: list[Agent] = []
         self.landings = 0
+        self.reason = ""  # the last check's reason, kept with a deny
         self.sync = sync
 
     # setup: a bare remote at T, a clone with the hooks, one worktree per agent
@@ -418,6 +441,7 @@ class Swarm:
         except (ValueError, KeyError):
             return "allow", None  # the hook's own rule: a failure never blocks the agent
         reason = str(ans.get("permissionDecisionReason", ""))
+        self.reason = reason[:600]
         m = HOLDER.search(reason)
         return str(ans.get("permissionDecision", "allow")), m.group(1) if m else None
 
@@ -462,7 +486,10 @@ class Swarm:
                 nl = self.needless(ag, e, holder)
                 self.t.needless_denies += bool(nl)
                 self.t.deny_log.append({"agent": ag.name, "path": e.path, "holder": holder,
-                                        "needless": nl})
+                                        "needless": nl, "commit": ag.plan.commits[e.commit],
+                                        "step": self.t.makespan_steps,
+                                        "reason": self.reason if self.policy == "proximity"
+                                        else ""})
                 first_holder = first_holder or holder or "?"
                 continue
             self.t.asks += decision == "ask"
