@@ -379,6 +379,7 @@ class Tally:
     commits: int = 0
     lost_events: int = 0
     doubled_events: int = 0
+    lost_shas: list[str] = field(default_factory=list)
     merge_denies: int = 0
     push_blocks: int = 0
     forced: int = 0
@@ -697,7 +698,8 @@ class Swarm:
             finally:
                 con.close()
         shas = [s for a in self.agents for s in a.shas]
-        self.t.lost_events = sum(s not in seen for s in shas)
+        self.t.lost_shas = [s for s in shas if s not in seen]
+        self.t.lost_events = len(self.t.lost_shas)
         self.t.doubled_events = sum(seen.get(s, 0) > 1 for s in shas)
 
 
