@@ -725,7 +725,7 @@ def plot(files: Sequence[str], png: str) -> None:
         runs += d.get("runs", [d])
     groups = sorted({(os.path.basename(os.path.dirname(r["repository"].rstrip("/")))
                       .replace("+", "/"), r["agents"]) for r in runs})
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.2))
     width = 0.8 / len(POLICIES)
     for ax, key, title in ((axes[0], "waiting_steps", "agent-steps spent waiting"),
                            (axes[1], "conflicts_at_landing", "conflicts at landing")):
@@ -737,7 +737,9 @@ def plot(files: Sequence[str], png: str) -> None:
                                 r["repository"]), 0))
             ax.bar([i + k * width for i in range(len(groups))], ys, width, label=policy)
         ax.set_xticks([i + width for i in range(len(groups))])
-        ax.set_xticklabels([f"{repo.split('/')[-1]}\nN={n}" for repo, n in groups])
+        ax.set_xticklabels([f"{repo.split('/')[-1].split('_')[-1]}\nN={n}"
+                            for repo, n in groups], fontsize=8)
+        ax.yaxis.get_major_locator().set_params(integer=True)
         ax.set_title(title)
     axes[0].legend()
     fig.tight_layout()
