@@ -1,12 +1,15 @@
 """N agents on one repository at once: conflicts at landing, waiting and deadlocks per policy.
 
-Assignments come from real history: around a first-parent merge whose two sides really conflicted
-requests) of a fetched repository are taken N at a time, consecutive in merge order; the
-trunk commit T is the first parent of the oldest merge of the window, and each branch's own
-commits are cherry-picked onto T (a commit that does not apply is dropped). Of ``--tries``
-windows the one whose rebased branches conflict pairwise most often (``git merge-tree``) is
-kept, so the swarm meets real collisions. Each policy then gets a fresh setup: a bare remote
-whose ``main`` is T, a clone with ``python -m proximity install``, and one worktree per agent.
+Assignments come from real history. Around a first-parent merge of a fetched repository
+whose two sides git could not merge, the lines of work concurrent with it are taken from its
+merge base T: each first-parent step of the trunk side (a pull request's own commits, or a
+commit made on the trunk directly; those touching a file the merge conflicted in first) and
+the merged side whole. Each is cherry-picked onto T (a commit that does not apply is
+dropped), and the N that conflict pairwise most (``git merge-tree``) are kept; of ``--tries``
+such merges, the one whose N conflict most. Each policy then gets a fresh setup: a bare
+remote whose ``main`` is T, a clone with ``python -m proximity install``, and one worktree
+per agent. Coordinated agents (reservations, proximity) rebase before their next edit once
+the trunk moved (``--no-sync``: they do not); a landed agent's worktree is removed.
 
 Agents replay their branch's commits as edits, in a step-based closed loop (each step every
 agent that is not done acts once, in an order drawn from ``--seed``). Before each edit (one
@@ -34,6 +37,7 @@ holder's conflict under ``git merge-tree``) and lost events (commits made with n
 ``kind='commit'`` event in the ledger).
 
     python benchmarks/swarm.py --git-dir DIR --agents 5 --policy all --seed 1 --json OUT
+    python benchmarks/swarm.py --plot benchmarks/swarm.png OUT...
 """
 
 from __future__ import annotations
