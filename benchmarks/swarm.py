@@ -219,23 +219,23 @@ def units(repo: str, merge: str, max_commits: int, max_files: int,
     return base, found
 
 
-def conflicting_merges(repo: str, head: str, limit: int) -> list[str]:
-    """First-parent merges whose two sides git could not merge cleanly, newest first."""
-    found = []
+def conflicting_merges(repo: str, head: str, limit: int) -> tuple[list[str], list[str]]:
+    """First-parent two-parent merges, newest first: those whose two sides git could not
+    merge cleanly, and the others."""
+    found: tuple[list[str], list[str]] = ([], [])
     for line in out(["log", "--first-parent", "--merges", f"-n{limit}", "--format=%H %P", head],
                     repo).split("\n"):
         parts = line.split()
-        if len(parts) == 3 and conflict_files(repo, parts[1], parts[2]) is not None:
-            found.append(parts[0])
+        if len(parts) == 3:
+            clean = conflict_files(repo, parts[1], parts[2]) is None
+            found[clean].append(parts[0])
     return found
 
 
-def assign(scratch: str, head: str, n: int, args: argparse.Namespace,
-           rng: random.Random) -> Assignment:
-    """N concurrent lines of work around a real conflicting merge, rebased onto its merge
-    base; of ``--tries`` such merges, the one whose N conflict pairwise the most."""
-    merges = conflicting_merges(scratch, head, args.merges)
-    rng.shuffle(merges)
+def best_of(scratch: str, merges: list[str], n: int, args: argparse.Namespace
+            ) -> Assignment | None:
+    """Of the first ``--tries`` merges offering N replayable lines of work, the assignment
+    whose N conflict pairwise the most (the earliest of equals)."""
     best: Assignment | None = None
     tried = 0
     for merge in merges:
@@ -256,8 +256,22 @@ def assign(scratch: str, head: str, n: int, args: argparse.Namespace,
               file=sys.stderr)
         if best is None or len(a.conflicts) > len(best.conflicts):
             best = a
+    return best
+
+
+def assign(scratch: str, head: str, n: int, args: argparse.Namespace,
+           rng: random.Random) -> Assignment:
+    """N concurrent lines of work around a real conflicting merge, rebased onto its merge
+    base; a history where no conflicting merge offers N of them gets a swarm around a clean
+    merge instead (its lines of work may still conflict once rebased onto one base)."""
+    conflicting, clean = conflicting_merges(scratch, head, args.merges)
+    rng.shuffle(conflicting)
+    best = best_of(scratch, conflicting, n, args)
     if best is None:
-        raise SystemExit(f"no conflicting merge with {n} replayable concurrent lines of work")
+        rng.shuffle(clean)
+        best = best_of(scratch, clean, n, args)
+    if best is None:
+        raise SystemExit(f"no merge with {n} replayable concurrent lines of work")
     return best
 
 
