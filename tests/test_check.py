@@ -591,3 +591,24 @@ def test_a_move_an_agent_is_about_to_make_is_checked_like_an_edit_of_the_whole_f
     assert got["hookSpecificOutput"]["permissionDecision"] == "allow", got
     got = hook(a, "claude", event(a, "Bash", {"command": "mv app.txt x; echo done"}))
     assert got["hookSpecificOutput"]["permissionDecision"] == "allow", got
+
+
+def test_the_context_an_edit_carries_to_be_unique_is_not_an_edit(space):
+    """Claude Code makes old_string unique by widening it; only the lines old_string and
+    new_string do not share are edited. b deletes line 4; a's Edit changes line 2 with
+    lines 2-4 as its old_string: ask (near), as `check w.yaml:2` says, not deny."""
+    text = "jobs:\n  - uses: pub@v1\n    with:\n      password: x\n" \
+           "  - run: build\n  - uses: pub@v1\n    with:\n      password: y\n"
+    sp = space({"w.yaml": text})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "w.yaml", text.replace("      password: x\n", ""))
+    old = "  - uses: pub@v1\n    with:\n      password: x\n"
+    edit = {"file_path": str(a / "w.yaml"), "old_string": old,
+            "new_string": old.replace("pub@v1", "pub@v2")}
+    got = hook(a, "claude", event(a, "Edit", edit))
+    assert got["hookSpecificOutput"]["permissionDecision"] == "ask", got
+    # an edit of the deleted line itself is still denied
+    edit = {"file_path": str(a / "w.yaml"), "old_string": old,
+            "new_string": old.replace("password: x", "password: z")}
+    got = hook(a, "claude", event(a, "Edit", edit))
+    assert got["hookSpecificOutput"]["permissionDecision"] == "deny", got

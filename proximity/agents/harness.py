@@ -65,6 +65,23 @@ def _read(path: str) -> str | None:
         return None
 
 
+def _kept(old: str, new: str) -> tuple[int, int]:
+    """How many whole lines an edit leaves as they were at the start and at the end of its
+    ``old_string``: the context an agent adds to make the string unique (Claude Code
+    requires it) is not an edit of those lines. A pure insertion keeps all of them: its
+    range is then the empty one at the insertion point."""
+    if old.endswith("\n") and new.endswith("\n"):  # (no line after the last newline)
+        old, new = old[:-1], new[:-1]
+    a, b = old.split("\n"), new.split("\n")
+    lead = 0
+    while lead < min(len(a), len(b)) and a[lead] == b[lead]:
+        lead += 1
+    trail = 0
+    while trail < min(len(a), len(b)) - lead and a[-1 - trail] == b[-1 - trail]:
+        trail += 1
+    return lead, trail
+
+
 def _edits(path: str, edits: list[tuple[str, str, bool]]) -> tuple[Range, ...] | None:
     """Ranges of each ``old_string`` in the current file; the whole file when one cannot be
     placed (a new file, or text that is nowhere). An edit that matches only text an earlier
@@ -78,7 +95,8 @@ def _edits(path: str, edits: list[tuple[str, str, bool]]) -> tuple[Range, ...] |
         found = lines_of(text, old, every)
         if found is None and (not old or old not in now):
             return None
-        out += found or []
+        lead, trail = _kept(old, new)
+        out += [(lo + lead, hi - trail) for lo, hi in found or []]
         now = now.replace(old, new) if every else now.replace(old, new, 1)
     return tuple(sorted(set(out))) or None
 
