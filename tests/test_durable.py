@@ -170,3 +170,41 @@ def test_a_service_killed_while_commits_run_loses_and_doubles_nothing(repo):
     assert not os.listdir(journal.pending_dir(common))
     assert not [n for n in os.listdir(Path(common) / "ecm" / "cookies")
                 if n.startswith("post-commit-")]
+
+
+def test_a_commit_whose_worktree_is_removed_at_once_keeps_its_event(repo):
+    """A worktree commits and is removed before anyone takes the note its post-commit hook
+    left (a busy or killed service): the note names the commit, so the next service, or
+    the next hook, records it as history, once, though the worktree is gone."""
+    common = os.path.realpath(repo / ".git")
+    shas = []
+    cookies = Path(common) / "ecm" / "cookies"
+    cookies.mkdir(parents=True, exist_ok=True)
+    for i in range(4):
+        wt = repo.parent / f"w{i}"
+        git(repo, "worktree", "add", "-q", "-b", f"w{i}", str(wt), "main")
+        (wt / "f.txt").write_text(BASE + f"{i}\n")
+        git(wt, "commit", "-qam", f"c{i}", env={"PROXIMITY_SKIP": "1"})
+        shas.append(git(wt, "rev-parse", "HEAD").stdout.strip())
+        git(repo, "worktree", "remove", "--force", str(wt))
+        # the note the hook script leaves (hooks/proximity-hook): worktree, pid, commit
+        (cookies / f"post-commit-w{i}-{4000 + i}-{shas[-1]}").mkdir()
+    # two are taken by a service that starts, two by the next hook in process
+    for note in sorted(cookies.glob("post-commit-w[23]-*")):
+        note.rename(note.with_name("held-" + note.name))
+    assert service_cmd.start(common)
+    recorded_pid(common)
+    service_cmd.stop(common)
+    old = time.time() - 60
+    for note in sorted(cookies.glob("held-*")):
+        note.rename(note.with_name(note.name[len("held-"):]))
+    for note in cookies.glob("post-commit-*"):
+        os.utime(note, (old, old))
+    r = subprocess.run([PY, "-m", "proximity", "hook", "post-checkout", "0", "0", "0"],
+                       cwd=repo, capture_output=True, text=True,
+                       env={**os.environ, "PROXIMITY_SERVICE": "0"})
+    assert r.returncode == 0, r.stderr
+    heads = [h for _s, h, _x in commit_events(repo)]
+    assert [sha for sha in shas if sha not in heads] == [], "commits without an event"
+    assert all(heads.count(sha) == 1 for sha in shas)
+    assert not list(cookies.glob("post-commit-*"))

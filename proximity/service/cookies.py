@@ -13,6 +13,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from proximity import gitfiles
 from proximity.service import client, fswatch
 from proximity.service.protocol import HOOK
 from proximity.service.state import Job, ServiceState
@@ -142,8 +143,17 @@ class Cookies(ServiceState):
         with self.pending_lock:
             posts, self.posts = self.posts, []
         for name in dict.fromkeys(posts):  # one commit, one record (a note is only a cue)
-            agent = self.air.agent_of_admin(note_admin(name))
-            if agent is None:
+            admin = note_admin(name)
+            agent = self.air.agent_of_admin(admin)
+            if agent is None:  # its worktree removed right after the commit
+                sha = recorder.post_note_parts(name)[1]
+                try:
+                    if sha is not None:
+                        recorder.record_departed(
+                            self.air.ctx, gitfiles.worktree_id(admin) if admin
+                            else gitfiles.MAIN_ID, sha)
+                except Exception:
+                    continue  # the note stays for the next taker
                 _remove(self.common, name)
                 continue
             sha = recorder.post_note_parts(name)[1]

@@ -9,7 +9,7 @@ import re
 import time
 from typing import NamedTuple
 
-from proximity import gitio
+from proximity import gitfiles, gitio
 from proximity.errors import FatalError
 from proximity.hooks.inputs import index_override as index_override
 from proximity.ledger import Event
@@ -151,7 +151,7 @@ def replay_pending(common: str, older_than: float = PENDING_AGE) -> int:
             with contextlib.suppress(OSError):
                 os.unlink(path)
             continue
-        done += _replay(item, name)
+        done += _replay(item, name) or _departed(common, item)
         with contextlib.suppress(OSError):
             os.unlink(path)
     return done
@@ -199,9 +199,13 @@ def _replay_post_notes(common: str, older_than: float) -> int:
             continue
         admin, sha = post_note_parts(name)
         top = _worktree_of(common, admin)
-        if top is not None:
+        if top is not None and os.path.isdir(top):
             done += _replay({"rid": "", "agent": "", "kind": "commit", "cwd": top,
                              "head": sha}, "", any_agent=True)
+        else:  # its worktree removed right after the commit
+            done += _departed(common, {"agent": gitfiles.worktree_id(admin) if admin
+                                       else gitfiles.MAIN_ID, "kind": "commit",
+                                       "head": sha})
         with contextlib.suppress(OSError):
             os.rmdir(path)
     return done
@@ -255,4 +259,43 @@ def record_superseded(ctx: Context, sha: str, wt: gitio.WorktreeInfo | None = No
     ctx.ledger.record(ctx.here, "commit", path=here.path, head=sha, branch=here.branch,
                       snapshot=None, tree=tree, files={}, machine=ctx.cfg.machine_id,
                       spool=True, rid=f"commit:{ctx.here}:{sha}")
+    return True
+
+
+def _departed(common: str, item: object) -> int:
+    """A commit event whose worktree is gone by the time it is recorded (removed right
+    after the commit): the commit as history, from the main checkout's view of the
+    ledger. 0 when there is nothing to record it with."""
+    if not isinstance(item, dict) or item.get("kind") != "commit":
+        return 0
+    agent, head = item.get("agent"), item.get("head")
+    top = _worktree_of(common, "")
+    if not isinstance(agent, str) or not isinstance(head, str) or not _SHA.fullmatch(head) \
+            or top is None:
+        return 0
+    try:
+        ctx = workspace.open_context(top, check_git=False)
+    except (FatalError, OSError):
+        return 0
+    try:
+        return int(record_departed(ctx, agent, head))
+    except (FatalError, OSError):
+        return 0
+    finally:
+        ctx.close()
+
+
+def record_departed(ctx: Context, agent: str, sha: str) -> bool:
+    """Commit ``sha`` of worktree ``agent`` that is no longer there: recorded as history
+    (its own tree, nothing uncommitted), once (keyed by the commit)."""
+    if ctx.ledger is None:
+        return False
+    try:
+        tree = ctx.repo.commit_tree(sha)
+    except FatalError:
+        return False
+    path = str((ctx.ledger.streams().get(agent) or {}).get("path") or "")
+    ctx.ledger.record(agent, "commit", path=path, head=sha, branch=None, snapshot=None,
+                      tree=tree, files={}, machine=ctx.cfg.machine_id, spool=True,
+                      rid=f"commit:{agent}:{sha}")
     return True
