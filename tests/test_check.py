@@ -612,3 +612,22 @@ def test_the_context_an_edit_carries_to_be_unique_is_not_an_edit(space):
             "new_string": old.replace("password: x", "password: z")}
     got = hook(a, "claude", event(a, "Edit", edit))
     assert got["hookSpecificOutput"]["permissionDecision"] == "deny", got
+
+
+def test_the_side_with_right_of_way_is_asked_the_side_that_yields_is_denied(pair, capsys):
+    """Two agents each holding lines the other needs were both denied and each waited for
+    the other to land. With a standing Resolution Advisory (the one order every worktree
+    reads), the holder's edit there is asked and the yielding side's denied."""
+    sp, a, b = pair
+    sp.write(a, "app.txt", APP.replace("line 10\n", "line 10 a\n").replace(
+        "line 11\n", "line 11 a\n").replace("line 12\n", "line 12 a\n"))
+    sp.commit(a, "a's three lines")
+    sp.write(b, "app.txt", APP.replace("line 11\n", "line 11 b\n"))
+    sp.commit(b, "b's one line")
+    assert main(["scan", "-C", str(sp.main)]) == 0  # records the pair's decision
+    capsys.readouterr()
+    _, mine = run_check(a, "app.txt:11", capsys=capsys)
+    _, theirs = run_check(b, "app.txt:11", capsys=capsys)
+    assert mine["decision"] == "ask", mine
+    assert "right-of-way" in mine["reason"], mine
+    assert theirs["decision"] == "deny", theirs

@@ -381,12 +381,31 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     ledger = open_ledger(repo)
     try:
         sides = gather(repo, tg, ledger, merging, merged)
+        behind = yielding_to(ledger, repo.current().id, {s.agent for s in sides})
     finally:
         if ledger is not None:
             ledger.close()
         configured = gitio.git_finish(cfg) if cfg is not None else None
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
-    return verdict.decide(sides, policy)
+    return verdict.decide(sides, policy, behind)
+
+
+def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:
+    """The siblings a standing Resolution Advisory told to yield to this worktree (the
+    one order every worktree reads, scan's ``yields``): this worktree holds course there,
+    so their work asks rather than denies it; two agents never deny each other into a
+    wait for the other to land."""
+    if ledger is None:
+        return set()
+    out = set()
+    for other in others:
+        try:
+            got = ledger.held(me, other)
+        except LedgerError:
+            return set()
+        if got is not None and got[0] == other:
+            out.add(other)
+    return out
 
 
 def open_ledger(repo: gitio.Repo) -> Ledger | None:

@@ -20,7 +20,7 @@ denies on any evidence; ``never`` only asks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple
 
 from proximity.analysis import hunks, intervals
@@ -137,11 +137,17 @@ def evidence(side: Side) -> list[Conflict]:
     return out
 
 
-def decide(sides: Sequence[Side], deny_on: str = "ra") -> Decision:
-    """allow / ask / deny for one request, from every sibling's evidence."""
+def decide(sides: Sequence[Side], deny_on: str = "ra",
+           behind: Collection[str] = ()) -> Decision:
+    """allow / ask / deny for one request, from every sibling's evidence. ``behind``: the
+    siblings told to yield to this worktree (right-of-way): their collisions are asked,
+    never denied, so the holder goes on and the yielding side steers."""
     if deny_on not in POLICIES:
         raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(POLICIES)})")
     found = [c for s in sides for c in evidence(s)]
+    found = [c._replace(level=TA, detail=c.detail + f" ({text(c.agent)} was told to yield to "
+                        "you here: you have right-of-way, they steer)")
+             if c.agent in behind and c.level == RA else c for c in found]
     found.sort(key=lambda c: ({RA: 0, TA: 1}.get(c.level, 2), c.evidence != "conflict",
                               c.agent, c.path))
     if not found:
