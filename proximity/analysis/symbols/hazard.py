@@ -38,7 +38,7 @@ from typing import Any
 
 from proximity.analysis import intervals, parsers
 from proximity.analysis.resolve import Resolver
-from proximity.analysis.symbols import writes
+from proximity.analysis.symbols import reexports, writes
 from proximity.analysis.symbols.binding import FAMILY, SOFT, binding
 from proximity.analysis.symbols.reads import UNKNOWN, Reader
 from proximity.analysis.symbols.writes import Changed, WriterFile
@@ -161,15 +161,15 @@ class _Writer:
         for _ in range(3):
             nxt = []
             for path, wf, names in todo:
-                for init in _packages_above(path, resolver.paths, wf.lang):
+                for init in reexports.packages_above(path, resolver.paths, wf.lang):
                     facts = base_facts(init)
                     if facts is None:
                         continue
                     rd = Reader(init, wf.lang, facts, resolver)
                     if wf.lang == "python":
-                        offered = _py_offered(rd, facts, path, names, base_facts(path))
+                        offered = reexports.py_offered(rd, facts, path, names, base_facts(path))
                     else:
-                        offered = _js_offered(rd, facts, path, names)
+                        offered = reexports.js_offered(rd, facts, path, names)
                     for here, there in offered.items():
                         self.alias[(init, here)] = (wf, there)
                         self.shorts.add(here)
@@ -178,66 +178,6 @@ class _Writer:
                             self.by_target.setdefault(init, []).append(wf)
                         nxt.append((init, wf, offered))
             todo = nxt
-
-
-def _js_offered(rd: Reader, facts: dict[str, Any], path: str, names: dict[str, str]
-                ) -> dict[str, str]:
-    """The names an index module offers from ``path`` (``export { a as b } from``,
-    ``export * from``) -> their names in the changed file."""
-    offered: dict[str, str] = {}
-    for local, spec, name in facts.get("reexports", ()):
-        if rd._first(["js", spec]) != path:
-            continue
-        for nm in (names if name == "*" else [name]):
-            if nm in names:
-                offered[nm if local == "*" else local] = names[nm]
-    return offered
-
-
-def _py_offered(rd: Reader, facts: dict[str, Any], path: str, names: dict[str, str],
-                module: dict[str, Any] | None) -> dict[str, str]:
-    """The names a package's ``__init__.py`` offers from the module ``path``: what it
-    imports by name (``from .config import Settings [as S]``), and what a star import of
-    the module takes (its ``__all__``, else its public names) -> their names in the
-    changed file. ``module`` is the base facts of ``path``."""
-    offered: dict[str, str] = {}
-    for rec in facts["binds"]:
-        if rec[1] != "from":
-            continue
-        got = rd._through(rec, [rec[0]])
-        if got is not None and got[0] == path and got[1] and got[1][0] in names:
-            offered[rec[0]] = names[got[1][0]]
-    starred = (module or {}).get("all")
-    for mod, level, line in facts.get("stars", ()):
-        for nm in names:
-            if nm in offered or (nm.startswith("_") if starred is None else nm not in starred):
-                continue
-            # resolved as `from mod import nm` would be: the star's module must be path
-            got = rd._through([nm, "from", mod, level, nm, line, False], [nm])
-            if got is not None and got[0] == path and got[1] == [nm]:
-                offered[nm] = names[nm]
-    return offered
-
-
-INDEX = ("index.ts", "index.tsx", "index.js", "index.mjs", "index.cjs", "index.jsx")
-
-
-def _packages_above(path: str, paths: set[str], lang: str = "python") -> list[str]:
-    """The files that stand for the directories holding ``path``, nearest first: their
-    ``__init__.py`` (Python) or ``index`` module (JavaScript/TypeScript)."""
-    names = ("__init__.py",) if lang == "python" else INDEX
-    out = []
-    d = posixpath.dirname(path)
-    if posixpath.basename(path) in names:
-        d = posixpath.dirname(d)
-    while d:
-        for name in names:
-            init = f"{d}/{name}"
-            if init in paths and init != path:
-                out.append(init)
-                break
-        d = posixpath.dirname(d)
-    return out
 
 
 def _spans(fc: FileChange) -> list[tuple[int, int]]:
