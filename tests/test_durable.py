@@ -142,6 +142,21 @@ def test_a_job_a_killed_service_claimed_is_recorded_once_by_the_next_hook(repo):
     assert [h for _s, h, _x in commit_events(repo)].count(sha) == 1
 
 
+def replay_by_next_hook(repo: Path, common: str) -> None:
+    """What is still pending is taken by the next hook once it is older than the replay
+    age (its hook gave up long ago): made that old here rather than waited for, then one
+    hook runs in process."""
+    old = time.time() - 60
+    for d, prefix in ((Path(journal.pending_dir(common)), ""),
+                      (Path(common) / "ecm" / "cookies", "post-commit-")):
+        for note in d.glob(f"{prefix}*") if d.is_dir() else ():
+            os.utime(note, (old, old))
+    r = subprocess.run([PY, "-m", "proximity", "hook", "post-checkout", "0", "0", "0"],
+                       cwd=repo, capture_output=True, text=True,
+                       env={**os.environ, "PROXIMITY_SERVICE": "0"})
+    assert r.returncode == 0, r.stderr
+
+
 def test_a_service_killed_while_commits_run_loses_and_doubles_nothing(repo):
     common = os.path.realpath(repo / ".git")
     made: list[str] = []
@@ -153,17 +168,7 @@ def test_a_service_killed_while_commits_run_loses_and_doubles_nothing(repo):
                     os.kill(int(st["pid"]), signal.SIGKILL)
         assert commit(repo, n).returncode == 0
         made.append(git(repo, "rev-parse", "HEAD").stdout.strip())
-    # what is still pending is taken by the next hook once it is older than the replay
-    # age (its hook gave up long ago): made that old here rather than waited for
-    old = time.time() - 60
-    for d, prefix in ((Path(journal.pending_dir(common)), ""),
-                      (Path(common) / "ecm" / "cookies", "post-commit-")):
-        for note in d.glob(f"{prefix}*") if d.is_dir() else ():
-            os.utime(note, (old, old))
-    r = subprocess.run([PY, "-m", "proximity", "hook", "post-checkout", "0", "0", "0"],
-                       cwd=repo, capture_output=True, text=True,
-                       env={**os.environ, "PROXIMITY_SERVICE": "0"})
-    assert r.returncode == 0, r.stderr
+    replay_by_next_hook(repo, common)
     heads = [h for _s, h, _x in commit_events(repo)]
     assert sorted(heads) == sorted(set(heads))  # none doubled
     assert [sha for sha in made if sha not in heads] == []  # none lost
@@ -195,15 +200,9 @@ def test_a_commit_whose_worktree_is_removed_at_once_keeps_its_event(repo):
     assert service_cmd.start(common)
     recorded_pid(common)
     service_cmd.stop(common)
-    old = time.time() - 60
     for note in sorted(cookies.glob("held-*")):
         note.rename(note.with_name(note.name[len("held-"):]))
-    for note in cookies.glob("post-commit-*"):
-        os.utime(note, (old, old))
-    r = subprocess.run([PY, "-m", "proximity", "hook", "post-checkout", "0", "0", "0"],
-                       cwd=repo, capture_output=True, text=True,
-                       env={**os.environ, "PROXIMITY_SERVICE": "0"})
-    assert r.returncode == 0, r.stderr
+    replay_by_next_hook(repo, common)
     heads = [h for _s, h, _x in commit_events(repo)]
     assert [sha for sha in shas if sha not in heads] == [], "commits without an event"
     assert all(heads.count(sha) == 1 for sha in shas)
