@@ -134,12 +134,12 @@ def replay_pending(common: str, older_than: float = PENDING_AGE) -> int:
     """Events a hook handed to a service that never recorded them (killed or stopped
     mid-job): recorded now, from their worktree as it is, under their request id, so an
     event the service did record after all is not recorded twice. How many were."""
+    done = _replay_post_notes(common, older_than)  # (notes exist without pending ones)
     d = journal.pending_dir(common)
     try:
         names = os.listdir(d)
     except OSError:
-        return 0
-    done = _replay_post_notes(common, older_than)
+        return done
     for name in names:
         path = os.path.join(d, name)
         try:
