@@ -155,18 +155,18 @@ def crash_dir() -> str:
 
 
 def _crash_log(exc: BaseException) -> str:
-    import stat
     import time
     import traceback
 
+    # lazy: only a crash needs it (`proximity --help` and hooks start without it)
+    from proximity import owned
+
     d = crash_dir()
     try:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        st = os.lstat(d)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        try:
+            owned.private_dir(d)
+        except owned.NotOurs:
             return f"(no crash log: {d} is not a directory of this user)"
-        if st.st_mode & 0o077:
-            os.chmod(d, 0o700)
         path = os.path.join(d, f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as f:
