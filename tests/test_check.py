@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import git, lines
 
-from proximity.agents import harness, verdict
+from proximity.agents import edits, harness, verdict
 from proximity.analysis import hunks
 from proximity.main import main
 
@@ -333,9 +333,9 @@ def test_gemini_hook_format(pair):
 
 def test_lines_of_maps_old_string_to_lines():
     text = "a\nb\nc\nb\n"
-    assert harness.lines_of(text, "b\nc\n") == [(2, 3)]
-    assert harness.lines_of(text, "b", every=True) == [(2, 2), (4, 4)]
-    assert harness.lines_of(text, "zzz") is None
+    assert edits.lines_of(text, "b\nc\n") == [(2, 3)]
+    assert edits.lines_of(text, "b", every=True) == [(2, 2), (4, 4)]
+    assert edits.lines_of(text, "zzz") is None
 
 
 # -- messages carry the other side's hunk --------------------------------------------------
@@ -401,9 +401,10 @@ def test_multiedit_whose_second_edit_matches_text_the_first_one_wrote(tmp_path):
         "file_path": str(f), "edits": [{"old_string": "b\n", "new_string": "B1\n"},
                                        {"old_string": "B1\n", "new_string": "B2\n"},
                                        {"old_string": "d\n", "new_string": "D\n"}]}}
-    assert harness.claude_targets(ev) == [(str(f), ((2, 2), (4, 4)))]
+    assert [e[:2] for e in harness.claude_targets(ev)] == [(str(f), ((2, 2), (4, 4)))]
     ev["tool_input"]["edits"].append({"old_string": "nowhere", "new_string": ""})
-    assert harness.claude_targets(ev) == [(str(f), None)]  # cannot place it: whole file
+    # cannot place it: the whole file
+    assert [e[:2] for e in harness.claude_targets(ev)] == [(str(f), None)]
 
 
 def test_other_worktrees_names_and_lines_reach_the_terminal_sanitised(space, capsys):
@@ -631,3 +632,39 @@ def test_the_side_with_right_of_way_is_asked_the_side_that_yields_is_denied(pair
     assert mine["decision"] == "ask", mine
     assert "right-of-way" in mine["reason"], mine
     assert theirs["decision"] == "deny", theirs
+
+
+def test_the_same_change_made_on_both_sides_is_not_a_conflict(pair):
+    """Two agents bump the same line to the same text (two branches bumping one dependency):
+    git's merge takes the change once, so the edit is allowed; a different change of that
+    line is still denied, and one git merges cleanly beside theirs is asked."""
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 = 2.0\n"))
+    path = str(a / "app.txt")
+    same = hook(a, "claude", event(a, "Edit", {"file_path": path, "old_string": "line 12\n",
+                                               "new_string": "line 12 = 2.0\n"}))
+    hso = same["hookSpecificOutput"]
+    assert hso["permissionDecision"] == "allow", hso
+    assert "same change" in hso["permissionDecisionReason"]
+    other = hook(a, "claude", event(a, "Edit", {"file_path": path, "old_string": "line 12\n",
+                                                "new_string": "line 12 = 3.0\n"}))
+    assert other["hookSpecificOutput"]["permissionDecision"] == "deny", other
+    # the same change as a Write of the whole file
+    out = hook(a, "claude", event(a, "Write", {
+        "file_path": path, "content": APP.replace("line 12\n", "line 12 = 2.0\n")}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    # the same change plus a change of the next line: git's merge conflicts there (the
+    # line after theirs is changed on one side only, touching their change): denied
+    out = hook(a, "claude", event(a, "Edit", {
+        "file_path": path, "old_string": "line 12\nline 13\n",
+        "new_string": "line 12 = 2.0\nline 13 = 2.0\n"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny", out
+    # theirs has more than ours in the file: a clean merge that is not our result: asked
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 = 2.0\n")
+             .replace("line 35\n", "line 35 b\n"))
+    out = hook(a, "claude", event(a, "Edit", {"file_path": path, "old_string": "line 12\n",
+                                              "new_string": "line 12 = 2.0\n"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "ask", out
+    # the line-range check, which knows no result, still denies
+    rc = main(["check", "-C", str(a), "app.txt:12"])
+    assert rc == 1

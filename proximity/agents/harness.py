@@ -29,109 +29,17 @@ from collections.abc import Callable
 from typing import Any
 
 from proximity.agents import verdict
+from proximity.agents.edits import Edit, edits_of, write_of
 from proximity.agents.merging import check_merge
 from proximity.agents.precheck import check
-from proximity.analysis.intervals import Range
+from proximity.agents.shell import claude_merge, claude_moves
 from proximity.errors import NotARepository, UsageError
 from proximity.remote.untrusted import text as shown
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import actions
 
 MAX_CONTEXT = 4000  # characters of messages handed to an agent after an edit
-Targets = list[tuple[str, tuple[Range, ...] | None]]  # absolute path, current-file lines
-
-
-def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
-    """1-based line ranges where ``needle`` occurs in ``text`` (None: not found/empty)."""
-    if not needle:
-        return None
-    out: list[Range] = []
-    at = text.find(needle)
-    while at >= 0:
-        first = text.count("\n", 0, at) + 1
-        body = needle[:-1] if needle.endswith("\n") else needle
-        out.append((first, first + body.count("\n")))
-        if not every:
-            break
-        at = text.find(needle, at + len(needle))
-    return out or None
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def _kept(old: str, new: str) -> tuple[int, int]:
-    """How many whole lines an edit leaves as they were at the start and at the end of its
-    ``old_string``: the context an agent adds to make the string unique (Claude Code
-    requires it) is not an edit of those lines. A pure insertion keeps all of them: its
-    range is then the empty one at the insertion point."""
-    if old.endswith("\n") and new.endswith("\n"):  # (no line after the last newline)
-        old, new = old[:-1], new[:-1]
-    a, b = old.split("\n"), new.split("\n")
-    lead = 0
-    while lead < min(len(a), len(b)) and a[lead] == b[lead]:
-        lead += 1
-    trail = 0
-    while trail < min(len(a), len(b)) - lead and a[-1 - trail] == b[-1 - trail]:
-        trail += 1
-    return lead, trail
-
-
-def _edits(path: str, edits: list[tuple[str, str, bool]]) -> tuple[Range, ...] | None:
-    """Ranges of each ``old_string`` in the current file; the whole file when one cannot be
-    placed (a new file, or text that is nowhere). An edit that matches only text an earlier
-    edit of the same call produced lies in that earlier edit's lines already."""
-    text = _read(path)
-    if text is None:
-        return None
-    now = text
-    out: list[Range] = []
-    for old, new, every in edits:
-        found = lines_of(text, old, every)
-        if found is None and (not old or old not in now):
-            return None
-        lead, trail = _kept(old, new)
-        out += [(lo + lead, hi - trail) for lo, hi in found or []]
-        now = now.replace(old, new) if every else now.replace(old, new, 1)
-    return tuple(sorted(set(out))) or None
-
-
-def write_targets(path: str, content: object) -> Targets:
-    """A whole-file write judged by the lines it changes in the file as it is now: all of
-    a new file; nothing when the content is the same."""
-    if not isinstance(content, str):
-        return [(path, None)]
-    current = _read(path)
-    if current is None:
-        return [(path, None)]  # a new file: all of it is the edit
-    changed = written_lines(current, content)
-    return [(path, changed)] if changed != () else []
-
-
-def written_lines(current: str, content: str) -> tuple[Range, ...] | None:
-    """The lines of ``current`` a whole-file write of ``content`` changes, as git's diff
-    would name them (a pure insertion before line s is the empty range (s, s-1)); () when
-    nothing changes, None when the file is too large to diff here (then: the whole file)."""
-    import difflib
-
-    old, new = current.splitlines(keepends=True), content.splitlines(keepends=True)
-    if len(old) + len(new) > WRITE_DIFF_LINES:
-        return None
-    out: list[Range] = []
-    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, old, new,
-                                                          autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        out.append((i1 + 1, i2))  # (insert: i1 == i2, the empty range before line i1+1)
-    return tuple(out)
-
-
-WRITE_DIFF_LINES = 200_000  # lines past which a Write is judged as the whole file
+Targets = list[Edit]  # absolute paths, current-file lines, the files after the edit
 
 
 def _abs(event: dict[str, Any], path: str) -> str:
@@ -143,101 +51,18 @@ def claude_targets(event: dict[str, Any]) -> Targets:
     tool = event.get("tool_name", "")
     ti = event.get("tool_input") or {}
     if tool == "NotebookEdit":
-        return [(_abs(event, ti["notebook_path"]), None)]
+        return [Edit(_abs(event, ti["notebook_path"]), None, None)]
     if tool == "Bash":
-        return [(_abs(event, src), None) for src in claude_moves(event)]
+        return [Edit(_abs(event, src), None, None) for src in claude_moves(event)]
     if tool not in ("Edit", "MultiEdit", "Write"):
         return []
     path = _abs(event, ti["file_path"])
     if tool == "Write":
-        return write_targets(path, ti.get("content"))
+        return write_of(path, ti.get("content"))
     edits = ti.get("edits") if tool == "MultiEdit" else [ti]
     triples = [(str(e.get("old_string", "")), str(e.get("new_string", "")),
                 bool(e.get("replace_all"))) for e in edits or []]
-    return [(path, _edits(path, triples))]
-
-
-MOVED_FILES = 200  # files of moved directories checked, at most
-
-
-def claude_moves(event: dict[str, Any]) -> list[str]:
-    """The files a Bash tool call is about to move (``git mv SRC… DST`` or ``mv SRC…
-    DST``, one plain command): a move is an edit of each whole file it moves (the text is
-    data: only split, never run)."""
-    import shlex
-
-    cmd = str((event.get("tool_input") or {}).get("command") or "")
-    if len(cmd) > MAX_COMMAND or any(c in cmd for c in ";&|`$()<>\n"):
-        return []
-    try:
-        words = shlex.split(cmd)
-    except ValueError:
-        return []
-    if words and os.path.basename(words[0]) == "git" and words[1:2] == ["mv"]:
-        args = words[2:]
-    elif words and os.path.basename(words[0]) == "mv":
-        args = words[1:]
-    else:
-        return []
-    names = [w for w in args if not w.startswith("-")]
-    if len(names) < 2:
-        return []
-    cwd = str(event.get("cwd") or os.getcwd())
-    out: list[str] = []
-    for src in names[:-1]:
-        full = os.path.join(cwd, src)
-        if os.path.isdir(full):
-            for d, dirs, files in os.walk(full):
-                dirs[:] = [x for x in dirs if x != ".git"]
-                out += [os.path.relpath(os.path.join(d, f), cwd) for f in files]
-        elif os.path.isfile(full):
-            out.append(src)
-    return out[:MOVED_FILES]
-
-
-def claude_merge(event: dict[str, Any]) -> str | None:
-    """The branch a Bash tool call is about to merge into the worktree: ``git merge REF``
-    or ``git rebase REF`` (one plain command, one ref; anything else: None). The text is
-    data: only split, never run."""
-    import shlex
-
-    if event.get("tool_name") != "Bash":
-        return None
-    cmd = str((event.get("tool_input") or {}).get("command") or "")
-    if len(cmd) > MAX_COMMAND or any(c in cmd for c in ";&|`$()<>\n"):
-        return None  # a compound (or huge) command: not read
-    try:
-        words = shlex.split(cmd)
-    except ValueError:
-        return None
-    if not words or os.path.basename(words[0]) != "git":
-        return None
-    i = 1
-    while i < len(words) and words[i].startswith("-"):  # git's own options
-        i += 2 if words[i] in ("-c", "-C") else 1
-    if i >= len(words) or words[i] not in ("merge", "rebase"):
-        return None
-    rest, refs = words[i + 1:], []
-    while rest:
-        w = rest.pop(0)
-        if w in ("--abort", "--continue", "--skip", "--quit", "--onto", "--root") \
-                or w.startswith("--onto="):
-            return None  # not a merge of one branch into this one
-        if w in _TAKES_VALUE:
-            if rest:
-                rest.pop(0)
-        elif w == "--":
-            refs += rest
-            break
-        elif not w.startswith("-"):
-            refs.append(w)
-    return refs[0] if len(refs) == 1 else None
-
-
-MAX_COMMAND = 4096  # a longer command line is not read (splitting it is not free)
-# git merge / git rebase options whose value is the next word
-_TAKES_VALUE = frozenset(("-m", "-F", "--file", "-s", "--strategy", "-X", "--strategy-option",
-                          "-x", "--exec", "--cleanup", "--into-name"))
+    return [edits_of(path, triples)]
 
 
 def claude_answer(decision: str, reason: str) -> dict[str, Any]:
@@ -254,10 +79,10 @@ def gemini_targets(event: dict[str, Any]) -> Targets:
         return []
     path = _abs(event, ti["file_path"])
     if tool == "write_file":
-        return write_targets(path, ti.get("content"))
+        return write_of(path, ti.get("content"))
     every = int(ti.get("expected_replacements") or 1) > 1
-    return [(path, _edits(path, [(str(ti.get("old_string", "")),
-                                   str(ti.get("new_string", "")), every)]))]
+    return [edits_of(path, [(str(ti.get("old_string", "")), str(ti.get("new_string", "")),
+                              every)])]
 
 
 def gemini_answer(decision: str, reason: str) -> dict[str, Any]:
@@ -303,12 +128,14 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
             return answer("allow", "proximity: not a file edit")
 
         by_dir: dict[str, Targets] = {}
-        for path, ranges in targets:
-            by_dir.setdefault(_existing_dir(path), []).append((path, ranges))
+        for e in targets:
+            by_dir.setdefault(_existing_dir(e.path), []).append(e)
         decisions = []
         for start, items in by_dir.items():
             try:
-                decisions.append(check(start, items, deny_on, cwd=start))
+                decisions.append(check(start, [(e.path, e.ranges) for e in items], deny_on,
+                                       cwd=start, results={e.path: e.result for e in items
+                                                           if e.result is not None}))
             except NotARepository:
                 continue
         if not decisions:
@@ -353,7 +180,7 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
         if os.environ.get("PROXIMITY_SKIP") == "1":
             return {}
         targets = POST[name](event) if event.get("tool_input") else []
-        starts = {_existing_dir(p) for p, _ in targets} or {str(event.get("cwd") or ".")}
+        starts = {_existing_dir(e.path) for e in targets} or {str(event.get("cwd") or ".")}
 
         for start in starts:
             ctx = workspace.open_context(start, check_git=False, strict=False)

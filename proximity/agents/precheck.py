@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from proximity import gitio
@@ -35,6 +35,7 @@ MAX_SCAN_BYTES = 256 * 1024
 class Target(NamedTuple):
     path: str  # relative to the worktree root, '/'-separated
     ranges: tuple[Range, ...] | None  # lines of the current file; None: the whole file
+    result: bytes | None = None  # the whole file after the edit, when the harness says
 
 
 def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
@@ -304,6 +305,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                                           _read_bytes(os.path.join(wpath, rel))) == ck:
             DIFFS[ck] = got
     theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
+    wpaths = {w.id: w.path for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
     # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
     # last recorded in the ledger (hooks, PostToolUse), a tree-to-tree diff that never
@@ -334,7 +336,48 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             out.append(verdict.Side(
                 w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ())))
+    # 4. an edit whose result the harness gave, on lines a sibling changed too: git's own
+    # three-way merge of the file says whether they collide (the same change made on both
+    # sides merges cleanly: a swarm's two bumps of one dependency are not a conflict)
+    jobs = [(i, base_blob[bases[s.agent], s.path], t.result,
+             os.path.join(wpaths[s.agent], moves.get((wpaths[s.agent], bases[s.agent]), {})
+                          .get(origin[bases[s.agent], s.path], origin[bases[s.agent], s.path])))
+            for i, s in enumerate(out) for t in targets
+            if t.path == s.path and t.result is not None and _contested(s)]
+    for i, outcome in merges(jobs, repo.workdir).items():
+        out[i] = out[i]._replace(merge=outcome)
     return out
+
+
+def _contested(side: verdict.Side) -> bool:
+    """Whether the side's change meets the requested lines as git's merge sees them."""
+    d = side.diff
+    if d is None or not d.changed or d.binary:
+        return False
+    return side.mine is None or d.base_ranges() is None or bool(hunks.contested(d, side.mine))
+
+
+def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str]], cwd: str
+           ) -> dict[int, str]:
+    """``git merge-file`` of (base blob, this file after the edit, the sibling's file on
+    disk), per job: "same" when the merge is this side's result (they made no change this
+    edit does not make too), "clean" when it merges cleanly otherwise; a conflicted (or
+    unreadable) merge is left out."""
+    jobs = [j for j in jobs if j[2] is not None and os.path.isfile(j[3])]
+    if not jobs:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="proximity-merge-") as tmp:
+        args = []
+        for n, (_, base, result, _) in enumerate(jobs):
+            for name, data in (("base", base or b""), ("mine", result or b"")):
+                with open(os.path.join(tmp, f"{n}.{name}"), "wb") as f:
+                    f.write(data)
+            args.append((gitio.merge_file_args(os.path.join(tmp, f"{n}.mine"),
+                                               os.path.join(tmp, f"{n}.base"), jobs[n][3]),
+                         cwd))
+        got = gitio.git_many(args, ok=(0,))
+    return {i: "same" if merged == result else "clean"
+            for (i, _, result, _), merged in zip(jobs, got, strict=True) if merged is not None}
 
 
 def renames(pairs: Sequence[tuple[str, str | None]]
@@ -371,11 +414,15 @@ def edits_of(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, 
 
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
           deny_on: str | None = None, cwd: str | None = None,
-          merging: str | None = None, merged: str | None = None) -> verdict.Decision:
+          merging: str | None = None, merged: str | None = None,
+          results: Mapping[str, str] | None = None) -> verdict.Decision:
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
-    that contains ``start`` (by merging the commit ``merging``, when given)."""
+    that contains ``start`` (by merging the commit ``merging``, when given). ``results``:
+    a file's whole text after the edit, by the path given, where the harness says it."""
     repo = gitio.Repo(start, fast=True)
-    tg = [Target(relative(repo, p, cwd or start), r) for p, r in targets]
+    after = results or {}
+    tg = [Target(relative(repo, p, cwd or start), r,
+                 after[p].encode() if p in after else None) for p, r in targets]
     cfg = None if deny_on else gitio.git_start(["config", "--get", "proximity.checkPolicy"],
                                                repo.workdir)
     ledger = open_ledger(repo)

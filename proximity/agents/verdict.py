@@ -6,6 +6,9 @@ Evidence, per sibling worktree and path (all in the pair's base coordinates):
   unchanged line between, as git's merge sees it), or the request covers the whole file
   and the sibling changed it: the merge would conflict.
 * ``near`` (TA): the sibling changed lines within ``NEAR`` unchanged lines of the request.
+* ``merges``: the sibling changed the same lines, but the edit's result is known (the
+  harness gave it) and git's own merge of the file with theirs is clean: information when
+  the merge is the edit's own result (the same change on both sides), TA otherwise.
 * ``same-file`` (information): the sibling changed this file elsewhere. Shown, with its
   hunk, but it never turns an allow into an ask: calibrated on real history, two sides
   changing one file apart collide a few percent of the time (``calibration_table``), and
@@ -55,6 +58,7 @@ class Side(NamedTuple):
     intent: tuple[Range, ...] | None = None
     has_intent: bool = False
     uses: tuple[Use, ...] = ()
+    merge: str = ""  # git's merge of the file after the edit with theirs: same | clean | ""
 
 
 class Conflict(NamedTuple):
@@ -64,7 +68,7 @@ class Conflict(NamedTuple):
     ranges: tuple[Range, ...]
     hunk: str
     level: str  # ra | ta
-    evidence: str  # conflict | near | same-file | intent | symbol
+    evidence: str  # conflict | merges | near | same-file | intent | symbol
     detail: str
 
 
@@ -98,7 +102,16 @@ def evidence(side: Side) -> list[Conflict]:
     d = side.diff
     if d is not None and d.changed:
         theirs = d.base_ranges()
-        if theirs is None or side.mine is None:
+        if side.merge:
+            hit = hunks.nearest(d, side.mine, 2) if side.mine is not None else list(d.hunks)
+            out.append(Conflict(
+                side.agent, side.branch, side.path, tuple(h.base for h in hit),
+                hunks.excerpt(hit), INFO if side.merge == "same" else TA, "merges",
+                f"{who} changed {path} {_lines(theirs)} too; "
+                + ("your edit makes the same change: git's merge takes it once"
+                   if side.merge == "same" else
+                   "your edit and theirs meet, but git's merge of the two is clean")))
+        elif theirs is None or side.mine is None:
             hit = list(d.hunks)
             out.append(Conflict(side.agent, side.branch, side.path, tuple(h.base for h in hit),
                                 hunks.excerpt(hit) or "(binary change)", RA, "conflict",

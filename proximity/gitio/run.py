@@ -280,3 +280,9 @@ def tree_diff_args(old: str | None, new: str) -> list[str]:
 def file_diff_args(old: str, new: str) -> list[str]:
     """`git diff --no-index -U0` of two files (either may be /dev/null)."""
     return [*DIFF_ARGS, "--no-index", "--", old, new]
+
+
+def merge_file_args(mine: str, base: str, theirs: str) -> list[str]:
+    """`git merge-file -p` of three files: the merged text on stdout, exit 0 when clean
+    (the number of conflicts otherwise)."""
+    return ["merge-file", "-p", "--", mine, base, theirs]

@@ -1,0 +1,127 @@
+"""What an agent's edit does to a file, from the harness's event alone: the lines of the
+current file it replaces (git's coordinates, the context an agent adds to make a string
+unique left out) and, where the event carries it, the file's text after the edit. Pure but
+for reading the file as it is now."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from proximity.analysis.intervals import Range
+
+
+class Edit(NamedTuple):
+    path: str
+    ranges: tuple[Range, ...] | None  # lines of the current file; None: the whole file
+    result: str | None  # the whole file after the edit; None: not known from the event
+
+
+class Applied(NamedTuple):
+    ranges: tuple[Range, ...] | None
+    result: str | None
+
+
+def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
+    """1-based line ranges where ``needle`` occurs in ``text`` (None: not found/empty)."""
+    if not needle:
+        return None
+    out: list[Range] = []
+    at = text.find(needle)
+    while at >= 0:
+        first = text.count("\n", 0, at) + 1
+        body = needle[:-1] if needle.endswith("\n") else needle
+        out.append((first, first + body.count("\n")))
+        if not every:
+            break
+        at = text.find(needle, at + len(needle))
+    return out or None
+
+
+def read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _kept(old: str, new: str) -> tuple[int, int]:
+    """How many whole lines an edit leaves as they were at the start and at the end of its
+    ``old_string``: the context an agent adds to make the string unique (Claude Code
+    requires it) is not an edit of those lines. A pure insertion keeps all of them: its
+    range is then the empty one at the insertion point."""
+    if old.endswith("\n") and new.endswith("\n"):  # (no line after the last newline)
+        old, new = old[:-1], new[:-1]
+    a, b = old.split("\n"), new.split("\n")
+    lead = 0
+    while lead < min(len(a), len(b)) and a[lead] == b[lead]:
+        lead += 1
+    trail = 0
+    while trail < min(len(a), len(b)) - lead and a[-1 - trail] == b[-1 - trail]:
+        trail += 1
+    return lead, trail
+
+
+def apply(text: str, edits: Sequence[tuple[str, str, bool]]) -> Applied:
+    """Where each ``old_string`` lies in ``text`` and the text after the edits. An edit
+    that matches only text an earlier edit of the same call produced lies in that earlier
+    edit's lines already; one that matches nothing cannot be placed (ranges None: the
+    whole file, and no result)."""
+    now: str | None = text
+    out: list[Range] = []
+    for old, new, every in edits:
+        found = lines_of(text, old, every)
+        if found is None and (not old or now is None or old not in now):
+            return Applied(None, None)
+        lead, trail = _kept(old, new)
+        out += [(lo + lead, hi - trail) for lo, hi in found or []]
+        if now is not None:  # (text an earlier edit removed: the result is not known)
+            now = (None if old not in now else
+                   now.replace(old, new) if every else now.replace(old, new, 1))
+    return Applied(tuple(sorted(set(out))) or None, now)
+
+
+def edits_of(path: str, edits: Sequence[tuple[str, str, bool]]) -> Edit:
+    """The lines of the current file an Edit / MultiEdit (old_string → new_string)
+    replaces, and the file it leaves; the whole file when one cannot be placed (a new
+    file, or text that is nowhere)."""
+    text = read_text(path)
+    if text is None:
+        return Edit(path, None, None)
+    got = apply(text, edits)
+    # the result only of a file read as it is (one that is not UTF-8 was read with
+    # replacement characters: its result would differ from what the edit writes)
+    return Edit(path, got.ranges, got.result if "\ufffd" not in text else None)
+
+
+def write_of(path: str, content: object) -> list[Edit]:
+    """A whole-file write judged by the lines it changes in the file as it is now: all of
+    a new file; nothing when the content is the same."""
+    if not isinstance(content, str):
+        return [Edit(path, None, None)]
+    current = read_text(path)
+    if current is None:
+        return [Edit(path, None, content)]  # a new file: all of it is the edit
+    changed = written_lines(current, content)
+    return [Edit(path, changed, content)] if changed != () else []
+
+
+def written_lines(current: str, content: str) -> tuple[Range, ...] | None:
+    """The lines of ``current`` a whole-file write of ``content`` changes, as git's diff
+    would name them (a pure insertion before line s is the empty range (s, s-1)); () when
+    nothing changes, None when the file is too large to diff here (then: the whole file)."""
+    old, new = current.splitlines(keepends=True), content.splitlines(keepends=True)
+    if len(old) + len(new) > WRITE_DIFF_LINES:
+        return None
+    out: list[Range] = []
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, old, new,
+                                                          autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        out.append((i1 + 1, i2))  # (insert: i1 == i2, the empty range before line i1+1)
+    return tuple(out)
+
+
+WRITE_DIFF_LINES = 200_000  # lines past which a Write is judged as the whole file
