@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import git, sym
 
-from proximity.analysis.symbols import pylang
+from proximity.analysis.symbols import pycalls, pylang
 from proximity.tcas import calibration
 
 LIB = '''def area(w, h):
@@ -319,7 +319,7 @@ def test_binding_rules(params, call, explicit_self, ok):
     node = ast.parse(call).body[0].value  # type: ignore[attr-defined]
     if not params.startswith("self"):
         shape = {**shape, "method": ""}
-    assert pylang.binds(shape, pylang._call(node), explicit_self) == ok
+    assert pycalls.binds(shape, pylang._call(node), explicit_self) == ok
 
 
 @pytest.mark.parametrize("use", [

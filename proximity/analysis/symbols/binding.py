@@ -1,5 +1,5 @@
 """Whether a call still binds to a changed definition, per language, as running it would
-say: Python's own argument binding (``pylang``); Go and Rust by parameter types in order
+say: Python's own argument binding (``pycalls``); Go and Rust by parameter types in order
 and the result (a number literal passed where a built-in numeric type changed still
 compiles); JavaScript/TypeScript by count, with a new parameter the body never dereferences
 only a soft break (it arrives as ``undefined``)."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from proximity.analysis.symbols import pylang
+from proximity.analysis.symbols import pycalls
 from proximity.analysis.symbols.writes import Changed, WriterFile
 
 # language -> the family whose calls bind alike
@@ -104,7 +104,7 @@ def _constants_fit(old: dict[str, Any], new: dict[str, Any], call: list[Any],
 def _js_moved(old: dict[str, Any], new: dict[str, Any], call: list[Any]) -> str:
     """A JS/TS call whose i-th argument now lands in another, still existing, parameter."""
     po, pn = [n for n, _ in old["js"]], [n for n, _ in new["js"]]
-    i = pylang.moved_index(po, pn, call[0], set(pn))
+    i = pycalls.moved_index(po, pn, call[0], set(pn))
     return "" if i is None else f"argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
 
 
@@ -118,11 +118,11 @@ def binding(ch: Changed, wf: WriterFile, call: list[Any], via_class: bool
     """(why the call no longer binds, why it did not bind before, signature for messages)."""
     old, new = ch.old[5], (ch.new or ch.old)[5]
     if wf.lang == "python" and old is not None and new is not None:
-        why = pylang.binds(new, call, via_class)
-        before = pylang.binds(old, call, via_class)
+        why = pycalls.binds(new, call, via_class)
+        before = pycalls.binds(old, call, via_class)
         if why == "" and before == "":
-            why = pylang.moved_positional(old, new, call, via_class)
-        return why, before, pylang.signature(ch.qual, new)
+            why = pycalls.moved_positional(old, new, call, via_class)
+        return why, before, pycalls.signature(ch.qual, new)
     if FAMILY[wf.lang] == "js" and old is not None and new is not None:
         ts = wf.lang != "javascript"
         why, before = _js_binds(new, call, ts), _js_binds(old, call, ts)

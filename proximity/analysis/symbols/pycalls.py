@@ -1,0 +1,87 @@
+"""Whether a Python call still binds to a function's parameters, from plain data: the call's
+shape (``pylang`` reads it from the caller's code) and the parameters' binding shape
+(``pylang`` reads it from the definition). Used by the symbol channel to tell a changed
+signature that breaks a caller from one that does not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Call = list[Any]  # [positional count, keyword names, *args used, **kwargs used]
+
+
+def binds(params: dict[str, Any], call: Call, explicit_self: bool = False) -> str | None:
+    """Why ``call`` does not bind to ``params`` ("" when it binds; None: cannot tell, the
+    call passes ``*args``/``**kwargs``). Methods reached through an instance drop ``self``."""
+    npos, kws, star, dstar = call
+    if star or dstar:
+        return None
+    pos = [*params["pos"], *params["args"]]
+    n_posonly = len(params["pos"])
+    if params.get("method") in ("inst", "class") and not (
+            explicit_self and params["method"] == "inst") and pos:
+        if n_posonly:
+            n_posonly -= 1
+        pos = pos[1:]
+    bound: set[str] = set()
+    if npos > len(pos) and not params["var"]:
+        return f"{npos} positional arguments, at most {len(pos)} accepted"
+    bound.update(name for name, _ in pos[:npos])
+    names = {name for name, _ in pos[n_posonly:]} | {name for name, _ in params["kwonly"]}
+    for k in kws:
+        if k in names:
+            if k in bound:
+                return f"'{k}' given twice"
+            bound.add(k)
+        elif not params["kw"]:
+            return f"unexpected keyword '{k}'"
+    for name, has_default in [*pos, *params["kwonly"]]:
+        if not has_default and name not in bound:
+            return f"missing required '{name}'"
+    return ""
+
+
+def _positional(params: dict[str, Any], explicit_self: bool) -> list[str]:
+    pos = [*params["pos"], *params["args"]]
+    if params.get("method") in ("inst", "class") and not (
+            explicit_self and params["method"] == "inst") and pos:
+        pos = pos[1:]
+    return [name for name, _ in pos]
+
+
+def moved_positional(old: dict[str, Any], new: dict[str, Any], call: Call,
+                     explicit_self: bool = False) -> str:
+    """Why a call that still binds now hands a value to another parameter: its i-th
+    positional argument went to ``x`` and now goes to ``y``, while ``x`` still exists
+    elsewhere (parameters reordered). A parameter renamed in place is no such case: a
+    positional argument does not name it. "" when nothing moved."""
+    po, pn = _positional(old, explicit_self), _positional(new, explicit_self)
+    i = moved_index(po, pn, call[0], set(pn) | {name for name, _ in new["kwonly"]})
+    return "" if i is None else \
+        f"positional argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
+
+
+def moved_index(old: list[str], new: list[str], count: int, still: set[str]) -> int | None:
+    """The first of ``count`` positional arguments whose parameter moved: it went to
+    ``old[i]``, now goes to ``new[i]``, and ``old[i]`` is still a parameter (in ``still``).
+    Any language whose calls bind positional arguments in order."""
+    for i in range(min(count, len(old), len(new))):
+        if old[i] != new[i] and old[i] in still:
+            return i
+    return None
+
+
+def signature(name: str, params: dict[str, Any]) -> str:
+    """``greet(name, *, loud)`` for messages."""
+    parts = [n + ("=…" if d else "") for n, d in params["pos"]]
+    if params["pos"]:
+        parts.append("/")
+    parts += [n + ("=…" if d else "") for n, d in params["args"]]
+    if params["var"]:
+        parts.append("*args")
+    elif params["kwonly"]:
+        parts.append("*")
+    parts += [n + ("=…" if d else "") for n, d in params["kwonly"]]
+    if params["kw"]:
+        parts.append("**kwargs")
+    return f"{name}({', '.join(parts)})"
