@@ -13,6 +13,7 @@ from proximity.commands.install import HOOKS, interpreter, is_ours, recorded_int
 from proximity.errors import FatalError, LedgerError
 from proximity.hooks import hosts
 from proximity.ledger import FILENAME, Ledger, diagnose, integrity_says, recovery_hint
+from proximity.policy import load_policy
 from proximity.service.server import service_state
 
 
@@ -159,7 +160,7 @@ def policy_checks(repo: gitio.Repo) -> list[dict[str, str]]:
         out.append({"check": name, "status": _status(ok), "detail": detail})
 
     try:
-        policy = config.load_policy(*gitio.policy_inputs(repo))
+        policy = load_policy(*gitio.policy_inputs(repo))
     except FatalError as e:
         add("config", False, f"{e} (hooks and commands stop at this error)")
         return out

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from proximity.service.protocol import HookAnswer, HookRequest, ScanRequest
     from proximity.snapshot.workspace import Context
 
-from proximity import config, gitio
+from proximity import gitio
 from proximity.hooks import inbox, verdict
+from proximity.policy import load_policy
 from proximity.service.snapshots import WarmSnapshots, own_index
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import actions, pipeline
@@ -94,7 +95,7 @@ class WarmAirspace(WarmSnapshots):
         now = time.monotonic()
         if key == self.policy_key and (not aged or now - self.policy_read < POLICY_MAX_AGE):
             return
-        policy = config.load_policy(*gitio.policy_inputs(self.ctx.repo))
+        policy = load_policy(*gitio.policy_inputs(self.ctx.repo))
         cfg = policy.config
         self.policy_warnings = list(policy.warnings)
         if cfg != self.ctx.cfg or self.ctx.memo is None or len(self.ctx.memo) > MEMO_ENTRIES:

@@ -10,6 +10,7 @@ from proximity import config, gitio
 from proximity.analysis import parsers
 from proximity.errors import LedgerError, LedgerUnwritable
 from proximity.ledger import Ledger
+from proximity.policy import load_policy
 
 
 class Context:
@@ -39,7 +40,7 @@ def open_context(path: str | None = None, *, need_ledger: bool = False,
     if check_git:
         gitio.require_git()
     repo = gitio.Repo(path or os.getcwd(), fast=not check_git)
-    policy = config.load_policy(*gitio.policy_inputs(repo))
+    policy = load_policy(*gitio.policy_inputs(repo))
     cfg = policy.strict() if strict else policy.config
     for w in policy.warnings:
         warn(w)
