@@ -207,3 +207,27 @@ def test_a_commit_whose_worktree_is_removed_at_once_keeps_its_event(repo):
     assert [sha for sha in shas if sha not in heads] == [], "commits without an event"
     assert all(heads.count(sha) == 1 for sha in shas)
     assert not list(cookies.glob("post-commit-*"))
+
+
+def test_a_service_stopped_right_after_commits_has_recorded_them_all(repo):
+    """`service stop` right after a burst of commits whose notes the service has not taken
+    yet (queued behind the stop, or not yet seen by its watcher): every commit is in the
+    ledger once the stop returns, with no hook run after it."""
+    common = os.path.realpath(repo / ".git")
+    assert service_cmd.start(common)
+    recorded_pid(common)
+    made = []
+    for n in range(8):
+        (repo / "f.txt").write_text(BASE + f"commit {n}\n")
+        git(repo, "commit", "-qam", f"c{n}", env={"PROXIMITY_SKIP": "1"})
+        made.append(git(repo, "rev-parse", "HEAD").stdout.strip())
+    cookies = Path(common) / "ecm" / "cookies"
+    cookies.mkdir(parents=True, exist_ok=True)
+    # the notes their post-commit hooks leave (hooks/proximity-hook), the last just now
+    for n, sha in enumerate(made):
+        (cookies / f"post-commit--{5000 + n}-{sha}").mkdir()
+    assert service_cmd.stop(common, timeout=30)
+    heads = [h for _s, h, _x in commit_events(repo)]
+    assert sorted(heads) == sorted(set(heads))
+    assert [sha for sha in made if sha not in heads] == []
+    assert not [n for n in os.listdir(cookies) if n.startswith("post-commit-")]

@@ -176,6 +176,7 @@ class Scheduler(Cookies):
             job.done.set()
             if prio == 0 and self.air.policy_stale():
                 self.put(Job("policy"), 1)  # read again after the hooks (reload_policy)
+        self._take_left_notes()
 
     def _watch_gaps(self) -> None:
         """Worker thread: after the watcher restarted (new roots, an error), what changed
@@ -193,6 +194,22 @@ class Scheduler(Cookies):
         for wid, path in self.air.paths.items():
             if not fswatch.covered(path, self.watcher.active):
                 self.air.dirty.add(wid)
+
+    def _take_left_notes(self) -> None:
+        """Stopping: the commits that post-commit notes told of (queued, or on disk and not
+        yet seen by the watcher) are recorded before the service goes. A note is durable
+        (the next hook would record it), but a stopped service writes what it holds: one
+        who counts the ledger after `service stop` finds every commit."""
+        if self.air is None:
+            return
+        left = drop_old_notes(self.common)
+        with self.pending_lock:
+            self.posts += [n for n in left if n not in self.posts]
+        try:
+            self._take_posts()
+        except Exception as e:  # the notes stay on disk for the next taker
+            print(f"proximity service: commits left for the next hook: {e}",
+                  file=sys.stderr)
 
     def _background(self, first: Job) -> Answer:
         """Every queued background job at once: re-snapshot what changed, rescan the
