@@ -95,20 +95,16 @@ def conflicting_push(top: Path, env: dict[str, str]) -> subprocess.CompletedProc
 
 
 @pytest.fixture
-def runtime() -> Iterator[Path]:
-    """This user's fallback runtime directory, free for the attacker to take: one that
-    exists already is put aside and put back after."""
-    path = Path(f"/tmp/proximity-{os.getuid()}")
-    saved = Path(f"{path}.saved-{os.getpid()}")
-    if os.path.lexists(path):
-        os.rename(path, saved)
-    yield path
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    else:
-        shutil.rmtree(path, ignore_errors=True)
-    if os.path.lexists(saved):
-        os.rename(saved, path)
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This user's fallback runtime directory, free for the attacker to take. It lies in
+    a temporary directory of its own that anyone may write to, as /tmp (TMPDIR, which the
+    hooks honour as tmux does): another run of proximity on this machine, which makes
+    /tmp/proximity-<uid> whenever it needs it, never races the attacker for the path."""
+    tmp = Path(tempfile.mkdtemp(prefix="proximity-tmpdir-", dir="/tmp"))
+    tmp.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    yield tmp / f"proximity-{os.getuid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 FAKE = r"""

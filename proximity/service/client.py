@@ -54,14 +54,18 @@ def ecm_dir(common: str) -> str:
 
 
 def runtime_dir() -> str:
-    """A private directory for sockets whose path under the common dir is too long (any
-    user can make ``/tmp/proximity-<uid>`` first: owned.why_not_private decides whether
-    it is ours before anything is sent there)."""
+    """A private directory for sockets whose path under the common dir is too long:
+    ``$XDG_RUNTIME_DIR/proximity`` when that is ours, else ``proximity-<uid>`` in
+    ``$TMPDIR`` or ``/tmp`` (as tmux's ``tmux-<uid>``; any user can make it first there:
+    owned.why_not_private decides whether it is ours before anything is sent there)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg) and owned.why_not_private(xdg) is None \
             and os.path.isdir(xdg):
         return os.path.join(xdg, "proximity")
-    return os.path.join("/tmp", f"proximity-{os.getuid()}")
+    tmp = os.environ.get("TMPDIR") or ""
+    if not (os.path.isabs(tmp) and os.path.isdir(tmp)):
+        tmp = "/tmp"
+    return os.path.join(tmp, f"proximity-{os.getuid()}")
 
 
 def untrusted_socket(path: str) -> str | None:
