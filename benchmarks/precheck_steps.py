@@ -10,8 +10,8 @@ it is at that moment (its tip). The check's facts are built the way ``precheck.g
 builds them, from git objects instead of worktree files: the pair's base is
 ``git merge-base p Y``; Y's change of the path is git's ``-U0`` diff base..Y; the request
 maps to base lines through X's own diff base..p (``hunks.to_base``); symbols defined in the
-requested lines of p's blob (``precheck.defined_in``) used by Y's new code
-(``precheck.new_uses`` over the diff base..Y). ``verdict.decide`` answers; no intents are
+requested lines of p's blob (``definitions.defined_in``) used by Y's new code
+(``definitions.new_uses`` over the diff base..Y). ``verdict.decide`` answers; no intents are
 declared in a replay.
 
     python benchmarks/precheck_steps.py benchmarks/out/steps.jsonl CASES... [--git-dir N=DIR]
@@ -48,7 +48,7 @@ import replay
 import steps
 
 from proximity import gitio
-from proximity.agents import precheck, verdict
+from proximity.agents import definitions, precheck, verdict
 from proximity.analysis import hunks
 from proximity.analysis.intervals import Range
 
@@ -116,9 +116,9 @@ def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, .
         uses: tuple[verdict.Use, ...] = ()
         if base != y:
             data = g.blob(p, path)
-            names = precheck.defined_in(path, data, ranges) if data is not None else []
+            names = definitions.defined_in(path, data, ranges) if data is not None else []
             if names:
-                uses = tuple(precheck.new_uses(g.diff(base, y), names, path))
+                uses = tuple(definitions.new_uses(g.diff(base, y), names, path))
         out.append(verdict.Side("y", None, path, base_ranges, ranges, theirs.get(path),
                                 None, False, uses))
     return out

@@ -11,26 +11,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from proximity import gitio
-from proximity.agents import verdict
-from proximity.analysis import hunks, parsers
+from proximity.agents import definitions, verdict
+from proximity.analysis import hunks
 from proximity.analysis.intervals import Range
-from proximity.analysis.symbols import hazard, writes
 from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
 
 if TYPE_CHECKING:
     from proximity.ledger import Ledger
-
-MAX_SYMBOLS = 40
-MAX_SCAN_BYTES = 256 * 1024
-
 
 class Target(NamedTuple):
     path: str  # relative to the worktree root, '/'-separated
@@ -93,74 +87,6 @@ def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | N
             if clocks.forward_decay(clocks.hop_count(clock, now.get(stream, clock))) > 0:
                 out.setdefault(stream, {})[path] = tuple(ranges) if ranges else None
     return out
-
-
-DEF_HINT = re.compile(
-    r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|async\s+|default\s+)*"
-    r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|const|let|var|static)\b"
-    r"|^[A-Za-z_][\w.]*\s*(?::[^=]*)?=[^=]")
-
-
-def _defined(worktree: str, t: Target) -> list[str]:
-    """Short names of the definitions whose header (def line, signature, constant) lies in
-    the requested lines: an edit there can change what other code relies on."""
-
-    if parsers.language_of(t.path) is None:
-        return []
-    try:
-        with open(os.path.join(worktree, t.path), "rb") as f:
-            data = f.read(MAX_SCAN_BYTES + 1)
-    except OSError:
-        return []
-    return defined_in(t.path, data, t.ranges)
-
-
-def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[str]:
-    """``_defined`` over the file's bytes (``ranges``: lines of ``data``; None: all)."""
-    if parsers.language_of(path) is None or len(data) > MAX_SCAN_BYTES:
-        return []
-    rows = data.decode("utf-8", "replace").split("\n")
-    wanted = [(1, len(rows))] if ranges is None else list(ranges)
-    if not any(DEF_HINT.match(rows[i - 1]) for s, e in wanted
-               for i in range(max(1, s), min(e, len(rows)) + 1)):
-        return []  # no definition header in these lines: skip the parser entirely
-    try:
-
-        facts = writes.analyse(path, data)
-        if facts is None:
-            return []  # does not parse (half-typed): no symbol evidence, never "removed"
-        defs = facts["defs"]
-        ambient = hazard.AMBIENT
-    except Exception:  # the symbol machinery is optional evidence, never a failure
-        return []
-    names = {q.rsplit(".", 1)[-1] for q, v in defs.items()
-             if len(v) >= 5 and any(s <= int(v[3]) <= e for s, e in wanted)}
-    return sorted(n for n in names if n not in ambient and len(n) > 2)[:MAX_SYMBOLS]
-
-
-def new_uses(diff_text: str, names: list[str], skip: str) -> list[verdict.Use]:
-    """Where the sibling's new code (added lines of its diff) uses one of ``names``."""
-    word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-    defines = re.compile(r"\b(def|class|function|func|fn|type|interface|struct|enum)\s+$")
-    found: list[verdict.Use] = []
-    seen: set[tuple[str, str]] = set()
-    for path, d in hunks.parse(diff_text).items():
-        if path == skip:
-            continue  # the same file: its line evidence says more
-        for h in d.hunks:
-            line = h.new_start
-            for text in h.lines:
-                if text.startswith("-"):
-                    continue
-                body = text[1:]
-                for m in word.finditer(body):
-                    if defines.search(body[:m.start()]):
-                        continue  # their own definition of a same-named symbol
-                    if (m.group(1), path) not in seen:
-                        seen.add((m.group(1), path))
-                        found.append(verdict.Use(m.group(1), path, line, (h,)))
-                line += 1
-    return found[:10]
 
 
 # Parsed diffs of a worktree's file against a base blob, by the file's content: a process
@@ -310,7 +236,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
     # last recorded in the ledger (hooks, PostToolUse), a tree-to-tree diff that never
     # walks a worktree; its committed work when it has no recorded state
-    defined = {t.path: _defined(me.path, t) for t in targets}
+    defined = {t.path: definitions.defined_at(me.path, t.path, t.ranges) for t in targets}
     uses: dict[str, dict[str, tuple[verdict.Use, ...]]] = {}
     if any(defined.values()):
         states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
@@ -318,7 +244,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                                for w in siblings])
         for w, raw in zip(siblings, more, strict=True):
             diff_text = (raw or b"").decode("utf-8", "replace")
-            uses[w.id] = {t.path: tuple(new_uses(diff_text, defined[t.path], t.path))
+            uses[w.id] = {t.path: tuple(definitions.new_uses(diff_text, defined[t.path], t.path))
                           for t in targets if defined[t.path]}
     intents = _intents(ledger)
     out = []

@@ -1,0 +1,84 @@
+"""Definitions an edit's lines hold and where a sibling's new code uses them: the pre-edit
+check's symbol evidence (a definition's header in the requested lines, used by the other
+side's added lines, is traffic: the edit may change what that code relies on)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+from proximity.agents import verdict
+from proximity.analysis import hunks, parsers
+from proximity.analysis.intervals import Range
+from proximity.analysis.symbols import hazard, writes
+
+MAX_SYMBOLS = 40
+MAX_SCAN_BYTES = 256 * 1024
+
+
+def defined_at(worktree: str, path: str, ranges: Sequence[Range] | None) -> list[str]:
+    """Short names of the definitions whose header (def line, signature, constant) lies in
+    the requested lines of a worktree's file: an edit there can change what other code
+    relies on."""
+    if parsers.language_of(path) is None:
+        return []
+    try:
+        with open(os.path.join(worktree, path), "rb") as f:
+            data = f.read(MAX_SCAN_BYTES + 1)
+    except OSError:
+        return []
+    return defined_in(path, data, ranges)
+
+
+DEF_HINT = re.compile(
+    r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|async\s+|default\s+)*"
+    r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|const|let|var|static)\b"
+    r"|^[A-Za-z_][\w.]*\s*(?::[^=]*)?=[^=]")
+
+
+def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[str]:
+    """``defined_at`` over the file's bytes (``ranges``: lines of ``data``; None: all)."""
+    if parsers.language_of(path) is None or len(data) > MAX_SCAN_BYTES:
+        return []
+    rows = data.decode("utf-8", "replace").split("\n")
+    wanted = [(1, len(rows))] if ranges is None else list(ranges)
+    if not any(DEF_HINT.match(rows[i - 1]) for s, e in wanted
+               for i in range(max(1, s), min(e, len(rows)) + 1)):
+        return []  # no definition header in these lines: skip the parser entirely
+    try:
+        facts = writes.analyse(path, data)
+        if facts is None:
+            return []  # does not parse (half-typed): no symbol evidence, never "removed"
+        defs = facts["defs"]
+        ambient = hazard.AMBIENT
+    except Exception:  # the symbol machinery is optional evidence, never a failure
+        return []
+    names = {q.rsplit(".", 1)[-1] for q, v in defs.items()
+             if len(v) >= 5 and any(s <= int(v[3]) <= e for s, e in wanted)}
+    return sorted(n for n in names if n not in ambient and len(n) > 2)[:MAX_SYMBOLS]
+
+
+def new_uses(diff_text: str, names: list[str], skip: str) -> list[verdict.Use]:
+    """Where the sibling's new code (added lines of its diff) uses one of ``names``."""
+    word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    defines = re.compile(r"\b(def|class|function|func|fn|type|interface|struct|enum)\s+$")
+    found: list[verdict.Use] = []
+    seen: set[tuple[str, str]] = set()
+    for path, d in hunks.parse(diff_text).items():
+        if path == skip:
+            continue  # the same file: its line evidence says more
+        for h in d.hunks:
+            line = h.new_start
+            for text in h.lines:
+                if text.startswith("-"):
+                    continue
+                body = text[1:]
+                for m in word.finditer(body):
+                    if defines.search(body[:m.start()]):
+                        continue  # their own definition of a same-named symbol
+                    if (m.group(1), path) not in seen:
+                        seen.add((m.group(1), path))
+                        found.append(verdict.Use(m.group(1), path, line, (h,)))
+                line += 1
+    return found[:10]
