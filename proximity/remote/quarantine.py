@@ -163,11 +163,8 @@ def _fetch_into(q: str, remote: str, limit: int, skip: dict[str, tuple[str, str]
                       f"--filter=blob:limit={limit + 1}", "--stdin", remote], cwd=q,
                      input="".join(r + "\n" for r in refspecs).encode(*_RAW), ok=(0, 1, 128))
     if proc.returncode != 0:
-        # lazy: sharing imports this module (a failed fetch is reported in its words)
-        from proximity.remote.sharing import _first_error
-
         raise FatalError(f"could not fetch refs/ecm/* from {remote!r}: "
-                         f"{_first_error(proc.stderr.decode(errors='replace'))}")
+                         f"{first_error(proc.stderr.decode(errors='replace'))}")
 
 
 def _known_oversized(ctx: Context, remote: str, known: dict[str, Any]
@@ -372,3 +369,11 @@ def save_state(ctx: Context, remote: str, entry: dict[str, Any]) -> None:
     data = load_state(ctx)
     data[remote] = entry
     signing.write_json(ctx, state_path(ctx), data)
+
+
+def first_error(text: str) -> str:
+    """The line of git's stderr that says what went wrong (else its last line)."""
+    for line in text.splitlines():
+        if any(w in line.lower() for w in ("error", "rejected", "fatal", "denied")):
+            return line.strip()
+    return text.strip().splitlines()[-1] if text.strip() else "no answer"

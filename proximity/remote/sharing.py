@@ -165,24 +165,17 @@ def push(ctx: Context, remote: str, machine: str, commits: dict[str, str],
     text = (proc.stdout + proc.stderr).decode(errors="replace")
     if proc.returncode != 0:
         raise FatalError(
-            f"the remote {remote!r} did not take refs/ecm/* ({_first_error(text)}); "
+            f"the remote {remote!r} did not take refs/ecm/* ({quarantine.first_error(text)}); "
             "proximity needs a remote that accepts refs outside refs/heads (a bare repository "
             "or a forge that allows custom refs); your own pushes are not affected")
     return {"pushed": len(commits), "pruned": sum(1 for r in refspecs if r.startswith(":"))}
-
-
-def _first_error(text: str) -> str:
-    for line in text.splitlines():
-        if any(w in line.lower() for w in ("error", "rejected", "fatal", "denied")):
-            return line.strip()
-    return text.strip().splitlines()[-1] if text.strip() else "no answer"
 
 
 def list_remote(ctx: Context, remote: str, prefix: str) -> list[str]:
     proc = gitio.git(["ls-remote", remote, prefix + "*"], cwd=ctx.repo.workdir, ok=(0, 2, 128))
     if proc.returncode == 128:
         raise FatalError(f"cannot reach the remote {remote!r}: "
-                         f"{_first_error(proc.stderr.decode(errors='replace'))}")
+                         f"{quarantine.first_error(proc.stderr.decode(errors='replace'))}")
     return [line.split("\t")[1] for line in proc.stdout.decode().splitlines() if "\t" in line]
 
 
