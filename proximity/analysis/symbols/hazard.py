@@ -157,7 +157,7 @@ class _Writer:
             return
         # (a module, the changed file behind it, the names it offers -> the file's names)
         todo = [(wf.path, wf, {q.split(".")[0]: q.split(".")[0] for q in wf.changed})
-                for wf in self.files if FAMILY[wf.lang] in ("py", "js") and wf.changed]
+                for wf in self.files if FAMILY[wf.lang] in ("py", "js", "rs") and wf.changed]
         for _ in range(3):
             nxt = []
             for path, wf, names in todo:
@@ -168,6 +168,8 @@ class _Writer:
                     rd = Reader(init, wf.lang, facts, resolver)
                     if wf.lang == "python":
                         offered = reexports.py_offered(rd, facts, path, names, base_facts(path))
+                    elif wf.lang == "rust":
+                        offered = reexports.rs_offered(rd, facts, path, names)
                     else:
                         offered = reexports.js_offered(rd, facts, path, names)
                     for here, there in offered.items():

@@ -1,7 +1,9 @@
 """What a package offers of a module's names: Python ``__init__.py`` imports and star
 imports (with the module's ``__all__``), JavaScript/TypeScript index modules' ``export {…}
 from`` and ``export * from``. The symbol channel follows a use of ``pkg.Settings`` through
-them to the changed ``Settings`` of ``pkg/config.py`` (hazard._Writer.reexported)."""
+them to the changed ``Settings`` of ``pkg/config.py`` (hazard._Writer.reexported). Rust
+parent modules' ``pub use`` the same way: ``crate::util::parse`` reaches ``parse`` of
+``src/util/text.rs`` through ``pub use self::text::parse`` in ``src/util/mod.rs``."""
 
 from __future__ import annotations
 
@@ -18,6 +20,24 @@ def js_offered(rd: Reader, facts: dict[str, Any], path: str, names: dict[str, st
     offered: dict[str, str] = {}
     for local, spec, name in facts.get("reexports", ()):
         if rd._first(["js", spec]) != path:
+            continue
+        for nm in (names if name == "*" else [name]):
+            if nm in names:
+                offered[nm if local == "*" else local] = names[nm]
+    return offered
+
+
+def rs_offered(rd: Reader, facts: dict[str, Any], path: str, names: dict[str, str]
+               ) -> dict[str, str]:
+    """The names a Rust module offers from the module file ``path`` by ``pub use``
+    (``pub use self::text::{parse as p}``, ``pub use text::*``) -> their names there."""
+    offered: dict[str, str] = {}
+    for local, module, name in facts.get("reexports", ()):
+        parts = module.split("::")
+        if parts[0] not in ("crate", "self", "super"):
+            parts = ["self", *parts]  # (2018 paths: a submodule's name)
+        got = rd._rust_path(parts)
+        if got is None or got[0] != path or got[1]:
             continue
         for nm in (names if name == "*" else [name]):
             if nm in names:
@@ -55,7 +75,10 @@ INDEX = ("index.ts", "index.tsx", "index.js", "index.mjs", "index.cjs", "index.j
 
 def packages_above(path: str, paths: set[str], lang: str = "python") -> list[str]:
     """The files that stand for the directories holding ``path``, nearest first: their
-    ``__init__.py`` (Python) or ``index`` module (JavaScript/TypeScript)."""
+    ``__init__.py`` (Python) or ``index`` module (JavaScript/TypeScript); Rust: the
+    parent modules' files up to the crate root."""
+    if lang == "rust":
+        return rust_parents(path, paths)
     names = ("__init__.py",) if lang == "python" else INDEX
     out = []
     d = posixpath.dirname(path)
@@ -68,4 +91,30 @@ def packages_above(path: str, paths: set[str], lang: str = "python") -> list[str
                 out.append(init)
                 break
         d = posixpath.dirname(d)
+    return out
+
+
+RUST_ROOTS = ("lib.rs", "main.rs")
+
+
+def rust_parents(path: str, paths: set[str]) -> list[str]:
+    """The files of the modules that hold the Rust module file ``path``, nearest first:
+    ``src/util/text.rs`` -> ``src/util/mod.rs`` (or ``src/util.rs``) -> ``src/lib.rs``."""
+    out: list[str] = []
+    cur = path
+    for _ in range(8):
+        base = posixpath.basename(cur)
+        if base in RUST_ROOTS:
+            break
+        d = posixpath.dirname(cur)
+        if base == "mod.rs":
+            d = posixpath.dirname(d)  # the module is its directory: its parent holds it
+        pre = f"{d}/" if d else ""
+        parent = next((c for c in (f"{pre}mod.rs", f"{d}.rs" if d else "",
+                                   *(pre + r for r in RUST_ROOTS))
+                       if c and c != cur and c in paths), None)
+        if parent is None:
+            break
+        out.append(parent)
+        cur = parent
     return out

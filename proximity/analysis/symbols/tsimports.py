@@ -5,7 +5,8 @@ Each imported name becomes a binding ``[local, kind, module, 0, name, line, type
 package or Rust ``mod``, "use" for a Rust ``use`` path) and a reference at the import's
 line (importing a name that is gone is a use of it). JS/TS ``export {a as b}`` records an
 export alias, ``export * from`` makes every name resolve (``dynamic``); both, from another
-module, are ``reexports`` (``[offered name, module, its name there]``, ``*`` for all).
+module, are ``reexports`` (``[offered name, module, its name there]``, ``*`` for all), as
+are Rust ``pub use`` paths (the module as a ``::`` path).
 """
 
 from __future__ import annotations
@@ -122,24 +123,36 @@ def binds(lang: str, root: Any, out: dict[str, Any]) -> None:
         elif t == "use_declaration":
             arg = n.child_by_field_name("argument")
             if arg is not None:
-                _use(out, arg, "", n)
+                # `pub use` (any visibility): the module offers the names it brings in
+                offers = any(c.type == "visibility_modifier" for c in n.children)
+                _use(out, arg, "", n, offers)
 
 
-def _use(out: dict[str, Any], node: Any, prefix: str, decl: Any) -> None:
+def _use(out: dict[str, Any], node: Any, prefix: str, decl: Any, offers: bool) -> None:
     t = node.type
     join = (prefix + "::") if prefix else ""
     if t in ("identifier", "scoped_identifier", "crate", "self", "super"):
         path = join + re.sub(r"\s+", "", parsers.text(node))
-        _bind(out, path.rsplit("::", 1)[-1], "use", path, "", decl)
+        local = path.rsplit("::", 1)[-1]
+        _bind(out, local, "use", path, "", decl)
+        if offers and "::" in path:
+            out["reexports"].append([local, *path.rsplit("::", 1)])
     elif t == "use_as_clause":
         p, al = node.child_by_field_name("path"), node.child_by_field_name("alias")
         if p is not None and al is not None:
-            _bind(out, al, "use", join + re.sub(r"\s+", "", parsers.text(p)), "", decl)
+            path = join + re.sub(r"\s+", "", parsers.text(p))
+            _bind(out, al, "use", path, "", decl)
+            if offers and "::" in path:
+                out["reexports"].append([parsers.text(al), *path.rsplit("::", 1)])
+    elif t == "use_wildcard":
+        path = join + re.sub(r"\s+", "", parsers.text(node)).removesuffix("::*")
+        if offers and path:
+            out["reexports"].append(["*", path, "*"])
     elif t == "scoped_use_list":
         p, lst = node.child_by_field_name("path"), node.child_by_field_name("list")
         base = join + re.sub(r"\s+", "", parsers.text(p)) if p is not None else prefix
         if lst is not None:
-            _use(out, lst, base, decl)
+            _use(out, lst, base, decl, offers)
     elif t == "use_list":
         for c in node.named_children:
-            _use(out, c, prefix, decl)
+            _use(out, c, prefix, decl, offers)

@@ -22,7 +22,7 @@ from proximity.analysis import parsers
 from proximity.analysis.symbols import pylang, tslang
 from proximity.model import FileChange, WorkingSet
 
-FORMAT = "s10"  # bump when analysis changes, so cached results of older versions are unused
+FORMAT = "s11"  # bump when analysis changes, so cached results of older versions are unused
 MODULE_LANGS = ("python", "javascript", "typescript", "tsx", "rust")
 PACKAGE_LANGS = ("go",)  # a directory is one namespace: definitions move between its files
 Facts = dict[str, Any]
