@@ -4,7 +4,7 @@ Reads ``steps.py --out`` lines (commit-by-commit replays with their labels) and,
 step, what each side changed so far (``git diff --name-only base tip``, base = the two tips'
 merge base) and how those files relate in the repository's history strictly before the base
 (the last ``--window`` non-merge commits reachable from the base's parents, commits touching
-more than ``--max-files`` files skipped). Candidates (issue 10):
+more than ``--max-files`` files skipped). Candidates (as calibrated on real merges):
 
 * ``common``: both sides changed the same file (the baseline);
 * ``couple``: logical coupling (Zimmermann et al.): a file x one side changed co-changed

@@ -5,7 +5,7 @@ replayed as two working sets (base -> first parent, base -> second parent) from 
 the repository, and the symbol channel is computed exactly as a scan does (the import graph
 and resolver of the base tree). Reported per label (git's merge conflicted or was clean):
 the channel's value in bands, the evidence classes found, and the time per case. With
-``--before REV`` the symbol channel of the project at REV (e.g. the version before issue 10)
+``--before REV`` the symbol channel of the project at REV (e.g. an older version)
 is run on the same cases for comparison.
 
     python benchmarks/symbol_real.py ../shared/eval/flask.jsonl /path/to/flask.git

@@ -1,4 +1,4 @@
-"""Issue 10 (early warning): two sides working the same function, before git conflicts."""
+"""Early warning: two sides working the same function, before git conflicts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 10: the calibration fit, the generated table, and the replay instruments on a real
+"""The calibration fit, the generated table, and the replay instruments on a real
 repository (the benchmarks' own code paths, on small inputs)."""
 
 from __future__ import annotations

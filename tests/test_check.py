@@ -63,7 +63,7 @@ def test_touching_lines_conflict_but_a_gap_is_only_traffic(pair, capsys):
     assert out["decision"] == "ask" and out["conflicts"][0]["evidence"] == "near"
     assert "+line 20 b" in out["conflicts"][0]["hunk"]
     _, out = run_check(a, "app.txt:35", capsys=capsys)
-    # the same file, far away: shown with their hunk, but allowed (issue 10's replays: a
+    # the same file, far away: shown with their hunk, but allowed (the replays of real merges: a
     # few percent of such pairs collide; asking doubled the warnings on clean pairs)
     assert out["decision"] == "allow" and out["conflicts"][0]["evidence"] == "same-file"
     assert out["conflicts"][0]["level"] == "info" and "+line 20 b" in out["conflicts"][0]["hunk"]
@@ -495,7 +495,7 @@ def test_merging_a_branch_is_checked_before_anything_is_written(pair, capsys):
 
 def test_a_merge_check_counts_only_what_the_merge_will_change_against_each_sibling(pair,
                                                                                   capsys):
-    """trial (mergetrial15): merging the branch the main checkout has checked out, with its
+    """Found on a real repository: merging the branch the main checkout has checked out, with its
     uncommitted work on the lines that branch changed, is no conflict with it (after the
     merge both sides hold that branch's lines: only its own edits differ); a branch that
     only renames a file a sibling edits changes no line of it."""
@@ -521,7 +521,7 @@ def test_a_merge_check_counts_only_what_the_merge_will_change_against_each_sibli
 def test_a_siblings_binary_change_is_seen(space, capsys):
     """A binary file a sibling changed (its live copy against the base blob: two files
     git names differently, so its diff names no path) is a change: an edit of it would
-    conflict (mergetrial15: allowed, and a merge bringing it in too)."""
+    conflict (found on a real repository: allowed, and a merge bringing it in too)."""
     sp = space({"assets/images/logo-large.bin": "\0\1\2binary\0", "t.txt": "x\n"})
     a, b = sp.wt("a"), sp.wt("b")
     (a / "assets/images/logo-large.bin").write_bytes(b"\0\5\6other\0")

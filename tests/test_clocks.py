@@ -1,4 +1,4 @@
-"""Issue 3: D-T-D vector clocks, brief/debrief through real hooks, decays, recency."""
+"""D-T-D vector clocks, brief/debrief through real hooks, decays, recency."""
 
 from __future__ import annotations
 

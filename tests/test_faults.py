@@ -1,4 +1,4 @@
-"""Issue 11 fault injection: hooks never break git, bounded resources, truthful diagnosis.
+"""Fault injection: hooks never break git, bounded resources, truthful diagnosis.
 
 Real repositories, real `git commit` / `git push` to a real bare remote, plain hooks
 installed by `proximity install`.

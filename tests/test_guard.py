@@ -1,4 +1,4 @@
-"""Issue 10: a block you can trust — what the guard judges, who yields, and whose policy.
+"""A block you can trust — what the guard judges, who yields, and whose policy.
 
 Real repositories, real worktrees, plain hooks (`proximity install`), real pushes to a
 real bare remote.
@@ -60,7 +60,7 @@ def test_tag_push_branch_deletion_and_another_branch_are_never_blocked(tmp_path)
 def test_a_branch_pushed_from_another_worktree_is_judged_as_its_own(tmp_path):
     """A branch checked out in a worktree is that worktree's work, whoever pushes it: the
     branch that must yield is blocked when pushed from the other side's worktree or the
-    main checkout, the one with right-of-way passes from anywhere (trial14: pushed from
+    main checkout, the one with right-of-way passes from anywhere (found on a real repository: pushed from
     the other side's worktree it stood in for that worktree and passed; pushed from a
     third one it took that worktree's place in the order and was blocked)."""
     main = installed(tmp_path)
@@ -83,7 +83,7 @@ def test_a_copy_of_a_branch_that_must_yield_is_judged_as_its_worktree(tmp_path):
     """A branch checked out nowhere stands for the worktree whose own commits it carries:
     a copy of the branch that must yield, or one built on it, is blocked under any name,
     from anywhere; a copy of the one with right-of-way, and history every worktree shares,
-    pass (retrial15: `git branch copy feat/b; git push origin copy` passed)."""
+    pass (found on a real repository: `git branch copy feat/b; git push origin copy` passed)."""
     main = installed(tmp_path)
     a, _b, _ra, _rb = collide(main, tmp_path)
     git(main, "branch", "copy", "feat/b")
@@ -140,7 +140,7 @@ def test_a_worktree_mid_rebase_blocks_nobody(tmp_path):
     p = pair(json.loads(out.stdout), "wt-a", "wt-b")
     assert p["in_progress"] == {"wt-b": "rebase"}
     assert p["advisory"] != "resolution" and p["yielding"] is None
-    # the text says so too (trial15: only the JSON did)
+    # the text says so too (found on a real repository: only the JSON did)
     txt = run(main, sys.executable, "-m", "proximity", "scan").stdout
     assert "rebase in progress: blocks nobody" in txt and "wt-b is in the middle of a rebase" \
         in txt, txt
@@ -318,7 +318,7 @@ def test_who_reached_the_contested_file_first_has_right_of_way(space, scan_json,
 def test_skipping_the_hooks_buys_no_right_of_way(space, scan_json, capsys):
     """a commits its edit of line 9 with its hooks; b edits the same line and commits with
     its hooks skipped (``--no-verify``; ``PROXIMITY_SKIP=1`` alike), so no event records b
-    reaching the file: b reached it after everything recorded, and yields. (trial15: b's
+    reaching the file: b reached it after everything recorded, and yields. (found on a real repository: b's
     worktree-add event stood for the moment it reached the file, so b took right-of-way
     and a's push was blocked.)"""
     from proximity.main import main as cli
@@ -339,7 +339,7 @@ def test_skipping_the_hooks_buys_no_right_of_way(space, scan_json, capsys):
 
 
 def test_committing_the_contested_change_keeps_its_place(space, scan_json, capsys):
-    """Found by a trial on click: a change that is committed no longer differs from HEAD,
+    """Found on click: a change that is committed no longer differs from HEAD,
     which the ledger used to read as a revert (the worktree then lost its place and the
     tie went to whoever entered the ledger first). Committed, it is the same work."""
     from proximity.main import main as cli
@@ -385,7 +385,7 @@ def _revert_and_redo(sp: Any, a: Path, scan_json: Any, capsys: Any) -> dict[str,
 
 
 def test_padding_the_contested_file_far_away_buys_no_right_of_way(space, scan_json, capsys):
-    """Found by a trial on click: committed comment lines at the end of the contested file
+    """Found on click: committed comment lines at the end of the contested file
     must not outweigh the work on the contested lines."""
     from proximity.main import main as cli
 
@@ -416,7 +416,7 @@ def test_padding_the_contested_file_far_away_buys_no_right_of_way(space, scan_js
 
 
 def test_the_side_told_to_yield_buys_nothing_by_committing_more(space, scan_json, capsys):
-    """Found by a trial on click: the side told to yield kept committing to the contested
+    """Found on click: the side told to yield kept committing to the contested
     lines, outgrew the holder's committed work there, and took the right-of-way -- the
     holder's push was then blocked. The advice stands while the holder's claim does."""
     from proximity.main import main as cli

@@ -1,4 +1,4 @@
-"""Issue 3 end to end: real hooks, real commits, real pushes to a local bare remote."""
+"""End to end: real hooks, real commits, real pushes to a local bare remote."""
 
 from __future__ import annotations
 

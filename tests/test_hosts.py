@@ -1,4 +1,4 @@
-"""Issue 12: every proximity stage under prek and lefthook, the real tools (the test extras
+"""Every proximity stage under prek and lefthook, the real tools (the test extras
 install both; pre-commit and plain hooks are in test_hooks.py), with the same scenario:
 real worktrees, real commits, real pushes to a bare remote."""
 

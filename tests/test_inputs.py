@@ -1,4 +1,4 @@
-"""Issue 2: bad or unusual input gets a clear message or a defined result, never a traceback."""
+"""Bad or unusual input gets a clear message or a defined result, never a traceback."""
 
 from __future__ import annotations
 

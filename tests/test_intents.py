@@ -1,4 +1,4 @@
-"""Issue 4: declared intents enter the airspace as look-ahead, with forward decay."""
+"""Declared intents enter the airspace as look-ahead, with forward decay."""
 
 from __future__ import annotations
 

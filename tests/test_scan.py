@@ -1,4 +1,4 @@
-"""Issue 2: the channels and advisories on real repositories with real worktrees."""
+"""The channels and advisories on real repositories with real worktrees."""
 
 from __future__ import annotations
 

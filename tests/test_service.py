@@ -1,4 +1,4 @@
-"""Issue 12: the resident airspace service (real worktrees, real inotify, real processes)."""
+"""The resident airspace service (real worktrees, real inotify, real processes)."""
 
 from __future__ import annotations
 
@@ -284,7 +284,7 @@ def test_the_service_records_what_the_snapshot_hook_would(space, services):
 def test_a_worktree_added_while_the_service_runs_is_judged_on_its_files(space, services):
     """A worktree added while the service starts or runs, then a new file written and
     committed at once: the commit is judged on that file, never on the state the worktree
-    had when added (trial15: a worktree the service found during its start was never
+    had when added (found on a real repository: a worktree the service found during its start was never
     watched, so its commits were judged on that state and a real break went unblocked)."""
     sp, _a, _b, common = three(space, services)
     install(sp)
@@ -316,7 +316,7 @@ def test_a_worktree_added_while_the_service_runs_is_judged_on_its_files(space, s
 def test_a_service_whose_repository_was_made_again_exits(tmp_path, services):
     """A repository deleted and made again at the same path (a harness, a re-clone): its
     old service, kept busy by the new files' events, exits instead of living on unreachable
-    (trial15: four such services outlived their idle timeout)."""
+    (found on a real repository: four such services outlived their idle timeout)."""
     repo = tmp_path / "again"
 
     def fresh() -> str:

@@ -256,7 +256,7 @@ def test_a_must_yield_push_down_to_the_root_is_judged(tmp_path: Path,
                                                       host: str) -> None:
     """A push to a remote that has none of the history (pre-commit names the local branch
     but no commit then): the branch that must yield is blocked, from its worktree or
-    another one, the other passes (trial14: pre-commit let it through from another
+    another one, the other passes (found on a real repository: pre-commit let it through from another
     worktree: the worktree was judged instead of what was pushed)."""
     framework = installed(tmp_path, monkeypatch, host)
     a, b = collided(framework, tmp_path)
@@ -279,8 +279,8 @@ def test_every_pushed_branch_is_judged_though_the_host_passes_one(
     """The hosts give their pre-push hooks only the first pushed ref that brings commits;
     the branch that must yield, pushed beside one that need not (in either order, by
     ``--all``, to a named remote or a path), is still blocked, read back from the ``git
-    push`` command line -- and the branch that need not yield still goes alone. (retrial14:
-    pushed second, it passed under both hosts.)"""
+    push`` command line -- and the branch that need not yield still goes alone. (Found on a
+    real repository: pushed second, it passed under both hosts.)"""
     framework = installed(tmp_path, monkeypatch, host)
     remote = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))

@@ -1,4 +1,4 @@
-"""Issue 10: name resolution and compatibility in the symbol channel for JS/TS, Go and Rust."""
+"""Name resolution and compatibility in the symbol channel for JS/TS, Go and Rust."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ export function legacy() {
     # a required parameter the call does not pass, which the body dereferences: it throws
     ("area(w, h, depth)", "return w * h * depth.scale;", "ra"),
     # ... which the body only compares: JavaScript passes undefined, nothing throws, but
-    # the behaviour may change: a traffic advisory, never a block (trial15: j05, clean)
+    # the behaviour may change: a traffic advisory, never a block (found on a real repository: j05, clean)
     ("area(w, h, depth)", "return depth > 0 ? w * h * depth : w * h;", "ta"),
     ("area(w, h, depth = 1)", "return w * h;", "clear"),  # a default: the call still fits
     ("area(w, h, ...more)", "return w * h;", "clear"),  # a rest parameter
@@ -124,12 +124,12 @@ def test_go_exported_param_change_vs_call_from_another_package(space, scan_json,
     ("Price(n int, extra ...string) int", False),  # a variadic one added after it
     ("Price(n string) int", True),  # its type changed: the constant 2 is no string
     ("Price(n *int) int", True),  # nor a pointer
-    ("Price(n uint) int", False),  # an untyped constant takes any numeric type (retrial15)
+    ("Price(n uint) int", False),  # an untyped constant takes any numeric type (found on a real repository)
     ("Price(n int) int64", True),  # the result's type changed
 ])
 def test_go_parameter_changes_that_do_and_do_not_break_calls(space, scan_json, capsys,
                                                              new_sig, risky):
-    """trial15 (cobra, checked with go vet): renaming a parameter and adding a variadic
+    """Found on cobra (checked with go vet): renaming a parameter and adding a variadic
     one were blocked as if the call no longer compiled."""
     sp, a, b = two(space, {"go.mod": GO_MOD, "shop/price.go": GO_LIB, "cmd/main.go": GO_MAIN})
     sp.write(a, "shop/price.go", GO_LIB.replace("Price(n int) int", new_sig))

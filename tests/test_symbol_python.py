@@ -1,4 +1,4 @@
-"""Issue 10: the symbol channel resolves names and checks that calls still bind (Python)."""
+"""The symbol channel resolves names and checks that calls still bind (Python)."""
 
 from __future__ import annotations
 
@@ -363,7 +363,7 @@ ATTRS_MODEL = ("import attr\n\n\n@attr.s\nclass Point:\n    x = attr.ib()\n"
 @pytest.mark.parametrize(("model", "field", "risky"), [
     (DATACLASS_MODEL, "    z: int\n", True),
     (DATACLASS_MODEL, "    z: int = 0\n", False),
-    # trial15 (attrs' own _InstanceOfValidator): `strict = attrib()` was "body changed
+    # found on attrs (its own _InstanceOfValidator): `strict = attrib()` was "body changed
     # (callers still fit)"; `_y` is the `y` parameter, as attrs names it
     (ATTRS_MODEL, "    z = attr.ib()\n", True),  # no default: a required argument
     (ATTRS_MODEL, "    z = attr.ib(default=False)\n", False),

@@ -1,4 +1,4 @@
-"""Issue 4: collisions at a distance through the symbol channel, end to end via scan."""
+"""Collisions at a distance through the symbol channel, end to end via scan."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_python_changed_constant_vs_dependent_assert(space, scan_json, capsys):
     sp.write(b, "tests/test_lib.py", "from lib import total\n\n\ndef test_total():\n"
                                      "    assert total(5) == 10\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
-    # a changed behaviour, not a broken contract: traffic, never an RA (issue 10)
+    # a changed behaviour, not a broken contract: traffic, never an RA (as calibrated on real merges)
     assert p["advisory"] == "traffic" and p["channels"]["symbol"] < 0.7
     assert any("total" in x["detail"] and "indirect" in x["detail"] for x in f)
 

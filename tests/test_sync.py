@@ -1,4 +1,4 @@
-"""Issue 7: two machines (clones) share one airspace through a local bare remote."""
+"""Two machines (clones) share one airspace through a local bare remote."""
 
 from __future__ import annotations
 

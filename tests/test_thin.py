@@ -474,7 +474,7 @@ def settle(r: Repo) -> None:
 
 
 def test_a_push_of_an_already_judged_commit_reuses_its_pairs(pair_of_repos):
-    """Issue 12: the pushed commit is the state the service judged at the commit (its
+    """The pushed commit is the state the service judged at the commit (its
     post-commit snapshot): same verdict as in process, and no merge-tree at all (the
     pairs' channel results are found by their content key; right-of-way from HEAD)."""
     svc, inp = pair_of_repos()
@@ -506,7 +506,7 @@ def test_a_push_of_an_already_judged_commit_reuses_its_pairs(pair_of_repos):
 
 
 def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
-    """Issue 12: the pre-commit snapshots only the paths the watcher reported (after the
+    """The pre-commit snapshots only the paths the watcher reported (after the
     sync cookie) over the worktree's shadow index: a modified file, an untracked new file
     and a deletion, written and committed at once, give the same verdict as in process."""
     svc, inp = pair_of_repos()
@@ -542,7 +542,7 @@ def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
 
 
 def test_a_repeated_deny_check_reuses_the_siblings_diff(pair_of_repos):
-    """Issue 13: the service keeps a sibling's parsed diff by the file's content: the
+    """The service keeps a sibling's parsed diff by the file's content: the
     same deny again runs no `git diff`, and a new save of that file is diffed again."""
     svc, inp = pair_of_repos()
     same_states(svc, inp)
@@ -573,7 +573,7 @@ def test_a_repeated_deny_check_reuses_the_siblings_diff(pair_of_repos):
 
 
 def test_a_push_right_after_the_commit_reuses_what_the_pre_commit_judged(pair_of_repos):
-    """Issue 12: `git commit` then `git push` at once: the pushed commit is the tree the
+    """`git commit` then `git push` at once: the pushed commit is the tree the
     pre-commit judged, on a commit whose only parent is the HEAD it was judged on: same
     merge bases, same trees, so its pairs' channel results are reused (no merge-tree)
     and the verdict is the in-process one."""
@@ -610,7 +610,7 @@ def test_the_commit_after_an_instant_pre_commit_records_the_committed_tree(pair_
     """The pre-commit's snapshot of the commit's index is not the worktree's warm state:
     the post-commit that follows must not record the state from before the edit -- with
     the worktree's own index, and with a commit's private one (`commit -a`, `commit
-    PATH`), which the pre-commit judged without keeping (trial14: recorded as reverted,
+    PATH`), which the pre-commit judged without keeping (found on a real repository: recorded as reverted,
     and the service then missed the pair's collision until the next save)."""
     svc, _ = pair_of_repos()
     svc.snapshot_all()
@@ -647,7 +647,7 @@ def _logging_python(where: Path) -> tuple[str, Path]:
 
 
 def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_repos):
-    """Issue 12: the pre-commit the service answered leaves the post-commit a note; the
+    """The pre-commit the service answered leaves the post-commit a note; the
     hook script drops a file where the service takes it, and the service records the
     commit exactly as the Python hook would (same kind, head and tree), keeping the
     snapshot the pre-commit made (no `git add` over the worktree again). A note naming a
@@ -756,7 +756,7 @@ def test_post_commit_notes_in_the_main_checkout_and_never_through_a_link(pair_of
 
 
 def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repos, tmp_path):
-    """Found by an attacker trial: a link planted where the hook drops its file (or its
+    """Found by an attack: a link planted where the hook drops its file (or its
     sync cookie) is never followed (nothing is truncated), a directory named like a note
     does not switch the fast path off, and a second drop for the same commit records
     nothing more."""
@@ -814,7 +814,7 @@ def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repo
 
 
 def test_planted_fifos_never_hang_a_commit_and_cookies_never_pile_up(pair_of_repos):
-    """Found by an attacker trial: a FIFO (or a link to one) planted where a hook script
+    """Found by an attack: a FIFO (or a link to one) planted where a hook script
     makes its sync cookie or its post-commit drop made `: >` wait for a reader forever.
     Cookies and drops are directories made by mkdir now: the commit goes on, the service
     records it, the FIFOs are left alone. A hook that judges in process

@@ -1,4 +1,4 @@
-"""Issue 5: TCAS actions: transmit on TA, steer/hold on RA, inbox, cooldown, notify."""
+"""TCAS actions: transmit on TA, steer/hold on RA, inbox, cooldown, notify."""
 
 from __future__ import annotations
 

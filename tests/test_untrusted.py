@@ -1,4 +1,4 @@
-"""Issue 11: everything from a remote or other people is untrusted data.
+"""Everything from a remote or other people is untrusted data.
 
 Two real clones of a real bare remote; a hostile teammate writes crafted refs/ecm/* commits
 straight into the remote (as anyone with push access can). Nothing they publish may crash a

@@ -1,4 +1,4 @@
-"""Issue 5: the control pane (rendered into a string console) and the HTML view in a real
+"""The control pane (rendered into a string console) and the HTML view in a real
 headless Chromium."""
 
 from __future__ import annotations
