@@ -41,8 +41,8 @@ def test_a_pair_closing_fast_is_escalated_in_the_scan(space, scan_json, capsys):
     assert r2["advisory"] == "traffic"
     assert r2["risk"] + r2["closure_per_hop"] >= 0.7  # would cross tau_RA within a hop…
     assert r2["escalated"] is True  # …so both are told now (the push is not blocked)
-    # and the messages it sends say it is advice, not a block (found on a real repository: "HOLD COURSE" read
-    # as an RA)
+    # and the messages it sends say it is advice, not a block (seen on real code: "HOLD
+    # COURSE" read as an RA)
     from proximity.tcas import actions
 
     for kind in ("steer", "hold"):

@@ -60,8 +60,8 @@ def test_tag_push_branch_deletion_and_another_branch_are_never_blocked(tmp_path)
 def test_a_branch_pushed_from_another_worktree_is_judged_as_its_own(tmp_path):
     """A branch checked out in a worktree is that worktree's work, whoever pushes it: the
     branch that must yield is blocked when pushed from the other side's worktree or the
-    main checkout, the one with right-of-way passes from anywhere (found on a real repository: pushed from
-    the other side's worktree it stood in for that worktree and passed; pushed from a
+    main checkout, the one with right-of-way passes from anywhere (seen on real code: pushed
+    from the other side's worktree it stood in for that worktree and passed; pushed from a
     third one it took that worktree's place in the order and was blocked)."""
     main = installed(tmp_path)
     a, b, _ra, _rb = collide(main, tmp_path)
@@ -318,8 +318,8 @@ def test_who_reached_the_contested_file_first_has_right_of_way(space, scan_json,
 def test_skipping_the_hooks_buys_no_right_of_way(space, scan_json, capsys):
     """a commits its edit of line 9 with its hooks; b edits the same line and commits with
     its hooks skipped (``--no-verify``; ``PROXIMITY_SKIP=1`` alike), so no event records b
-    reaching the file: b reached it after everything recorded, and yields. (found on a real repository: b's
-    worktree-add event stood for the moment it reached the file, so b took right-of-way
+    reaching the file: b reached it after everything recorded, and yields. (Seen on real
+    code: b's worktree-add event stood for the moment it reached the file, so b took right-of-way
     and a's push was blocked.)"""
     from proximity.main import main as cli
 

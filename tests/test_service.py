@@ -284,8 +284,8 @@ def test_the_service_records_what_the_snapshot_hook_would(space, services):
 def test_a_worktree_added_while_the_service_runs_is_judged_on_its_files(space, services):
     """A worktree added while the service starts or runs, then a new file written and
     committed at once: the commit is judged on that file, never on the state the worktree
-    had when added (found on a real repository: a worktree the service found during its start was never
-    watched, so its commits were judged on that state and a real break went unblocked)."""
+    had when added (seen on real code: a worktree the service found during its start was
+    never watched, so its commits were judged on that state and a real break went unblocked)."""
     sp, _a, _b, common = three(space, services)
     install(sp)
     for i in range(3):

@@ -256,8 +256,8 @@ def test_a_must_yield_push_down_to_the_root_is_judged(tmp_path: Path,
                                                       host: str) -> None:
     """A push to a remote that has none of the history (pre-commit names the local branch
     but no commit then): the branch that must yield is blocked, from its worktree or
-    another one, the other passes (found on a real repository: pre-commit let it through from another
-    worktree: the worktree was judged instead of what was pushed)."""
+    another one, the other passes (seen on real code: pre-commit let it through from
+    another worktree: the worktree was judged instead of what was pushed)."""
     framework = installed(tmp_path, monkeypatch, host)
     a, b = collided(framework, tmp_path)
     empty = tmp_path / "empty.git"

@@ -19,7 +19,8 @@ export function legacy() {
     # a required parameter the call does not pass, which the body dereferences: it throws
     ("area(w, h, depth)", "return w * h * depth.scale;", "ra"),
     # ... which the body only compares: JavaScript passes undefined, nothing throws, but
-    # the behaviour may change: a traffic advisory, never a block (found on a real repository: j05, clean)
+    # the behaviour may change: a traffic advisory, never a block (seen on real code, where
+    # the merge was clean)
     ("area(w, h, depth)", "return depth > 0 ? w * h * depth : w * h;", "ta"),
     ("area(w, h, depth = 1)", "return w * h;", "clear"),  # a default: the call still fits
     ("area(w, h, ...more)", "return w * h;", "clear"),  # a rest parameter
@@ -124,7 +125,8 @@ def test_go_exported_param_change_vs_call_from_another_package(space, scan_json,
     ("Price(n int, extra ...string) int", False),  # a variadic one added after it
     ("Price(n string) int", True),  # its type changed: the constant 2 is no string
     ("Price(n *int) int", True),  # nor a pointer
-    ("Price(n uint) int", False),  # an untyped constant takes any numeric type (found on a real repository)
+    # an untyped constant takes any numeric type (seen on real code)
+    ("Price(n uint) int", False),
     ("Price(n int) int64", True),  # the result's type changed
 ])
 def test_go_parameter_changes_that_do_and_do_not_break_calls(space, scan_json, capsys,

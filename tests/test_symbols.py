@@ -73,7 +73,8 @@ def test_python_changed_constant_vs_dependent_assert(space, scan_json, capsys):
     sp.write(b, "tests/test_lib.py", "from lib import total\n\n\ndef test_total():\n"
                                      "    assert total(5) == 10\n")
     p, f = sym(scan_json(sp.main, capsys=capsys))
-    # a changed behaviour, not a broken contract: traffic, never an RA (as calibrated on real merges)
+    # a changed behaviour, not a broken contract: traffic, never an RA (as calibrated on real
+    # merges)
     assert p["advisory"] == "traffic" and p["channels"]["symbol"] < 0.7
     assert any("total" in x["detail"] and "indirect" in x["detail"] for x in f)
 

@@ -610,8 +610,8 @@ def test_the_commit_after_an_instant_pre_commit_records_the_committed_tree(pair_
     """The pre-commit's snapshot of the commit's index is not the worktree's warm state:
     the post-commit that follows must not record the state from before the edit -- with
     the worktree's own index, and with a commit's private one (`commit -a`, `commit
-    PATH`), which the pre-commit judged without keeping (found on a real repository: recorded as reverted,
-    and the service then missed the pair's collision until the next save)."""
+    PATH`), which the pre-commit judged without keeping (seen on real code: recorded as
+    reverted, and the service then missed the pair's collision until the next save)."""
     svc, _ = pair_of_repos()
     svc.snapshot_all()
     start(svc)
