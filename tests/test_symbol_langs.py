@@ -359,6 +359,19 @@ def test_ts_a_parameter_standing_in_for_a_removed_name(space, scan_json, capsys,
         assert "isJson was removed" in f[0]["detail"]
 
 
+def _through_util(space, scan_json, capsys, util_mod):  # type: ignore[no-untyped-def]
+    """a gives ``util::text::parse`` a required parameter; b calls ``crate::util::parse``
+    (``util_mod``: src/util/mod.rs). The symbol pair and its findings."""
+    text = RS_LIB + "pub fn other() {}\n"
+    sp, a, b = two(space, {"src/lib.rs": "pub mod util;\nmod app;\n",
+                           "src/util/mod.rs": util_mod, "src/util/text.rs": text,
+                           "src/app.rs": "pub fn run() {}\n"})
+    sp.write(a, "src/util/text.rs", text.replace("parse(s: &str)", "parse(s: &str, base: u32)"))
+    sp.write(b, "src/app.rs", "use crate::util::parse;\n\npub fn run() {\n"
+                              "    let _ = parse(\"1\");\n}\n")
+    return sym(scan_json(sp.main, capsys=capsys))
+
+
 @pytest.mark.parametrize("offer", [
     "pub use self::text::parse;\n",  # a name re-exported by its parent module
     "pub use text::{parse, other};\n",  # in a list
@@ -369,16 +382,7 @@ def test_rust_pub_use_re_export_vs_param_change(space, scan_json, capsys, offer)
     """``util`` re-exports ``parse`` of its submodule ``util::text``; b calls it as
     ``crate::util::parse``; a gives ``parse`` a required parameter: the call no longer
     compiles."""
-    files = {"src/lib.rs": "pub mod util;\nmod app;\n",
-             "src/util/mod.rs": "pub mod text;\n" + offer,
-             "src/util/text.rs": RS_LIB + "pub fn other() {}\n",
-             "src/app.rs": "pub fn run() {}\n"}
-    sp, a, b = two(space, files)
-    sp.write(a, "src/util/text.rs", (RS_LIB + "pub fn other() {}\n").replace(
-        "parse(s: &str)", "parse(s: &str, base: u32)"))
-    sp.write(b, "src/app.rs", "use crate::util::parse;\n\npub fn run() {\n"
-                              "    let _ = parse(\"1\");\n}\n")
-    p, f = sym(scan_json(sp.main, capsys=capsys))
+    p, f = _through_util(space, scan_json, capsys, "pub mod text;\n" + offer)
     assert p["advisory"] == "resolution", f
     assert f[0]["kind"] == "incompatible-call" and "src/app.rs:4" in f[0]["detail"]
 
@@ -387,14 +391,6 @@ def test_rust_a_name_the_parent_module_does_not_re_export_is_no_risk(space, scan
                                                                       capsys):
     """The parent module re-exports ``other`` only: b's ``crate::util::parse`` is its own
     (a name defined in util/mod.rs), a's change of ``util::text::parse`` is not it."""
-    files = {"src/lib.rs": "pub mod util;\nmod app;\n",
-             "src/util/mod.rs": "pub mod text;\npub use self::text::other;\n" + RS_LIB,
-             "src/util/text.rs": RS_LIB + "pub fn other() {}\n",
-             "src/app.rs": "pub fn run() {}\n"}
-    sp, a, b = two(space, files)
-    sp.write(a, "src/util/text.rs", (RS_LIB + "pub fn other() {}\n").replace(
-        "parse(s: &str)", "parse(s: &str, base: u32)"))
-    sp.write(b, "src/app.rs", "use crate::util::parse;\n\npub fn run() {\n"
-                              "    let _ = parse(\"1\");\n}\n")
-    p, f = sym(scan_json(sp.main, capsys=capsys))
+    p, f = _through_util(space, scan_json, capsys,
+                         "pub mod text;\npub use self::text::other;\n" + RS_LIB)
     assert p["advisory"] != "resolution", f
