@@ -194,3 +194,18 @@ def test_the_service_protocol_lists_its_ops():
     line = " ".join(page.split("Protocol (", 1)[1].split("...}", 1)[0].split())
     listed = set(re.findall(r'"([a-z]+)"', line.split('"op":', 1)[1]))
     assert listed == {p.PING, p.STATUS, p.SHUTDOWN, p.TOUCHED, p.CHECK, *p.WORKER_OPS}
+
+
+def test_code_and_tests_name_what_they_do_not_which_issue_or_trial():
+    """Comments and docstrings say why, in words an outsider reads: no tracker numbers,
+    work sessions or trial names (those belong to the history, not the code)."""
+    files = [*sorted((ROOT / "proximity").rglob("*.py")), *sorted((ROOT / "tests").glob("*.py")),
+             *sorted((ROOT / "benchmarks").glob("*.py")), ROOT / "benchmarks" / "RESULTS.md"]
+    found = []
+    for f in files:
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            if f.name == "test_docs.py" and "re.search" in line:
+                continue  # (the patterns themselves)
+            if re.search(r"\b[Ii]ssue #?\d+|\b(?:re|merge)?trial\d+|\b[Ss]ession \d+", line):
+                found.append(f"{f.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
+    assert found == [], "\n".join(found)
