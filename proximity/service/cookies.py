@@ -98,6 +98,19 @@ def note_admin(name: str) -> str:
     return recorder.post_note_parts(name)[0]
 
 
+class _Cue(threading.Event):
+    """A cookie's event that also sets a shared one: one wait for whichever of two
+    cookies comes back first, and afterwards which it was."""
+
+    def __init__(self, either: threading.Event) -> None:
+        super().__init__()
+        self.either = either
+
+    def set(self) -> None:
+        super().set()
+        self.either.set()
+
+
 class Cookies(ServiceState):
     """Sync cookies and post-commit notes: files the watcher brings back in order."""
 
@@ -213,30 +226,30 @@ class Cookies(ServiceState):
         queue keeps the order), as git's fsmonitor daemon does. False: not watching, or
         not in time (the caller then snapshots instead of trusting the warm state).
         ``early``: the name of a cookie the hook script made before its request (every
-        change before the hook is then reported, usually by the time it asks)."""
+        change before the hook is then reported, usually by the time it asks). Not back
+        within EARLY_WAIT (it may never come: made where no watch was), a cookie of the
+        service's own follows, and whichever comes back first answers: a watcher late
+        under load brings the hook's cookie first, being first in its queue."""
         d = self._cookies()
         if d is None:
             return False
+        either = threading.Event()
+        hooks: _Cue | None = None
         if isinstance(early, str) and EARLY_COOKIE.fullmatch(early):
-            ev = threading.Event()
+            hooks = _Cue(either)
             with self.pending_lock:
                 got = self.early_seen.pop(early, None)
                 # that very file (not an older one of the same name)
                 seen = got is not None and got[1] == _ident(os.path.join(d, early))
                 if not seen:
-                    self.cookies[early] = ev
-            try:
-                if seen or ev.wait(EARLY_WAIT):
-                    self.early_syncs += 1
-                    return True
-            finally:
-                with self.pending_lock:
-                    self.cookies.pop(early, None)
-                _remove(self.common, early)
+                    self.cookies[early] = hooks
+            if seen or hooks.wait(EARLY_WAIT):
+                self._forget(early)
+                self.early_syncs += 1
+                return True
         name = f"sync-{os.getpid()}-{next(self.seq)}"
-        ev = threading.Event()
         with self.pending_lock:
-            self.cookies[name] = ev
+            self.cookies[name] = _Cue(either)
         try:
             fd = _cookies_fd(self.common)
             if fd is None:
@@ -246,10 +259,19 @@ class Cookies(ServiceState):
                                  | os.O_NONBLOCK, 0o600, dir_fd=fd))
             finally:
                 os.close(fd)
-            return ev.wait(timeout)
+            back = either.wait(timeout)
+            if hooks is not None and hooks.is_set():
+                self.early_syncs += 1
+            return back
         except OSError:
             return False
         finally:
-            with self.pending_lock:
-                self.cookies.pop(name, None)
-            _remove(self.common, name)
+            self._forget(name)
+            if isinstance(early, str) and hooks is not None:
+                self._forget(early)
+
+    def _forget(self, name: str) -> None:
+        """A cookie waited for no longer: unregistered, its file removed."""
+        with self.pending_lock:
+            self.cookies.pop(name, None)
+        _remove(self.common, name)
