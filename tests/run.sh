@@ -5,7 +5,9 @@
 #     from PyPI;
 #   - git and Chromium from the OS packages when missing (the view test drives a real
 #     headless browser).
-# Extra arguments go to pytest, e.g. `bash tests/run.sh -k hooks`.
+# The tests run in parallel, one process per core (at most 4): most of their time is spent
+# waiting for git, hooks and services. Extra arguments go to pytest, e.g.
+# `bash tests/run.sh -k hooks`, or `bash tests/run.sh -n 0` to run them in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,4 +33,4 @@ VENV=${PROXIMITY_VENV:-.venv}
 
 "$VENV/bin/python" -m ruff check proximity tests benchmarks docs
 "$VENV/bin/python" -m mypy
-exec "$VENV/bin/python" -m pytest "$@"
+exec "$VENV/bin/python" -m pytest -n auto --maxprocesses 4 "$@"
