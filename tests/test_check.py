@@ -668,3 +668,28 @@ def test_the_same_change_made_on_both_sides_is_not_a_conflict(pair):
     # the line-range check, which knows no result, still denies
     rc = main(["check", "-C", str(a), "app.txt:12"])
     assert rc == 1
+
+
+def test_own_work_touching_the_request_joins_it_as_gits_merge_joins_them(pair, capsys):
+    """a changed line 20 earlier (committed); b inserts lines after line 19; a now asks to
+    edit lines 21-23, one unchanged line from b's insertion in the base. git's merge sees
+    a's change of 20 and the edit of 21-23 as one change, which touches b's insertion: a
+    conflict, so a deny (seen on real code: a sibling's move and insertions beside an
+    agent's earlier change were answered "near" where the merge conflicted)."""
+    sp, a, b = pair
+    sp.write(a, "app.txt", APP.replace("line 20\n", "line 20 by a\n"))
+    git(a, "commit", "-qam", "a's earlier work", env={"PROXIMITY_SKIP": "1"})
+    sp.write(b, "app.txt", APP.replace("line 19\n", "line 19\nb one\nb two\n"))
+    rc, out = run_check(a, "app.txt:21-23", capsys=capsys)
+    assert out["decision"] == "deny", out
+    assert rc == 1
+    # git agrees: a's edit of 21-23 committed, the two branches conflict
+    sp.write(a, "app.txt", (a / "app.txt").read_text().replace("line 21\n", "21 by a\n"))
+    git(a, "commit", "-qam", "a's edit", env={"PROXIMITY_SKIP": "1"})
+    git(b, "commit", "-qam", "b's work", env={"PROXIMITY_SKIP": "1"})
+    merged = subprocess.run(["git", "merge-tree", "--write-tree", "feat/a", "feat/b"],
+                            cwd=a, capture_output=True, text=True)
+    assert merged.returncode == 1, merged.stdout
+    # far from b's work, a's own earlier change does not make an edit collide
+    rc, out = run_check(a, "app.txt:30-31", capsys=capsys)
+    assert out["decision"] == "allow", out

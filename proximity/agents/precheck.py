@@ -252,8 +252,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         declared = intents.get(w.id, {})
         for t in targets:
             own = mine[bases[w.id]].get(t.path)
-            base_ranges = None if t.ranges is None else tuple(
-                hunks.to_base(t.ranges, own.hunks if own else ()))
+            base_ranges = None if t.ranges is None else joined(
+                tuple(hunks.to_base(t.ranges, own.hunks if own else ())), own)
             if bases[w.id] in after_merge:
                 change = after_merge[str(bases[w.id])].get(t.path)
                 if change is None:
@@ -273,6 +273,21 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     for i, outcome in merges(jobs, repo.workdir).items():
         out[i] = out[i]._replace(merge=outcome)
     return out
+
+
+def joined(ranges: tuple[Range, ...], own: hunks.FileDiff | None) -> tuple[Range, ...]:
+    """The requested base lines with this worktree's own changes that touch them, as
+    git's merge joins them into one change: a sibling's work touching any part of it
+    conflicts with the edit (a line changed earlier beside the request is not a gap)."""
+    if own is None or not own.hunks:
+        return ranges
+    out = list(ranges)
+    for _ in range(len(own.hunks)):
+        more = [h.base for h in hunks.contested(own, out) if h.base not in out]
+        if not more:
+            break
+        out += more
+    return tuple(sorted(out))
 
 
 def _contested(side: verdict.Side) -> bool:
