@@ -859,3 +859,34 @@ def test_planted_fifos_never_hang_a_commit_and_cookies_never_pile_up(pair_of_rep
         assert done.returncode == 0, done.stderr
     settle(svc)
     assert not [n for n in os.listdir(cookies) if n.startswith(("sync-", "post-commit-"))]
+
+
+def test_a_repository_whose_socket_lives_elsewhere_still_gets_the_early_sync(tmp_path,
+                                                                             monkeypatch):
+    """A common dir too deep for a socket beside it (the socket goes to the runtime
+    directory): the hook script still makes its sync cookie before Python starts (it
+    recognises the running service by its state file), and the service syncs on it."""
+    from conftest import init_repo
+
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "60")
+    main = init_repo(tmp_path / ("d" * 90) / "main", {"f.txt": lines(20)})
+    common = os.path.realpath(main / ".git")
+    assert os.path.dirname(client.socket_path(common)) != os.path.join(common, "ecm")
+    r = subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    try:
+        assert service_cmd.start(common)
+        wait_for(lambda: (service_state(common).get("status") or {}).get("ready"))
+        before = service_state(common)["status"]["early_syncs"]
+        (main / "f.txt").write_text(lines(20) + "more\n")
+        c = subprocess.run(["git", "commit", "-qam", "one"], cwd=main, capture_output=True,
+                           text=True, timeout=60)
+        assert c.returncode == 0, c.stderr
+        st = service_state(common)["status"]
+        assert st["early_syncs"] > before, st
+        assert not [n for n in os.listdir(os.path.join(common, "ecm", "cookies"))
+                    if n.startswith("sync-")]
+    finally:
+        service_cmd.stop(common)
