@@ -107,8 +107,8 @@ def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, .
     out = []
     for path, ranges in calls:
         own = mine.get(path)
-        base_ranges = None if ranges is None else tuple(
-            hunks.to_base(ranges, own.hunks if own else ()))
+        base_ranges = None if ranges is None else precheck.joined(
+            tuple(hunks.to_base(ranges, own.hunks if own else ())), own)
         if after is not None:
             if path not in after:
                 continue  # the merged tree leaves this file as that base has it
