@@ -185,11 +185,12 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         ("", me.path, b or None) for b in distinct]
     todo, keys = [], []
     diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
+    lives: dict[tuple[str, str], str] = {}  # (worktree id, requested path) -> its file
     for key, wpath, base in sides:
         for p in paths:
             rel = p if not key else moves.get((wpath, base), {}).get(origin[base, p],
                                                                       origin[base, p])
-            live = os.path.join(wpath, rel)
+            live = lives[key, p] = os.path.join(wpath, rel)
             data = raw = _read_bytes(live)
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
@@ -231,7 +232,6 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                                           _read_bytes(os.path.join(wpath, rel))) == ck:
             DIFFS[ck] = got
     theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
-    wpaths = {w.id: w.path for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
     # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
     # last recorded in the ledger (hooks, PostToolUse), a tree-to-tree diff that never
@@ -265,11 +265,10 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # 4. an edit whose result the harness gave, on lines a sibling changed too: git's own
     # three-way merge of the file says whether they collide (the same change made on both
     # sides merges cleanly: a swarm's two bumps of one dependency are not a conflict)
-    jobs = [(i, base_blob[bases[s.agent], s.path], t.result,
-             os.path.join(wpaths[s.agent], moves.get((wpaths[s.agent], bases[s.agent]), {})
-                          .get(origin[bases[s.agent], s.path], origin[bases[s.agent], s.path])))
+    jobs = [(i, base_blob[bases[s.agent], s.path], t.result, lives[s.agent, s.path])
             for i, s in enumerate(out) for t in targets
-            if t.path == s.path and t.result is not None and _contested(s)]
+            if t.path == s.path and t.result is not None
+            and any(c.evidence == "conflict" for c in verdict.evidence(s))]
     for i, outcome in merges(jobs, repo.workdir).items():
         out[i] = out[i]._replace(merge=outcome)
     return out
@@ -290,14 +289,6 @@ def joined(ranges: tuple[Range, ...], own: hunks.FileDiff | None) -> tuple[Range
     return tuple(sorted(out))
 
 
-def _contested(side: verdict.Side) -> bool:
-    """Whether the side's change meets the requested lines as git's merge sees them."""
-    d = side.diff
-    if d is None or not d.changed or d.binary:
-        return False
-    return side.mine is None or d.base_ranges() is None or bool(hunks.contested(d, side.mine))
-
-
 def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str]], cwd: str
            ) -> dict[int, str]:
     """``git merge-file`` of (base blob, this file after the edit, the sibling's file on
@@ -309,13 +300,12 @@ def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str]], cwd: str
         return {}
     with tempfile.TemporaryDirectory(prefix="proximity-merge-") as tmp:
         args = []
-        for n, (_, base, result, _) in enumerate(jobs):
+        for n, (_, base, result, theirs) in enumerate(jobs):
             for name, data in (("base", base or b""), ("mine", result or b"")):
                 with open(os.path.join(tmp, f"{n}.{name}"), "wb") as f:
                     f.write(data)
             args.append((gitio.merge_file_args(os.path.join(tmp, f"{n}.mine"),
-                                               os.path.join(tmp, f"{n}.base"), jobs[n][3]),
-                         cwd))
+                                               os.path.join(tmp, f"{n}.base"), theirs), cwd))
         got = gitio.git_many(args, ok=(0,))
     return {i: "same" if merged == result else "clean"
             for (i, _, result, _), merged in zip(jobs, got, strict=True) if merged is not None}

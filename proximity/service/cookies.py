@@ -13,7 +13,6 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from proximity import gitfiles
 from proximity.service import client, fswatch
 from proximity.service.protocol import HOOK
 from proximity.service.state import Job, ServiceState
@@ -93,11 +92,6 @@ def drop_old_notes(common: str) -> list[str]:
     return posts
 
 
-def note_admin(name: str) -> str:
-    """The worktree git dir's name a post-commit note names (empty: the main checkout)."""
-    return recorder.post_note_parts(name)[0]
-
-
 class _Cue(threading.Event):
     """A cookie's event that also sets a shared one: one wait for whichever of two
     cookies comes back first, and afterwards which it was."""
@@ -156,20 +150,16 @@ class Cookies(ServiceState):
         with self.pending_lock:
             posts, self.posts = self.posts, []
         for name in dict.fromkeys(posts):  # one commit, one record (a note is only a cue)
-            admin = note_admin(name)
+            admin, sha = recorder.post_note_parts(name)
             agent = self.air.agent_of_admin(admin)
             if agent is None:  # its worktree removed right after the commit
-                sha = recorder.post_note_parts(name)[1]
                 try:
                     if sha is not None:
-                        recorder.record_departed(
-                            self.air.ctx, gitfiles.worktree_id(admin) if admin
-                            else gitfiles.MAIN_ID, sha)
+                        recorder.record_departed(self.air.ctx, recorder.note_agent(admin), sha)
                 except Exception:
                     continue  # the note stays for the next taker
                 _remove(self.common, name)
                 continue
-            sha = recorder.post_note_parts(name)[1]
             wt = next((w for w in self.air._worktrees() if w.id == agent), None)
             try:
                 if sha is not None and wt is not None and wt.head != sha:

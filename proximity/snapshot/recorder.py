@@ -203,8 +203,7 @@ def _replay_post_notes(common: str, older_than: float) -> int:
             done += _replay({"rid": "", "agent": "", "kind": "commit", "cwd": top,
                              "head": sha}, "", any_agent=True)
         else:  # its worktree removed right after the commit
-            done += _departed(common, {"agent": gitfiles.worktree_id(admin) if admin
-                                       else gitfiles.MAIN_ID, "kind": "commit",
+            done += _departed(common, {"agent": note_agent(admin), "kind": "commit",
                                        "head": sha})
         with contextlib.suppress(OSError):
             os.rmdir(path)
@@ -238,6 +237,12 @@ def post_note_parts(name: str) -> tuple[str, str | None]:
     if len(parts) == 3 and parts[1].isdigit() and _SHA.fullmatch(parts[2]):
         return parts[0], parts[2]
     return rest.rsplit("-", 1)[0], None
+
+
+def note_agent(admin: str) -> str:
+    """The agent id of the worktree a post-commit note names by its git dir name (empty:
+    the main checkout), also once that worktree is gone."""
+    return gitfiles.worktree_id(admin) if admin else gitfiles.MAIN_ID
 
 
 def record_superseded(ctx: Context, sha: str, wt: gitio.WorktreeInfo | None = None
