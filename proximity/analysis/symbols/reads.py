@@ -109,10 +109,7 @@ class Reader:
                         break
                     p, rest = deeper[0], rest[1:]
                 return (p, rest) if p else None
-            parts = module.split("::")
-            if parts[0] not in ("crate", "self", "super"):
-                parts = ["self", *parts]
-            got = self._rust_path(parts)
+            got = self.rust_use(module)
             if got is None:
                 return None
             return got[0], [*got[1], *rest]
@@ -138,6 +135,14 @@ class Reader:
                                    or sub.endswith(f"/{name}/__init__.py")):
             return sub, True
         return (mod, False) if mod else None
+
+    def rust_use(self, module: str) -> tuple[str, tuple[str, ...], bool] | None:
+        """A ``use`` path (``crate::a::b``, ``self::x``, or the 2018 form ``x::y``, a
+        submodule's name) -> (the file of its module, the names left in it)."""
+        parts = module.split("::")
+        if parts[0] not in ("crate", "self", "super"):
+            parts = ["self", *parts]
+        return self._rust_path(parts)
 
     def _rust_path(self, parts: list[str]) -> tuple[str, tuple[str, ...], bool] | None:
         """``crate::a::b::name`` -> (the file of module a::b, ("name",))."""

@@ -8,36 +8,37 @@ parent modules' ``pub use`` the same way: ``crate::util::parse`` reaches ``parse
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from typing import Any
 
 from proximity.analysis.symbols.reads import Reader
 
 
 def js_offered(rd: Reader, facts: dict[str, Any], path: str, names: dict[str, str]
-                ) -> dict[str, str]:
+               ) -> dict[str, str]:
     """The names an index module offers from ``path`` (``export { a as b } from``,
     ``export * from``) -> their names in the changed file."""
-    offered: dict[str, str] = {}
-    for local, spec, name in facts.get("reexports", ()):
-        if rd._first(["js", spec]) != path:
-            continue
-        for nm in (names if name == "*" else [name]):
-            if nm in names:
-                offered[nm if local == "*" else local] = names[nm]
-    return offered
+    return _offered(facts, names, lambda spec: rd._first(["js", spec]) == path)
 
 
 def rs_offered(rd: Reader, facts: dict[str, Any], path: str, names: dict[str, str]
                ) -> dict[str, str]:
     """The names a Rust module offers from the module file ``path`` by ``pub use``
     (``pub use self::text::{parse as p}``, ``pub use text::*``) -> their names there."""
+    def is_path(module: str) -> bool:
+        got = rd.rust_use(module)
+        return got is not None and got[0] == path and not got[1]
+
+    return _offered(facts, names, is_path)
+
+
+def _offered(facts: dict[str, Any], names: dict[str, str], is_path: Callable[[str], bool]
+             ) -> dict[str, str]:
+    """A module's recorded re-exports (``[offered name, module, its name there]``, ``*``
+    for every name) of the changed file's ``names``, the module resolved by ``is_path``."""
     offered: dict[str, str] = {}
     for local, module, name in facts.get("reexports", ()):
-        parts = module.split("::")
-        if parts[0] not in ("crate", "self", "super"):
-            parts = ["self", *parts]  # (2018 paths: a submodule's name)
-        got = rd._rust_path(parts)
-        if got is None or got[0] != path or got[1]:
+        if not is_path(module):
             continue
         for nm in (names if name == "*" else [name]):
             if nm in names:
