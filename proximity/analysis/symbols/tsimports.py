@@ -135,15 +135,15 @@ def _use(out: dict[str, Any], node: Any, prefix: str, decl: Any, offers: bool) -
         path = join + re.sub(r"\s+", "", parsers.text(node))
         local = path.rsplit("::", 1)[-1]
         _bind(out, local, "use", path, "", decl)
-        if offers and "::" in path:
-            out["reexports"].append([local, *path.rsplit("::", 1)])
+        if offers:
+            _offer(out, local, path)
     elif t == "use_as_clause":
         p, al = node.child_by_field_name("path"), node.child_by_field_name("alias")
         if p is not None and al is not None:
             path = join + re.sub(r"\s+", "", parsers.text(p))
             _bind(out, al, "use", path, "", decl)
-            if offers and "::" in path:
-                out["reexports"].append([parsers.text(al), *path.rsplit("::", 1)])
+            if offers:
+                _offer(out, parsers.text(al), path)
     elif t == "use_wildcard":
         path = join + re.sub(r"\s+", "", parsers.text(node)).removesuffix("::*")
         if offers and path:
@@ -156,3 +156,9 @@ def _use(out: dict[str, Any], node: Any, prefix: str, decl: Any, offers: bool) -
     elif t == "use_list":
         for c in node.named_children:
             _use(out, c, prefix, decl, offers)
+
+
+def _offer(out: dict[str, Any], local: str, path: str) -> None:
+    """``pub use PATH [as LOCAL]``: the module offers that item of another module."""
+    if "::" in path:
+        out["reexports"].append([local, *path.rsplit("::", 1)])
