@@ -1004,3 +1004,85 @@ def test_a_hung_interpreter_is_stopped_and_git_goes_on(tmp_path):
     shim(tmp_path, "blocking-python", "exit 99")
     r = commit(main, env={"PROXIMITY_PYTHON": str(tmp_path / "blocking-python")})
     assert r.returncode != 0 and "was stopped" not in r.stderr, r.stderr
+
+
+def holders_of(pipe_end: int) -> list[str]:
+    """The processes, other than this one, holding the pipe that ``pipe_end`` reads."""
+    ino = os.fstat(pipe_end).st_ino
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == f"pipe:[{ino}]" for fd in fds):
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{pid}: {cmd[:120]}")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+@pytest.mark.parametrize("service", ["0", "1"])
+def test_no_hook_holds_its_callers_pipes_after_git_returns(tmp_path, monkeypatch, service):
+    """A caller that captures git's output (every agent, IDE and CI does) reads until the
+    last holder of the pipe closes it: nothing a hook leaves running (the time limit's
+    watchdog, a service it starts) may hold git's stdout or stderr once git has returned,
+    or every captured commit, switch and push waits for it."""
+    monkeypatch.setenv("PROXIMITY_SERVICE", service)
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "20")
+    main, _ = hooked_repo(tmp_path)
+    common = str(main / ".git")
+
+    def captured(*args: str) -> None:
+        p = subprocess.Popen(["git", *args], cwd=main, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            assert p.wait(timeout=60) == 0, args
+            left = holders_of(p.stdout.fileno()) + holders_of(p.stderr.fileno())  # type: ignore[union-attr]
+            assert left == [], (args, left)
+        finally:
+            p.communicate()
+
+    try:
+        for i in range(2):
+            (main / "n.txt").write_text(f"{i}\n")
+            git(main, "add", "n.txt")
+            captured("commit", "-qm", f"edit {i}")
+            captured("switch", "-q", "-c", f"topic{i}")
+            captured("switch", "-q", "main")
+            captured("push", "-q", "origin", "main")
+    finally:
+        if service == "1":
+            from proximity.commands import service as service_cmd
+
+            service_cmd.stop(os.path.realpath(common), timeout=10.0)
+
+
+def test_every_pre_push_that_did_not_judge_says_the_guard_is_off(tmp_path):
+    """An interpreter that fails (exit 1), or none at all: the push goes on, and its line
+    says the guard is off for it, never only that a hook failed."""
+    main, _ = hooked_repo(tmp_path)
+    commit(main)
+    for python in ("/bin/false", "/nonexistent/python3"):
+        p = run(main, "git", "push", "-q", "origin", "main",
+                env={"PROXIMITY_PYTHON": python, "PATH": "/usr/bin:/bin"})
+        assert p.returncode == 0, p.stderr
+        assert "the push guard is OFF for this push" in p.stderr, (python, p.stderr)
+        commit(main)
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "ten", "-5", "1e3"])
+def test_a_hook_time_limit_out_of_range_is_the_default_with_one_warning(tmp_path, value):
+    """The shell's arithmetic overflows on 20 digits (and refuses words): such a limit is
+    the default, 30 s, said once per hook, never a watchdog that fires at once and turns
+    the guard off."""
+    main, _ = hooked_repo(tmp_path)
+    r = commit(main, env={"PROXIMITY_HOOK_TIMEOUT": value})
+    assert r.returncode == 0, r.stderr
+    said = r.stderr.splitlines()
+    assert said and all(f"PROXIMITY_HOOK_TIMEOUT={value} is not a number of seconds" in line
+                        and "using 30" in line for line in said), said
+    assert not any("was stopped" in line for line in said), said
+    assert any(e["kind"] == "commit" for e in events(main))
