@@ -58,7 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-TABLE_PATH = os.path.join(HERE, "..", "proximity", "tcas", "calibration_table.py")
+TABLE_PATH = os.path.join(HERE, "..", "proximity", "calibration_table.py")
 EXECUTABLE_CHANNELS = ("symbol",)
 # git's own merge is the definition of a textual collision: its classes keep their observed
 # rate and take all the credit for the collisions they are present at

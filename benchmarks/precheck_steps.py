@@ -50,7 +50,7 @@ import steps
 from proximity import gitio
 from proximity.agents import definitions, precheck, verdict
 from proximity.analysis import hunks
-from proximity.analysis.intervals import Range
+from proximity.model import Range
 
 KINDS = ("conflict", "near", "same-file", "symbol")
 

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from proximity import config, gitio
+from proximity import config, gitio, model
 from proximity.model import Agent, PairResult
 from proximity.tcas import engine
 
@@ -88,7 +88,7 @@ class Source:
             f.write(os.path.join(os.path.abspath(git_dir), "objects") + "\n")
         self.repo = gitio.Repo(self.path)
         self.cfg = config.Config()  # the defaults: a scratch checkout has no policy
-        self.facts = engine.Facts()  # parse caches shared by every case of the repository
+        self.facts = model.Facts()  # parse caches shared by every case of the repository
         self.snaps: dict[tuple[str, str | None], str] = {}
 
     def tree(self, commit: str) -> str:

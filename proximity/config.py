@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from proximity.errors import ConfigError
 
 CHANNELS = ("conflict", "overlap", "approach", "symbol", "dependency", "tree")
-# Channel values are calibrated probabilities (proximity/tcas/calibration_table.py), so every
+# Channel values are calibrated probabilities (proximity/calibration_table.py), so every
 # channel enters the noisy-OR at face value; a weight below 1 says "trust this channel less".
 DEFAULT_WEIGHTS = dict.fromkeys(CHANNELS, 1.0)
 

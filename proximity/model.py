@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
-from proximity.analysis.intervals import Range
+# A closed range (start, end) of 1-based base-side line numbers; a pure insertion after line
+# p is the empty range (p + 1, p) (analysis/intervals.py does the arithmetic)
+Range = tuple[int, int]
 
 # What a change of one path is, beyond its line ranges.
 TEXT = "text"
@@ -132,3 +137,70 @@ class PairResult:
     @property
     def distance(self) -> float:
         return 1.0 - self.risk
+
+
+# A worktree's recency weights: (agent, {path: blob}) -> {path: weight}
+Recency = Callable[[str, Mapping[str, str]], dict[str, float]]
+
+
+@dataclass
+class Facts:
+    """What the ledger knows, handed to the scan as plain data (all optional)."""
+    started: dict[str, float] = field(default_factory=dict)
+    clocks: dict[str, dict[str, int]] = field(default_factory=dict)
+    intents: dict[str, dict[str, tuple[Range, ...] | None]] = field(default_factory=dict)
+    intent_weights: dict[str, dict[str, float]] = field(default_factory=dict)
+    recency: Recency | None = None
+    history: Callable[[str, str], list[tuple[float, float, float]]] | None = None
+    # ledger order of first work (stream, paths, committed(old head, new head, path))
+    reached: Callable[[str, set[str], Callable[[str, str, str], bool]], int | None] | None = None
+    # a pair's standing right-of-way decision: (told to yield, ledger order when told,
+    # the other side's committed lines then)
+    held: Callable[[str, str], tuple[str, int, int] | None] | None = None
+    held_files: Callable[[str, str], tuple[str, ...] | None] | None = None
+    # the yield graph: agent -> the agents it yields to (standing decisions still at RA,
+    # then this scan's own): a new decision never closes a cycle in it
+    yields: dict[str, set[str]] = field(default_factory=dict)
+    imports_cache: dict[str, Any] = field(default_factory=dict)
+    symbols_cache: dict[str, Any] = field(default_factory=dict)
+    pair_cache: dict[str, Any] = field(default_factory=dict)
+    graph_cache: dict[str, Any] = field(default_factory=dict)  # ref tree -> resolved graph
+    # hooks set this: never parse a whole repository inside a git command (first run only)
+    defer_cold_graph: bool = False
+    graph_ever_built: bool = True
+    remote: list[Agent] = field(default_factory=list)
+    created: dict[str, float] = field(default_factory=dict)  # stream -> creation time
+    machine: str = ""  # this machine's id, for pairs that involve remote agents
+    # the resident service keeps one across scans: each pair's channel results keyed by
+    # everything the channels read (both states, base, working-set weights and intents,
+    # the graph's reference commit), and resolvers keyed by their paths
+    memo: dict[Any, Any] | None = None
+    # a progress bar for long work (views/progress.bar), for commands run on a terminal
+    progress: Callable[[str, int], AbstractContextManager[Callable[[int], None]]] | None = None
+
+
+@dataclass
+class Scan:
+    agents: list[Agent]
+    pairs: list[PairResult]
+    retired: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    changed: dict[str, set[str]] = field(default_factory=dict)  # agent -> paths, any base
+    timing: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    graph: Any = None  # the import graph of the reference tree (for the view)
+    graph_deferred: bool = False  # the first graph was left for a background warm-up
+    paths: set[str] = field(default_factory=set)  # files of the reference tree
+    # right-of-way as one order: agent -> the live agents it waits for (acyclic)
+    yields: dict[str, set[str]] = field(default_factory=dict)
+
+    def involving(self, agent_id: str) -> list[PairResult]:
+        return [p for p in self.pairs if agent_id in (p.a, p.b)]
+
+
+def last_commit(p: PairResult, other: Agent | None) -> str:
+    """The subject of the other side's own last commit; "" when it has none since the
+    pair's common base (its HEAD is the base: only uncommitted work), so the base commit's
+    subject is never passed off as theirs."""
+    if other is None or not other.head or (p.base and other.head == p.base):
+        return ""
+    return other.subject

@@ -18,16 +18,16 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import gitfiles
+from proximity import gitfiles, layout
 from proximity.hooks import inputs, stash
+from proximity.protocol import CHECK, HOOK
 from proximity.service import client
-from proximity.service.protocol import CHECK, HOOK
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:
     from typing import Any
 
-    from proximity.service.protocol import CheckAnswer, CheckRequest, HookRequest
+    from proximity.protocol import CheckAnswer, CheckRequest, HookRequest
 
 
 class Fallback:
@@ -90,7 +90,7 @@ def where(start: str) -> tuple[str, str] | None:
     if not os.path.isdir(gitdir):
         return None
     common = os.path.realpath(gitfiles.common_dir(gitdir))
-    if not os.path.isdir(os.path.join(common, "ecm")):
+    if not os.path.isdir(layout.ecm_dir(common)):
         return None
     return gitdir, common
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import git, init_repo, lines
 
-from proximity.tcas import calibration, calibration_table
+from proximity import calibration, calibration_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 

@@ -9,6 +9,7 @@ from conftest import init_repo, lines, pair
 
 from proximity.main import main
 from proximity.tcas import risk
+from proximity.views import messages
 
 
 def test_escalation_needs_a_fast_closure_near_the_threshold():
@@ -43,10 +44,9 @@ def test_a_pair_closing_fast_is_escalated_in_the_scan(space, scan_json, capsys):
     assert r2["escalated"] is True  # …so both are told now (the push is not blocked)
     # and the messages it sends say it is advice, not a block (seen on real code: "HOLD
     # COURSE" read as an RA)
-    from proximity.tcas import actions
 
     for kind in ("steer", "hold"):
-        t = actions.render({"body": {"type": kind, "advisory": r2["advisory"],
+        t = messages.render({"body": {"type": kind, "advisory": r2["advisory"],
                                       "escalated": r2["escalated"], "from": "a",
                                       "branch": "feat/a", "risk": r2["risk"]}})
         assert "escalated traffic advisory, closing fast: no push is blocked" in t, t

@@ -17,8 +17,8 @@ from proximity import gitio
 from proximity.channels import Evidence, conflict
 from proximity.config import Config
 from proximity.gitio import history
-from proximity.model import Agent
-from proximity.tcas.engine import Facts, _Pairwise
+from proximity.model import Agent, Facts
+from proximity.tcas.pairwise import Pairwise
 
 BASE = {"a.txt": "".join(f"a {i}\n" for i in range(12)),
         "d1/x.txt": "".join(f"x {i}\n" for i in range(12)),
@@ -57,7 +57,7 @@ def _side(repo: Path, base: str, branch: str, rnd: random.Random) -> str:
     return git(repo, "rev-parse", "HEAD").stdout.strip()
 
 
-def _evidence(repo: gitio.Repo, pw: _Pairwise, ha: str, hb: str) -> Evidence:
+def _evidence(repo: gitio.Repo, pw: Pairwise, ha: str, hb: str) -> Evidence:
     agents = []
     for name, head in (("a", ha), ("b", hb)):
         tree = repo.commit_tree(head)
@@ -78,7 +78,7 @@ def test_skipped_merges_are_the_ones_git_merges_cleanly(tmp_path: Path) -> None:
     for i in range(40):
         ha = _side(path, base, f"a{i}", rnd)
         hb = _side(path, base, f"b{i}", rnd)
-        pw = _Pairwise(repo, Config(), Facts())
+        pw = Pairwise(repo, Config(), Facts())
         ev = _evidence(repo, pw, ha, hb)
         truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
         skipped = conflict._apart(ev)
@@ -108,7 +108,7 @@ def test_file_against_directory_runs_gits_merge(tmp_path: Path) -> None:
         git(path, "commit", "-q", "-m", branch)
     repo = gitio.Repo(str(path))
     ha, hb = (git(path, "rev-parse", b).stdout.strip() for b in ("a", "b"))
-    ev = _evidence(repo, _Pairwise(repo, Config(), Facts()), ha, hb)
+    ev = _evidence(repo, Pairwise(repo, Config(), Facts()), ha, hb)
     assert not conflict._apart(ev)
     truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
     assert truth and [f.path_a for f in conflict.run(ev).findings] == truth
@@ -185,7 +185,7 @@ def test_criss_cross_merge_bases_run_gits_merge(tmp_path: Path) -> None:
     ha, hb = (git(path, "rev-parse", b).stdout.strip() for b in ("a", "b"))
     assert len(git(path, "merge-base", "--all", ha, hb).stdout.split()) == 2
     assert repo.sole_merge_base(ha, hb) is None
-    ev = _evidence(repo, _Pairwise(repo, Config(), Facts()), ha, hb)
+    ev = _evidence(repo, Pairwise(repo, Config(), Facts()), ha, hb)
     assert not conflict._apart(ev)
     truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
     assert [f.path_a for f in conflict.run(ev).findings] == truth
@@ -317,7 +317,7 @@ def _walk(path: Path, rnd: random.Random) -> tuple[int, int, int]:
         git(path, "add", "-A")
         tree = git(path, "write-tree").stdout.strip()
         git(path, "reset", "-q", "--hard", ha)
-        pw = _Pairwise(repo, Config(), Facts())
+        pw = Pairwise(repo, Config(), Facts())
         ev = _evidence(repo, pw, ha, hb)
         a = Agent("a", "", "a", ha, repo.snapshot_commit(tree, ha), tree)
         ev = Evidence(a, ev.b, pw.working_set(a, ev.base_tree), ev.wb, ev.base, ev.base_tree,

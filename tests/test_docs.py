@@ -98,7 +98,7 @@ def test_the_mcp_tools_are_the_ones_help_and_the_pages_name():
     really offers."""
     import asyncio
 
-    from proximity.agents import mcp_server
+    from proximity.mcp import server as mcp_server
 
     tools = [t.name for t in asyncio.run(mcp_server.build(str(ROOT)).list_tools())]
     assert tools == ["check", "check_merge", "status", "intend", "inbox"]
@@ -188,7 +188,7 @@ def test_the_demo_is_what_how_it_works_describes_and_scan_json_is_as_documented(
 
 def test_the_service_protocol_lists_its_ops():
     """docs/service.md names exactly the ops the service answers."""
-    from proximity.service import protocol as p
+    from proximity import protocol as p
 
     page = (ROOT / "docs" / "service.md").read_text()
     line = " ".join(page.split("Protocol (", 1)[1].split("...}", 1)[0].split())

@@ -24,9 +24,34 @@ THIN_ALLOWED = {
     "proximity", "proximity.thin", "proximity.gitfiles", "proximity.owned",
     "proximity.hooks", "proximity.hooks.inputs", "proximity.hooks.stash",
     "proximity.hooks.procs",
-    "proximity.service", "proximity.service.client", "proximity.service.protocol",
-    "proximity.service.journal", "proximity.service.stamp",
+    "proximity.service", "proximity.service.client", "proximity.protocol",
+    "proximity.snapshot", "proximity.snapshot.journal", "proximity.service.stamp",
+    "proximity.layout", "proximity.jsontext",
 }
+
+# The floors of the house, from the ground up (docs/development.md draws them). An import
+# points to a lower floor, or stays inside its own package; only the ground's leaves and
+# the front ends may also use their floor-mates.
+FLOORS: list[set[str]] = [
+    # ground: plain data, errors, paths under .git/ecm, safe text, the wire protocol, the
+    # calibration table; the standard library only
+    {"__init__", "errors", "model", "owned", "layout", "jsontext", "safetext", "protocol",
+     "calibration", "calibration_table", "gitfiles"},
+    {"gitio", "ledger", "config"},  # git, the shared ledger, settings
+    {"analysis"},  # reading source code: hunks, parsers, imports, symbols
+    {"policy"},  # the airspace's one policy
+    {"snapshot"},  # live state: opening a repository, agents, recording events
+    {"remote"},  # other machines' snapshots, as untrusted data
+    {"channels"},  # one pair's evidence -> calibrated probabilities
+    {"tcas"},  # the scan, risk, right-of-way, actions
+    {"views"},  # text, tables, JSON and pictures of a scan or a message
+    {"agents"},  # the pre-edit check: one answerer and the harnesses' adapters
+    {"hooks"},  # what git hooks judge and print
+    {"service"},  # the resident service
+    {"thin"},  # the hook's standard-library client
+    {"commands", "mcp", "lsp", "main", "__main__"},  # front ends
+]
+SHARED_FLOORS = (0, len(FLOORS) - 1)
 
 
 def modules_loaded_by(statement: str) -> list[str]:
@@ -73,6 +98,87 @@ def module_name(path: Path) -> str:
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def unit_of(module: str) -> str:
+    """The package (or top-level module) a module belongs to: proximity.tcas.engine -> tcas."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def package_imports() -> dict[str, list[tuple[str, int]]]:
+    """Every module of the package -> the proximity modules it imports (anywhere in it,
+    type-only imports included), resolved to modules that exist."""
+    names = {module_name(p) for p in PKG.rglob("*.py")}
+
+    def resolve(mod: str) -> str:
+        while mod not in names and "." in mod:
+            mod = mod.rsplit(".", 1)[0]
+        return mod
+
+    out: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        found = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                    and node.module.split(".")[0] == "proximity":
+                found += [(resolve(f"{node.module}.{a.name}"), node.lineno) for a in node.names]
+            elif isinstance(node, ast.Import):
+                found += [(resolve(a.name), node.lineno) for a in node.names
+                          if a.name.split(".")[0] == "proximity"]
+        out[module_name(path)] = found
+    return out
+
+
+def test_every_package_is_on_a_floor():
+    floors = {unit for floor in FLOORS for unit in floor}
+    units = {unit_of(m) for m in package_imports()}
+    assert units - floors == set(), "put each new package on a floor (FLOORS)"
+
+
+def test_every_import_points_down_the_floors():
+    """Data flows one way and so do imports: from the front ends down to the ground. An
+    import from a lower floor up (even a type-only or function-level one) is the start of
+    a cycle that makes every layer load every other."""
+    floor = {unit: i for i, units in enumerate(FLOORS) for unit in units}
+    wrong = []
+    for mod, imports in package_imports().items():
+        here = unit_of(mod)
+        for target, line in imports:
+            there = unit_of(target)
+            if there == here:
+                continue
+            ok = floor[there] < floor[here] or (floor[there] == floor[here]
+                                                  and floor[here] in SHARED_FLOORS)
+            if not ok:
+                wrong.append(f"{mod}:{line} ({here}, floor {floor[here]}) imports {target} "
+                             f"({there}, floor {floor[there]})")
+    assert wrong == []
+
+
+def test_no_import_cycle_between_packages_or_modules():
+    """Neither packages nor modules import each other round in a circle (type-only imports
+    included: a type cycle today is a runtime cycle the day someone needs the value)."""
+    import networkx as nx
+
+    imports = package_imports()
+    modules = nx.DiGraph()
+    packages = nx.DiGraph()
+    for mod, targets in imports.items():
+        modules.add_node(mod)
+        for target, _ in targets:
+            if target != mod:
+                modules.add_edge(mod, target)
+            if unit_of(target) != unit_of(mod):
+                packages.add_edge(unit_of(mod), unit_of(target))
+    # a package's face (its __init__) re-exporting its modules is not a cycle of theirs
+    faces = [(m, t) for m, t in modules.edges if t.startswith(m + ".")]
+    modules.remove_edges_from(faces)
+    cycles = [sorted(c) for c in nx.strongly_connected_components(modules) if len(c) > 1]
+    assert cycles == [], cycles
+    cycles = [sorted(c) for c in nx.strongly_connected_components(packages) if len(c) > 1]
+    assert cycles == [], cycles
 
 
 def test_only_the_command_line_imports_the_commands():
@@ -130,8 +236,8 @@ def test_the_shell_hook_recognises_the_service_as_it_is_started(tmp_path, monkey
     agree, or the fast path silently turns off. Rename the module and this fails."""
     from conftest import init_repo
 
+    from proximity import protocol
     from proximity.commands import service as service_cmd
-    from proximity.service import protocol
     from proximity.service.server import service_state
 
     hook = (ROOT / "hooks" / "proximity-hook").read_text()

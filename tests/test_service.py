@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import Space, git, lines
 
+from proximity import layout
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
 from proximity.service import client
@@ -180,7 +181,7 @@ def test_service_and_in_process_give_identical_pairs(space, services):
     assert svc is not None
     code = ("import json, sys\nfrom proximity.snapshot import workspace\n"
             "from proximity.tcas import pipeline\nfrom proximity.views import report\n"
-            "from proximity.tcas.engine import live_agents\n"
+            "from proximity.snapshot.agents import live_agents\n"
             "ctx = workspace.open_context('.')\n"
             "ag, ret = live_agents(ctx.repo, {'a': sys.argv[1]})\n"
             "r = pipeline.run_scan(ctx, focus='a', agents=ag, retired=ret, record=False)\n"
@@ -223,7 +224,7 @@ def test_hooks_ask_the_service_and_fall_back_when_it_is_killed(space, services):
     os.kill(pid, signal.SIGKILL)
     slow.join()
     wait_for(lambda: not client._alive(common))
-    assert os.path.exists(client.socket_path(common))
+    assert os.path.exists(layout.socket_path(common))
     edit(b / "g.txt", 1, 2, "b")
     t0 = time.monotonic()
     pre = subprocess.run([sys.executable, "-m", "proximity", "hook", "pre-commit"], cwd=b,
@@ -375,7 +376,7 @@ def test_two_services_raced_one_survives(space, services):
 
 def test_stale_socket_is_recovered(space, services):
     _sp, _a, _b, common = three(space, services)
-    path = client.socket_path(common)
+    path = layout.socket_path(common)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(path)  # a socket file nobody listens on, as a killed service leaves
@@ -399,8 +400,8 @@ def test_long_common_dir_uses_a_private_short_socket(tmp_path, services):
     git(deep, "commit", "-q", "-m", "base")
     common = os.path.realpath(deep / ".git")
     services.append(common)
-    path = client.socket_path(common)
-    assert not path.startswith(common) and len(path) <= client.SUN_PATH_MAX
+    path = layout.socket_path(common)
+    assert not path.startswith(common) and len(path) <= layout.SUN_PATH_MAX
     assert service_cmd.start(common)
     assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
     assert service_state(common)["recorded"]["socket"] == path
@@ -411,7 +412,7 @@ def test_idle_service_exits(space, services, monkeypatch):
     _sp, _a, _b, common = three(space, services)
     assert service_cmd.start(common)
     wait_for(lambda: not client._alive(common), 20)
-    assert not os.path.exists(client.socket_path(common))
+    assert not os.path.exists(layout.socket_path(common))
 
 
 def test_protocol_is_versioned_and_bounded(space, services):
@@ -419,7 +420,7 @@ def test_protocol_is_versioned_and_bounded(space, services):
     assert service_cmd.start(common)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(5)
-        s.connect(client.socket_path(common))
+        s.connect(layout.socket_path(common))
         s.sendall(b'{"v": 99, "op": "ping"}\n')
         answer = json.loads(s.makefile().readline())
     assert answer["ok"] is False and "protocol" in answer["error"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import git, sym
 
+from proximity import calibration
 from proximity.analysis.symbols import pycalls, pylang
-from proximity.tcas import calibration
 
 LIB = '''def area(w, h):
     return w * h

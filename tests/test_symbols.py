@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import pair, sym, two
 
-from proximity.tcas import calibration
+from proximity import calibration
 
 LIB = '''RATE = 2
 

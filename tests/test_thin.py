@@ -22,11 +22,12 @@ import pytest
 from conftest import git, lines
 from test_service import edit, pid_of, wait_for
 
-from proximity import gitio
+from proximity import gitio, layout
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
-from proximity.service import client, journal, stamp
+from proximity.service import client, stamp
 from proximity.service.server import service_state
+from proximity.snapshot import journal
 
 BASE = {"f.txt": lines(60), "g.txt": lines(40)}
 
@@ -872,7 +873,7 @@ def test_a_repository_whose_socket_lives_elsewhere_still_gets_the_early_sync(tmp
     monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "60")
     main = init_repo(tmp_path / ("d" * 90) / "main", {"f.txt": lines(20)})
     common = os.path.realpath(main / ".git")
-    assert os.path.dirname(client.socket_path(common)) != os.path.join(common, "ecm")
+    assert os.path.dirname(layout.socket_path(common)) != os.path.join(common, "ecm")
     r = subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -13,6 +13,7 @@ from conftest import git, lines
 from proximity.errors import FatalError
 from proximity.ledger import Ledger
 from proximity.main import main
+from proximity.views import messages
 
 
 def hook(where, stage="pre-commit"):
@@ -73,7 +74,7 @@ def test_a_sibling_without_commits_is_not_given_the_base_commit_as_its_own(space
     hold = inbox(b, capsys, "--all") + inbox(a, capsys, "--all")
     from_b = [m for m in hold if m["body"]["from"] == "b"]
     assert from_b and all(m["body"]["last_commit"] == "" for m in from_b)
-    from proximity.tcas.actions import render
+    from proximity.views.messages import render
 
     assert all("uncommitted work only" in render(m) for m in from_b)
 
@@ -171,7 +172,7 @@ def test_messages_of_a_symbol_collision_name_the_symbol(space, capsys):
     capsys.readouterr()
     msgs = inbox(a, capsys, "--all") + inbox(b, capsys, "--all")
     assert msgs and all(any("legacy" in s for s in m["body"]["symbols"]) for m in msgs)
-    from proximity.tcas.actions import render
+    from proximity.views.messages import render
 
     assert all("  symbol: " in render(m) and "legacy" in render(m) for m in msgs)
 
@@ -238,12 +239,11 @@ def test_a_move_is_named_as_a_move_with_only_the_lines_it_changed(space, capsys)
 
 
 def test_a_message_read_later_dates_what_it_says(space, capsys):
-    from proximity.tcas import actions
 
     msg = {"type": "transmit", "created": 1_000_000.0,
            "body": {"type": "transmit", "from": "a", "branch": "feat/a", "risk": 0.5,
                     "last_commit": "", "their_files": []}}
-    later = actions.render({**msg, "created": __import__("time").time() - 600})
+    later = messages.render({**msg, "created": __import__("time").time() - 600})
     assert "had not committed since your common base when this was sent, 10 min ago" in later
-    fresh = actions.render({**msg, "created": __import__("time").time()})
+    fresh = messages.render({**msg, "created": __import__("time").time()})
     assert "had not committed since your common base: uncommitted" in fresh

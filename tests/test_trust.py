@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo, lines, stop
 
+from proximity import layout
 from proximity.commands import service as service_cmd
-from proximity.service import client
 from proximity.service.server import MAX_CONNECTIONS, service_state
 
 PY = sys.executable
@@ -152,7 +152,7 @@ def test_a_squatted_runtime_directory_and_its_fake_service_are_never_used(tmp_pa
                                                                            runtime):
     top, env = hooked(tmp_path)
     common = os.path.realpath(top / "main" / ".git")
-    assert os.path.dirname(client.socket_path(common)) == str(runtime)
+    assert os.path.dirname(layout.socket_path(common)) == str(runtime)
     heard = shared / "heard"  # where the attacker notes what it hears
     fake = squat(runtime, common, heard)
     try:
@@ -200,7 +200,7 @@ def raw(common: str, msg: dict[str, object]) -> dict[str, object]:
     """One request as JSON on the socket, its JSON answer ({} if it closed unanswered)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)
-        s.connect(client.socket_path(common))
+        s.connect(layout.socket_path(common))
         s.sendall(json.dumps({"v": 1, **msg}).encode() + b"\n")
         line = s.makefile().readline()
     return json.loads(line) if line else {}
@@ -243,7 +243,7 @@ def test_a_flood_of_idle_connections_is_bounded(served):
     try:
         for _ in range(300):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(client.socket_path(common))
+            s.connect(layout.socket_path(common))
             held.append(s)
         time.sleep(1.0)
         assert _threads(pid) <= before + MAX_CONNECTIONS
@@ -265,7 +265,7 @@ def test_the_service_answers_no_other_user_even_through_an_open_socket(shared,
     common = os.path.realpath(repo / ".git")
     assert service_cmd.start(common)
     try:
-        sock = client.socket_path(common)
+        sock = layout.socket_path(common)
         for d in (repo, repo / ".git", repo / ".git" / "ecm"):  # a careless umask, say
             d.chmod(0o755)
         os.chmod(sock, 0o777)

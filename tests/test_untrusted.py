@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_sync import cli, machines
 
+from proximity import safetext
 from proximity.remote import inbound as remote_mod
 from proximity.remote import untrusted
 from proximity.snapshot import workspace
@@ -147,7 +148,7 @@ def test_crafted_refs_never_break_a_command_nor_the_guard(world: World, tmp_path
                                      for p in scan["pairs"])
     for a in scan["agents"]:
         for key in ("id", "branch", "subject", "path"):
-            assert untrusted.is_clean(a[key] or ""), (key, a[key])
+            assert safetext.is_clean(a[key] or ""), (key, a[key])
     html = (tmp_path / "view.html").read_bytes()
     assert_clean(html)
     assert b"evil/escapes" in html
@@ -269,15 +270,15 @@ def test_parse_meta_accepts_or_rejects_never_crashes(raw: bytes):
     except untrusted.Invalid:
         return
     for s in (m.machine, m.worktree, m.branch or "", m.subject, *m.clock):
-        assert untrusted.is_clean(s)
+        assert safetext.is_clean(s)
     assert all(0 <= v <= untrusted.MAX_CLOCK_VALUE for v in m.clock.values())
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(), st.integers(min_value=1, max_value=300))
 def test_text_is_printable_and_bounded(s: str, limit: int):
-    out = untrusted.text(s, limit)
-    assert len(out) <= limit and untrusted.is_clean(out)
+    out = safetext.text(s, limit)
+    assert len(out) <= limit and safetext.is_clean(out)
     assert CONTROL.search(out.encode("utf-8")) is None
 
 
@@ -393,10 +394,9 @@ def test_every_rendering_of_hostile_strings_is_clean():
     import io
 
     from proximity.commands import view
-    from proximity.model import Agent, Finding, PairResult
+    from proximity.model import Agent, Finding, PairResult, Scan
     from proximity.tcas import actions
-    from proximity.tcas.engine import Scan
-    from proximity.views import report, tables
+    from proximity.views import messages, report, tables
 
     evil = "\x1b]0;title\x07\x1b[2J\u202e\u009b\x00" + "x" * 100_000
     me = Agent("main", "/w", "feat/\u202emine", "a" * 40)
@@ -411,7 +411,7 @@ def test_every_rendering_of_hostile_strings_is_clean():
             report.scan_text(scan)]
     for recipient, sender, kind, p in actions.plan(scan):
         msg = actions.body(p, {"main": me, "evil/w": them}[sender], recipient, kind, scan, {})
-        outs += [json.dumps(msg, ensure_ascii=False), actions.render(msg)]
+        outs += [json.dumps(msg, ensure_ascii=False), messages.render(msg)]
     buf = io.StringIO()
     con = tables.console(file=buf, width=100)
     tables.status(scan, con)

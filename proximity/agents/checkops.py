@@ -15,7 +15,7 @@ from proximity.agents.precheck import check
 from proximity.analysis.intervals import parse_spec
 
 if TYPE_CHECKING:
-    from proximity.service.protocol import CheckAnswer, CheckRequest
+    from proximity.protocol import CheckAnswer, CheckRequest
 
 
 def answer(msg: CheckRequest) -> CheckAnswer:

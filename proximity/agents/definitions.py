@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 from proximity.agents import verdict
 from proximity.analysis import hunks, parsers
-from proximity.analysis.intervals import Range
 from proximity.analysis.symbols import hazard, writes
+from proximity.model import Range
 
 MAX_SYMBOLS = 40
 MAX_SCAN_BYTES = 256 * 1024

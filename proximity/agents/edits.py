@@ -9,7 +9,7 @@ import difflib
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from proximity.analysis.intervals import Range
+from proximity.model import Range
 
 
 class Edit(NamedTuple):

@@ -34,9 +34,9 @@ from proximity.agents.merging import check_merge
 from proximity.agents.precheck import check
 from proximity.agents.shell import claude_merge, claude_moves
 from proximity.errors import NotARepository, UsageError
-from proximity.remote.untrusted import text as shown
+from proximity.safetext import text as shown
 from proximity.snapshot import recorder, workspace
-from proximity.tcas import actions
+from proximity.views import messages
 
 MAX_CONTEXT = 4000  # characters of messages handed to an agent after an edit
 Targets = list[Edit]  # absolute paths, current-file lines, the files after the edit
@@ -196,7 +196,7 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
     if not msgs:
         return {}
 
-    text = "\n".join(actions.render(m) for m in msgs)[:MAX_CONTEXT]
+    text = "\n".join(messages.render(m) for m in msgs)[:MAX_CONTEXT]
     event_name = "PostToolUse" if name == "claude-post" else "AfterTool"
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
 

@@ -12,10 +12,10 @@ from proximity import gitio
 from proximity.agents import verdict
 from proximity.agents.precheck import check, deny_policy, edits_of, open_ledger, recorded_tree
 from proximity.analysis import hunks
-from proximity.analysis.intervals import Range
 from proximity.errors import FatalError, UsageError
 from proximity.gitio import SNAPSHOT_IDENT
-from proximity.remote.untrusted import text
+from proximity.model import Range
+from proximity.safetext import text
 
 
 class MergePlan(NamedTuple):

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from proximity import gitio
 from proximity.agents import definitions, verdict
 from proximity.analysis import hunks
-from proximity.analysis.intervals import Range
 from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
+from proximity.model import Range
 
 if TYPE_CHECKING:
     from proximity.ledger import Ledger

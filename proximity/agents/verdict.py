@@ -28,8 +28,9 @@ from typing import Any, NamedTuple
 
 from proximity.analysis import hunks, intervals
 from proximity.analysis.hunks import FileDiff
-from proximity.analysis.intervals import Range
-from proximity.remote.untrusted import text
+from proximity.analysis.intervals import fmt_ranges
+from proximity.model import Range
+from proximity.safetext import text
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 RA, TA, INFO = "ra", "ta", "info"
@@ -76,13 +77,6 @@ class Decision(NamedTuple):
     decision: str
     reason: str
     conflicts: tuple[Conflict, ...]
-
-
-def fmt_ranges(ranges: Sequence[Range]) -> str:
-    """Like report.fmt_ranges, without importing the scan machinery into a hook."""
-    parts = [f"after line {s - 1}" if e < s else (f"{s}" if s == e else f"{s}-{e}")
-             for s, e in ranges[:6]]
-    return ", ".join(parts) + (f" (+{len(ranges) - 6})" if len(ranges) > 6 else "")
 
 
 def _lines(r: Sequence[Range] | None) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from proximity.analysis import intervals
-from proximity.analysis.intervals import Range
+from proximity.model import Range
 
 MAX_LINES = 20
 MAX_BYTES = 2048

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from proximity.errors import UsageError
+from proximity.model import Range
 
-Range = tuple[int, int]
 Span = tuple[int, int]  # padded, closed, always hi > lo
 
 
@@ -182,3 +182,13 @@ def _inside(full: str, workdir: str) -> str:
         if full == root or full.startswith(root.rstrip("/") + "/"):
             return posixpath.relpath(full, root)
     return full
+
+
+def fmt_ranges(ranges: Sequence[Range]) -> str:
+    """Ranges as people read them: "3-7", "12", "after line 40" (an insertion), at most six
+    (then "(+N)")."""
+    parts = []
+    for s, e in ranges[:6]:
+        parts.append(f"after line {s - 1}" if e < s else (f"{s}" if s == e else f"{s}-{e}"))
+    more = f" (+{len(ranges) - 6})" if len(ranges) > 6 else ""
+    return ", ".join(parts) + more

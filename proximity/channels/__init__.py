@@ -13,14 +13,37 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from proximity.model import Agent, Finding, WorkingSet
+from proximity.model import Agent, Facts, FileChange, Finding, WorkingSet
 
 if TYPE_CHECKING:
+    from proximity import gitio
+    from proximity.analysis import depgraph, resolve
     from proximity.config import Config
 
 ORDER = ("conflict", "overlap", "approach", "dependency", "symbol", "tree")
+
+
+class Scope(Protocol):
+    """What the channels read of the scan beyond the pair itself: the repository, the
+    ledger's facts and caches, and the repository-wide import graph with its resolver,
+    built once per scan and shared by every pair (tcas.pairwise.Pairwise)."""
+
+    repo: gitio.Repo
+    facts: Facts
+    deferred: bool  # the first graph of a large repository was left for later: unknown
+    graph: depgraph.Graph | depgraph.StoredGraph | depgraph.Edges | None
+    changes: dict[tuple[str, str], list[FileChange]]  # (base tree, state tree) -> changes
+
+    def ensure_graph(self, agents: list[Agent]) -> None: ...
+
+    def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]: ...
+
+    def reach(self, agent: Agent, ws: WorkingSet, edges: list[tuple[str, str]],
+              base_tree: str) -> depgraph.Reach: ...
+
+    def resolver(self) -> resolve.Resolver: ...
 
 
 class Result(NamedTuple):
@@ -39,7 +62,7 @@ class Evidence:
     base: str | None
     base_tree: str
     cfg: Config
-    scope: Any  # the scan's per-run memo: repo, import graph, caches (airspace._Pairwise)
+    scope: Scope  # the scan's per-run memo: repo, import graph, caches (tcas.pairwise)
     agents: list[Agent] = field(default_factory=list)  # everyone in the airspace
     prior: dict[str, Result] = field(default_factory=dict)  # channels already run
 

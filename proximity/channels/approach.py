@@ -26,12 +26,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from proximity import calibration
 from proximity.analysis import intervals
-from proximity.analysis.intervals import Range
 from proximity.analysis.symbols import writes
 from proximity.channels import Evidence, Result
-from proximity.model import TEXT, FileChange, Finding, WorkingSet
-from proximity.tcas import calibration
+from proximity.model import TEXT, FileChange, Finding, Range, WorkingSet
 
 NAME = "approach"
 # priors, used until benchmarks/calibrate.py fits the table

@@ -20,10 +20,9 @@ service).
 
 from __future__ import annotations
 
-from proximity import gitio
+from proximity import calibration, gitio
 from proximity.channels import Evidence, Result
 from proximity.model import FileChange, Finding
-from proximity.tcas import calibration
 
 NAME = "conflict"
 
@@ -54,7 +53,7 @@ def _apart(ev: Evidence) -> bool:
     since their merge base alone (see the module's docstring)."""
     if not ev.base or not ev.a.head or not ev.b.head:
         return False
-    changes = getattr(ev.scope, "changes", {})
+    changes = ev.scope.changes
     ca = changes.get((ev.base_tree, ev.a.tree or ""))
     cb = changes.get((ev.base_tree, ev.b.tree or ""))
     if ca is None or cb is None:
@@ -87,7 +86,7 @@ LAST_MAX = 4096
 
 def _last_key(ev: Evidence) -> tuple[str, str, str]:
     x, y = sorted((ev.a.id, ev.b.id))
-    return (str(getattr(ev.scope.repo, "common", "")), x, y)
+    return (ev.scope.repo.common, x, y)
 
 
 def _keep_last(ev: Evidence, paths: list[str]) -> None:
@@ -107,7 +106,7 @@ def _as_last(ev: Evidence) -> list[str] | None:
     if last is None or not ev.base_tree:
         return None
     repo: gitio.Repo = ev.scope.repo
-    changes = getattr(ev.scope, "changes", {})
+    changes = ev.scope.changes
     try:
         for x, y in ((ev.a, ev.b), (ev.b, ev.a)):
             lx, ly = last.get(x.id), last.get(y.id)

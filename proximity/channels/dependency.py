@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from proximity import calibration
 from proximity.analysis import depgraph
 from proximity.channels import Evidence, Result
-from proximity.tcas import calibration
 
 NAME = "dependency"
 DEFAULTS = {"import-1": 0.05, "import-2": 0.03, "import-3": 0.02, "import-4": 0.01}

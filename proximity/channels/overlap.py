@@ -24,12 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from proximity import model
+from proximity import calibration, model
 from proximity.analysis import intervals
 from proximity.channels import Evidence, Result
 from proximity.config import Config
-from proximity.model import FileChange, Finding, WorkingSet
-from proximity.tcas import calibration
+from proximity.model import FileChange, Finding, Range, WorkingSet
 
 NAME = "overlap"
 # prior probabilities, used until benchmarks/calibrate.py fits the table
@@ -108,7 +107,7 @@ def _index(ws: WorkingSet) -> dict[str, FileChange]:
     return out
 
 
-def _touching_ranges(a: FileChange, b: FileChange) -> tuple[tuple[intervals.Range, ...], ...]:
+def _touching_ranges(a: FileChange, b: FileChange) -> tuple[tuple[Range, ...], ...]:
     if a.ranges is None or b.ranges is None:
         return (), ()
     pairs = intervals.touching(a.ranges, b.ranges)

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from proximity import calibration
 from proximity.analysis import depgraph
 from proximity.analysis.symbols import hazard, writes
 from proximity.channels import Evidence, Result
-from proximity.tcas import risk
 
 NAME = "symbol"
 BEHAVIOUR = frozenset(("value-used", "indirect", "body-used"))
@@ -30,6 +30,7 @@ def run(ev: Evidence) -> Result:
     pw = ev.scope
     pw.ensure_graph(ev.agents)
     edges = [] if pw.deferred else pw.agent_edges(ev.a, ev.wa) + pw.agent_edges(ev.b, ev.wb)
+    assert pw.graph is not None  # (ensure_graph made one, deferred or not)
     view = depgraph.View(pw.graph, edges)
     base = in_tree(ev, ev.base_tree)
     value, findings = hazard.channel(pw.repo.blob, ev.wa, ev.wb, pw.facts.symbols_cache, view,
@@ -42,7 +43,7 @@ def run(ev: Evidence) -> Result:
                                              merged, base)
     if not findings:
         return Result(value, [])
-    cap = max(0.0, ev.cfg.tau_ra - risk.SOFT_MARGIN)
+    cap = max(0.0, ev.cfg.tau_ra - calibration.SOFT_MARGIN)
     held = [replace(f, score=min(f.score, cap)) if f.kind in BEHAVIOUR else f
             for f in findings]
     held.sort(key=lambda f: -f.score)

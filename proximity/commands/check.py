@@ -19,7 +19,7 @@ from proximity.agents.merging import check_merge, merge_json
 from proximity.agents.precheck import check
 from proximity.analysis.intervals import parse_spec
 from proximity.errors import FatalError
-from proximity.remote.untrusted import text
+from proximity.safetext import text
 
 if TYPE_CHECKING:
     import argparse

@@ -78,7 +78,7 @@ def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     # lazy: the remote modules matter only to a clone that has synced
     from proximity.remote import quarantine, signing
     from proximity.remote.inbound import LOCAL_NS
-    from proximity.remote.untrusted import text
+    from proximity.safetext import text
 
     state = _json(os.path.join(repo.ecm_dir, quarantine.STATE))
     pins = _json(os.path.join(repo.ecm_dir, signing.PINS))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from proximity import ledger, thin
 from proximity.errors import FatalError
-from proximity.hooks import stash
+from proximity.hooks import inputs, stash
 from proximity.hooks.inbox import inbox_lines
 from proximity.hooks.inputs import STAGE as STAGE
 from proximity.hooks.inputs import ZERO as ZERO
@@ -29,8 +29,8 @@ from proximity.hooks.inputs import blocked_exit as blocked_exit
 from proximity.hooks.inputs import kind_of as _kind
 from proximity.hooks.inputs import pushed_refs as pushed_refs
 from proximity.hooks.inputs import read_stdin as _read_stdin
-from proximity.service import client, journal
-from proximity.snapshot import recorder, workspace
+from proximity.service import client
+from proximity.snapshot import journal, recorder, workspace
 
 if TYPE_CHECKING:
     import argparse
@@ -66,7 +66,7 @@ def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
     if not record:
         deliver(ctx)
         return
-    ev = recorder.record_here(ctx, kind, recorder.index_override(),
+    ev = recorder.record_here(ctx, kind, inputs.index_override(),
                               unstash=stash.host_patch(os.environ), rid=rid)
     if ev is not None:
         journal.settle_pending(ctx.repo.common, rid)
@@ -105,7 +105,6 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
     the same judgement runs in process. ``stdin``: the pushed refs, when already read.
     """
     # lazy: judging loads the scan engine; the snapshot stages never judge
-    from proximity.hooks import inputs
     from proximity.hooks.verdict import judge, outcome
     from proximity.tcas import pipeline
 
@@ -118,7 +117,7 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
             sharing.sync(ctx, None)
         except FatalError as e:
             err(f"proximity: warning: sync skipped: {e}")
-    override = recorder.index_override() if stage == "warn" else None
+    override = inputs.index_override() if stage == "warn" else None
     pushed = pushed_refs(stdin if stdin is not None else _read_stdin(), dict(os.environ)) \
         if stage == "guard" else None
     if service and record and not syncs:  # (with sync on the service leaves the push here)

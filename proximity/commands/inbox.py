@@ -6,7 +6,7 @@ import argparse
 import json
 
 from proximity.snapshot import workspace
-from proximity.tcas import actions
+from proximity.views import messages
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,5 +22,5 @@ def run(args: argparse.Namespace) -> int:
     if not msgs:
         print(f"{ctx.here}: no new messages")
     for m in msgs:
-        print(actions.render(m))
+        print(messages.render(m))
     return 0

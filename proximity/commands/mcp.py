@@ -11,7 +11,7 @@ from proximity.errors import FatalError
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from proximity.agents import mcp_server  # lazy: a broken SDK install is reported
+        from proximity.mcp import server as mcp_server  # lazy: a broken SDK install is reported
     except ImportError as e:  # the SDK is a dependency; a broken install says so clearly
         raise FatalError(f"the MCP server needs the `mcp` package ({e}); "
                          "pip install 'mcp>=2'") from e

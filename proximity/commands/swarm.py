@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from proximity import gitio
-from proximity.commands import demo, view
+from proximity.commands import shop, view
 from proximity.snapshot import workspace
 from proximity.tcas import pipeline
 
@@ -161,10 +161,10 @@ def build(root: str) -> str:
     """The shop with the hooks installed and one worktree per agent; the main path."""
     main = os.path.join(root, "shop")
     os.makedirs(main)
-    for rel, text in (("app/__init__.py", ""), ("app/models.py", demo.MODELS),
-                      ("app/views.py", demo.VIEWS), ("lib/util.py", demo.UTIL),
-                      ("README.md", demo.README)):
-        demo.write(main, rel, text)
+    for rel, text in (("app/__init__.py", ""), ("app/models.py", shop.MODELS),
+                      ("app/views.py", shop.VIEWS), ("lib/util.py", shop.UTIL),
+                      ("README.md", shop.README)):
+        shop.write(main, rel, text)
     gitio.git(["init", "-q", "-b", "main"], cwd=main, env=GIT_ENV)
     gitio.git(["add", "-A"], cwd=main, env=GIT_ENV)
     gitio.git(["commit", "-q", "-m", "shop: models, views, helpers"], cwd=main, env=GIT_ENV)

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from proximity.remote import sharing
-from proximity.remote.untrusted import text
+from proximity.safetext import text
 from proximity.snapshot import workspace
 from proximity.views import progress
 

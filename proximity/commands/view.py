@@ -12,10 +12,10 @@ from typing import Any
 
 from proximity import gitio
 from proximity.errors import FatalError
-from proximity.remote.untrusted import opt_text, text
+from proximity.model import Scan
+from proximity.safetext import opt_text, text
 from proximity.snapshot import workspace
 from proximity.tcas import pipeline
-from proximity.tcas.engine import Scan
 from proximity.views import embedding, report, timeline
 
 MAX_FILES = 4000  # the agents' files and their neighbours always; a stable sample of the rest

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from proximity import owned
+from proximity import layout, owned
 from proximity.errors import NotARepository
 from proximity.gitfiles import (
     MAIN_ID,
@@ -69,7 +69,7 @@ def sweep_scratch(ecm_dir: str, now: float | None = None) -> list[str]:
     """Remove what a killed writer left in the ledger's index directory (scratch indexes
     and their locks, see stale_scratch); the names removed. Never follows a link, never
     fails: what cannot be read or removed stays."""
-    d = os.path.join(ecm_dir, "index")
+    d = layout.index_dir(ecm_dir)
     entries = []
     try:
         with os.scandir(d) as it:
@@ -206,7 +206,7 @@ class RepoCore:
 
     @property
     def ecm_dir(self) -> str:
-        return os.path.join(self.common, "ecm")
+        return layout.ecm_dir(self.common)
 
     # -- airspace -----------------------------------------------------------------------
     def worktrees(self) -> list[WorktreeInfo]:
@@ -369,7 +369,7 @@ class RepoCore:
         bytes: in the ledger's index directory, made if missing, else (read-only, or too
         full to take it) in the system's temporary directory, so a ledger that cannot be
         written never stops a snapshot being taken."""
-        d = os.path.join(self.ecm_dir, "index")
+        d = layout.index_dir(self.ecm_dir)
         if not _takes(d, need):
             import tempfile
 

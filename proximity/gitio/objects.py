@@ -17,7 +17,6 @@ LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pac
 
 if TYPE_CHECKING:
     from proximity import model
-    from proximity.gitio import Repo
 
 
 _TREE = 0o040000  # a tree entry's mode
@@ -104,7 +103,7 @@ def _config_entries(cwd: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def policy_inputs(repo: Repo) -> tuple[list[tuple[str, bytes]], list[tuple[str, str]],
+def policy_inputs(repo: RepoCore) -> tuple[list[tuple[str, bytes]], list[tuple[str, str]],
                                       list[tuple[str, str]], str]:
     """(config files committed on the main checkout's HEAD, the repository's shared git
     config entries, every git config entry the user has, a name for that HEAD)."""

@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from proximity import layout
 from proximity.errors import FatalError
 from proximity.gitfiles import (
     safe_name,
@@ -129,7 +130,7 @@ class Snapshots(Objects):
         private copy becomes the shadow (False: the shadow is left as it was).
         """
         user_index = index_file or os.path.join(wt.admin, "index")
-        shadow_dir = os.path.join(self.ecm_dir, "index")
+        shadow_dir = layout.index_dir(self.ecm_dir)
         shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
         tmp = self._scratch(safe_name(wt.id), max(_size(user_index), _size(shadow)))
         src = user_index
@@ -178,7 +179,7 @@ class Snapshots(Objects):
         shadow plus `add -A -- <paths>` (literal pathspecs). ``keep``: the result becomes
         the shadow (else it is left as it was). The caller knows the rest is unchanged
         (the resident service's watcher) and that none of ``paths`` is a large file."""
-        shadow = os.path.join(self.ecm_dir, "index", f"{safe_name(wt.id)}.idx")
+        shadow = os.path.join(layout.index_dir(self.ecm_dir), f"{safe_name(wt.id)}.idx")
         tmp = self._scratch(safe_name(wt.id), _size(shadow))  # beside the shadow, if it can
         keep = keep and os.path.dirname(tmp) == os.path.dirname(shadow)
         try:
@@ -310,7 +311,7 @@ class Snapshots(Objects):
     def _index_tree(self, index_file: str, cwd: str) -> str:
         # (in the temporary directory when the ledger's index directory cannot take it)
         tmp = self._scratch(os.path.basename(index_file) + ".proximity", _size(index_file)) \
-            if os.path.isdir(os.path.join(self.ecm_dir, "index")) else \
+            if os.path.isdir(layout.index_dir(self.ecm_dir)) else \
             f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
         try:
             _copy(index_file, tmp)

@@ -19,7 +19,8 @@ lefthook    runs the `run:` line of each hook in lefthook.yml through `sh`; it p
 
 Every host runs the same shell wrapper (:data:`WRAPPER`): PROXIMITY_SKIP=1 is checked before
 Python starts, the deliberate block (exit 99 from `proximity hook`) fails the hook, anything
-else (no `proximity` on PATH, an interpreter that cannot start) is one warning and exit 0.
+else (no `proximity` on PATH, an interpreter that cannot start) is one warning and exit 0;
+a pre-push that did not judge says the push guard is off.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 WRAPPER = ('[ "${PROXIMITY_SKIP:-}" = 1 ] && exit 0; PROXIMITY_BLOCKED_EXIT=99 proximity hook '
-           '"$0" "$@"; rc=$?; [ $rc = 0 ] && exit 0; [ $rc = 99 ] && exit 1; echo "proximity: '
-           'warning: the proximity $0 hook failed (exit $rc); git goes on" >&2; exit 0')
+           '"$0" "$@"; rc=$?; [ $rc = 0 ] && exit 0; [ $rc = 99 ] && exit 1; off=; case $0 in '
+           'guard|pre-push) off="; the push guard is OFF for this push";; esac; echo "proximity: '
+           'warning: the proximity $0 hook failed (exit $rc)$off; git goes on" >&2; exit 0')
 
 
 def entry(stage: str, args: str = "") -> str:

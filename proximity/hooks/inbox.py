@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from proximity.errors import LedgerError
 from proximity.snapshot.workspace import Context
+from proximity.views import messages
 
 
 def inbox_lines(ctx: Context, shown: set[int] | None = None) -> list[str]:
@@ -21,6 +22,5 @@ def inbox_lines(ctx: Context, shown: set[int] | None = None) -> list[str]:
     if not msgs:
         return []
     # lazy: rendering loads the scan engine; a hook with no message never pays for it
-    from proximity.tcas import actions
 
-    return [actions.render(m) for m in msgs]
+    return [messages.render(m) for m in msgs]

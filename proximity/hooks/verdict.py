@@ -15,15 +15,14 @@ from typing import TYPE_CHECKING, Any
 from proximity.analysis import hunks
 from proximity.hooks.inbox import inbox_lines
 from proximity.hooks.pushed import pushed_state, whose_work
-from proximity.remote.untrusted import text
+from proximity.safetext import text
 from proximity.snapshot import recorder, workspace
+from proximity.snapshot.agents import live_agents
 from proximity.tcas import actions, pipeline
-from proximity.tcas.engine import live_agents
 from proximity.views import report
 
 if TYPE_CHECKING:
-    from proximity.model import Agent
-    from proximity.tcas.engine import Scan
+    from proximity.model import Agent, Scan
 
 
 

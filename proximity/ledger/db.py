@@ -11,13 +11,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from proximity import owned
+from proximity import layout, owned
 from proximity.errors import LedgerBusy, LedgerError, LedgerUnwritable
 
 SCHEMA = 2
 
 
-FILENAME = "ledger.sqlite3"
+FILENAME = layout.LEDGER
 
 
 DDL = """

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from proximity import gitio
+from proximity import gitio, safetext
 from proximity.errors import LedgerError
 from proximity.ledger import TrackedDict, clocks
 from proximity.model import Agent
@@ -33,7 +33,7 @@ def _warn(key: str, msg: str) -> None:
     if key in _WARNED:
         return
     _WARNED.add(key)
-    print(f"proximity: warning: {untrusted.text(msg, 300)}", file=sys.stderr)
+    print(f"proximity: warning: {safetext.text(msg, 300)}", file=sys.stderr)
 
 
 def _read_commits(ctx: Context, oids: list[str]) -> dict[str, bytes | str]:
@@ -182,7 +182,7 @@ def _agent(entry: dict[str, Any] | None, oid: str, remote: str, machine: str, wt
         clock and clocks.hop_count(clock, local_clock) >= STALE_HOPS)
     who = f"{meta.machine}/{meta.worktree}"
     return Agent(
-        id=who, path=f"{untrusted.text(remote, 64)}:{who}", branch=meta.branch,
+        id=who, path=f"{safetext.text(remote, 64)}:{who}", branch=meta.branch,
         head=entry.get("parent"), snapshot=oid, tree=entry.get("tree"), remote=True,
         machine=meta.machine, clock=clock,
         # a claimed creation later than we first saw the snapshot cannot be true

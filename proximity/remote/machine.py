@@ -7,7 +7,7 @@ import os
 import re
 import socket
 
-from proximity import owned
+from proximity import layout, owned
 from proximity.snapshot.workspace import Context
 
 
@@ -20,7 +20,7 @@ def machine_id(ctx: Context) -> str:
         return _clean(env)
     if ctx.cfg.machine_id:
         return _clean(ctx.cfg.machine_id)
-    path = os.path.join(ctx.repo.ecm_dir, "machine-id")
+    path = layout.machine_id(ctx.repo.ecm_dir)
     try:
         with open(path) as f:
             found = _clean(f.read().strip())

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from proximity import gitio, owned
+from proximity import gitio, owned, safetext
 from proximity.errors import FatalError
 from proximity.remote import signing, untrusted
 from proximity.remote.inbound import LOCAL_NS
@@ -115,8 +115,8 @@ def warning(name: str, why: str, *, kept: bool) -> str:
     """The one line naming a rejected snapshot (``name``: <machine>/<worktree>), its
     machine and why; ``kept``: this clone still holds an earlier snapshot of that ref."""
     machine = name.split("/", 1)[0]
-    return (f"proximity: warning: remote snapshot {ECM_NS}{untrusted.text(name, 300)} of "
-            f"machine {untrusted.text(machine, 64)} rejected: {untrusted.text(why, 300)}"
+    return (f"proximity: warning: remote snapshot {ECM_NS}{safetext.text(name, 300)} of "
+            f"machine {safetext.text(machine, 64)} rejected: {safetext.text(why, 300)}"
             + (" (the last one accepted stays)" if kept else ""))
 
 
@@ -295,7 +295,7 @@ def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
             f = line.split(" ", 3)
             if len(f) >= 2 and f[0] in signed:
                 out[f[0]] = Signature(True, f[1], f[2] if len(f) > 2 else "",
-                                      untrusted.text(f[3], 128) if len(f) > 3 else "")
+                                      safetext.text(f[3], 128) if len(f) > 3 else "")
         for c in signed:
             if not out[c].signed:
                 out[c] = Signature(True, "E", "")

@@ -24,8 +24,8 @@ from proximity.remote import inbound, quarantine, signing, untrusted
 from proximity.remote import outgoing as outgoing_rules
 from proximity.remote.inbound import LOCAL_NS
 from proximity.remote.machine import machine_id
+from proximity.snapshot.agents import live_agents
 from proximity.snapshot.workspace import Context
-from proximity.tcas.engine import live_agents
 
 
 def default_remote(ctx: Context) -> str:

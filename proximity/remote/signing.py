@@ -17,10 +17,9 @@ import os
 import time
 from typing import Any, NamedTuple
 
-from proximity import gitio, owned
+from proximity import gitio, owned, safetext
 from proximity.errors import FatalError
 from proximity.gitio.run import SNAPSHOT_IDENT
-from proximity.remote import untrusted
 from proximity.snapshot.workspace import Context
 
 PINS = "signers.json"
@@ -89,7 +88,7 @@ def signed_commit(ctx: Context, tree: str, head: str | None, message: str) -> st
     proc = gitio.git(args, cwd=ctx.repo.workdir, env=SNAPSHOT_IDENT, ok=(0, 1, 128))
     if proc.returncode != 0:
         raise FatalError("could not sign the snapshot with user.signingKey: "
-                         + untrusted.text(proc.stderr.decode(errors="replace").strip()
+                         + safetext.text(proc.stderr.decode(errors="replace").strip()
                                           or f"exit {proc.returncode}", 300))
     return proc.stdout.decode().strip()
 

@@ -16,6 +16,8 @@ import math
 import re
 from typing import Any, NamedTuple
 
+from proximity.safetext import depth, opt_text, text
+
 SCHEMA = 1
 MAX_META_BYTES = 16 * 1024  # the JSON metadata of one snapshot commit
 MAX_COMMIT_BYTES = MAX_META_BYTES + 4096  # the whole commit object (headers, subject line)
@@ -32,13 +34,6 @@ MAX_TIME = 2.0**40  # seconds since the epoch (year ~36800): finite and comparab
 
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 _MACHINE = re.compile(r"[A-Za-z0-9._-]{1,128}\Z")
-# escape sequences first (CSI, OSC, two-byte ESC, 8-bit CSI), then any lone control
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-                      r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069"
-                       "\ufeff\ud800-\udfff]+")
-
-
 class Invalid(ValueError):
     """Metadata that does not meet the schema; the message says why, in a few words."""
 
@@ -54,46 +49,6 @@ class Meta(NamedTuple):
     time: float  # claimed; informational only, never decides anything
     created: float  # claimed stream creation, bounded by the caller with first-seen
     subject: str
-
-
-def text(value: object, limit: int = SHOW_SUBJECT) -> str:
-    """``value`` as one printable line: no control characters or escape sequences, at most
-    ``limit`` characters (a longer string ends with "…")."""
-    s = value if isinstance(value, str) else str(value)
-    if len(s) > 4 * limit + 64:  # bound the work before looking at it
-        s = s[: 4 * limit + 64]
-    s = _CONTROLS.sub("?", _ESCAPES.sub("", s))
-    return s if len(s) <= limit else s[: max(0, limit - 1)] + "…"
-
-
-def opt_text(value: object, limit: int = SHOW_SUBJECT) -> str | None:
-    return None if value is None else text(value, limit)
-
-
-def is_clean(s: str) -> bool:
-    return _CONTROLS.search(s) is None and _ESCAPES.search(s) is None
-
-
-def depth(raw: str) -> int:
-    """Maximum nesting of ``[``/``{`` in a JSON text, without parsing it (strings skipped)."""
-    deepest = level = 0
-    in_str = escaped = False
-    for ch in raw:
-        if in_str:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            level += 1
-            deepest = max(deepest, level)
-        elif ch in "]}":
-            level -= 1
-    return deepest
 
 
 def _no_constants(name: str) -> Any:

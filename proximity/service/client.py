@@ -8,16 +8,15 @@ process as before; it never waits long. ``PROXIMITY_SERVICE=0`` turns the servic
 
 from __future__ import annotations
 
-import _json  # the C parts only: `json` and `socket` would import re, enum, selectors...
 import _socket
 import marshal
 import os
 import sys
 import time
 
-from proximity import owned
-from proximity.service import journal, stamp
-from proximity.service.protocol import (
+from proximity import layout, owned
+from proximity.jsontext import dumps
+from proximity.protocol import (
     MARSHAL,
     MAX_MESSAGE,
     PROTOCOL,
@@ -26,12 +25,14 @@ from proximity.service.protocol import (
     SHUTDOWN,
     TOUCHED,
 )
+from proximity.service import stamp
+from proximity.snapshot import journal
 
 TYPE_CHECKING = False  # (not typing's: hooks import this module)
 if TYPE_CHECKING:
     from typing import Any
 
-    from proximity.service.protocol import (
+    from proximity.protocol import (
         HookAnswer,
         HookRequest,
         PostNote,
@@ -42,30 +43,10 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT = 0.05
 HOOK_BUDGET = 2.0  # seconds a hook waits for an answer before judging in process
-SUN_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL; leave a margin
 
 
 def enabled() -> bool:
     return os.environ.get("PROXIMITY_SERVICE", "1") != "0"
-
-
-def ecm_dir(common: str) -> str:
-    return os.path.join(common, "ecm")
-
-
-def runtime_dir() -> str:
-    """A private directory for sockets whose path under the common dir is too long:
-    ``$XDG_RUNTIME_DIR/proximity`` when that is ours, else ``proximity-<uid>`` in
-    ``$TMPDIR`` or ``/tmp`` (as tmux's ``tmux-<uid>``; any user can make it first there:
-    owned.why_not_private decides whether it is ours before anything is sent there)."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isabs(xdg) and owned.why_not_private(xdg) is None \
-            and os.path.isdir(xdg):
-        return os.path.join(xdg, "proximity")
-    tmp = os.environ.get("TMPDIR") or ""
-    if not (os.path.isabs(tmp) and os.path.isdir(tmp)):
-        tmp = "/tmp"
-    return os.path.join(tmp, f"proximity-{os.getuid()}")
 
 
 def untrusted_socket(path: str) -> str | None:
@@ -98,41 +79,6 @@ def peer_uid(sock: _socket.socket) -> int | None:
     except (OSError, AttributeError):
         return None
     return int.from_bytes(cred[4:8], sys.byteorder)  # struct ucred: pid, uid, gid
-
-
-def socket_path(common: str) -> str:
-    """``<common>/ecm/service.sock``, or (past the sun_path limit) a short path in a
-    private runtime directory keyed by a hash of the common dir."""
-    path = os.path.join(ecm_dir(common), "service.sock")
-    if len(os.fsencode(path)) <= SUN_PATH_MAX:
-        return path
-    import hashlib
-
-    key = hashlib.sha256(os.fsencode(os.path.realpath(common))).hexdigest()[:20]
-    return os.path.join(runtime_dir(), f"{key}.sock")
-
-
-def dumps(value: Any) -> str:
-    """JSON text of plain data (str, int, float, bool, None, lists, dicts), without the
-    `json` package (whose import costs a hook more than its whole request)."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return str(_json.encode_basestring_ascii(value))
-    if isinstance(value, (int, float)):
-        text = repr(value)
-        if text in ("inf", "-inf", "nan"):
-            raise ValueError("not a JSON number")
-        return text
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(dumps(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{dumps(str(k))}:{dumps(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"cannot send {type(value).__name__}")
 
 
 MARSHAL_VERSION = 2  # plain containers and scalars; every Python 3 reads it
@@ -187,7 +133,7 @@ def exchange(common: str, msg: Request, budget: float = HOOK_BUDGET,
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     except OSError:
         return None, False
-    path = socket_path(common)
+    path = layout.socket_path(common)
     if untrusted_socket(path) is not None:
         sock.close()
         return None, False  # (the service refuses to listen there too: in process it is)
@@ -226,7 +172,7 @@ def stopped(common: str) -> int | None:
     """The pid of this repository's service when it is stopped (SIGSTOP, a debugger): it
     holds the lock and its socket takes connections, but answers nothing, ever."""
     try:
-        with open(os.path.join(ecm_dir(common), "service.json"), "rb") as fh:
+        with open(layout.service_state(common), "rb") as fh:
             text = fh.read(4096).decode("ascii", "replace")
     except OSError:
         return None
@@ -271,7 +217,7 @@ def start(common: str) -> bool:
     common = os.path.realpath(common)  # its command line names it so (hooks/proximity-hook)
 
     try:
-        owned.private_dir(ecm_dir(common))
+        owned.private_dir(layout.ecm_dir(common))
         # a short-lived shell puts it in the background and exits (double fork): the caller
         # returns at once and leaves no child behind
         subprocess.run(["sh", "-c", 'exec "$0" "$@" </dev/null >/dev/null 2>&1 &',
@@ -307,7 +253,7 @@ def _alive(common: str) -> bool:
     try:
         import fcntl
 
-        with open(os.path.join(ecm_dir(common), "service.lock"), "a") as fh:
+        with open(layout.service_lock(common), "a") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:

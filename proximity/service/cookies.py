@@ -13,13 +13,14 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from proximity.service import client, fswatch
-from proximity.service.protocol import HOOK
+from proximity import layout
+from proximity.protocol import HOOK
+from proximity.service import fswatch
 from proximity.service.state import Job, ServiceState
 from proximity.snapshot import recorder
 
 if TYPE_CHECKING:
-    from proximity.service.protocol import HookRequest, PostNote
+    from proximity.protocol import HookRequest, PostNote
 
 SYNC_TIMEOUT = 0.25  # seconds a hook waits for the watcher to catch up (service.sync)
 
@@ -47,7 +48,7 @@ def _cookies_fd(common: str) -> int | None:
     fds: list[int] = []
     try:
         fds.append(os.open(common, os.O_RDONLY | os.O_DIRECTORY))
-        for part in (os.path.basename(client.ecm_dir(common)), "cookies"):
+        for part in (layout.ECM, "cookies"):
             fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
                                dir_fd=fds[-1]))
         return fds.pop()
@@ -81,7 +82,7 @@ def _remove(common: str, name: str) -> bool:
 def drop_old_notes(common: str) -> list[str]:
     """Hook scripts' sync cookies left for an earlier service (one that died before taking
     them) go; its post-commit notes stay, returned: commits still to record."""
-    d = os.path.join(client.ecm_dir(common), "cookies")
+    d = layout.cookies_dir(common)
     posts: list[str] = []
     with contextlib.suppress(OSError):
         for name in sorted(os.listdir(d)):
@@ -196,7 +197,7 @@ class Cookies(ServiceState):
         """The cookies directory when the watcher sees files made there (sync cookies,
         post-commit notes): watching, no error, a real directory (neither it nor ``ecm``
         a link) inside a watched worktree; else None."""
-        d = os.path.join(client.ecm_dir(self.common), "cookies")
+        d = layout.cookies_dir(self.common)
         roots = self.air.watch_roots() if self.air is not None else {}
         if (not self.watcher.watching.is_set() or self.watcher.error or not os.path.isdir(d)
                 or os.path.islink(d) or os.path.islink(os.path.dirname(d))

@@ -11,11 +11,10 @@ import stat
 import time
 from typing import TYPE_CHECKING, Any
 
-from proximity import gitio
+from proximity import gitio, layout
 from proximity.agents import checkops
 from proximity.ledger import inbox
-from proximity.service import client
-from proximity.service.protocol import (
+from proximity.protocol import (
     CHECK,
     HOOK,
     MARSHAL,
@@ -28,12 +27,13 @@ from proximity.service.protocol import (
     TOUCHED,
     WORKER_OPS,
 )
+from proximity.service import client
 from proximity.service.scheduler import BUSY, Scheduler
 from proximity.service.state import Job
 from proximity.snapshot import workspace
 
 if TYPE_CHECKING:
-    from proximity.service.protocol import (
+    from proximity.protocol import (
         Answer,
         CheckAnswer,
         CheckRequest,
@@ -240,7 +240,7 @@ class Dispatch(Scheduler):
 
     def _inbox_empty(self, agent: str) -> bool:
         """Whether the worktree has no undelivered message (read-only, on this thread)."""
-        return inbox.undelivered(client.ecm_dir(self.common), agent) is False
+        return inbox.undelivered(layout.ecm_dir(self.common), agent) is False
 
     def _check(self, msg: CheckRequest) -> CheckAnswer:
         """`proximity check` (its CLI, a harness's pre-edit hook) on this connection's own
@@ -258,7 +258,7 @@ class Dispatch(Scheduler):
     def status(self) -> dict[str, Any]:
         air = self.air
         return {"pid": os.getpid(), "common": self.common,
-                "socket": client.socket_path(self.common), "started": self.started,
+                "socket": layout.socket_path(self.common), "started": self.started,
                 "uptime": round(time.time() - self.started, 3), "idle_timeout": self.idle,
                 "ready": air is not None, "error": self.error or self.watcher.error,
                 "worktrees": sorted(air.paths) if air else [],

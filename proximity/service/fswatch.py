@@ -11,11 +11,11 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 
-from proximity import gitio
+from proximity import gitio, layout
 
 DEBOUNCE_MS = 200  # longest a burst of changes is grouped
 STEP_MS = 4  # quiet time that ends a burst (a sync cookie comes back after it: 4-8 ms)
-COOKIE = os.sep + os.path.join("ecm", "cookies") + os.sep  # sync cookies (service.sync)
+COOKIE = os.sep + os.path.join(layout.ECM, "cookies") + os.sep  # sync cookies (service.sync)
 
 
 def outside_git(path: str) -> bool:

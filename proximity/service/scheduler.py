@@ -9,15 +9,15 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from proximity.service import fswatch, journal
+from proximity.protocol import HOOK
+from proximity.service import fswatch
 from proximity.service.cookies import EARLY_COOKIE, Cookies, drop_old_notes
-from proximity.service.protocol import HOOK
 from proximity.service.state import Job
 from proximity.service.warm import WarmAirspace
-from proximity.snapshot import recorder
+from proximity.snapshot import journal, recorder
 
 if TYPE_CHECKING:
-    from proximity.service.protocol import Answer, HookAnswer, ScanAnswer
+    from proximity.protocol import Answer, HookAnswer, ScanAnswer
 
 
 QUIET = 2.0  # seconds without a hook request before background rescans run

@@ -2,7 +2,7 @@
 
 Started on demand (client.start) and detached; one instance per repository (an flock on
 ``<common>/ecm/service.lock``); it answers newline-delimited JSON on a Unix socket
-(client.socket_path, mode 0600) and exits after an idle period. It watches every
+(layout.socket_path, mode 0600) and exits after an idle period. It watches every
 worktree's files, keeps each worktree's snapshot warm (re-snapshotting only the worktree
 that changed), and rescans that worktree's pairs at once: when a pair's advisory rises
 because of a saved file, the TCAS messages go out then, not at the next commit.
@@ -27,10 +27,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from proximity import gitio, owned
-from proximity.service import client, fswatch, journal, stamp
+from proximity import gitio, layout, owned
+from proximity.service import client, fswatch, stamp
 from proximity.service.dispatch import READ_TIMEOUT, Dispatch
 from proximity.service.state import Job
+from proximity.snapshot import journal
 
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
 # connections served at once: each may hold a request of up to MAX_MESSAGE bytes for up
@@ -46,17 +47,17 @@ def idle_seconds() -> float:
 
 
 def lock_path(common: str) -> str:
-    return os.path.join(client.ecm_dir(common), "service.lock")
+    return layout.service_lock(common)
 
 
 def state_path(common: str) -> str:
-    return os.path.join(client.ecm_dir(common), "service.json")
+    return layout.service_state(common)
 
 
 def service_state(common: str) -> dict[str, Any]:
     """What `doctor` and `proximity service status` report: running or not, where its
     socket is, and (when it answers) its own status."""
-    sock = client.socket_path(common)
+    sock = layout.socket_path(common)
     out: dict[str, Any] = {"running": client._alive(common), "socket": sock,
                            "socket_exists": os.path.exists(sock),
                            "enabled": client.enabled()}
@@ -115,9 +116,9 @@ def run(common: str, idle: float | None = None) -> int:
     os.environ.pop("PROXIMITY_SKIP", None)  # a skipped command's child serves everyone
     common = os.path.realpath(common)
     try:
-        owned.private_dir(client.ecm_dir(common))
+        owned.private_dir(layout.ecm_dir(common))
     except OSError as e:
-        print(f"proximity service: refusing {client.ecm_dir(common)}: {e}", file=sys.stderr)
+        print(f"proximity service: refusing {layout.ecm_dir(common)}: {e}", file=sys.stderr)
         return 1
     lock = open(lock_path(common), "a+")  # noqa: SIM115 -- held for the process lifetime
     try:
@@ -127,8 +128,8 @@ def run(common: str, idle: float | None = None) -> int:
         return 0
     # the sole service now: what a killed one (or a killed hook) left in its index
     # directory goes, its writer being gone
-    gitio.sweep_scratch(client.ecm_dir(common))
-    path = client.socket_path(common)
+    gitio.sweep_scratch(layout.ecm_dir(common))
+    path = layout.socket_path(common)
     try:
         srv = _bind(common, path)
     except OSError as e:

@@ -10,7 +10,7 @@ import os
 import stat
 from typing import TYPE_CHECKING
 
-from proximity import gitio
+from proximity import gitio, layout
 from proximity.errors import FatalError
 from proximity.model import Agent
 
@@ -179,7 +179,7 @@ class WarmSnapshots:
 
     def _shadow(self, wid: str) -> str:
 
-        return os.path.join(self.ctx.repo.ecm_dir, "index", f"{gitio.safe_name(wid)}.idx")
+        return os.path.join(layout.index_dir(self.ctx.repo.ecm_dir), f"{gitio.safe_name(wid)}.idx")
 
     def _overlay(self, wt: gitio.WorktreeInfo, since: list[str],
                  hashing: tuple[list[str], subprocess.Popen[bytes]] | None = None

@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import __version__, owned
-from proximity.service import client
+from proximity import __version__, layout, owned
 
 _STAMP: list[str] = []
 
@@ -90,7 +89,7 @@ def content_hash(pkg: str, names: list[str]) -> str:
 
 def stamp_cache_dir() -> str | None:
     """Where content hashes are kept: the private runtime directory (None: not ours)."""
-    d = client.runtime_dir()
+    d = layout.runtime_dir()
     return d if owned.why_not_private(d) is None else None
 
 

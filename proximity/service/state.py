@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from proximity import owned
-from proximity.service import client, fswatch, stamp
+from proximity import layout, owned
+from proximity.service import fswatch, stamp
 
 if TYPE_CHECKING:
-    from proximity.service.protocol import Answer, HookRequest, ScanRequest
+    from proximity.protocol import Answer, HookRequest, ScanRequest
     from proximity.service.warm import WarmAirspace
 
 
@@ -65,8 +65,8 @@ class ServiceState:
         self.cookies: dict[str, threading.Event] = {}
         self.posts: list[str] = []  # git dir names of post-commit notes not taken yet
         with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
-            owned.private_dir(client.ecm_dir(common))
-            os.makedirs(os.path.join(client.ecm_dir(common), "cookies"), exist_ok=True)
+            owned.private_dir(layout.ecm_dir(common))
+            os.makedirs(layout.cookies_dir(common), exist_ok=True)
         self.code = stamp.code_stamp()  # the code this process runs (read at its start)
         self.rewatched = 0
         self.rewatch_seen = 1  # the first watch is the baseline's

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from proximity import gitio
     from proximity.ledger import Event
     from proximity.model import Agent, PairResult
-    from proximity.service.protocol import HookAnswer, HookRequest, ScanRequest
+    from proximity.protocol import HookAnswer, HookRequest, ScanRequest
     from proximity.snapshot.workspace import Context
 
 from proximity import gitio

@@ -9,11 +9,9 @@ import re
 import time
 from typing import NamedTuple
 
-from proximity import gitfiles, gitio
+from proximity import gitfiles, gitio, layout
 from proximity.errors import FatalError
-from proximity.hooks.inputs import index_override as index_override
 from proximity.ledger import Event
-from proximity.service import client, journal
 from proximity.snapshot import workspace
 from proximity.snapshot.workspace import Context
 
@@ -135,7 +133,7 @@ def replay_pending(common: str, older_than: float = PENDING_AGE) -> int:
     mid-job): recorded now, from their worktree as it is, under their request id, so an
     event the service did record after all is not recorded twice. How many were."""
     done = _replay_post_notes(common, older_than)  # (notes exist without pending ones)
-    d = journal.pending_dir(common)
+    d = layout.pending_dir(common)
     try:
         names = os.listdir(d)
     except OSError:
@@ -184,7 +182,7 @@ POST_PREFIX = "post-commit-"  # the hook script's note of a commit (service/cook
 def _replay_post_notes(common: str, older_than: float) -> int:
     """Commits whose post-commit hook left its note for a service that died before taking
     it (and none came since): recorded here, once (a commit's event is keyed by it)."""
-    d = os.path.join(client.ecm_dir(common), "cookies")
+    d = layout.cookies_dir(common)
     try:
         names = [n for n in os.listdir(d) if n.startswith(POST_PREFIX)]
     except OSError:

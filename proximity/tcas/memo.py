@@ -4,14 +4,10 @@ commit), and resolvers and reaches kept on bounded shelves."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from proximity import gitio
-from proximity.model import Agent, WorkingSet
-
-if TYPE_CHECKING:
-    from proximity.tcas.engine import Facts
-
+from proximity.model import Agent, Facts, WorkingSet
 
 RESOLVERS = 3  # resolvers the resident service keeps (each holds every path of the tree)
 

@@ -14,12 +14,13 @@ from dataclasses import replace
 
 from proximity.errors import FatalError, LedgerError
 from proximity.ledger import TrackedDict, clocks
-from proximity.model import Agent
+from proximity.model import Agent, Facts, Scan
 from proximity.remote import inbound
 from proximity.remote.machine import machine_id
-from proximity.remote.untrusted import text
+from proximity.safetext import text
+from proximity.snapshot.agents import live_agents
 from proximity.snapshot.workspace import Context, warn
-from proximity.tcas.engine import Facts, Scan, live_agents, scan
+from proximity.tcas.engine import scan
 from proximity.tcas.rightofway import reaches
 
 

@@ -4,18 +4,24 @@ then a stable id), never from either side's clock; a standing decision holds onc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from proximity import gitio
 from proximity.analysis import intervals
-from proximity.analysis.intervals import Range
-from proximity.model import Agent, FileChange, Finding
+from proximity.model import Agent, Facts, FileChange, Finding, Range
 from proximity.tcas import risk
 
-if TYPE_CHECKING:
-    from proximity.tcas.engine import Facts, _Pairwise
-
-
 Contested = dict[str, tuple[Range, ...] | None]  # path -> base lines (None: whole file)
+
+
+class Work(Protocol):
+    """What right-of-way reads of a scan: the repository, and an agent's committed lines
+    on a contested region since a base (tcas.pairwise.Pairwise)."""
+
+    repo: gitio.Repo
+
+    def committed_lines(self, agent: Agent, base: str | None, contested: Contested) -> int:
+        ...
 
 
 def lines_of_work(fc: FileChange, region: tuple[Range, ...] | None = None, near: int = 0
@@ -36,7 +42,7 @@ def lines_of_work(fc: FileChange, region: tuple[Range, ...] | None = None, near:
     return total
 
 
-def standing(pw: _Pairwise, a: Agent, b: Agent, base: str | None, yielding: str,
+def standing(pw: Work, a: Agent, b: Agent, base: str | None, yielding: str,
              contested: Contested, facts: Facts, prio: dict[str, risk.Priority]) -> str:
     """The side a Resolution Advisory keeps telling to yield: the one it told first, for as
     long as the other side's claim holds -- every committed line it had on the files the
@@ -120,7 +126,7 @@ def cycle(graph: dict[str, set[str]]) -> list[str]:
     return []
 
 
-def priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
+def priority(pw: Work, x: Agent, base: str | None, contested: Contested,
               facts: Facts) -> risk.Priority:
     """Local pairs: committed work on the contested files, then who reached them first in
     the shared ledger's order of events (immune to clock skew), then the id."""
@@ -131,7 +137,7 @@ def priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
     return risk.priority(pw.committed_lines(x, base, contested), first, x.id)
 
 
-def shared_priority(pw: _Pairwise, x: Agent, base: str | None, contested: Contested,
+def shared_priority(pw: Work, x: Agent, base: str | None, contested: Contested,
                      facts: Facts) -> risk.Priority:
     """Pairs with a remote agent: committed work (git objects), the stream's published
     creation time and the global id machine/worktree: the same data on every machine."""

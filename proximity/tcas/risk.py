@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from proximity import calibration
+
 CLEAR, TRAFFIC, RESOLUTION = "clear", "traffic", "resolution"
 ORDER = {CLEAR: 0, TRAFFIC: 1, RESOLUTION: 2}
 
@@ -31,11 +33,10 @@ def combine(values: Mapping[str, float | None], weights: Mapping[str, float],
     strongest = max((min(1.0, max(0.0, weights.get(k, 0.0))) * v
                      for k, v in values.items() if v is not None), default=0.0)
     if r >= tau_ra and strongest < tau_ra:
-        return max(0.0, tau_ra - SOFT_MARGIN)
+        return max(0.0, tau_ra - calibration.SOFT_MARGIN)
     return r
 
 
-SOFT_MARGIN = 0.01  # how far below tau_RA soft evidence alone is held
 
 
 def band(risk: float, tau_ta: float, tau_ra: float) -> str:

@@ -5,21 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from proximity.analysis.intervals import Range
-from proximity.model import Agent, Finding, PairResult
-from proximity.remote.untrusted import opt_text, text
+from proximity.analysis.intervals import fmt_ranges
+from proximity.model import Agent, Finding, PairResult, Scan, last_commit
+from proximity.safetext import opt_text, text
 from proximity.tcas import rightofway
-from proximity.tcas.engine import Scan
 
 SCHEMA = 1
-
-
-def fmt_ranges(ranges: tuple[Range, ...] | list[Range]) -> str:
-    parts = []
-    for s, e in ranges[:6]:
-        parts.append(f"after line {s - 1}" if e < s else (f"{s}" if s == e else f"{s}-{e}"))
-    more = f" (+{len(ranges) - 6})" if len(ranges) > 6 else ""
-    return ", ".join(parts) + more
 
 
 def agent_json(a: Agent) -> dict[str, Any]:
@@ -111,15 +102,6 @@ def evidence_lines(p: PairResult, me: str | None = None, limit: int = 6) -> list
         if len(out) >= limit:
             break
     return out
-
-
-def last_commit(p: PairResult, other: Agent | None) -> str:
-    """The subject of the other side's own last commit; "" when it has none since the
-    pair's common base (its HEAD is the base: only uncommitted work), so the base commit's
-    subject is never passed off as theirs."""
-    if other is None or not other.head or (p.base and other.head == p.base):
-        return ""
-    return other.subject
 
 
 def advisory_text(p: PairResult, me: str, agents: dict[str, Agent],

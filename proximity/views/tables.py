@@ -6,8 +6,8 @@ import os
 import sys
 from typing import Any
 
-from proximity.remote.untrusted import text
-from proximity.tcas.engine import Scan
+from proximity.model import Scan
+from proximity.safetext import text
 from proximity.views import report
 
 STYLE = {"clear": "green", "traffic": "yellow", "resolution": "bold red"}

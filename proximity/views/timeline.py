@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proximity.ledger import Ledger
-from proximity.remote.untrusted import text
+from proximity.safetext import text
 
 MAX_FRAMES = 500  # a long history is thinned evenly: the page stays small and smooth
 MAX_NOTES = 12  # what happened, per frame (the rest is summarised as "… and N more")

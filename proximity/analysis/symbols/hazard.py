@@ -36,6 +36,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from proximity import calibration
 from proximity.analysis import intervals, parsers
 from proximity.analysis.resolve import Resolver
 from proximity.analysis.symbols import reexports, writes
@@ -43,7 +44,6 @@ from proximity.analysis.symbols.binding import FAMILY, SOFT, binding
 from proximity.analysis.symbols.reads import UNKNOWN, Reader
 from proximity.analysis.symbols.writes import Changed, WriterFile
 from proximity.model import FileChange, Finding, WorkingSet
-from proximity.tcas import calibration
 
 FORMAT = writes.FORMAT
 DEFAULTS = {"incompatible-call": 0.9, "removed-used": 0.9, "module-moved": 0.9,

@@ -9,7 +9,11 @@ only looks values up, so importing it costs nothing.
 
 from __future__ import annotations
 
-from proximity.tcas import calibration_table
+from proximity import calibration_table
+
+# How far below tau_RA soft evidence alone is held: a soft channel (import distance, a changed
+# body whose callers may still work) must never reach a Resolution Advisory by itself.
+SOFT_MARGIN = 0.01
 
 
 def probability(channel: str, kind: str, default: float) -> float:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import time
 
-from proximity.service import client
+from proximity import layout
+from proximity.jsontext import dumps
 
 TYPE_CHECKING = False  # (not typing's: hooks import this module)
 if TYPE_CHECKING:
-    from proximity.service.protocol import HookRequest
+    from proximity.protocol import HookRequest
 
 CLAIM_AGE = 120.0  # seconds a request's claim is kept (far past any client's budget)
 
@@ -23,7 +24,7 @@ def claim(common: str, rid: str) -> bool:
     create). The service claims each recording job as it begins it; a client that gave up
     waiting claims it before recording in process. So an event is recorded once, by
     whichever side began it, never twice."""
-    d = os.path.join(client.ecm_dir(common), "claims")
+    d = layout.claims_dir(common)
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)
         fd = os.open(os.path.join(d, rid), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -36,7 +37,7 @@ def claim(common: str, rid: str) -> bool:
 
 
 def pending_dir(common: str) -> str:
-    return os.path.join(client.ecm_dir(common), "pending")
+    return layout.pending_dir(common)
 
 
 def note_pending(common: str, msg: HookRequest, head: str | None = None) -> None:
@@ -55,7 +56,7 @@ def note_pending(common: str, msg: HookRequest, head: str | None = None) -> None
     except OSError:
         return  # (the in-process path records it then, or nothing can be recorded at all)
     try:
-        os.write(fd, client.dumps({"rid": rid, "agent": msg["agent"], "kind": msg["kind"],
+        os.write(fd, dumps({"rid": rid, "agent": msg["agent"], "kind": msg["kind"],
                             "stage": msg["stage"], "cwd": os.getcwd(), "head": head,
                             "time": time.time()}).encode())
     except (OSError, ValueError):
@@ -75,7 +76,7 @@ def settle_pending(common: str, rid: str | None) -> None:
 
 
 def forget_claims(common: str, older_than: float = CLAIM_AGE) -> None:
-    d = os.path.join(client.ecm_dir(common), "claims")
+    d = layout.claims_dir(common)
     now = time.time()
     try:
         names = os.listdir(d)

@@ -24,9 +24,10 @@ from proximity.agents.precheck import check
 from proximity.analysis import hunks
 from proximity.analysis.intervals import bounded_specs, parse_intent, parse_spec
 from proximity.errors import FatalError
+from proximity.model import last_commit
 from proximity.snapshot import recorder, workspace
-from proximity.tcas import actions, pipeline
-from proximity.views import report
+from proximity.tcas import pipeline
+from proximity.views import messages, report
 
 INSTRUCTIONS = (
     "proximity is collision avoidance for agents working one git repository in parallel "
@@ -86,7 +87,7 @@ def status_tool(repo: str | None, default: str) -> dict[str, Any]:
                 "yielding": p.yielding, "channels": {k: v for k, v in p.channels.items() if v},
                 "evidence": [ln.strip() for ln in report.evidence_lines(p, ctx.here)],
                 "their_hunks": hunks.of_pair(ctx.repo, p, other),
-                "last_commit": report.last_commit(p, other),
+                "last_commit": last_commit(p, other),
             })
     finally:
         ctx.close()
@@ -119,7 +120,7 @@ def inbox_tool(include_delivered: bool, repo: str | None, default: str) -> dict[
                 else ctx.ledger.take(ctx.here))
     finally:
         ctx.close()
-    return {"agent": ctx.here, "messages": [{**m, "text": actions.render(m)} for m in msgs]}
+    return {"agent": ctx.here, "messages": [{**m, "text": messages.render(m)} for m in msgs]}
 
 
 def build(default: str) -> Any:

@@ -1,0 +1,52 @@
+"""Who is flying: every live worktree's working state as an agent (its snapshot tree and the
+content-addressed snapshot commit over its HEAD), and the worktrees git marks prunable."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from proximity import gitio
+from proximity.errors import FatalError
+from proximity.model import Agent
+
+
+def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = None,
+                known: MutableMapping[str, Any] | None = None) -> tuple[list[Agent], list[str]]:
+    """Snapshot every live worktree (in parallel: it is git's work, not Python's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    live = []
+    retired: list[str] = []
+    for wt in repo.worktrees():
+        (retired.append(wt.id) if wt.prunable else live.append(wt))
+
+    def tree_of(wt: gitio.WorktreeInfo) -> str | Exception:
+        try:
+            return repo.snapshot_tree(wt, (index_override or {}).get(wt.id))
+        except (FatalError, OSError) as e:
+            return e
+
+    workers = min(8, max(1, len(live)), (os.cpu_count() or 2) * 2)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(tree_of, wt) for wt in live]
+        repo.pg  # noqa: B018 -- load libgit2 while git works in the threads
+        trees = [f.result() for f in futures]
+    out = []
+    for wt, tree in zip(live, trees, strict=True):
+        if isinstance(tree, Exception):
+            out.append(Agent(wt.id, wt.path, wt.branch, wt.head, error=str(tree)))
+            continue
+        # snapshot commits are content-addressed: the same (tree, head) has one id; a
+        # cached id whose object `git gc` removed is made again
+        key = f"snap:{tree}:{wt.head}"
+        snap = (known or {}).get(key)
+        if not snap or not repo.has_object(snap):
+            snap = repo.snapshot_commit(tree, wt.head)
+            if known is not None:
+                known[key] = snap
+        out.append(Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
+                         subject=repo.subject(wt.head),
+                         operation=gitio.operation_in_progress(wt.admin) if wt.admin else None))
+    return out, retired

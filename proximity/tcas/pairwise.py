@@ -1,0 +1,174 @@
+"""One scan's shared memo: merge bases' working sets, the import graph of the reference
+tree, the resolver, each agent's import edges and reach, committed lines per contested
+region. Every pair of the scan reads through it (the channels' ``Scope``)."""
+
+from __future__ import annotations
+
+import contextlib
+
+from proximity import gitio
+from proximity.analysis import depgraph, parsers, resolve
+from proximity.config import Config
+from proximity.model import Agent, Facts, FileChange, WorkingSet
+from proximity.tcas.memo import REACHES, RESOLVERS, memo_get, memo_put, work_key
+from proximity.tcas.rightofway import Contested, lines_of_work
+
+COLD_GRAPH_FILES = 2000  # parseable files above which a hook defers the first graph build
+
+
+class Pairwise:
+    """Per-scan memo of bases, working sets, graphs; shared across all pairs."""
+    def __init__(self, repo: gitio.Repo, cfg: Config, facts: Facts) -> None:
+        self.repo, self.cfg, self.facts = repo, cfg, facts
+        self.changes: dict[tuple[str, str], list[FileChange]] = {}
+        self.graph: depgraph.Graph | depgraph.StoredGraph | depgraph.Edges | None = None
+        self.graph_tree = ""
+        self.deferred = False
+        self._resolver: resolve.Resolver | None = None
+        self.paths: set[str] = set()
+        self.go_mods: dict[str, str] = {}
+        self.edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.changed: dict[str, set[str]] = {}
+        self.reaches: dict[tuple[str, str], depgraph.Reach] = {}
+        self.sets: dict[tuple[str, str], WorkingSet] = {}
+        self.committed: dict[tuple[str, str], dict[str, FileChange]] = {}
+
+    def working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
+        """The agent's working set against one base (memoised: pairs share bases)."""
+        memo_key = (agent.id, base_tree)
+        if memo_key not in self.sets:
+            self.sets[memo_key] = self._working_set(agent, base_tree)
+        return self.sets[memo_key]
+
+    def _working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
+        key = (base_tree, agent.tree or "")
+        if key not in self.changes:
+            self.changes[key] = self.repo.changes(base_tree, agent.tree or gitio.EMPTY_TREE,
+                                                  self.cfg.max_diff_bytes)
+        files = {fc.dest: fc for fc in self.changes[key] if not self.cfg.excluded(fc.dest)}
+        weights: dict[str, float] = {}
+        if self.facts.recency is not None:
+            weights = self.facts.recency(agent.id, {p: fc.new_oid for p, fc in files.items()})
+        intents = self.facts.intents.get(agent.id, {})
+        return WorkingSet(files, weights, dict(intents),
+                          dict(self.facts.intent_weights.get(agent.id, {})))
+
+    def ensure_graph(self, agents: list[Agent]) -> None:
+        """The import graph of the reference tree (main's HEAD), cached by tree id."""
+        if self.graph is not None:
+            return
+        ref = next((a for a in agents if a.id == "main" and a.head), None) or next(
+            (a for a in agents if a.head), None)
+        tree = self.repo.commit_tree(ref.head) if ref else gitio.EMPTY_TREE
+        self.graph_tree = tree
+        key = f"{depgraph.CACHE_FORMAT}:{tree}"
+        memo = self.facts.memo
+        loaded = memo.get(("graph", key)) if memo is not None else None
+        cached = self.facts.graph_cache.get(key) if loaded is None else None
+        if cached is not None:
+            try:
+                loaded = depgraph.Graph.from_json(cached)
+            except (KeyError, IndexError, TypeError, ValueError):
+                loaded = None  # damaged or foreign cache entry: rebuild it
+        if loaded is not None:
+            if memo is not None and isinstance(loaded[0], depgraph.StoredGraph):
+                # the resident service: decoded once per tree, kept as a networkx graph
+                loaded = (depgraph.Graph.of(loaded[0]), *loaded[1:])
+                memo[("graph", key)] = loaded
+            self.graph, paths, go_mods = loaded
+            self.paths = set(paths)
+        else:
+            files = self.repo.files(tree) if ref else {}
+            if (self.facts.defer_cold_graph and not self.facts.graph_ever_built
+                    and sum(1 for p in files if parsers.language_of(p)) > COLD_GRAPH_FILES):
+                # the first graph of a large repository parses every file: not inside a
+                # hook. The dependency channel is unknown this time (never "clean"); the
+                # caller starts a background warm-up.
+                self.graph, self.paths, self.go_mods = depgraph.Edges(), set(files), {}
+                self.deferred = True
+                return
+            with (self.facts.progress("reading every file's imports (first scan)",
+                                      len(files)) if self.facts.progress is not None
+                  else contextlib.nullcontext(None)) as tick:
+                self.graph, resolver = depgraph.build(files, self.repo.blob,
+                                                      self.facts.imports_cache, tick)
+            self.paths, go_mods = set(files), resolver.go_mods
+            self.facts.graph_cache.clear()
+            self.facts.graph_cache[key] = self.graph.to_json(self.paths, go_mods)
+        self.go_mods = go_mods
+
+    def resolver(self) -> resolve.Resolver:
+        if self._resolver is None:
+            extra = {fc.dest for fcs in self.changes.values() for fc in fcs
+                     if fc.status != "D"}
+            memo = self.facts.memo
+            key = ("resolver", self.graph_tree, frozenset(extra - self.paths),
+                   tuple(sorted(self.go_mods.items())))
+            kept = memo_get(memo, "resolver", key)
+            if kept is None:
+                kept = resolve.Resolver(self.paths | extra)
+                kept.set_go_mods(self.go_mods)
+                memo_put(memo, "resolver", key, kept, RESOLVERS)  # each holds every path
+            self._resolver = kept
+        return self._resolver
+
+    def reach(self, agent: Agent, ws: WorkingSet, edges: list[tuple[str, str]],
+              base_tree: str) -> depgraph.Reach:
+        key = (agent.id, base_tree)
+        if key not in self.reaches:
+            assert self.graph is not None
+            memo = self.facts.memo
+            # across scans (the resident service): by everything a reach is made of
+            mk = ("reach", self.graph_tree, agent.id, agent.tree, base_tree, work_key(ws),
+                  tuple(edges)) if memo is not None else None
+            kept = memo_get(memo, "reach", mk)
+            if kept is None:
+                kept = depgraph.Reach(self.graph, ws, edges, self.cfg.gamma,
+                                      self.cfg.depth_cap, self.cfg.hub_degree)
+                memo_put(memo, "reach", mk, kept, REACHES)
+            self.reaches[key] = kept
+        return self.reaches[key]
+
+    def committed_lines(self, agent: Agent, base: str | None, contested: Contested) -> int:
+        """Committed work in the contested region since the base: the changed lines of the
+        commits between the base and the agent's HEAD whose hunks lie within ``near_lines``
+        of the contested base lines (the whole file where the region has no lines: an
+        exact conflict without line evidence, a symbol). Padding elsewhere in the file, a
+        commit in another file, or the commits a rebase has replayed so far buy nothing."""
+        if not contested or not agent.head or agent.operation or agent.head == base:
+            return 0
+        key = (agent.head, base or "")
+        if key not in self.committed:
+            base_tree = self.repo.commit_tree(base) if base else gitio.EMPTY_TREE
+            self.committed[key] = {
+                p: fc for fc in self.repo.changes(
+                    base_tree, self.repo.commit_tree(agent.head), self.cfg.max_diff_bytes)
+                for p in fc.paths}
+        changes = self.committed[key]
+        total = 0
+        for path, region in contested.items():
+            fc = changes.get(path)
+            if fc is not None:
+                total += lines_of_work(fc, region, self.cfg.near_lines)
+        return total
+
+    def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]:
+        """Import edges of an agent's changed files, resolved in the reference tree and
+        cached per (reference tree, path, blob) so the resolver is rarely built."""
+        key = (agent.id, agent.tree or "")
+        if key not in self.edges:
+            out: list[tuple[str, str]] = []
+            cache = self.facts.pair_cache
+            for p, fc in sorted(ws.files.items()):
+                if not fc.new_oid or fc.kind != "text" or parsers.language_of(p) is None:
+                    continue  # no parser, no edges: nothing worth a cache row per commit
+                ck = f"edges:{depgraph.CACHE_FORMAT}:{self.graph_tree}:{p}:{fc.new_oid}"
+                dsts = cache.get(ck)
+                if dsts is None:
+                    dsts = [d for _, d in depgraph.edges_of(
+                        {p: fc.new_oid}, self.repo.blob, self.facts.imports_cache,
+                        self.resolver())]
+                    cache[ck] = dsts
+                out.extend((p, d) for d in dsts)
+            self.edges[key] = out
+        return self.edges[key]

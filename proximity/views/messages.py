@@ -1,0 +1,59 @@
+"""A TCAS message as a person reads it: the inbox's text (hooks, `proximity inbox`, MCP, the
+harnesses' context). The message itself is data (tcas.actions made it); everything in it
+that came from another worktree is shown through the safe-text helpers."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from proximity.analysis import hunks
+from proximity.analysis.intervals import fmt_ranges
+from proximity.safetext import text
+
+
+def sent_ago(created: object, now: float | None = None) -> str:
+    """When a message's facts were true, for one read later: "" when it is fresh, else
+    " when this was sent, 12 min ago (`proximity status`: now)"."""
+    if not isinstance(created, (int, float)) or isinstance(created, bool):
+        return ""
+    age = (time.time() if now is None else now) - float(created)
+    if age < 60:
+        return ""
+    ago = f"{age / 3600:.0f} h" if age >= 5400 else f"{age / 60:.0f} min"
+    return f" when this was sent, {ago} ago (`proximity status`: now)"
+
+
+def render(msg: dict[str, Any]) -> str:
+    b = msg.get("body", msg)
+    head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
+        b.get("type", msg.get("type", "")), "MESSAGE")
+    lines = [f"proximity inbox: {head} from {text(b.get('from'))!r} "
+             f"(branch {text(b.get('branch'))}), risk {text(b.get('risk'), 20)}"]
+    if b.get("escalated") and b.get("advisory") != "resolution" and head != "TRANSMIT":
+        # raised one level because the pair closes fast: advice, not a Resolution Advisory
+        lines.append(f"  (escalated {text(b.get('advisory'), 20)} advisory, closing fast: no "
+                     "push is blocked unless it becomes a resolution advisory)")
+    for f in b.get("their_files", [])[:4]:
+        rng = fmt_ranges([(s, e) for s, e in f["ranges"]])
+        lines.append(f"  they touch {text(f['path'], 300)}{' lines ' + rng if rng else ''} "
+                     f"({text(', '.join(f.get('channels', [f.get('channel', '?')])))})")
+        if f.get("hunk"):
+            lines += [f"    {text(ln, 300)}"
+                      for ln in hunks.clip(str(f["hunk"]), 12, 1200).split("\n")]
+    for detail in b.get("symbols", [])[:3]:
+        lines.append(f"  symbol: {text(detail, 300)}")
+    when = sent_ago(msg.get("created"))
+    if b.get("last_commit"):
+        lines.append(f"  their last commit{when}: {text(b['last_commit'])}")
+    elif "last_commit" in b:
+        lines.append(f"  they had not committed since your common base{when}: uncommitted "
+                     "work only")
+    if b.get("intents"):
+        lines.append(f"  they intend: {text(', '.join(sorted(b['intents'])), 400)}")
+    if b.get("avoid"):
+        lines.append(f"  avoid: {text(', '.join(b['avoid']), 400)}")
+        if b.get("elsewhere"):
+            lines.append(f"  your files far from them: {text(', '.join(b['elsewhere']), 400)}")
+        lines.append(f"  override: {text(b.get('override'))}")
+    return "\n".join(lines)
