@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from proximity import calibration
 from proximity.analysis import intervals
 from proximity.analysis.symbols import writes
-from proximity.channels import Evidence, Result
+from proximity.channels.evidence import Evidence, Result
 from proximity.model import TEXT, FileChange, Finding, Range, WorkingSet
 
 NAME = "approach"

@@ -21,7 +21,7 @@ service).
 from __future__ import annotations
 
 from proximity import calibration, gitio
-from proximity.channels import Evidence, Result
+from proximity.channels.evidence import Evidence, Result
 from proximity.model import FileChange, Finding
 
 NAME = "conflict"

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from proximity import calibration
 from proximity.analysis import depgraph
-from proximity.channels import Evidence, Result
+from proximity.channels.evidence import Evidence, Result
 
 NAME = "dependency"
 DEFAULTS = {"import-1": 0.05, "import-2": 0.03, "import-3": 0.02, "import-4": 0.01}

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from proximity import calibration, model
 from proximity.analysis import intervals
-from proximity.channels import Evidence, Result
+from proximity.channels.evidence import Evidence, Result
 from proximity.config import Config
 from proximity.model import FileChange, Finding, Range, WorkingSet
 

@@ -20,7 +20,7 @@ from typing import Any
 from proximity import calibration
 from proximity.analysis import depgraph
 from proximity.analysis.symbols import hazard, writes
-from proximity.channels import Evidence, Result
+from proximity.channels.evidence import Evidence, Result
 
 NAME = "symbol"
 BEHAVIOUR = frozenset(("value-used", "indirect", "body-used"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from proximity import calibration
 from proximity.analysis import treeprox
-from proximity.channels import Evidence, Result
+from proximity.channels.evidence import Evidence, Result
 
 NAME = "tree"
 DEFAULTS = {"b0": 0.015, "b1": 0.045, "b2": 0.075, "b3": 0.105, "b4": 0.15}

@@ -83,13 +83,6 @@ class History(RepoCore):
         self._remember(key, (a, b), sole)
         return base if sole else None
 
-    def ahead(self, head: str | None, base: str | None) -> int:
-        if not head:
-            return 0
-        if not base:
-            return sum(1 for _ in self.pg.walk(head))
-        return int(self.pg.ahead_behind(head, base)[0])
-
     def commit_tree(self, commit: str | None) -> str:
         if not commit:
             return EMPTY_TREE

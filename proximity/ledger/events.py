@@ -167,12 +167,6 @@ class Events(LedgerCore):
         event."""
         return self._current_files(self.db, stream)
 
-    def retire(self, stream: str) -> None:
-        with self.tx() as db:
-            db.execute("UPDATE streams SET retired=? WHERE id=? AND retired IS NULL",
-                       (time.time(), stream))
-            db.execute("DELETE FROM intents WHERE stream=?", (stream,))
-
     def gc(self, keep_events: int, live: set[str]) -> dict[str, int]:
         stats = {"events": 0, "risk": 0, "inbox": 0, "retired": 0, "cache": 0}
         with self.tx() as db:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from typing import NamedTuple
 
 # matched against the file name (any directory) and, for patterns with a "/", the path
 SECRET_PATTERNS: tuple[str, ...] = (
@@ -24,11 +23,6 @@ SECRET_PATTERNS: tuple[str, ...] = (
     ".dockercfg", "*.tfstate", "*.tfstate.*", "*.tfvars", "service-account*.json",
     ".ssh/*", ".aws/*", ".gnupg/*", ".docker/config.json", ".kube/config",
 )
-
-
-class Withheld(NamedTuple):
-    path: str
-    reason: str  # "secret", "excluded", "too large"
 
 
 def looks_secret(path: str) -> bool:
