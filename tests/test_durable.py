@@ -54,6 +54,18 @@ def commit(where: Path, n: int) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60)
 
 
+def settled_heads(main: Path, shas: list[str], timeout: float = 30.0) -> list[str | None]:
+    """The heads of the commit events once every one of ``shas`` is in the ledger: a commit
+    the running service took through its post-commit note is recorded by its worker a
+    moment after git returns (on a loaded machine, seconds after)."""
+    end = time.monotonic() + timeout
+    while True:
+        heads = [h for _s, h, _r in commit_events(main)]
+        if all(sha in heads for sha in shas) or time.monotonic() > end:
+            return heads
+        time.sleep(0.1)
+
+
 def commit_events(main: Path) -> list[tuple[str, str | None, str | None]]:
     db = sqlite3.connect(main / ".git" / "ecm" / "ledger.sqlite3")
     try:
@@ -95,9 +107,9 @@ def test_a_stopped_service_costs_one_hook_its_budget_then_is_replaced(repo):
             os.kill(old, 0)
             time.sleep(0.1)
     assert second < first, (first, second)
-    heads = [h for _s, h, _r in commit_events(repo)]
-    for n in (1, 2):
-        sha = git(repo, "rev-parse", f"HEAD~{2 - n}").stdout.strip()
+    shas = [git(repo, "rev-parse", f"HEAD~{2 - n}").stdout.strip() for n in (1, 2)]
+    heads = settled_heads(repo, shas)
+    for n, sha in zip((1, 2), shas, strict=True):
         assert heads.count(sha) == 1, (n, heads)
 
 

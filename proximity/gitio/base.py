@@ -8,7 +8,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from proximity import layout, owned
 from proximity.errors import NotARepository
@@ -27,7 +27,12 @@ MEMO_ENTRIES = 4096  # results a Repo keeps (see Repo._remember)
 LARGE_STUB = "proximity: large untracked file, not hashed: "
 
 
+if TYPE_CHECKING:
+    import pygit2
+
+
 def _pygit2() -> Any:
+    """The pygit2 module, imported on first use: a snapshot hook never loads libgit2."""
     import pygit2
 
     return pygit2
@@ -139,7 +144,7 @@ class RepoCore:
         start = os.path.abspath(start)
         if not os.path.isdir(start):
             raise NotARepository(f"{start}: no such directory")
-        self._pg: Any = None
+        self._pg: pygit2.Repository | None = None
         self.memo: dict[tuple[Any, ...], Any] = {}  # results keyed by object ids
         if fast and self._discover(start):
             return
@@ -198,10 +203,11 @@ class RepoCore:
         return self._pg is not None
 
     @property
-    def pg(self) -> Any:
+    def pg(self) -> pygit2.Repository:
         """The pygit2 repository, opened on first use (a snapshot hook never needs it)."""
         if self._pg is None:
             self._pg = _pygit2().Repository(self.gitdir)
+        assert self._pg is not None
         return self._pg
 
     @property

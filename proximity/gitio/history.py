@@ -4,9 +4,12 @@ commits ahead, and whether two steps of history change the same thing."""
 from __future__ import annotations
 
 import os
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from proximity.gitio.base import RepoCore, _pygit2
+
+if TYPE_CHECKING:
+    import pygit2
 from proximity.gitio.run import EMPTY_TREE, git, is_ancestor_cli
 
 SOLE_BASE_WALK = 500  # commits walked per side to tell that a merge base is the only one
@@ -91,7 +94,8 @@ class History(RepoCore):
     def subject(self, commit: str | None) -> str:
         if not commit:
             return ""
-        return str(self.pg[commit].message).splitlines()[0] if self.pg[commit].message else ""
+        message = cast("pygit2.Commit", self.pg[commit]).message
+        return str(message).splitlines()[0] if message else ""
 
     def is_ancestor(self, anc: str, desc: str) -> bool:
         """Remembered; a single-parent commit's answer is its parent's when that one is
@@ -118,7 +122,7 @@ class History(RepoCore):
         if new == old:
             return True
         try:
-            c = self.pg[new]
+            c = cast("pygit2.Commit", self.pg[new])
             return ([str(p) for p in c.parent_ids] == [old] and new != other
                     and not self._may_contain(other, old, new))
         except Exception:
@@ -136,7 +140,7 @@ class History(RepoCore):
     def _only_parent(self, commit: str) -> str | None:
         """The parent of a single-parent commit; None for a root, a merge or unknown."""
         try:
-            parents = [str(p) for p in self.pg[commit].parent_ids]
+            parents = [str(p) for p in cast("pygit2.Commit", self.pg[commit]).parent_ids]
         except (KeyError, ValueError):
             return None
         return parents[0] if len(parents) == 1 else None

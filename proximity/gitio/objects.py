@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from proximity import owned
 from proximity.errors import FatalError
@@ -16,6 +16,8 @@ from proximity.gitio.run import EMPTY_TREE, git, tree_diff
 LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pack them
 
 if TYPE_CHECKING:
+    import pygit2
+
     from proximity import model
 
 
@@ -284,13 +286,13 @@ class Objects(RepoCore):
         except Exception:
             return tree_diff(self.workdir, old, new, paths)
 
-    def _blob_at(self, tree: Any, path: str) -> Any:
+    def _blob_at(self, tree: pygit2.Tree, path: str) -> pygit2.Blob | None:
         """The blob at ``path`` in ``tree`` (None: absent, a directory, a submodule)."""
         try:
             entry = tree[path]
         except (KeyError, ValueError):
             return None
-        return self.pg[entry.id] if entry.type_str == "blob" else None
+        return cast("pygit2.Blob", self.pg[entry.id]) if entry.type_str == "blob" else None
 
     def blob_id_at(self, tree: str, path: str) -> str | None:
         """The id of the blob at ``path`` in ``tree`` (None: absent, a directory, a link
@@ -316,7 +318,7 @@ class Objects(RepoCore):
             return False
 
     def blob(self, oid: str) -> bytes:
-        return bytes(self.pg[oid].data)
+        return bytes(cast("pygit2.Blob", self.pg[oid]).data)
 
     def blob_size(self, oid: str) -> int:
         """The size from the object's header: a 300 MB blob is not inflated to learn it
@@ -324,7 +326,7 @@ class Objects(RepoCore):
         try:
             return int(self.pg.odb.read_header(oid)[1])
         except (AttributeError, KeyError, ValueError):  # an odb without header reads
-            return int(self.pg[oid].size)
+            return int(cast("pygit2.Blob", self.pg[oid]).size)
 
     def files(self, tree: str) -> dict[str, str]:
         """path -> blob id of every regular file in a tree (recursive)."""
@@ -343,17 +345,16 @@ class Objects(RepoCore):
     # -- diffs and merges ---------------------------------------------------------------
     def changes(self, old_tree: str, new_tree: str, max_bytes: int) -> list[model.FileChange]:
         """What changed from ``old_tree`` to ``new_tree``, in old-side line coordinates."""
-        pygit2 = _pygit2()
+        git2 = _pygit2()
         if old_tree == new_tree:
             return []
         key = ("changes", old_tree, new_tree, max_bytes)
         if key in self.memo:
             return list(self.memo[key])
-        diff = self.pg.diff(
-            self.pg[old_tree], self.pg[new_tree], context_lines=0, interhunk_lines=0,
-            flags=pygit2.enums.DiffOption.PATIENCE,
-        )
-        diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
+        old = cast("pygit2.Tree", self.pg[old_tree])
+        diff = old.diff_to_tree(cast("pygit2.Tree", self.pg[new_tree]), context_lines=0,
+                                interhunk_lines=0, flags=git2.enums.DiffOption.PATIENCE)
+        diff.find_similar(flags=git2.enums.DiffFind.FIND_RENAMES)
         out = [fc for fc in _changes(self, diff, max_bytes)]
         self._remember(key, (old_tree, new_tree), tuple(out))
         return out
