@@ -327,3 +327,11 @@ def test_long_work_shows_a_progress_bar_on_a_terminal_and_nothing_elsewhere(tmp_
     piped = subprocess.run([sys.executable, "-m", "proximity", "scan"], cwd=repo, env=env,
                            capture_output=True, text=True)
     assert piped.returncode == 0 and "reading every file" not in piped.stderr
+
+
+def test_every_channel_has_a_weight_and_every_weight_a_channel():
+    """The policy (a lower floor) names the channels it weighs; the channels' own table is
+    the truth: the two lists must be the same set, or a channel runs unweighed."""
+    from proximity import channels, config
+
+    assert set(config.CHANNELS) == set(channels.ORDER)
