@@ -1,49 +1,62 @@
-"""N agents on one repository at once: conflicts at landing, waiting and deadlocks per policy.
+"""N participants on one repository at once: conflicts and breaks at landing, waiting and
+deadlocks per policy.
 
-Assignments come from real history. Around a first-parent merge of a fetched repository
-whose two sides git could not merge, the lines of work concurrent with it are taken from its
-merge base T: each first-parent step of the trunk side (a pull request's own commits, or a
-commit made on the trunk directly; those touching a file the merge conflicted in first) and
-the merged side whole. Each is cherry-picked onto T (a commit that does not apply is
-dropped), and the N that conflict pairwise most (``git merge-tree``) are kept; of ``--tries``
-such merges, the one whose N conflict most. Each policy then gets a fresh setup: a bare
-remote whose ``main`` is T, a clone with ``python -m proximity install``, and one worktree
-per agent. Coordinated agents (reservations, proximity) rebase before their next edit once
-the trunk moved (``--no-sync``: they do not); a landed agent's worktree is removed.
+Lines of work come from real history, all replayed from one base T (``swarm_plan.py``:
+around a conflicting merge, or with ``--contention hot`` from the history of the
+repository's most-changed files, so that many pairs conflict). Each policy then gets a fresh
+setup: a bare remote whose ``main`` is T, a clone with ``python -m proximity install`` (the
+main checkout), and one worktree per participant. ``--humans M`` of the N are people, the
+rest agents (``swarm_people.py``: their habits, and the editor route a person reads before
+changing lines). Coordinated participants (reservations, proximity) rebase before their next
+edit once the trunk moved (``--no-sync``: they do not); a landed one's worktree is removed.
 
-Agents replay their branch's commits as edits, in a step-based closed loop (each step every
-agent that is not done acts once, in an order drawn from ``--seed``). Before each edit (one
-file of one commit: its new content, asked as a Claude Code ``MultiEdit`` of the changed hunks
-where the file is text, else ``Write``) the agent asks:
+Participants replay their branch's commits as edits, in a step-based closed loop (each step
+every participant that is not done acts once, in an order drawn from ``--seed``; a person
+every other step). Before each edit (one file of one commit: its new content, asked as a
+Claude Code ``MultiEdit`` of the changed hunks where the file is text, else ``Write``) an
+agent asks:
 
 * ``proximity``: ``proximity check --hook claude`` with the PreToolUse JSON (and, after the
-  edit, ``--hook claude-post``, as the documented settings run it);
-* ``reservations``: denied while another live (not yet landed) agent has changed the file;
+  edit, ``--hook claude-post``, as the documented settings run it); a person reads the
+  diagnostics on the lines they are about to change (a Warning or an Error: as a deny), and
+  their save records the worktree (``proximity snapshot``), as the editor's server does;
+* ``reservations``: denied while another live (not yet landed) participant changed the file;
 * ``none``: always allowed.
 
-Allow and ask edit (asks are counted); a deny steers the agent to another pending edit of its
-own, and when none is allowed it waits (a waiting step) until the holder named in the deny has
-landed, then rebases onto the new trunk. A commit's edits done, it commits through the real
-hooks. All its commits made, it lands in finishing order: ``check --merge origin/main``
-(proximity), fetch, rebase onto the trunk, push to the remote's ``main`` through the real
-pre-push guard (only the ``proximity`` policy obeys it: the others push with
-``PROXIMITY_ALLOW=1``); a blocked push waits a step. Counted: conflicts of that rebase
-(``conflicts_at_landing``; resolved with the agent's side, ``-X theirs``, so the run goes on),
-landings after which a changed file no longer compiles (``python -m py_compile``, ``node
---check``; Go is not checked: no toolchain here), waiting steps, the makespan, deadlocks (no
-agent moved for ``--stall`` steps; broken by letting the longest waiter go ahead), needless
-denies (the denied file is not among the files where the agent's planned branch and the
-holder's conflict under ``git merge-tree``) and lost events (commits made with no
-``kind='commit'`` event in the ledger).
+Allow and ask edit (asks are counted); a deny steers the participant to another pending edit
+of its own, and when none is allowed it waits (a waiting step) until the holder named in the
+deny has landed, then rebases onto the new trunk. A commit's edits done, it commits through
+the real hooks (a person: several planned commits at once). All its commits made, it lands
+in finishing order, ``--land-from``:
 
-    python benchmarks/swarm.py --git-dir DIR --agents 5 --policy all --seed 1 --json OUT
+* ``own``: from its own worktree: ``check --merge origin/main`` (proximity), fetch, rebase
+  onto the trunk, push to the remote's ``main`` through the real pre-push guard;
+* ``main``: a person integrating in the main checkout: fetch, ``check --merge BRANCH``
+  (proximity), ``git merge`` the lane's branch, ``git push origin main`` from there through
+  the real pre-push guard.
+
+Only the ``proximity`` policy obeys the guard (the others push with ``PROXIMITY_ALLOW=1``); a
+blocked push waits a step. Counted: landings whose rebase or merge conflicted
+(``conflicts_at_landing``; resolved with the lane's side, ``-X theirs``, so the run goes on),
+landings after which the trunk is broken (``broken_at_landing``: ``--verify CMD``, the
+repository's own tests, fails where it passed before; without CMD, a changed file no longer
+compiles: ``python -m py_compile``, ``node --check``), waiting steps, the makespan, deadlocks
+(no participant moved for ``--stall`` steps; broken by letting the longest waiter go
+ahead), needless denies (the denied file is not among the files where the participant's
+planned branch and the holder's conflict under ``git merge-tree``), lost and doubled events
+(commits made with no, or more than one, ``kind='commit'`` event in the ledger), and of
+proximity itself (``swarm_measure.py``): the service's peak RSS, the pre-edit check's and
+each hook's latency.
+
+    python benchmarks/swarm.py --git-dir DIR --agents 10 --policy all --seed 1 \\
+        --contention hot --verify CMD --humans 2 --land-from main --json OUT
     python benchmarks/swarm.py --plot benchmarks/swarm.png OUT...
+    python benchmarks/swarm.py --table OUT...
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import random
@@ -58,335 +71,41 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from swarm_measure import ServiceMemory, hook_times, percentile, shim_hooks, summary
+from swarm_people import (
+    AGENT,
+    HUMAN,
+    Edit,
+    Participant,
+    changed_lines,
+    diagnostics,
+    edits_of,
+    read,
+    target,
+    tool_input,
+)
+from swarm_plan import Assignment, Drawing, assign, conflict_files, git, out, run, scratch_repo
+from swarm_report import plot, report, table
+from swarm_verify import Verifier, uncompiled
+
 POLICIES = ("none", "reservations", "proximity")
-IDENT = {"GIT_AUTHOR_NAME": "swarm", "GIT_AUTHOR_EMAIL": "swarm@example.com",
-         "GIT_COMMITTER_NAME": "swarm", "GIT_COMMITTER_EMAIL": "swarm@example.com"}
 HOLDER = re.compile(r"worktree '([^']+)'")
 
 
-# -- git ---------------------------------------------------------------------------------
-def env_for(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(IDENT, LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1")
-    env.update(extra or {})
-    return env
-
-
-def run(args: Sequence[str], cwd: str, ok: Sequence[int] = (0,), stdin: str | None = None,
-        extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run(list(args), cwd=cwd, input=stdin, capture_output=True, text=True,
-                       env=env_for(extra), errors="replace")
-    if p.returncode not in ok:
-        raise RuntimeError(f"{' '.join(args)} in {cwd}: exit {p.returncode}: "
-                           f"{p.stderr.strip()[:400]}")
-    return p
-
-
-def git(args: Sequence[str], cwd: str, ok: Sequence[int] = (0,),
-        extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return run(["git", *args], cwd, ok, extra=extra)
-
-
-def out(args: Sequence[str], cwd: str) -> str:
-    return git(args, cwd).stdout.strip()
-
-
-def blob(repo: str, commit: str, path: str) -> bytes | None:
-    p = subprocess.run(["git", "cat-file", "blob", f"{commit}:{path}"], cwd=repo,
-                       capture_output=True, env=env_for())
-    return p.stdout if p.returncode == 0 else None
-
-
-def conflict_files(repo: str, a: str, b: str) -> set[str] | None:
-    """Files git's merge of a and b conflicts in (None: it merges cleanly)."""
-    p = git(["merge-tree", "--write-tree", "--name-only", "--no-messages", a, b], repo,
-            ok=(0, 1))
-    if p.returncode == 0:
-        return None
-    return {ln for ln in p.stdout.split("\n")[1:] if ln.strip()}
-
-
-# -- assignments -------------------------------------------------------------------------
-@dataclass
-class Branch:
-    merge: str
-    first_parent: str
-    commits: list[str]  # the pull request's own commits, oldest first
-
-
-@dataclass
-class Plan:
-    branch: Branch
-    commits: list[str]  # cherry-picked onto T in the scratch repository, oldest first
-
-    @property
-    def tip(self) -> str:
-        return self.commits[-1]
-
-
-def rebase_onto(scratch: str, trunk: str, branch: Branch) -> Plan | None:
-    """The branch's commits replayed onto ``trunk``; what does not apply is dropped."""
-    git(["checkout", "-q", "--detach", "-f", trunk], scratch)
-    for c in branch.commits:
-        p = git(["cherry-pick", "--allow-empty-message", c], scratch, ok=(0, 1))
-        if p.returncode != 0:
-            git(["cherry-pick", "--abort"], scratch, ok=(0, 128))
-            git(["reset", "-q", "--hard"], scratch)
-    made = out(["rev-list", "--reverse", f"{trunk}..HEAD"], scratch).split()
-    return Plan(branch, made) if made else None
-
-
-def pairwise(scratch: str, plans: list[Plan]) -> dict[tuple[int, int], set[str]]:
-    """(i, j) -> files where plan i's and plan j's tips conflict, conflicting pairs only."""
-    found = {}
-    for i in range(len(plans)):
-        for j in range(i + 1, len(plans)):
-            files = conflict_files(scratch, plans[i].tip, plans[j].tip)
-            if files is not None:
-                found[i, j] = found[j, i] = files
-    return found
-
-
-@dataclass
-class Assignment:
-    trunk: str
-    plans: list[Plan]
-    conflicts: dict[tuple[int, int], set[str]]
-
-
-def scratch_repo(git_dir: str, where: str) -> str:
-    """A work repository borrowing the fetched objects (the fetched one is never written)."""
-    path = os.path.join(where, "scratch")
-    git(["init", "-q", path], where)
-    objects = os.path.join(os.path.abspath(git_dir), "objects")
-    with open(os.path.join(path, ".git", "objects", "info", "alternates"), "w") as f:
-        f.write(objects + "\n")
-    return path
-
-
-def pick(n: int, conflicts: dict[tuple[int, int], set[str]], size: int) -> list[int]:
-    """N of the pool, greedily the ones that conflict with those already picked (real
-    collisions are what the policies are for), then the rest in merge order."""
-    degree = [sum((i, j) in conflicts for j in range(size)) for i in range(size)]
-    chosen: list[int] = []
-    while len(chosen) < n:
-        rest = [i for i in range(size) if i not in chosen]
-        chosen.append(max(rest, key=lambda i: (sum((i, j) in conflicts for j in chosen),
-                                               degree[i] > 0, -i)))
-    return sorted(chosen)
-
-
-def steps_of(repo: str, base: str, tip: str, max_commits: int) -> list[Branch]:
-    """Each first-parent step of base..tip as a line of work: a merged branch's own commits,
-    or one commit made on that line directly."""
-    found = []
-    for line in out(["log", "--first-parent", "--reverse", "--format=%H %P", f"{base}..{tip}"],
-                    repo).split("\n"):
-        parts = line.split()
-        if len(parts) == 2:
-            found.append(Branch(parts[0], parts[1], [parts[0]]))
-        elif len(parts) == 3:
-            commits = out(["rev-list", "--reverse", "--no-merges", f"{parts[1]}..{parts[2]}"],
-                          repo).split()
-            if 1 <= len(commits) <= max_commits:
-                found.append(Branch(parts[0], parts[1], commits))
-    return found
-
-
-def units(repo: str, merge: str, max_commits: int, max_files: int,
-          per_side: int) -> tuple[str, list[Branch]]:
-    """The lines of work concurrent with one conflicting merge, from its merge base T:
-    ``per_side`` first-parent steps of the trunk side small enough to replay (those touching
-    a file the merge conflicted in first, then the newest), and the merged side whole (its
-    commits build on each other; up to three times the size), so that the conflict the merge
-    met is among them."""
-    p1, p2 = out(["rev-parse", f"{merge}^1", f"{merge}^2"], repo).split()
-    base = out(["merge-base", p1, p2], repo)
-
-    def files(b: Branch) -> list[str]:
-        return out(["diff", "--name-only", f"{b.commits[0]}^", b.commits[-1]], repo).split()
-
-    contested = conflict_files(repo, p1, p2) or set()
-    steps = [(b, files(b)) for b in steps_of(repo, base, p1, max_commits)]
-    steps = [(b, f) for b, f in steps if len(f) <= max_files]
-    # the steps that touch what the merge conflicted in first, then the newest
-    ranked = sorted(range(len(steps)), key=lambda i: (not contested & set(steps[i][1]), -i))
-    found = [steps[i][0] for i in sorted(ranked[:per_side])]
-    side = out(["rev-list", "--reverse", "--no-merges", f"{base}..{p2}"], repo).split()
-    merged = Branch(merge, p1, side)
-    if 1 <= len(side) <= 3 * max_commits and len(files(merged)) <= 3 * max_files:
-        found.append(merged)
-    return base, found
-
-
-def conflicting_merges(repo: str, head: str, limit: int) -> tuple[list[str], list[str]]:
-    """First-parent two-parent merges, newest first: those whose two sides git could not
-    merge cleanly, and the others."""
-    found: tuple[list[str], list[str]] = ([], [])
-    for line in out(["log", "--first-parent", "--merges", f"-n{limit}", "--format=%H %P", head],
-                    repo).split("\n"):
-        parts = line.split()
-        if len(parts) == 3:
-            clean = conflict_files(repo, parts[1], parts[2]) is None
-            found[clean].append(parts[0])
-    return found
-
-
-def best_of(scratch: str, merges: list[str], n: int, args: argparse.Namespace
-            ) -> Assignment | None:
-    """Of the first ``--tries`` merges offering N replayable lines of work, the assignment
-    whose N conflict pairwise the most (the earliest of equals)."""
-    best: Assignment | None = None
-    tried = 0
-    for merge in merges:
-        if tried == args.tries:
-            break
-        trunk, pool = units(scratch, merge, args.max_commits, args.max_files,
-                            args.pool or 4 * n)
-        plans = [p for p in (rebase_onto(scratch, trunk, b) for b in pool) if p is not None]
-        if len(plans) < n:
-            continue
-        tried += 1
-        every = pairwise(scratch, plans)
-        chosen = pick(n, every, len(plans))
-        plans = [plans[i] for i in chosen]
-        a = Assignment(trunk, plans, pairwise(scratch, plans))
-        print(f"around merge {merge[:10]}: T {trunk[:10]}, {len(every) // 2} conflicting "
-              f"pairs in {len(pool)}, {len(a.conflicts) // 2} among the {n} picked",
-              file=sys.stderr)
-        if best is None or len(a.conflicts) > len(best.conflicts):
-            best = a
-    return best
-
-
-def assign(scratch: str, head: str, n: int, args: argparse.Namespace,
-           rng: random.Random) -> Assignment:
-    """N concurrent lines of work around a real conflicting merge, rebased onto its merge
-    base; a history where no conflicting merge offers N of them gets a swarm around a clean
-    merge instead (its lines of work may still conflict once rebased onto one base)."""
-    conflicting, clean = conflicting_merges(scratch, head, args.merges)
-    rng.shuffle(conflicting)
-    best = best_of(scratch, conflicting, n, args)
-    if best is None:
-        rng.shuffle(clean)
-        best = best_of(scratch, clean, n, args)
-    if best is None:
-        raise SystemExit(f"no merge with {n} replayable concurrent lines of work")
-    return best
-
-
-# -- one agent ---------------------------------------------------------------------------
-@dataclass
-class Edit:
-    commit: int  # index into the plan's commits
-    path: str
-    status: str  # A, M, D (renames are split into D + A)
-
-
-@dataclass
-class Agent:
-    idx: int
-    name: str
-    wt: str
-    plan: Plan
-    pending: list[Edit]
-    sizes: dict[int, int] = field(default_factory=dict)  # edits per commit
-    done: dict[int, int] = field(default_factory=dict)
-    committed: int = 0
-    state: str = "work"  # work, wait, land, landed
-    holder: str | None = None
-    waited: int = 0
-    touched: set[str] = field(default_factory=set)
-    shas: list[str] = field(default_factory=list)
-    synced: int = 0  # landings on the trunk when it last rebased
-
-
-def edits_of(scratch: str, plan: Plan) -> list[Edit]:
-    found = []
-    for k, c in enumerate(plan.commits):
-        diff = out(["diff-tree", "-r", "--no-renames", "--name-status", f"{c}^", c], scratch)
-        for line in diff.split("\n"):
-            if line.strip():
-                status, path = line.split("\t", 1)
-                found.append(Edit(k, path, status[0]))
-    return found
-
-
-def read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def target(scratch: str, plan: Plan, e: Edit, current: bytes | None) -> bytes | None:
-    """The file's content after this edit: the commit's change carried onto what the
-    worktree holds now (it may have moved with a rebase); where the two overlap, the
-    agent redoes its change on top (the commit's side wins), as it would by hand."""
-    c = plan.commits[e.commit]
-    new = blob(scratch, c, e.path)
-    old = blob(scratch, f"{c}^", e.path)
-    if new is None or current is None or current == old or old is None:
-        return new
-    with tempfile.TemporaryDirectory() as d:
-        names = []
-        for name, data in (("cur", current), ("old", old), ("new", new)):
-            names.append(os.path.join(d, name))
-            with open(names[-1], "wb") as f:
-                f.write(data)
-        p = subprocess.run(["git", "merge-file", "-p", *names], capture_output=True)
-        if p.returncode == 0:
-            return p.stdout
-        p = subprocess.run(["git", "merge-file", "-p", "--theirs", *names],
-                           capture_output=True)
-        return p.stdout
-
-
-def unique_window(lines: list[str], lo: int, hi: int) -> tuple[int, int]:
-    """Widen [lo, hi) until its text occurs once in the file, as an agent's old_string must."""
-    text = "".join(lines)
-    for _ in range(8):
-        if lo < hi and text.count("".join(lines[lo:hi])) == 1:
-            break
-        lo, hi = max(0, lo - 1), min(len(lines), hi + 1)
-    return lo, hi
-
-
-def tool_input(path: str, current: bytes | None, new: bytes | None) -> dict[str, Any]:
-    """The Claude Code tool call an agent would make: MultiEdit of the changed hunks of a
-    text file, Write of a new, deleted or binary one."""
-    write = {"tool_name": "Write", "tool_input": {"file_path": path, "content": ""}}
-    if current is None or new is None or not current:
-        return write
-    try:
-        a = current.decode().splitlines(keepends=True)
-        b = new.decode().splitlines(keepends=True)
-    except UnicodeDecodeError:
-        return write
-    edits = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            continue
-        lo, hi = unique_window(a, i1 - (i1 == i2 and i1 > 0), i2 + (i1 == i2 and i1 == 0))
-        edits.append({"old_string": "".join(a[lo:hi]),
-                      "new_string": "".join(a[lo:i1] + b[j1:j2] + a[i2:hi])})
-    if not edits:
-        return write
-    return {"tool_name": "MultiEdit", "tool_input": {"file_path": path, "edits": edits}}
-
-
-# -- the swarm ---------------------------------------------------------------------------
 @dataclass
 class Tally:
     policy: str
     agents: int
+    humans: int = 0
+    land_from: str = "own"
     landed: int = 0
     conflicts_at_landing: int = 0
     conflict_files: list[str] = field(default_factory=list)
     conflicts_midway: int = 0
     broken_at_landing: int = 0
     broken_files: list[str] = field(default_factory=list)
+    broken_log: list[dict[str, Any]] = field(default_factory=list)
     waiting_steps: int = 0
     makespan_steps: int = 0
     deadlocks: int = 0
@@ -400,63 +119,107 @@ class Tally:
     lost_shas: list[str] = field(default_factory=list)
     merge_denies: int = 0
     push_blocks: int = 0
+    push_block_log: list[dict[str, Any]] = field(default_factory=list)
     forced: int = 0
     deny_log: list[dict[str, Any]] = field(default_factory=list)
+    peak_service_rss_mb: float | None = None
+    check_p95_ms: float | None = None
+    check_ms: dict[str, Any] = field(default_factory=dict)
+    hook_p95_ms: float | None = None
+    hook_ms: dict[str, Any] = field(default_factory=dict)
+    verify_seconds: float = 0.0
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How one run is played, whatever the policy."""
+    stall: int = 4  # steps without a move = deadlock
+    post: bool = True  # agents run the PostToolUse hook after each edit
+    sync: bool = True  # coordinated participants rebase when the trunk moved
+    land_from: str = "own"  # own or main
+    humans: frozenset[int] = frozenset()  # which participants are people
+    verify: str | None = None  # CMD run on the trunk after each landing
 
 
 class Swarm:
     def __init__(self, root: str, scratch: str, a: Assignment, policy: str,
-                 rng: random.Random, stall: int, post: bool, sync: bool) -> None:
+                 rng: random.Random, rules: Rules, verifier: Verifier | None) -> None:
         self.root, self.scratch, self.a, self.policy = root, scratch, a, policy
-        self.rng, self.stall, self.post = rng, stall, post
-        self.t = Tally(policy, len(a.plans))
-        self.repo = os.path.join(root, "repo")
+        self.rng, self.rules, self.verifier = rng, rules, verifier
+        self.stall = rules.stall
+        self.t = Tally(policy, len(a.plans), len(rules.humans), rules.land_from)
+        self.repo = os.path.join(root, "repo")  # the main checkout
+        self.remote = os.path.join(root, "remote.git")
         self.env = {"PROXIMITY_SERVICE_IDLE": "120"}
-        self.agents: list[Agent] = []
-        self.finished: list[Agent] = []
+        self.people: list[Participant] = []
+        self.finished: list[Participant] = []
         self.landings = 0
         self.reason = ""  # the last check's reason, kept with a deny
-        self.sync = sync
+        self.check_ms: list[float] = []
+        self.hook_log = os.path.join(root, "hooks.log")
+        self.memory = ServiceMemory(os.path.join(self.repo, ".git"))
+        self.trunk_ok = True  # the verification passed on the trunk as it stands
 
-    # setup: a bare remote at T, a clone with the hooks, one worktree per agent
+    # setup: a bare remote at T, a clone with the hooks, one worktree per participant
     def setup(self) -> None:
-        remote = os.path.join(self.root, "remote.git")
-        git(["init", "-q", "--bare", remote], self.root)
+        git(["init", "-q", "--bare", self.remote], self.root)
         alt = os.path.join(self.scratch, ".git", "objects")
-        with open(os.path.join(remote, "objects", "info", "alternates"), "w") as f:
+        with open(os.path.join(self.remote, "objects", "info", "alternates"), "w") as f:
             f.write(alt + "\n")
-        git(["update-ref", "refs/heads/main", self.a.trunk], remote)
-        git(["symbolic-ref", "HEAD", "refs/heads/main"], remote)
-        git(["clone", "-q", "--shared", remote, self.repo], self.root)
+        git(["update-ref", "refs/heads/main", self.a.trunk], self.remote)
+        git(["symbolic-ref", "HEAD", "refs/heads/main"], self.remote)
+        git(["clone", "-q", "--shared", self.remote, self.repo], self.root)
         run([sys.executable, "-m", "proximity", "install"], self.repo, extra=self.env)
+        # every hook timed: the installed hooks run through a shim (see swarm_measure)
+        shims = os.path.join(self.root, "hook-shims")
+        shim_hooks(os.path.join(self.repo, ".git", "hooks"), shims, self.hook_log)
+        git(["config", "core.hooksPath", shims], self.repo)
         for i, plan in enumerate(self.a.plans):
-            name = f"a{i}"
+            human = i in self.rules.humans
+            name = f"{'h' if human else 'a'}{i}"
             wt = os.path.join(self.root, name)
-            git(["worktree", "add", "-q", "-b", f"agent/{name}", wt, "origin/main"], self.repo,
-                extra=self.env)
-            ag = Agent(i, name, wt, plan, edits_of(self.scratch, plan))
-            for e in ag.pending:
-                ag.sizes[e.commit] = ag.sizes.get(e.commit, 0) + 1
-            self.agents.append(ag)
+            git(["worktree", "add", "-q", "-b", self.branch_of(name), wt, "origin/main"],
+                self.repo, extra=self.env)
+            p = Participant(i, name, wt, plan, edits_of(self.scratch, plan),
+                            HUMAN if human else AGENT)
+            for e in p.pending:
+                p.sizes[e.commit] = p.sizes.get(e.commit, 0) + 1
+            self.people.append(p)
+        if self.verifier is not None:
+            self.trunk_ok = self.verifier.passes_at(self.a.trunk)
+
+    @staticmethod
+    def branch_of(name: str) -> str:
+        return f"{'human' if name.startswith('h') else 'agent'}/{name}"
 
     def proximity(self, args: list[str], cwd: str, stdin: str | None = None,
                   extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         return run([sys.executable, "-m", "proximity", *args], cwd, ok=(0, 1, 2), stdin=stdin,
                    extra={**self.env, **(extra or {})})
 
+    def timed_check(self, args: list[str], cwd: str, stdin: str | None = None
+                    ) -> subprocess.CompletedProcess[str]:
+        start = time.perf_counter()
+        p = self.proximity(args, cwd, stdin)
+        self.check_ms.append((time.perf_counter() - start) * 1000)
+        return p
+
     # asking before an edit
-    def ask(self, ag: Agent, e: Edit, event: dict[str, Any]) -> tuple[str, str | None]:
+    def reserved(self, p: Participant, e: Edit) -> tuple[str, str | None]:
+        for other in self.people:
+            if other is not p and other.state != "landed" and e.path in other.touched:
+                return "deny", other.name
+        return "allow", None
+
+    def ask(self, p: Participant, e: Edit, event: dict[str, Any]) -> tuple[str, str | None]:
         if self.policy == "none":
             return "allow", None
         if self.policy == "reservations":
-            for other in self.agents:
-                if other is not ag and other.state != "landed" and e.path in other.touched:
-                    return "deny", other.name
-            return "allow", None
-        p = self.proximity(["check", "--hook", "claude"], ag.wt, json.dumps(event))
+            return self.reserved(p, e)
+        r = self.timed_check(["check", "--hook", "claude"], p.wt, json.dumps(event))
         try:
-            ans = json.loads(p.stdout)["hookSpecificOutput"]
+            ans = json.loads(r.stdout)["hookSpecificOutput"]
         except (ValueError, KeyError):
             return "allow", None  # the hook's own rule: a failure never blocks the agent
         reason = str(ans.get("permissionDecisionReason", ""))
@@ -464,62 +227,82 @@ class Swarm:
         m = HOLDER.search(reason)
         return str(ans.get("permissionDecision", "allow")), m.group(1) if m else None
 
-    def event(self, ag: Agent, e: Edit, current: bytes | None,
+    def look(self, p: Participant, e: Edit, current: bytes | None,
+             new: bytes | None) -> tuple[str, str | None]:
+        """A person about to change lines: a Warning or an Error on them is a deny."""
+        if self.policy == "none":
+            return "allow", None
+        if self.policy == "reservations":
+            return self.reserved(p, e)
+        start = time.perf_counter()
+        shown = diagnostics(self.proximity, p.wt, e.path, changed_lines(current, new))
+        self.check_ms.append((time.perf_counter() - start) * 1000)
+        stop = [d for d in shown if d.severity in ("Error", "Warning")]
+        if not stop:
+            return "allow", None
+        self.reason = stop[0].message
+        return "deny", stop[0].source
+
+    def event(self, p: Participant, e: Edit, current: bytes | None,
               new: bytes | None) -> dict[str, Any]:
-        path = os.path.join(ag.wt, e.path)
-        return {"hook_event_name": "PreToolUse", "cwd": ag.wt, "session_id": ag.name,
+        path = os.path.join(p.wt, e.path)
+        return {"hook_event_name": "PreToolUse", "cwd": p.wt, "session_id": p.name,
                 **tool_input(path, current, new)}
 
-    def needless(self, ag: Agent, e: Edit, holder: str | None) -> bool | None:
-        h = next((o for o in self.agents if o.name == holder), None)
+    def needless(self, p: Participant, e: Edit, holder: str | None) -> bool | None:
+        h = next((o for o in self.people if o.name == holder), None)
         if h is None:
             return None
-        return e.path not in self.a.conflicts.get((ag.idx, h.idx), set())
+        return e.path not in self.a.conflicts.get((p.idx, h.idx), set())
 
-    def eligible(self, ag: Agent) -> list[Edit]:
-        """Its pending edits it may do now: the next commit's first, then later commits'
-        files that no earlier pending edit touches (steering does other work first)."""
-        seen: set[str] = set()
-        found = []
-        for e in ag.pending:
-            if e.path not in seen:
-                found.append(e)
-            seen.add(e.path)
-        return found
+    def denied(self, p: Participant, e: Edit, holder: str | None) -> None:
+        self.t.denies += 1
+        nl = self.needless(p, e, holder)
+        self.t.needless_denies += bool(nl)
+        self.t.deny_log.append({"agent": p.name, "path": e.path, "holder": holder,
+                                "needless": nl, "commit": p.plan.commits[e.commit],
+                                "step": self.t.makespan_steps,
+                                "reason": self.reason if self.policy == "proximity" else ""})
 
-    def work(self, ag: Agent, tries: int = 3) -> bool:
-        # the trunk moved: rebase before editing on, as a coordinated agent does, since
-        # neither a reservation nor the check sees work that already landed
-        if self.sync and self.policy != "none" and ag.synced != self.landings and \
-                not self.rebase(ag):
+    def work(self, p: Participant) -> bool:
+        # the trunk moved: rebase before editing on, as a coordinated participant does,
+        # since neither a reservation nor the check sees work that already landed
+        if self.rules.sync and self.policy != "none" and p.synced != self.landings and \
+                not self.rebase(p):
             self.t.conflicts_midway += 1
         first_holder: str | None = None
-        for e in self.eligible(ag)[:tries]:
-            path = os.path.join(ag.wt, e.path)
+        made: list[tuple[Edit, str, bytes | None, dict[str, Any]]] = []
+        per_save = p.habits.files_per_save
+        for e in p.eligible()[:3 * per_save]:
+            if len(made) == per_save:
+                break
+            path = os.path.join(p.wt, e.path)
             current = read(path)
-            new = target(self.scratch, ag.plan, e, current)
-            ev = self.event(ag, e, current, new)
-            decision, holder = self.ask(ag, e, ev)
+            new = target(self.scratch, p.plan, e, current)
+            ev = self.event(p, e, current, new)
+            decision, holder = self.look(p, e, current, new) if p.human else \
+                self.ask(p, e, ev)
             if decision == "deny":
-                self.t.denies += 1
-                nl = self.needless(ag, e, holder)
-                self.t.needless_denies += bool(nl)
-                self.t.deny_log.append({"agent": ag.name, "path": e.path, "holder": holder,
-                                        "needless": nl, "commit": ag.plan.commits[e.commit],
-                                        "step": self.t.makespan_steps,
-                                        "reason": self.reason if self.policy == "proximity"
-                                        else ""})
+                self.denied(p, e, holder)
                 first_holder = first_holder or holder or "?"
                 continue
             self.t.asks += decision == "ask"
-            self.apply(ag, e, path, new, ev)
-            return True
-        ag.state, ag.holder = "wait", first_holder
-        self.t.waiting_steps += 1
-        return False
+            made.append((e, path, new, ev))
+        if not made:
+            p.state, p.holder = "wait", first_holder
+            self.t.waiting_steps += 1
+            return False
+        for e, path, new, ev in made:
+            self.write(p, e, path, new)
+            if self.policy == "proximity" and self.rules.post and not p.human:
+                self.proximity(["check", "--hook", "claude-post"], p.wt,
+                               json.dumps({**ev, "hook_event_name": "PostToolUse"}))
+        if self.policy == "proximity" and p.human:
+            self.proximity(["snapshot"], p.wt)  # the save, as the editor's server records it
+        self.commit_ready(p)
+        return True
 
-    def apply(self, ag: Agent, e: Edit, path: str, new: bytes | None,
-              ev: dict[str, Any]) -> None:
+    def write(self, p: Participant, e: Edit, path: str, new: bytes | None) -> None:
         if new is None:
             if os.path.lexists(path):
                 os.remove(path)
@@ -527,171 +310,226 @@ class Swarm:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(new)
-        if self.policy == "proximity" and self.post:
-            self.proximity(["check", "--hook", "claude-post"], ag.wt,
-                           json.dumps({**ev, "hook_event_name": "PostToolUse"}))
         self.t.edits += 1
-        ag.touched.add(e.path)
-        ag.pending.remove(e)
-        ag.done[e.commit] = ag.done.get(e.commit, 0) + 1
-        while ag.committed < len(ag.plan.commits) and \
-                ag.done.get(ag.committed, 0) == ag.sizes.get(ag.committed, 0):
-            self.commit(ag, ag.committed)
-            ag.committed += 1
-        if ag.committed == len(ag.plan.commits):
-            ag.state = "land"
-            self.finished.append(ag)
+        p.touched.add(e.path)
+        p.pending.remove(e)
+        p.done[e.commit] = p.done.get(e.commit, 0) + 1
 
-    def commit(self, ag: Agent, k: int) -> None:
-        c = ag.plan.commits[k]
-        paths = sorted({line.split("\t", 1)[1] for line in out(
-            ["diff-tree", "-r", "--no-renames", "--name-status", f"{c}^", c],
-            self.scratch).split("\n") if line.strip()})
-        git(["add", "-A", "--", *paths], ag.wt)
-        msg = out(["log", "-1", "--format=%B", c], self.scratch) or "replayed commit"
-        git(["commit", "-q", "--allow-empty", "-m", msg], ag.wt, extra=self.env)
-        ag.shas.append(out(["rev-parse", "HEAD"], ag.wt))
+    def commit_ready(self, p: Participant) -> None:
+        while (group := p.next_commit()) is not None:
+            self.commit(p, group)
+            p.committed = group[-1] + 1
+        if p.committed == len(p.plan.commits) and p.state != "land":
+            p.state = "land"
+            self.finished.append(p)
+
+    def commit(self, p: Participant, group: list[int]) -> None:
+        paths: set[str] = set()
+        for k in group:
+            c = p.plan.commits[k]
+            paths |= {line.split("\t", 1)[1] for line in out(
+                ["diff-tree", "-r", "--no-renames", "--name-status", f"{c}^", c],
+                self.scratch).split("\n") if line.strip()}
+        git(["add", "-A", "--", *sorted(paths)], p.wt)
+        msg = out(["log", "-1", "--format=%B", p.plan.commits[group[-1]]], self.scratch) or \
+            "replayed commit"
+        git(["commit", "-q", "--allow-empty", "-m", msg], p.wt, extra=self.env)
+        p.shas.append(out(["rev-parse", "HEAD"], p.wt))
         self.t.commits += 1
 
     # rebasing and landing
-    def rebase(self, ag: Agent) -> bool:
+    def rebase(self, p: Participant) -> bool:
         """Onto the new trunk, its uncommitted edits kept; False when git conflicted (the
-        agent's side then wins, as a resolver who redoes its change would have it)."""
-        git(["fetch", "-q", "origin"], ag.wt)
-        ag.synced = self.landings
+        participant's side then wins, as a resolver who redoes its change would have it)."""
+        git(["fetch", "-q", "origin"], p.wt)
+        p.synced = self.landings
         clean = True
-        stashed = git(["stash", "push", "-q", "--include-untracked"], ag.wt, ok=(0, 1))
-        has_stash = bool(out(["stash", "list"], ag.wt))
-        if git(["rebase", "-q", "origin/main"], ag.wt, ok=(0, 1), extra=self.env).returncode:
+        stashed = git(["stash", "push", "-q", "--include-untracked"], p.wt, ok=(0, 1))
+        has_stash = bool(out(["stash", "list"], p.wt))
+        if git(["rebase", "-q", "origin/main"], p.wt, ok=(0, 1), extra=self.env).returncode:
             clean = False
-            git(["rebase", "--abort"], ag.wt, ok=(0, 1, 128))
-            if git(["rebase", "-q", "-X", "theirs", "origin/main"], ag.wt, ok=(0, 1),
+            git(["rebase", "--abort"], p.wt, ok=(0, 1, 128))
+            if git(["rebase", "-q", "-X", "theirs", "origin/main"], p.wt, ok=(0, 1),
                    extra=self.env).returncode:
-                git(["rebase", "--abort"], ag.wt, ok=(0, 1, 128))
-                git(["merge", "-q", "-X", "theirs", "--no-edit", "origin/main"], ag.wt,
+                git(["rebase", "--abort"], p.wt, ok=(0, 1, 128))
+                git(["merge", "-q", "-X", "theirs", "--no-edit", "origin/main"], p.wt,
                     ok=(0, 1), extra=self.env)
-                if out(["diff", "--name-only", "--diff-filter=U"], ag.wt):
-                    # modify/delete and the like: the agent's tree as it was, on the trunk
-                    git(["checkout", "--theirs", "--", "."], ag.wt, ok=(0, 1))
-                    git(["add", "-A"], ag.wt)
-                    git(["commit", "-q", "--no-edit", "--no-verify"], ag.wt, ok=(0, 1))
+                self.take_theirs(p.wt)
         if stashed.returncode == 0 and has_stash and \
-                git(["stash", "pop", "-q"], ag.wt, ok=(0, 1)).returncode:
+                git(["stash", "pop", "-q"], p.wt, ok=(0, 1)).returncode:
             clean = False
-            git(["checkout", "--theirs", "--", "."], ag.wt, ok=(0, 1))
-            git(["reset", "-q"], ag.wt)
-            git(["stash", "drop", "-q"], ag.wt, ok=(0, 1))
+            git(["checkout", "--theirs", "--", "."], p.wt, ok=(0, 1))
+            git(["reset", "-q"], p.wt)
+            git(["stash", "drop", "-q"], p.wt, ok=(0, 1))
         return clean
 
-    def land(self, ag: Agent) -> bool:
-        if self.policy == "proximity":
-            git(["fetch", "-q", "origin"], ag.wt)
-            p = self.proximity(["check", "--merge", "origin/main", "--json"], ag.wt)
-            if p.returncode == 1 and '"deny"' in p.stdout and not ag.waited >= self.stall:
-                self.t.merge_denies += 1
-                return False
-        before = out(["rev-parse", "HEAD"], ag.wt)
-        if not self.rebase(ag):
-            self.t.conflicts_at_landing += 1
-            files = conflict_files(ag.wt, before, "origin/main") or set()
-            self.t.conflict_files += sorted(f"{ag.name}:{f}" for f in files)
-        onto = out(["rev-parse", "origin/main"], ag.wt)
+    def take_theirs(self, checkout: str) -> None:
+        """What ``-X theirs`` left unmerged (modify/delete and the like): the incoming side's
+        tree, committed."""
+        if out(["diff", "--name-only", "--diff-filter=U"], checkout):
+            git(["checkout", "--theirs", "--", "."], checkout, ok=(0, 1))
+            git(["add", "-A"], checkout)
+            git(["commit", "-q", "--no-edit", "--no-verify"], checkout, ok=(0, 1))
+
+    def forced(self, p: Participant) -> bool:
+        return p.waited >= self.stall
+
+    def push_env(self, p: Participant) -> dict[str, str]:
         extra = dict(self.env)
-        if self.policy != "proximity" or ag.waited >= self.stall:
+        if self.policy != "proximity" or self.forced(p):
             extra["PROXIMITY_ALLOW"] = "1"  # the guard is proximity's: the others ignore it
-        if git(["push", "-q", "origin", "HEAD:main"], ag.wt, ok=(0, 1),
-               extra=extra).returncode:
+        return extra
+
+    def push(self, p: Participant, checkout: str, ref: str) -> bool:
+        r = git(["push", "-q", "origin", ref], checkout, ok=(0, 1), extra=self.push_env(p))
+        if r.returncode:
             self.t.push_blocks += 1
+            self.t.push_block_log.append({"agent": p.name, "from": self.rules.land_from,
+                                          "step": self.t.makespan_steps,
+                                          "stderr": r.stderr.strip()[-600:]})
             return False
-        self.broken(ag, onto)
-        ag.state = "landed"
+        return True
+
+    def land_own(self, p: Participant) -> str | None:
+        """From its own worktree; the trunk it landed on, None while it may not."""
+        if self.policy == "proximity":
+            git(["fetch", "-q", "origin"], p.wt)
+            r = self.proximity(["check", "--merge", "origin/main", "--json"], p.wt)
+            if r.returncode == 1 and '"deny"' in r.stdout and not self.forced(p):
+                self.t.merge_denies += 1
+                return None
+        before = out(["rev-parse", "HEAD"], p.wt)
+        if not self.rebase(p):
+            self.t.conflicts_at_landing += 1
+            files = conflict_files(p.wt, before, "origin/main") or set()
+            self.t.conflict_files += sorted(f"{p.name}:{f}" for f in files)
+        onto = out(["rev-parse", "origin/main"], p.wt)
+        return onto if self.push(p, p.wt, "HEAD:main") else None
+
+    def land_main(self, p: Participant) -> str | None:
+        """A person integrating in the main checkout: merge the lane's branch, push main."""
+        main, branch = self.repo, self.branch_of(p.name)
+        git(["fetch", "-q", "origin"], main)
+        git(["merge", "-q", "--ff-only", "origin/main"], main, ok=(0, 1, 128), extra=self.env)
+        onto = out(["rev-parse", "origin/main"], main)
+        merged = git(["merge-base", "--is-ancestor", branch, "HEAD"], main,
+                     ok=(0, 1)).returncode == 0
+        if not merged:  # (merged and then blocked at the push: push again)
+            if self.policy == "proximity" and not self.forced(p):
+                r = self.proximity(["check", "--merge", branch, "--json"], main)
+                if r.returncode == 1 and '"deny"' in r.stdout:
+                    self.t.merge_denies += 1
+                    return None
+            files = conflict_files(main, "HEAD", branch)
+            if git(["merge", "-q", "--no-edit", branch], main, ok=(0, 1),
+                   extra=self.env).returncode:
+                self.t.conflicts_at_landing += 1
+                self.t.conflict_files += sorted(f"{p.name}:{f}" for f in files or ())
+                git(["merge", "--abort"], main, ok=(0, 1, 128))
+                git(["merge", "-q", "-X", "theirs", "--no-edit", branch], main, ok=(0, 1),
+                    extra=self.env)
+                self.take_theirs(main)
+        return onto if self.push(p, main, "main") else None
+
+    def land(self, p: Participant) -> bool:
+        lander = self.land_main if self.rules.land_from == "main" else self.land_own
+        onto = lander(p)
+        if onto is None:
+            return False
+        self.judge(p, onto, self.repo if self.rules.land_from == "main" else p.wt)
+        p.state = "landed"
         self.t.landed += 1
         self.landings += 1
-        # a landed agent's worktree is gone, as a finished agent's is
-        git(["worktree", "remove", "--force", ag.wt], self.repo, ok=(0, 128), extra=self.env)
-        for other in self.agents:
-            if other.state == "wait" and other.holder in (ag.name, "?"):
+        # a landed participant's worktree is gone, as a finished agent's is
+        git(["worktree", "remove", "--force", p.wt], self.repo, ok=(0, 128), extra=self.env)
+        for other in self.people:
+            if other.state == "wait" and other.holder in (p.name, "?"):
                 other.holder = "landed"
         return True
 
-    def broken(self, ag: Agent, onto: str) -> None:
-        """Does every file this landing changed still compile (where it did at T)?"""
-        changed = out(["diff", "--name-only", "--diff-filter=AM", onto, "HEAD"],
-                      ag.wt).split("\n")
-        bad = []
-        for f in changed:
-            if f.endswith(".py"):
-                cmd = [sys.executable, "-m", "py_compile", f]
-            elif f.endswith((".js", ".mjs", ".cjs")) and shutil.which("node"):
-                cmd = ["node", "--check", f]
-            else:
-                continue
-            if subprocess.run(cmd, cwd=ag.wt, capture_output=True).returncode and \
-                    f not in self.t.broken_files:
-                bad.append(f)
-        if bad:
+    def judge(self, p: Participant, onto: str, checkout: str) -> None:
+        """Is the trunk broken by this landing? CMD where given, else the compile check."""
+        if self.verifier is None:
+            bad = uncompiled(checkout, onto, "HEAD", set(self.t.broken_files))
+            if bad:
+                self.t.broken_at_landing += 1
+                self.t.broken_files += bad
+            return
+        o = self.verifier.run("main", remote=self.remote)
+        if self.trunk_ok and not o.ok:
             self.t.broken_at_landing += 1
-            self.t.broken_files += bad
+            self.t.broken_log.append({"agent": p.name, "step": self.t.makespan_steps,
+                                      "tail": o.tail})
+        self.trunk_ok = o.ok
 
-    def step(self) -> bool:
+    def step(self, n: int) -> bool:
         moved = False
-        live = [a for a in self.agents if a.state in ("work", "wait")]
+        live = [p for p in self.people if p.state in ("work", "wait")]
         self.rng.shuffle(live)
-        for ag in live:
-            if ag.state == "wait":
-                if ag.holder == "landed" or ag.holder is None:
-                    if not self.rebase(ag):
+        for p in live:
+            if p.state == "wait":
+                if p.holder == "landed" or p.holder is None:
+                    if not self.rebase(p):
                         self.t.conflicts_midway += 1
-                    ag.state, ag.holder, ag.waited = "work", None, 0
+                    p.state, p.holder, p.waited = "work", None, 0
                     moved = True
                 else:
-                    ag.waited += 1
+                    p.waited += 1
                     self.t.waiting_steps += 1
                     continue
-            if ag.state == "work":
-                if ag.waited >= self.stall:  # the deadlock breaker's pick goes ahead
-                    moved |= self.force(ag)
+            if p.state == "work":
+                if self.forced(p):  # the deadlock breaker's pick goes ahead
+                    moved |= self.force(p)
                     continue
-                moved |= self.work(ag)
-        for ag in list(self.finished):
-            if ag.state == "land":
-                if self.land(ag):
+                if (n + p.idx) % p.habits.pace:
+                    moved = True  # a person between two saves: busy, not stuck
+                    continue
+                moved |= self.work(p)
+        for p in list(self.finished):
+            if p.state == "land":
+                if self.land(p):
                     moved = True
                 else:
-                    ag.waited += 1
+                    p.waited += 1
                     self.t.waiting_steps += 1
+        self.memory.sample()
         return moved
 
-    def force(self, ag: Agent) -> bool:
-        e = self.eligible(ag)[0]
-        path = os.path.join(ag.wt, e.path)
+    def force(self, p: Participant) -> bool:
+        e = p.eligible()[0]
+        path = os.path.join(p.wt, e.path)
         current = read(path)
-        new = target(self.scratch, ag.plan, e, current)
+        new = target(self.scratch, p.plan, e, current)
         self.t.forced += 1
-        self.apply(ag, e, path, new, self.event(ag, e, current, new))
-        ag.waited = 0
+        self.write(p, e, path, new)
+        if self.policy == "proximity" and self.rules.post and not p.human:
+            ev = self.event(p, e, current, new)
+            self.proximity(["check", "--hook", "claude-post"], p.wt,
+                           json.dumps({**ev, "hook_event_name": "PostToolUse"}))
+        self.commit_ready(p)
+        p.waited = 0
         return True
 
     def unstick(self) -> None:
-        """A deadlock: the agent that has waited longest goes ahead (edit or push)."""
+        """A deadlock: the participant that has waited longest goes ahead (edit or push)."""
         self.t.deadlocks += 1
-        stuck = [a for a in self.agents if a.state in ("wait", "land")]
+        stuck = [p for p in self.people if p.state in ("wait", "land")]
         if not stuck:
             return
-        ag = max(stuck, key=lambda a: (a.waited, -a.idx))
-        ag.waited = self.stall
-        if ag.state == "wait":
-            ag.state, ag.holder = "work", None
+        p = max(stuck, key=lambda p: (p.waited, -p.idx))
+        p.waited = self.stall
+        if p.state == "wait":
+            p.state, p.holder = "work", None
 
     def run(self, max_steps: int) -> Tally:
         start = time.monotonic()
         self.setup()
         idle = 0
-        for step in range(max_steps):
-            if all(a.state == "landed" for a in self.agents):
+        for n in range(max_steps):
+            if all(p.state == "landed" for p in self.people):
                 break
-            self.t.makespan_steps = step + 1
-            if self.step():
+            self.t.makespan_steps = n + 1
+            if self.step(n):
                 idle = 0
             else:
                 idle += 1
@@ -703,7 +541,9 @@ class Swarm:
         return self.t
 
     def finish(self) -> None:
-        """Stop the service (it writes what it holds) and count the commits the ledger lost."""
+        """Stop the service (it writes what it holds), count the commits the ledger lost,
+        and sum up what proximity itself cost."""
+        self.memory.sample()
         self.proximity(["service", "stop"], self.repo)
         db = os.path.join(self.repo, ".git", "ecm", "ledger.sqlite3")
         seen: dict[str, int] = {}
@@ -715,104 +555,101 @@ class Swarm:
                     seen[str(head)] = int(n)
             finally:
                 con.close()
-        shas = [s for a in self.agents for s in a.shas]
+        shas = [s for p in self.people for s in p.shas]
         self.t.lost_shas = [s for s in shas if s not in seen]
         self.t.lost_events = len(self.t.lost_shas)
         self.t.doubled_events = sum(seen.get(s, 0) > 1 for s in shas)
-
-
-def report(t: Tally, a: Assignment, extra: dict[str, Any]) -> dict[str, Any]:
-    d = dict(t.__dict__)
-    d.update(extra, trunk=a.trunk, merges=[p.branch.merge for p in a.plans],
-             planned_commits=sum(len(p.commits) for p in a.plans),
-             planned_conflicting_pairs=len(a.conflicts) // 2)
-    return d
-
-
-def plot(files: Sequence[str], png: str) -> None:
-    """Waiting steps and conflicts at landing per policy, one group per repository and N."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = []
-    for f in files:
-        with open(f) as fh:
-            d = json.load(fh)
-        runs += d.get("runs", [d])
-    groups = sorted({(os.path.basename(os.path.dirname(r["repository"].rstrip("/")))
-                      .replace("+", "/"), r["agents"]) for r in runs})
-    fig, axes = plt.subplots(1, 2, figsize=(14, 4.2))
-    width = 0.8 / len(POLICIES)
-    for ax, key, title in ((axes[0], "waiting_steps", "agent-steps spent waiting"),
-                           (axes[1], "conflicts_at_landing", "conflicts at landing")):
-        for k, policy in enumerate(POLICIES):
-            ys = []
-            for repo, n in groups:
-                ys.append(next((r[key] for r in runs if r["policy"] == policy and
-                                r["agents"] == n and repo.replace("/", "+") in
-                                r["repository"]), 0))
-            ax.bar([i + k * width for i in range(len(groups))], ys, width, label=policy)
-        ax.set_xticks([i + width for i in range(len(groups))])
-        ax.set_xticklabels([f"{repo.split('/')[-1].split('_')[-1]}\nN={n}"
-                            for repo, n in groups], fontsize=8)
-        ax.yaxis.get_major_locator().set_params(integer=True)
-        ax.set_title(title)
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(png, dpi=100)
+        self.t.peak_service_rss_mb = self.memory.peak_mb
+        self.t.check_ms = summary(self.check_ms)
+        self.t.check_p95_ms = percentile(self.check_ms, 95)
+        hooks = hook_times(self.hook_log)
+        self.t.hook_ms = {name: summary(xs) for name, xs in sorted(hooks.items())}
+        self.t.hook_p95_ms = percentile([x for xs in hooks.values() for x in xs], 95)
+        if self.verifier is not None:
+            self.t.verify_seconds = round(sum(self.verifier.runs), 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--git-dir", help="a fetched repository (bare or not)")
-    ap.add_argument("--agents", type=int, default=5)
+    ap.add_argument("--agents", type=int, default=5, help="participants, people included")
+    ap.add_argument("--humans", type=int, default=0, help="how many of them are people")
     ap.add_argument("--policy", default="all", choices=[*POLICIES, "all"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", dest="out", help="write the results here")
-    ap.add_argument("--rev", default="HEAD", help="draw merges from this commit's history")
-    ap.add_argument("--merges", type=int, default=150, help="newest merges to draw from")
+    ap.add_argument("--rev", default="HEAD", help="draw lines of work from this history")
+    ap.add_argument("--contention", default="merges", choices=("merges", "hot"),
+                    help="around conflicting merges, or on the most-changed files")
+    ap.add_argument("--hot-files", type=int, default=8, help="how many most-changed files")
+    ap.add_argument("--merges", type=int, default=150,
+                    help="newest merges (hot: first-parent steps) to draw from")
     ap.add_argument("--max-commits", type=int, default=12, help="per branch")
     ap.add_argument("--max-files", type=int, default=25, help="per branch")
-    ap.add_argument("--pool", type=int, help="lines of work to pick from (4 N)")
-    ap.add_argument("--tries", type=int, default=4, help="conflicting merges tried")
+    ap.add_argument("--pool", type=int, help="lines of work to pick from (4 N; hot: 2 N)")
+    ap.add_argument("--tries", type=int, default=4, help="merges (hot: windows) tried")
+    ap.add_argument("--verify", metavar="CMD",
+                    help="a fast subset of the repository's tests, run by sh -c on the "
+                         "trunk after every landing (default: compile the changed files)")
+    ap.add_argument("--verify-timeout", type=float, default=600.0)
+    ap.add_argument("--land-from", default="own", choices=("own", "main"),
+                    help="each lane pushes its own branch, or a person merges it in the "
+                         "main checkout and pushes main from there")
     ap.add_argument("--stall", type=int, default=4, help="steps without a move = deadlock")
     ap.add_argument("--max-steps", type=int, default=400)
     ap.add_argument("--no-post", action="store_true", help="skip the PostToolUse hook")
     ap.add_argument("--no-sync", action="store_true",
-                    help="coordinated agents do not rebase when the trunk moved")
+                    help="coordinated participants do not rebase when the trunk moved")
     ap.add_argument("--keep", help="keep the repositories under this directory")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "JSON"),
                     help="draw PNG from earlier --json outputs instead of running")
+    ap.add_argument("--table", nargs="+", metavar="JSON",
+                    help="print the Markdown table of earlier --json outputs")
     args = ap.parse_args(argv)
     if args.plot:
         plot(args.plot[1:], args.plot[0])
         return 0
+    if args.table:
+        print(table(args.table))
+        return 0
     if not args.git_dir:
         ap.error("--git-dir is required")
+    if not 0 <= args.humans <= args.agents:
+        ap.error("--humans must be between 0 and --agents")
     git_dir = os.path.abspath(args.git_dir)
     if os.path.isdir(os.path.join(git_dir, ".git")):
         git_dir = os.path.join(git_dir, ".git")
     work = args.keep or tempfile.mkdtemp(prefix="swarm-")
     os.makedirs(work, exist_ok=True)
     rng = random.Random(args.seed)
+    drawing = Drawing(args.contention, args.merges, args.max_commits, args.max_files,
+                      args.pool, args.tries, args.hot_files)
+    results = []
     try:
         scratch = scratch_repo(git_dir, work)
         head = run(["git", "--git-dir", git_dir, "rev-parse", args.rev], work).stdout.strip()
-        a = assign(scratch, head, args.agents, args, rng)
-        results = []
+        verifier = None
+        if args.verify:
+            verifier = Verifier(scratch, os.path.join(work, "verify"), args.verify,
+                                args.verify_timeout)
+        a = assign(scratch, head, args.agents, drawing, rng,
+                   verifier.lane_ok if verifier else None)
+        humans = frozenset(random.Random(args.seed).sample(range(args.agents), args.humans))
+        rules = Rules(args.stall, not args.no_post, not args.no_sync, args.land_from, humans,
+                      args.verify)
         for policy in POLICIES if args.policy == "all" else (args.policy,):
             root = os.path.join(work, policy)
             os.makedirs(root)
-            s = Swarm(root, scratch, a, policy, random.Random(args.seed), args.stall,
-                      not args.no_post, not args.no_sync)
+            s = Swarm(root, scratch, a, policy, random.Random(args.seed), rules, verifier)
             t = s.run(args.max_steps)
-            results.append(report(t, a, {"repository": git_dir, "seed": args.seed}))
+            results.append(report(t, a, {"repository": git_dir, "seed": args.seed,
+                                         "contention": args.contention,
+                                         "verify": args.verify or "compile"}))
             print(f"{policy:13} landed {t.landed}/{t.agents} conflicts {t.conflicts_at_landing}"
                   f" broken {t.broken_at_landing} waiting {t.waiting_steps} makespan "
                   f"{t.makespan_steps} deadlocks {t.deadlocks} denies {t.denies} "
-                  f"(needless {t.needless_denies}) lost {t.lost_events} ({t.seconds} s)",
+                  f"(needless {t.needless_denies}) lost {t.lost_events} push blocks "
+                  f"{t.push_blocks} rss {t.peak_service_rss_mb} MB check p95 "
+                  f"{t.check_p95_ms} ms hook p95 {t.hook_p95_ms} ms ({t.seconds} s)",
                   file=sys.stderr)
     finally:
         if not args.keep:

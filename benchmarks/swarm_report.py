@@ -1,0 +1,104 @@
+"""The swarm's report: one run's JSON, the Markdown table and the chart of many runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from swarm_plan import Assignment
+
+POLICIES = ("none", "reservations", "proximity")
+Run = dict[str, Any]
+
+
+def report(tally: Any, a: Assignment, extra: dict[str, Any]) -> dict[str, Any]:
+    d = dict(tally.__dict__)
+    pairs = len(a.conflicts) // 2
+    d.update(extra, trunk=a.trunk, merges=[p.branch.merge for p in a.plans],
+             planned_commits=sum(len(p.commits) for p in a.plans),
+             planned_conflicting_pairs=pairs, conflicting_pairs_planned=pairs,
+             lanes_broken_alone=a.broken_alone)
+    return d
+
+
+def load(files: Sequence[str]) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = []
+    for f in files:
+        with open(f) as fh:
+            d = json.load(fh)
+        runs += d.get("runs", [d])
+    return runs
+
+
+def repo_name(r: dict[str, Any]) -> str:
+    """pallets/flask from a fetched snapshot's path (``.../pallets+flask/repo``)."""
+    path = str(r["repository"]).rstrip("/")
+    for part in reversed(path.split("/")):
+        if "+" in part:
+            return part.replace("+", "/")
+    return os.path.basename(os.path.dirname(path)) or path
+
+
+COLUMNS: tuple[tuple[str, Callable[[Run], Any]], ...] = (
+    ("repository", lambda r: repo_name(r).split("/")[-1]),
+    ("N", lambda r: r["agents"]),
+    ("humans", lambda r: r.get("humans", 0)),
+    ("seed", lambda r: r.get("seed", "")),
+    ("policy", lambda r: r["policy"]),
+    ("landed", lambda r: f"{r['landed']}/{r['agents']}"),
+    ("conflicts at landing", lambda r: r["conflicts_at_landing"]),
+    ("broken", lambda r: r["broken_at_landing"]),
+    ("waiting steps", lambda r: r["waiting_steps"]),
+    ("makespan", lambda r: r["makespan_steps"]),
+    ("deadlocks", lambda r: r["deadlocks"]),
+    ("denies (needless)", lambda r: f"{r['denies']} ({r['needless_denies']})"),
+    ("push blocks", lambda r: r.get("push_blocks", 0)),
+    ("lost / doubled events", lambda r: f"{r['lost_events']} / {r.get('doubled_events', 0)}"),
+    ("pairs planned", lambda r: r.get("conflicting_pairs_planned",
+                                      r.get("planned_conflicting_pairs"))),
+    ("service peak MB", lambda r: r.get("peak_service_rss_mb") or "–"),
+    ("check p95 ms", lambda r: r.get("check_p95_ms") or "–"),
+    ("hook p95 ms", lambda r: r.get("hook_p95_ms") or "–"),
+)
+
+
+def table(files: Sequence[str]) -> str:
+    """One Markdown row per run, grouped by repository, N and seed, policies in order."""
+    runs = sorted(load(files), key=lambda r: (repo_name(r), r["agents"], r.get("seed", 0),
+                                              POLICIES.index(r["policy"])))
+    rows = ["| " + " | ".join(name for name, _ in COLUMNS) + " |",
+            "|" + "---|" * len(COLUMNS)]
+    rows += ["| " + " | ".join(str(get(r)) for _, get in COLUMNS) + " |" for r in runs]
+    return "\n".join(rows)
+
+
+def plot(files: Sequence[str], png: str) -> None:
+    """Waiting steps, conflicts at landing and breaks at landing per policy, one group per
+    repository and N (summed over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = load(files)
+    groups = sorted({(repo_name(r), r["agents"]) for r in runs})
+    panels = (("waiting_steps", "participant-steps spent waiting"),
+              ("conflicts_at_landing", "conflicts at landing"),
+              ("broken_at_landing", "broken at landing"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2))
+    width = 0.8 / len(POLICIES)
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        for k, policy in enumerate(POLICIES):
+            ys = [sum(r[key] for r in runs if r["policy"] == policy and r["agents"] == n
+                      and repo_name(r) == repo) for repo, n in groups]
+            ax.bar([i + k * width for i in range(len(groups))], ys, width, label=policy)
+        ax.set_xticks([i + width for i in range(len(groups))])
+        ax.set_xticklabels([f"{repo.split('/')[-1]}\nN={n}" for repo, n in groups],
+                           fontsize=8)
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.set_title(title)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
