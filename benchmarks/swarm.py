@@ -581,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--contention", default="merges", choices=("merges", "hot"),
                     help="around conflicting merges, or on the most-changed files")
     ap.add_argument("--hot-files", type=int, default=8, help="how many most-changed files")
+    ap.add_argument("--hot-match", metavar="REGEX",
+                    help="hot files are among the paths this matches (e.g. the code, not CI)")
     ap.add_argument("--merges", type=int, default=150,
                     help="newest merges (hot: first-parent steps) to draw from")
     ap.add_argument("--max-commits", type=int, default=12, help="per branch")
@@ -622,7 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.makedirs(work, exist_ok=True)
     rng = random.Random(args.seed)
     drawing = Drawing(args.contention, args.merges, args.max_commits, args.max_files,
-                      args.pool, args.tries, args.hot_files)
+                      args.pool, args.tries, args.hot_files, args.hot_match)
     results = []
     try:
         scratch = scratch_repo(git_dir, work)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -88,6 +89,7 @@ class Drawing:
     pool: int | None = None  # lines of work to pick from (merges: 4 N, hot: 2 N)
     tries: int = 4  # merges (or windows) tried
     hot_files: int = 8  # the most-changed files a hot line of work touches one of
+    hot_match: str | None = None  # a regular expression hot files must match
 
 # -- lines of work ---------------------------------------------------------------------
 @dataclass
@@ -310,12 +312,15 @@ def first_parent_span(repo: str, head: str, steps: int) -> str:
     return line[-1]
 
 
-def hottest(repo: str, base: str, head: str, k: int) -> list[str]:
-    """The ``k`` files the most first-parent steps of base..head changed (each step's diff
-    against the trunk it landed on: a merged pull request counts once)."""
+def hottest(repo: str, base: str, head: str, k: int, match: str | None = None) -> list[str]:
+    """The ``k`` files (of those ``match`` finds) the most first-parent steps of base..head
+    changed (each step's diff against the trunk it landed on: a merged pull request counts
+    once)."""
     log = out(["log", "--first-parent", "--diff-merges=first-parent", "--format=",
                "--name-only", f"{base}..{head}"], repo)
-    counts = Counter(ln for ln in log.split("\n") if ln.strip())
+    pattern = re.compile(match) if match else None
+    counts = Counter(ln for ln in log.split("\n")
+                     if ln.strip() and (pattern is None or pattern.search(ln)))
     return [f for f, _ in counts.most_common(k)]
 
 
@@ -325,11 +330,12 @@ def hot_windows(repo: str, head: str, n: int, d: Drawing, rng: random.Random
     the trunk just before its oldest step; the newest ``2 tries`` windows (half-overlapping),
     in an order drawn from the seed."""
     base = first_parent_span(repo, head, d.merges)
-    hot = set(hottest(repo, base, head, d.hot_files))
+    hot = set(hottest(repo, base, head, d.hot_files, d.hot_match))
     print(f"hot files: {', '.join(sorted(hot))}", file=sys.stderr)
 
-    def files(b: Branch) -> set[str]:
-        return set(out(["diff", "--name-only", f"{b.first_parent}", b.merge], repo).split())
+    def files(b: Branch) -> set[str]:  # what the pull request's own commits touched
+        return set(out(["diff", "--name-only", f"{b.commits[0]}^", b.commits[-1]],
+                       repo).split())
 
     steps = []
     for b in steps_of(repo, base, head, d.max_commits):

@@ -73,3 +73,71 @@ def test_swarm_lands_everything_and_only_the_baseline_conflicts(tmp_path, policy
         assert r["conflicts_at_landing"] >= 1
     else:
         assert r["conflicts_at_landing"] == 0
+
+
+def hot_history(repo: Path) -> None:
+    """Every step of the trunk adds its line at the top of CHANGES.rst (the hot file: any
+    two of them replayed from T conflict there). One step makes ``helper`` take an argument
+    and updates its caller; a branch started before it calls ``helper()`` in a new module.
+    Each passes the repository's check alone; together they break it."""
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, "CHANGES.rst", "Changes\n=======\n\n- first\n")
+    write(repo, "util.py", "def helper():\n    return 1\n")
+    write(repo, "app.py", "from util import helper\n\nhelper()\n")
+    write(repo, "check.sh", 'for f in *.py; do python3 "$f" || exit 1; done\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "T")
+    trunk = git(repo, "rev-parse", "HEAD")
+
+    def changes(line: str) -> None:
+        text = (repo / "CHANGES.rst").read_text().split("\n\n", 1)
+        write(repo, "CHANGES.rst", f"{text[0]}\n\n- {line}\n{text[1]}")
+
+    git(repo, "checkout", "-q", "-b", "extra", trunk)
+    changes("an extra module")
+    write(repo, "extra.py", "from util import helper\n\nhelper()\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "extra module")
+    git(repo, "checkout", "-q", "main")
+    changes("helper takes x")
+    write(repo, "util.py", "def helper(x):\n    return x\n")
+    write(repo, "app.py", "from util import helper\n\nhelper(1)\n")
+    git(repo, "commit", "-qam", "helper takes x")
+    git(repo, "merge", "-q", "--no-ff", "-X", "ours", "-m", "merge extra", "extra")
+    for k in range(3):
+        changes(f"note {k}")
+        write(repo, f"note{k}.txt", f"{k}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", f"note {k}")
+
+
+@pytest.mark.parametrize("policy", ["none", "proximity"])
+def test_hot_swarm_with_people_tests_at_landing_and_the_main_checkout(tmp_path, policy):
+    repo = tmp_path / "src"
+    hot_history(repo)
+    out = tmp_path / "out.json"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GIT_") and k != "PROXIMITY_SERVICE"}  # its memory is measured
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "swarm.py"), "--git-dir",
+                    str(repo), "--agents", "3", "--humans", "1", "--policy", policy,
+                    "--contention", "hot", "--hot-files", "1", "--pool", "5",
+                    "--land-from", "main", "--verify", "sh check.sh", "--seed", "1",
+                    "--json", str(out)], check=True, env=env, timeout=180,
+                   capture_output=True)
+    r = json.loads(out.read_text())
+    assert r["landed"] == 3 and r["humans"] == 1 and r["land_from"] == "main"
+    assert r["contention"] == "hot" and r["verify"] == "sh check.sh"
+    assert r["conflicting_pairs_planned"] == 3  # all three on CHANGES.rst's top line
+    assert r["lanes_broken_alone"] == []
+    assert r["deadlocks"] == 0 and r["lost_events"] == 0 and r["doubled_events"] == 0
+    assert r["hook_p95_ms"] > 0 and set(r["hook_ms"]) >= {"pre-commit", "pre-push"}
+    if policy == "none":
+        assert r["conflicts_at_landing"] >= 2
+        # the lanes that change helper's signature and call it the old way both landed
+        assert r["broken_at_landing"] == 1
+        assert "TypeError" in r["broken_log"][0]["tail"]
+    else:
+        assert r["conflicts_at_landing"] == 0
+        assert r["check_p95_ms"] > 0 and r["check_ms"]["n"] >= 3
+        assert r["peak_service_rss_mb"] > 0
