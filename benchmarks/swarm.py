@@ -118,6 +118,7 @@ class Tally:
     doubled_events: int = 0
     lost_shas: list[str] = field(default_factory=list)
     merge_denies: int = 0
+    merge_deny_log: list[dict[str, Any]] = field(default_factory=list)
     push_blocks: int = 0
     push_block_log: list[dict[str, Any]] = field(default_factory=list)
     forced: int = 0
@@ -390,13 +391,22 @@ class Swarm:
             return False
         return True
 
+    def merge_denied(self, p: Participant, answer: str) -> None:
+        self.t.merge_denies += 1
+        try:
+            reason = str(json.loads(answer).get("reason", ""))
+        except (ValueError, AttributeError):
+            reason = answer
+        self.t.merge_deny_log.append({"agent": p.name, "from": self.rules.land_from,
+                                      "step": self.t.makespan_steps, "reason": reason[:600]})
+
     def land_own(self, p: Participant) -> str | None:
         """From its own worktree; the trunk it landed on, None while it may not."""
         if self.policy == "proximity":
             git(["fetch", "-q", "origin"], p.wt)
             r = self.proximity(["check", "--merge", "origin/main", "--json"], p.wt)
             if r.returncode == 1 and '"deny"' in r.stdout and not self.forced(p):
-                self.t.merge_denies += 1
+                self.merge_denied(p, r.stdout)
                 return None
         before = out(["rev-parse", "HEAD"], p.wt)
         if not self.rebase(p):
@@ -418,7 +428,7 @@ class Swarm:
             if self.policy == "proximity" and not self.forced(p):
                 r = self.proximity(["check", "--merge", branch, "--json"], main)
                 if r.returncode == 1 and '"deny"' in r.stdout:
-                    self.t.merge_denies += 1
+                    self.merge_denied(p, r.stdout)
                     return None
             files = conflict_files(main, "HEAD", branch)
             if git(["merge", "-q", "--no-edit", branch], main, ok=(0, 1),
