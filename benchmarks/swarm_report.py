@@ -54,6 +54,8 @@ COLUMNS: tuple[tuple[str, Callable[[Run], Any]], ...] = (
     ("makespan", lambda r: r["makespan_steps"]),
     ("deadlocks", lambda r: r["deadlocks"]),
     ("denies (needless)", lambda r: f"{r['denies']} ({r['needless_denies']})"),
+    ("land from", lambda r: r.get("land_from", "own")),
+    ("merge denies", lambda r: r.get("merge_denies", 0)),
     ("push blocks", lambda r: r.get("push_blocks", 0)),
     ("lost / doubled events", lambda r: f"{r['lost_events']} / {r.get('doubled_events', 0)}"),
     ("pairs planned", lambda r: r.get("conflicting_pairs_planned",
