@@ -100,6 +100,7 @@ def plot(files: Sequence[str], png: str) -> None:
         ax.set_xticklabels([f"{repo.split('/')[-1]}\nN={n}" for repo, n in groups],
                            fontsize=8)
         ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.set_ylim(0, max(1, ax.get_ylim()[1]))  # (an all-zero panel still reads as zero)
         ax.set_title(title)
     axes[0].legend()
     fig.tight_layout()
