@@ -161,6 +161,7 @@ class Swarm:
         self.hook_log = os.path.join(root, "hooks.log")
         self.memory = ServiceMemory(os.path.join(self.repo, ".git"))
         self.trunk_ok = True  # the verification passed on the trunk as it stands
+        self.verify_from = len(verifier.runs) if verifier else 0  # (planning's runs before)
 
     # setup: a bare remote at T, a clone with the hooks, one worktree per participant
     def setup(self) -> None:
@@ -576,7 +577,7 @@ class Swarm:
         self.t.hook_ms = {name: summary(xs) for name, xs in sorted(hooks.items())}
         self.t.hook_p95_ms = percentile([x for xs in hooks.values() for x in xs], 95)
         if self.verifier is not None:
-            self.t.verify_seconds = round(sum(self.verifier.runs), 1)
+            self.t.verify_seconds = round(sum(self.verifier.runs[self.verify_from:]), 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
