@@ -540,6 +540,10 @@ class Swarm:
             if all(p.state == "landed" for p in self.people):
                 break
             self.t.makespan_steps = n + 1
+            if n and n % 10 == 0:  # (a run of 50 participants takes long: show it moving)
+                print(f"{self.policy} step {n}: landed {self.t.landed}/{self.t.agents}, "
+                      f"waiting {self.t.waiting_steps}, conflicts at landing "
+                      f"{self.t.conflicts_at_landing}", file=sys.stderr, flush=True)
             if self.step(n):
                 idle = 0
             else:
