@@ -237,7 +237,7 @@ class Swarm:
         if self.policy == "reservations":
             return self.reserved(p, e)
         start = time.perf_counter()
-        shown = diagnostics(self.proximity, p.wt, e.path, changed_lines(current, new))
+        shown = diagnostics(self.proximity, p.wt, e.path, changed_lines(current, new), new)
         self.check_ms.append((time.perf_counter() - start) * 1000)
         stop = [d for d in shown if d.severity in ("Error", "Warning")]
         if not stop:

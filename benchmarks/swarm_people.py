@@ -197,14 +197,16 @@ Proximity = Callable[[list[str], str], "subprocess.CompletedProcess[str]"]
 SEVERITY = {"ra": "Error", "ta": "Warning"}
 
 
-def diagnostics(proximity: Proximity, wt: str, path: str,
-                lines: list[tuple[int, int]]) -> list[Diagnostic]:
+def diagnostics(proximity: Proximity, wt: str, path: str, lines: list[tuple[int, int]],
+                buffer: bytes | None) -> list[Diagnostic]:
     """What the person's editor shows on ``lines`` of ``path`` (relative to the worktree
-    ``wt``) before they change them. The stand-in for a language-server client: the check
-    the server answers from, asked about those lines, its conflicts placed on them (an RA
-    an Error, traffic a Warning, anything else Information). Swapping in a real client
-    (didOpen/didChange, then the publishDiagnostics that names these lines) is this
-    function alone."""
+    ``wt``) as they start changing them into ``buffer`` (the unsaved text; None: the file
+    goes). The stand-in for a language-server client: the check the server answers from,
+    asked about those lines, its conflicts placed on them (an RA an Error, traffic a
+    Warning, anything else Information); the buffer is not sent, as the check reads lines.
+    Swapping in a real client (``proximity lsp`` over stdio: didOpen, didChange with
+    ``buffer``, then the publishDiagnostics whose ranges meet ``lines``) is this function
+    alone."""
     spec = [f"{path}:{lo}-{hi}" for lo, hi in lines] or [path]
     p = proximity(["check", "--json", *spec], wt)
     try:
