@@ -1,4 +1,6 @@
-"""The swarm benchmark on a tiny history: three agents, two of which really conflict."""
+"""The swarm benchmark on tiny histories: three agents, two of which really conflict; and
+the hard options together (hot-file contention, a person among three, the repository's own
+check after every landing, landing through the main checkout)."""
 
 from __future__ import annotations
 
