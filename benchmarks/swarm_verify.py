@@ -43,7 +43,8 @@ class Verifier:
         """``rev`` (of the scratch repository, or the branch ``rev`` of ``remote``) checked
         out clean, ignored files (a virtualenv, node_modules, caches) kept."""
         if not os.path.isdir(self.where):
-            git(["worktree", "add", "-q", "--detach", self.where, "HEAD"], self.scratch)
+            start = "HEAD" if remote is not None else rev  # (a fresh scratch has no HEAD)
+            git(["worktree", "add", "-q", "--detach", self.where, start], self.scratch)
         if remote is not None:
             git(["fetch", "-q", remote, rev], self.where)
             rev = "FETCH_HEAD"
