@@ -62,6 +62,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -129,6 +130,7 @@ class Tally:
     hook_p95_ms: float | None = None
     hook_ms: dict[str, Any] = field(default_factory=dict)
     verify_seconds: float = 0.0
+    interrupted: bool = False  # stopped before every participant landed
     seconds: float = 0.0
 
 
@@ -536,21 +538,25 @@ class Swarm:
         start = time.monotonic()
         self.setup()
         idle = 0
-        for n in range(max_steps):
-            if all(p.state == "landed" for p in self.people):
-                break
-            self.t.makespan_steps = n + 1
-            if n and n % 10 == 0:  # (a run of 50 participants takes long: show it moving)
-                print(f"{self.policy} step {n}: landed {self.t.landed}/{self.t.agents}, "
-                      f"waiting {self.t.waiting_steps}, conflicts at landing "
-                      f"{self.t.conflicts_at_landing}", file=sys.stderr, flush=True)
-            if self.step(n):
-                idle = 0
-            else:
-                idle += 1
-                if idle >= self.stall:
-                    self.unstick()
+        try:
+            for n in range(max_steps):
+                if all(p.state == "landed" for p in self.people):
+                    break
+                self.t.makespan_steps = n + 1
+                if n and n % 10 == 0:  # (a run of 50 takes long: show it moving)
+                    print(f"{self.policy} step {n}: landed {self.t.landed}/{self.t.agents}, "
+                          f"waiting {self.t.waiting_steps}, conflicts at landing "
+                          f"{self.t.conflicts_at_landing}", file=sys.stderr, flush=True)
+                if self.step(n):
                     idle = 0
+                else:
+                    idle += 1
+                    if idle >= self.stall:
+                        self.unstick()
+                        idle = 0
+        except KeyboardInterrupt:
+            # stopped (Ctrl-C, or SIGTERM: see main): what was measured so far is reported
+            self.t.interrupted = True
         self.finish()
         self.t.seconds = round(time.monotonic() - start, 1)
         return self.t
@@ -582,6 +588,10 @@ class Swarm:
         self.t.hook_p95_ms = percentile([x for xs in hooks.values() for x in xs], 95)
         if self.verifier is not None:
             self.t.verify_seconds = round(sum(self.verifier.runs[self.verify_from:]), 1)
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -638,6 +648,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.keep or tempfile.mkdtemp(prefix="swarm-")
     os.makedirs(work, exist_ok=True)
     rng = random.Random(args.seed)
+    # a stopped run still stops its service and writes what it measured (--json)
+    signal.signal(signal.SIGTERM, _interrupt)
     drawing = Drawing(args.contention, args.merges, args.max_commits, args.max_files,
                       args.pool, args.tries, args.hot_files, args.hot_match)
     results = []
@@ -666,8 +678,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{t.makespan_steps} deadlocks {t.deadlocks} denies {t.denies} "
                   f"(needless {t.needless_denies}) lost {t.lost_events} push blocks "
                   f"{t.push_blocks} rss {t.peak_service_rss_mb} MB check p95 "
-                  f"{t.check_p95_ms} ms hook p95 {t.hook_p95_ms} ms ({t.seconds} s)",
-                  file=sys.stderr)
+                  f"{t.check_p95_ms} ms hook p95 {t.hook_p95_ms} ms ({t.seconds} s)"
+                  + (" INTERRUPTED" if t.interrupted else ""), file=sys.stderr)
+            if t.interrupted:
+                break
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
