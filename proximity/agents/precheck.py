@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from proximity import gitio
+from proximity import gitio, unsaved
 from proximity.agents import definitions, verdict
 from proximity.analysis import hunks
 from proximity.errors import ConfigError, LedgerError, UsageError
@@ -186,11 +186,15 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     todo, keys = [], []
     diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
     lives: dict[tuple[str, str], str] = {}  # (worktree id, requested path) -> its file
+    # a person's unsaved editor buffer is that worktree's live file: read in its place
+    buffers = unsaved.listing(repo.ecm_dir)
     for key, wpath, base in sides:
         for p in paths:
             rel = p if not key else moves.get((wpath, base), {}).get(origin[base, p],
                                                                       origin[base, p])
             live = lives[key, p] = os.path.join(wpath, rel)
+            if buffers:
+                live = lives[key, p] = unsaved.live(buffers, key or me.id, rel, live) or live
             data = raw = _read_bytes(live)
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
@@ -202,7 +206,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                     if hit is not None:
                         diffs.setdefault((key, base), {})[p] = hit
                     continue
-                todo.append((key, wpath, base, p, rel))
+                todo.append((key, wpath, base, p, rel, live))
                 keys.append(ck)
     with (tempfile.TemporaryDirectory(prefix="proximity-check-") if todo
           else contextlib.nullcontext("")) as tmp:
@@ -213,12 +217,11 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 with open(olds[b, p], "wb") as f:
                     f.write(data)
         texts = gitio.git_many([(gitio.file_diff_args(
-            olds.get((base, p), os.devnull),
-            live if os.path.exists(live := os.path.join(wpath, rel)) else os.devnull), wpath)
-            for _, wpath, base, p, rel in todo])
+            olds.get((base, p), os.devnull), live if os.path.exists(live) else os.devnull),
+            wpath) for _, wpath, base, p, _rel, live in todo])
     if len(DIFFS) + len(todo) > DIFF_ENTRIES:
         DIFFS.clear()
-    for (key, wpath, base, p, rel), text, ck in zip(todo, texts, keys, strict=True):
+    for (key, wpath, base, p, rel, live), text, ck in zip(todo, texts, keys, strict=True):
         parsed = hunks.parse((text or b"").decode("utf-8", "replace"))
         if not parsed and text and b"\nBinary files " in b"\n" + text:
             # two differently named files' binary diff names no path git's way: still a
@@ -229,7 +232,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             diffs.setdefault((key, base), {})[p] = got = d
         # kept when git answered about the content read (not a save made meanwhile)
         if text is not None and _diff_key(wpath, base, f"{rel}\0{origin[base, p]}",
-                                          _read_bytes(os.path.join(wpath, rel))) == ck:
+                                          _read_bytes(live)) == ck:
             DIFFS[ck] = got
     theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
@@ -261,7 +264,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 base_ranges = edits_of({t.path: change})[0][1]
             out.append(verdict.Side(
                 w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
-                declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ())))
+                declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ()),
+                own=own))
     # 4. an edit whose result the harness gave, on lines a sibling changed too: git's own
     # three-way merge of the file says whether they collide (the same change made on both
     # sides merges cleanly: a swarm's two bumps of one dependency are not a conflict)

@@ -60,6 +60,7 @@ class Side(NamedTuple):
     has_intent: bool = False
     uses: tuple[Use, ...] = ()
     merge: str = ""  # git's merge of the file after the edit with theirs: same | clean | ""
+    own: FileDiff | None = None  # this worktree's own change of the path since that base
 
 
 class Conflict(NamedTuple):
@@ -71,6 +72,9 @@ class Conflict(NamedTuple):
     level: str  # ra | ta
     evidence: str  # conflict | merges | near | same-file | intent | symbol
     detail: str
+    # ``ranges`` as lines of this worktree's file now (where an editor shows them), for
+    # evidence in the requested path; None: in another file (symbol), or not known
+    lines: tuple[Range, ...] | None = None
 
 
 class Decision(NamedTuple):
@@ -136,6 +140,8 @@ def evidence(side: Side) -> list[Conflict]:
         out.append(Conflict(side.agent, side.branch, side.path, side.intent or (), "", TA,
                             "intent", f"{who} declared it will touch {path} "
                             f"{_lines(side.intent)} (`proximity intend`)"))
+    own = side.own.hunks if side.own is not None else ()
+    out = [c._replace(lines=tuple(hunks.from_base(c.ranges, own))) for c in out]
     for u in side.uses:
         out.append(Conflict(side.agent, side.branch, u.path, ((u.line, u.line),),
                             hunks.excerpt(u.hunk), TA, "symbol",
@@ -177,7 +183,8 @@ def decision_json(d: Decision) -> dict[str, Any]:
     return {"decision": d.decision, "reason": d.reason,
             "conflicts": [{"agent": c.agent, "branch": c.branch, "path": c.path,
                            "ranges": [list(r) for r in c.ranges], "hunk": c.hunk,
-                           "level": c.level, "evidence": c.evidence, "detail": c.detail}
+                           "level": c.level, "evidence": c.evidence, "detail": c.detail,
+                           "lines": None if c.lines is None else [list(r) for r in c.lines]}
                           for c in d.conflicts]}
 
 

@@ -152,6 +152,40 @@ def to_base(ranges: Iterable[Range], own: Sequence[Hunk]) -> list[Range]:
     return out
 
 
+def from_base(ranges: Iterable[Range], own: Sequence[Hunk]) -> list[Range]:
+    """Map base lines to lines of the *current* file (after ``own`` changes): the reverse
+    of ``to_base``. Lines outside ``own`` hunks shift by the hunks above them; a base line
+    ``own`` rewrote stands for what replaced it (a deletion: the empty range where it was).
+    An empty range (s, s-1), "after line s-1", stays empty after that line's new place."""
+    hs = sorted(own, key=lambda h: h.old_start)
+
+    def where(n: int, side: int) -> int:
+        shift = 0
+        for h in hs:
+            if h.old_lines:
+                first, last = h.old_start, h.old_start + h.old_lines - 1
+                if first <= n <= last:
+                    if h.new_lines:
+                        return h.new_start + (h.new_lines - 1 if side else 0)
+                    return h.new_start + (0 if side else 1)
+                if first > n:
+                    break
+            elif h.old_start >= n:  # inserted after line old_start: below n
+                break
+            shift += h.new_lines - h.old_lines
+        return n + shift
+
+    out = []
+    for s, e in ranges:
+        if e < s:
+            p = where(s - 1, 1)
+            out.append((p + 1, p))
+            continue
+        a, b = where(s, 0), where(e, 1)
+        out.append((a, max(b, a - 1)))
+    return out
+
+
 def contested(diff: FileDiff, mine: Sequence[Range] | None) -> list[Hunk]:
     """The other side's hunks that touch ``mine`` (None: the whole file)."""
     if mine is None:
