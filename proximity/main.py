@@ -109,6 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help=mcp_help, description=mcp_help)
     p.add_argument("-C", "--repo", default=None, help="run as if started in this directory")
 
+    lsp_help = ("language server on stdio for any editor: siblings' lines, conflicts as you "
+                "type, hover, code actions (docs/editors.md)")
+    p = sub.add_parser("lsp", help=lsp_help, description=lsp_help)
+    p.add_argument("--stdio", action="store_true",
+                   help="talk over stdin/stdout (the only transport; accepted for editors "
+                   "that pass it)")
+
     p = sub.add_parser("inbox", help="messages for this worktree")
     _add_common(p)
     p.add_argument("--all", action="store_true", help="include delivered messages")

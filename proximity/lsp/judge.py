@@ -1,0 +1,119 @@
+"""What the editor shows for one document: the check's decisions turned into findings on
+the buffer's lines. Two questions, both through ``answer.ask``: the whole file (where does
+any sibling work in it: information on their lines) and the person's own work in it (the
+lines the buffer changed since HEAD, with the buffer as the edit's result: a warning or an
+error where it would conflict, in the check's own words)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from proximity.agents import verdict
+from proximity.agents.edits import written_lines
+from proximity.analysis import intervals
+from proximity.analysis.intervals import Range
+from proximity.remote.untrusted import text as shown
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+class Finding(NamedTuple):
+    """One thing to show on lines of the buffer (1-based, inclusive; an empty range
+    (s, s-1) is the place after line s-1)."""
+
+    lines: Range
+    severity: str  # error | warning | info
+    message: str
+    agent: str
+    branch: str | None
+    hunk: str  # the sibling's change there, as the check shows it
+    evidence: str
+    decision: str  # the check's decision for the person's edit (allow for information)
+
+
+def own_lines(buffer: str, head: str | None) -> tuple[Range, ...] | None:
+    """The buffer's lines that differ from HEAD's file: the person's live work in it
+    (saved or not, uncommitted). () when none; None: too large to diff (the whole file)."""
+    return written_lines(buffer, head or "")
+
+
+def findings(info: verdict.Decision, edit: verdict.Decision | None,
+             mine: Sequence[Range], rel: str, buffer_lines: int) -> list[Finding]:
+    """The findings for one document from the whole-file decision (``info``) and the
+    decision for the person's own lines (``edit``; None: no lines of their own)."""
+    out: list[Finding] = []
+    for c in info.conflicts:
+        if c.path != rel or c.evidence not in ("conflict", "intent") or c.lines is None:
+            continue
+        pieces = split_hunk(c.hunk, len(c.lines))
+        for rng, piece in zip(c.lines, pieces, strict=True):
+            what = ("declared it will touch these lines (`proximity intend`)"
+                    if c.evidence == "intent" else
+                    "is changing these lines (live work, uncommitted included)")
+            first = next((ln[1:] for ln in piece.split("\n") if ln.startswith("+")), "")
+            out.append(Finding(
+                clamp(rng, buffer_lines), INFO,
+                f"{who(c)} {what}" + (f": {shown(first.strip(), 120)}" if first.strip() else ""),
+                c.agent, c.branch, piece, c.evidence, verdict.ALLOW))
+    if edit is not None and edit.decision != verdict.ALLOW:
+        top = edit.conflicts[0] if edit.conflicts else None
+        for c in edit.conflicts:
+            if c.level == verdict.INFO:
+                continue
+            severity = ERROR if edit.decision == verdict.DENY and c.level == verdict.RA \
+                else WARNING
+            words = edit.reason if c is top else c.detail
+            message = f"proximity check: {edit.decision.upper()}: {words}"
+            for rng in placed(c, mine):
+                out.append(Finding(clamp(rng, buffer_lines), severity, message, c.agent,
+                                   c.branch, c.hunk, c.evidence, edit.decision))
+    return out
+
+
+def placed(c: verdict.Conflict, mine: Sequence[Range]) -> list[Range]:
+    """Where a conflict with the person's edit is shown: their own lines that touch the
+    sibling's (a conflict, traffic near it), else their first changed lines."""
+    if c.lines is not None and c.path and c.evidence in ("conflict", "near", "merges"):
+        hit = sorted({m for m, _ in intervals.touching(list(mine), list(c.lines))})
+        if hit:
+            return hit
+        if c.lines:
+            return list(c.lines[:1])
+    return list(mine[:1]) or [(1, 1)]
+
+
+def split_hunk(hunk: str, count: int) -> list[str]:
+    """The check's excerpt of several hunks, one piece per hunk (in order; the pieces it
+    cut off are empty)."""
+    pieces: list[list[str]] = []
+    for ln in hunk.split("\n") if hunk else []:
+        if ln.startswith("@@") or not pieces:
+            pieces.append([])
+        pieces[-1].append(ln)
+    got = ["\n".join(p) for p in pieces[:count]]
+    return got + [""] * (count - len(got))
+
+
+def clamp(rng: Range, buffer_lines: int) -> Range:
+    """A range that lies in the buffer (an empty range stays empty)."""
+    last = max(1, buffer_lines)
+    s, e = rng
+    if e < s:
+        p = min(max(0, e), last)
+        return (p + 1, p)
+    return (min(max(1, s), last), min(max(1, e), last))
+
+
+def covers(f: Finding, first: int, last: int | None = None) -> bool:
+    """Whether the finding is shown on any of lines ``first``..``last`` (an empty range
+    is shown on the line after which the change goes)."""
+    s, e = f.lines
+    if e < s:
+        s = e = max(1, e)
+    return s <= (first if last is None else last) and e >= first
+
+
+def who(c: verdict.Conflict | Finding) -> str:
+    """The sibling, named as the check names it (printable: another worktree's names)."""
+    return f"worktree {shown(c.agent)!r}" + (f" (branch {shown(c.branch)})" if c.branch else "")

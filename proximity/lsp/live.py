@@ -1,0 +1,142 @@
+"""Live updates with the person doing nothing: a thread that looks, a few times a second,
+at what a sibling's change moves -- the shared ledger (hooks, PostToolUse, the service
+record there), the other editors' unsaved buffers, and each open file's copy in every
+sibling worktree -- and names the open documents whose picture may have changed.
+
+``stat`` calls only, on a set bounded by what is open (open files × worktrees): no
+inotify watch is spent (the resident service holds those), nothing is read."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+from proximity import unsaved
+from proximity.ledger.db import FILENAME
+
+Stat = tuple[int, int, int] | None
+INTERVAL = 0.2  # seconds between looks
+
+
+def _stat(path: str) -> Stat:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def worktree_roots(common: str) -> list[str]:
+    """Every worktree's top directory, from the common dir's files."""
+    roots = [os.path.dirname(common)] if os.path.basename(common) == ".git" else []
+    admin = os.path.join(common, "worktrees")
+    try:
+        names = sorted(os.listdir(admin))
+    except OSError:
+        return roots
+    for name in names:
+        try:
+            with open(os.path.join(admin, name, "gitdir"), encoding="utf-8",
+                      errors="surrogateescape") as f:
+                dotgit = f.read().strip()
+        except OSError:
+            continue
+        roots.append(os.path.dirname(dotgit))
+    return roots
+
+
+def others_buffers(ecm: str, pid: int) -> tuple[tuple[str, Stat], ...]:
+    """The other editors' buffers (names and stats): this server's own are left out, or
+    every keystroke here would look like a sibling's change."""
+    d = unsaved.directory(ecm)
+    try:
+        names = sorted(n for n in os.listdir(d) if not n.endswith(f".{pid}"))
+    except OSError:
+        return ()
+    return tuple((n, _stat(os.path.join(d, n))) for n in names)
+
+
+class Looker:
+    """Calls ``changed(uris)`` when what the open documents depend on changes, and
+    ``orphaned()`` when the editor's process (``parent``) is gone."""
+
+    def __init__(self, docs: Callable[[], dict[str, tuple[str, str]]],
+                 changed: Callable[[list[str]], None], orphaned: Callable[[], None],
+                 parent: int | None = None, interval: float = INTERVAL) -> None:
+        # docs(): uri -> (common dir, path inside the worktree) of each judged document
+        self._docs, self._changed, self._orphaned = docs, changed, orphaned
+        self.parent, self._interval = parent, interval
+        self._seen: dict[str, object] = {}
+        self._roots: dict[str, tuple[Stat, list[str]]] = {}
+        self._lock = threading.Lock()  # (_seen: marked on the loop, looked at here)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lsp-live", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def roots(self, common: str) -> list[str]:
+        mark = _stat(os.path.join(common, "worktrees"))
+        got = self._roots.get(common)
+        if got is None or got[0] != mark:
+            got = self._roots[common] = (mark, worktree_roots(common))
+        return got[1]
+
+    def _shared(self, common: str) -> object:
+        ecm = os.path.join(common, "ecm")
+        return (_stat(os.path.join(ecm, FILENAME)), _stat(os.path.join(ecm, FILENAME + "-wal")),
+                others_buffers(ecm, os.getpid()), tuple(self.roots(common)))
+
+    def _mark(self, common: str, rel: str, shared: object) -> object:
+        return shared, tuple(_stat(os.path.join(r, rel)) for r in self.roots(common))
+
+    def mark(self, uri: str, common: str, rel: str) -> None:
+        """What ``uri`` depends on, as it is now: the picture about to be judged (a change
+        after this, even before the next look, is a change)."""
+        got = self._mark(common, rel, self._shared(common))
+        with self._lock:
+            self._seen[uri] = got
+
+    def look(self) -> list[str]:
+        """One look: the documents whose picture changed since the last."""
+        docs = self._docs()
+        shared: dict[str, object] = {}
+        out = []
+        for uri, (common, rel) in docs.items():
+            if common not in shared:
+                shared[common] = self._shared(common)
+            mark = self._mark(common, rel, shared[common])
+            with self._lock:
+                if uri in self._seen and self._seen[uri] != mark:
+                    out.append(uri)
+                self._seen[uri] = mark
+        with self._lock:
+            for gone in set(self._seen) - set(docs):
+                del self._seen[gone]
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            if self.parent and not _alive(self.parent):
+                self._orphaned()
+                return
+            try:
+                moved = self.look()
+            except Exception:  # (a look that fails is tried again at the next tick)
+                continue
+            if moved:
+                self._changed(moved)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
