@@ -22,7 +22,6 @@ from proximity import unsaved
 
 APP = lines(30)
 SERVER = [sys.executable, "-m", "proximity", "lsp"]
-pytestmark = pytest.mark.asyncio
 WAIT = 20.0  # seconds a test waits for what should come in well under one
 
 
@@ -82,6 +81,7 @@ def work(space):  # type: ignore[no-untyped-def]
     return sp, a, b
 
 
+@pytest.mark.asyncio
 async def test_open_shows_the_siblings_lines_and_an_unsaved_conflict_is_an_error(
         client: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
     _sp, a, _b = work
@@ -116,6 +116,7 @@ async def test_open_shows_the_siblings_lines_and_an_unsaved_conflict_is_an_error
     assert lines_of(ds, types.DiagnosticSeverity.Warning) == []
 
 
+@pytest.mark.asyncio
 async def test_the_same_change_as_theirs_is_not_a_conflict(client: LanguageClient,
                                                             work) -> None:  # type: ignore[no-untyped-def]
     _sp, a, _b = work
@@ -125,6 +126,7 @@ async def test_the_same_change_as_theirs_is_not_a_conflict(client: LanguageClien
     assert lines_of(ds, types.DiagnosticSeverity.Warning) == []
 
 
+@pytest.mark.asyncio
 async def test_a_siblings_change_updates_the_open_buffer_with_no_client_action(
         client: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
     sp, a, b = work
@@ -140,6 +142,7 @@ async def test_a_siblings_change_updates_the_open_buffer_with_no_client_action(
     assert all("feat/b" in d.message for d in ds)
 
 
+@pytest.mark.asyncio
 async def test_an_agents_check_sees_the_persons_unsaved_lines(client: LanguageClient,
                                                                work) -> None:  # type: ignore[no-untyped-def]
     _sp, a, b = work
@@ -164,3 +167,119 @@ async def test_an_agents_check_sees_the_persons_unsaved_lines(client: LanguageCl
     again = subprocess.run([sys.executable, "-m", "proximity", "check", "app.txt:3"], cwd=b,
                            capture_output=True, text=True)
     assert again.returncode == 0, again.stdout
+
+
+async def logged(client: LanguageClient, needle: str, timeout: float = WAIT) -> str:
+    """The first log message containing ``needle`` (waiting for it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for m in client.log_messages:
+            if needle in m.message:
+                return m.message
+        assert time.monotonic() < deadline, [m.message for m in client.log_messages]
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.asyncio
+async def test_what_cannot_be_judged_is_one_log_line_and_no_diagnostics(
+        client: LanguageClient, space, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    sp = space({"app.txt": APP})
+    a = sp.wt("a")
+    outside = tmp_path / "loose.txt"
+    outside.write_text("not in any repository\n")
+    u = open_doc(client, outside)
+    assert await diagnostics(client, u) == []
+    assert "not in a git worktree; no diagnostics" in await logged(client, "loose.txt")
+
+    blob = a / "image.bin"
+    blob.write_bytes(b"\x89PNG\0\0\x1b[31m")
+    ub = open_doc(client, blob, "\x89PNG\0\0")
+    assert await diagnostics(client, ub) == []
+    await logged(client, "image.bin: a binary file")
+
+    huge = a / "huge.txt"
+    huge.write_text("x\n" * 600_000)
+    uh = open_doc(client, huge)
+    assert await diagnostics(client, uh) == []
+    await logged(client, "huge.txt: too large to judge as you type")
+
+    other = client.text_document_hover_async(types.HoverParams(  # the server still answers
+        types.TextDocumentIdentifier(uh), types.Position(0, 0)))
+    assert await other is None
+
+
+@pytest.mark.asyncio
+async def test_no_git_on_the_path_is_said_once_and_shows_nothing(space) -> None:  # type: ignore[no-untyped-def]
+    from pytest_lsp.client import make_test_lsp_client
+
+    sp = space({"app.txt": APP})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 by b\n"))
+    lc = make_test_lsp_client()
+    await lc.start_io(*SERVER, env={**os.environ, "PATH": "/nonexistent"})
+    try:
+        await lc.initialize_session(types.InitializeParams(
+            capabilities=types.ClientCapabilities(), process_id=os.getpid()))
+        u = open_doc(lc, a / "app.txt")
+        assert await diagnostics(lc, u) == []
+        line = await logged(lc, "app.txt: not judged (")
+        assert "Traceback" not in line and "\n" not in line
+        await lc.shutdown_session()
+    finally:
+        await lc.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_malformed_message_is_logged_and_the_session_goes_on(
+        client: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
+    _sp, a, _b = work
+    proc = client._server
+    assert proc is not None and proc.stdin is not None
+    proc.stdin.write(b"Content-Length: 9\r\n\r\n{\"bad\": }")
+    odd = b'{"jsonrpc": "2.0", "id": "x"}'  # a response to nothing
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(odd) + odd)
+    big = 65 << 20
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % big + b" " * big)
+    await proc.stdin.drain()
+    await logged(client, "too large to read; skipped")
+    u = open_doc(client, a / "app.txt")
+    assert [d.range.start.line for d in await diagnostics(client, u, bool)] == [11]
+    assert not any("Traceback" in m.message for m in client.log_messages)
+
+
+def test_a_client_that_never_reads_costs_bounded_memory_and_the_server_still_exits(
+        tmp_path: Path) -> None:
+    """Thousands of notifications whose answers nobody reads, then the editor closes
+    the pipe: the server is gone within seconds, its memory bounded on the way."""
+    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+
+    def send(body: bytes) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    send(b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": '
+         b'{"processId": null, "capabilities": {}}}')
+    send(b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}')
+    for i in range(4000):
+        u = (tmp_path / f"f{i}.txt").as_uri()
+        send(b'{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument":'
+             b' {"uri": "%s", "languageId": "plaintext", "version": 1, "text": "%s"}}}'
+             % (u.encode(), b"x" * 2000))
+        send(b'{"jsonrpc": "2.0", "method": "textDocument/didClose", "params": '
+             b'{"textDocument": {"uri": "%s"}}}' % u.encode())
+    proc.stdin.flush()
+    time.sleep(2)
+    with open(f"/proc/{proc.pid}/status") as f:
+        rss = next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+    assert rss < 300_000, f"{rss} kB resident"
+    proc.stdin.close()
+    try:
+        assert proc.wait(timeout=15) is not None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()

@@ -366,8 +366,8 @@ def quiet_logging() -> None:
 
     class OneLine(logging.Formatter):
         def format(self, record: logging.LogRecord) -> str:
-            return f"proximity lsp: {record.levelname.lower()}: " + " ".join(
-                record.getMessage().split())[:500]
+            first = (record.getMessage().strip().splitlines() or [""])[0]
+            return f"proximity lsp: {record.levelname.lower()}: {first[:500]}"
 
     handler.setFormatter(OneLine())
     for name in ("pygls", "asyncio"):
