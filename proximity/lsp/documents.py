@@ -40,6 +40,8 @@ class Doc:
     findings: list[Finding] = field(default_factory=list)
     shared: bool = False  # its unsaved text is kept for the other worktrees
     said: str | None = None  # the last reason logged for not judging it
+    stale: bool = True  # the siblings' picture must be asked again (not only typed over)
+    seen: tuple[str, list[Finding]] | None = None  # the text the siblings' lines are for
 
 
 def path_of(uri: str) -> str | None:

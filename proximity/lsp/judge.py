@@ -6,12 +6,13 @@ error where it would conflict, in the check's own words)."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from proximity.agents import verdict
 from proximity.agents.edits import written_lines
-from proximity.analysis import intervals
+from proximity.analysis import hunks, intervals
 from proximity.analysis.intervals import Range
 from proximity.remote.untrusted import text as shown
 
@@ -38,10 +39,8 @@ def own_lines(buffer: str, head: str | None) -> tuple[Range, ...] | None:
     return written_lines(buffer, head or "")
 
 
-def findings(info: verdict.Decision, edit: verdict.Decision | None,
-             mine: Sequence[Range], rel: str, buffer_lines: int) -> list[Finding]:
-    """The findings for one document from the whole-file decision (``info``) and the
-    decision for the person's own lines (``edit``; None: no lines of their own)."""
+def siblings(info: verdict.Decision, rel: str, buffer_lines: int) -> list[Finding]:
+    """Information on each sibling's lines, from the whole-file decision (``info``)."""
     out: list[Finding] = []
     for c in info.conflicts:
         if c.path != rel or c.evidence not in ("conflict", "intent") or c.lines is None:
@@ -56,6 +55,14 @@ def findings(info: verdict.Decision, edit: verdict.Decision | None,
                 clamp(rng, buffer_lines), INFO,
                 f"{who(c)} {what}" + (f": {shown(first.strip(), 120)}" if first.strip() else ""),
                 c.agent, c.branch, piece, c.evidence, verdict.ALLOW))
+    return out
+
+
+def conflicts(edit: verdict.Decision | None, mine: Sequence[Range], buffer_lines: int
+              ) -> list[Finding]:
+    """Warnings and errors on the person's own lines, from the decision for them
+    (``edit``; None: they have no lines of their own in the file)."""
+    out: list[Finding] = []
     if edit is not None and edit.decision != verdict.ALLOW:
         top = edit.conflicts[0] if edit.conflicts else None
         for c in edit.conflicts:
@@ -69,6 +76,18 @@ def findings(info: verdict.Decision, edit: verdict.Decision | None,
                 out.append(Finding(clamp(rng, buffer_lines), severity, message, c.agent,
                                    c.branch, c.hunk, c.evidence, edit.decision))
     return out
+
+
+def remap(found: Sequence[Finding], old: str, new: str, buffer_lines: int) -> list[Finding]:
+    """Findings made for the buffer's text ``old``, moved to where their lines are in
+    ``new`` (the same sibling lines, after the person's keystrokes: no question asked)."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    steps = [hunks.Hunk(i1 + 1 if i2 > i1 else i1, i2 - i1, j1 + 1 if j2 > j1 else j1,
+                        j2 - j1, ())
+             for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+                 None, a, b, autojunk=False).get_opcodes() if tag != "equal"]
+    return [f._replace(lines=clamp(hunks.from_base([f.lines], steps)[0], buffer_lines))
+            for f in found]
 
 
 def placed(c: verdict.Conflict, mine: Sequence[Range]) -> list[Range]:

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,7 +32,7 @@ from proximity.lsp.live import Looker
 from proximity.lsp.transport import Input, Output
 from proximity.remote.untrusted import text as shown
 
-DEBOUNCE = 0.15  # seconds after the last keystroke before the buffer is judged
+DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
 
 
 class Proximity(LanguageServer):
@@ -44,6 +45,7 @@ class Proximity(LanguageServer):
         self.lock = threading.Lock()  # docs, as the live look reads them
         self.loop: asyncio.AbstractEventLoop | None = None
         self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.typed: dict[str, float] = {}  # uri -> when its last change came
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="lsp-judge")
         self.recorder = ThreadPoolExecutor(1, thread_name_prefix="lsp-record")
         self.heads: dict[tuple[str, str], tuple[str, str | None]] = {}
@@ -69,6 +71,17 @@ class Proximity(LanguageServer):
             old.cancel()
         self.timers[uri] = self.loop.call_later(delay, self.submit, uri)
 
+    def changed(self, uri: str) -> None:
+        """A keystroke: the first after a quiet spell is judged at once (the answer
+        comes in the time of one check); while the person keeps typing, judging waits
+        for ``DEBOUNCE`` seconds of quiet (the answers for text already gone are not
+        worth their cost)."""
+        now = time.monotonic()
+        last = self.typed.get(uri)
+        self.typed[uri] = now
+        quiet = last is None or now - last > DEBOUNCE
+        self.schedule(uri, 0.0 if quiet and uri not in self.timers else DEBOUNCE)
+
     def submit(self, uri: str) -> None:
         self.timers.pop(uri, None)
         doc = self.docs.get(uri)
@@ -90,7 +103,7 @@ class Proximity(LanguageServer):
                 note = documents.share(doc, text)
                 if note and note != doc.said:
                     self.log(f"proximity: {doc.where.rel}: {note}", types.MessageType.Warning)
-                found = self.findings(doc.path, doc.where, text)
+                found = self.findings(doc, doc.path, doc.where, text)
             else:
                 documents.unshare(doc)
         except Exception as e:  # a failure of ours, git's absence: said, never shown as red
@@ -99,12 +112,20 @@ class Proximity(LanguageServer):
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self.publish, doc, version, found, why)
 
-    def findings(self, path: str, where: Where, text: str) -> list[judge.Finding]:
+    def findings(self, doc: Doc, path: str, where: Where, text: str) -> list[judge.Finding]:
+        """The siblings' lines (asked again when their picture may have moved, else the
+        last answer moved along the person's keystrokes) and the conflicts of the
+        person's own lines (asked each time)."""
+        size = text.count("\n") + (0 if text.endswith("\n") else 1)
         mine = judge.own_lines(text, self.head_text(where))
-        info = ask(path, None)
+        if doc.stale or doc.seen is None:
+            doc.stale = False
+            theirs = judge.siblings(ask(path, None), where.rel, size)
+        else:
+            theirs = judge.remap(doc.seen[1], doc.seen[0], text, size)
+        doc.seen = (text, theirs)
         edit = ask(path, mine, text) if mine else None
-        return judge.findings(info, edit, mine or (), where.rel, text.count("\n") + (
-            0 if text.endswith("\n") else 1))
+        return theirs + judge.conflicts(edit, mine or (), size)
 
     def head_text(self, where: Where) -> str | None:
         """The file as HEAD has it (remembered per HEAD commit)."""
@@ -145,6 +166,10 @@ class Proximity(LanguageServer):
 
     def moved(self, uris: list[str]) -> None:
         """From the live look's thread: a sibling's change may move these documents."""
+        for uri in uris:
+            doc = self.docs.get(uri)
+            if doc is not None:
+                doc.stale = True
         if self.loop is not None:
             for uri in uris:
                 self.loop.call_soon_threadsafe(self.schedule, uri, 0.0)
@@ -179,6 +204,7 @@ class Proximity(LanguageServer):
         timer = self.timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
+        self.typed.pop(uri, None)
         with self.lock:
             doc = self.docs.pop(uri, None)
         if doc is not None:
@@ -192,6 +218,7 @@ class Proximity(LanguageServer):
         if doc is None:
             return
         self.worker.submit(documents.unshare, doc)
+        doc.stale = True
         if doc.where is not None:
             self.recorder.submit(record, doc.where.root)
         self.schedule(uri, 0.0)
@@ -259,7 +286,7 @@ def build() -> Proximity:
         doc = ls.docs.get(params.text_document.uri)
         if doc is not None:
             doc.version = params.text_document.version
-            ls.schedule(doc.uri, DEBOUNCE)
+            ls.changed(doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: Proximity, params: types.DidSaveTextDocumentParams) -> None:

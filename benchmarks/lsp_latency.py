@@ -1,0 +1,173 @@
+"""What a person in an editor waits for: `proximity lsp` on a generated repository, the
+resident service warm, driven as an editor drives it (benchmarks/lsp_human.py).
+
+    python benchmarks/lsp_latency.py --files 10000 --worktrees 8 --runs 40
+
+Figures (milliseconds unless said):
+  open             didOpen of a file a sibling changes -> its diagnostics published
+  change, contested   didChange of the lines the sibling changed (a deny: an error) ->
+                   the diagnostics for that very version published
+  change, clear    didChange elsewhere in the same file (information only) -> same
+  sibling write    a sibling's agent writes the open file (its Edit, uncommitted) -> the
+                   open buffer's diagnostics show it, with no action of the editor's
+  sibling intent   a sibling's `proximity intend` returns (its ledger event recorded) ->
+                   the open buffer shows the declared lines
+  memory           the server's resident set with 1 and with 50 open files (MiB)
+Each edit comes after a quiet spell (``--pause``): a person's edit, then a look, the first
+keystroke after quiet being judged at once (typing on coalesces for 150 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+sys.path.insert(0, os.path.dirname(__file__))
+from genrepo import ENV, generate, module_paths
+from lsp_human import Human
+from timing import load, save_json
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[max(0, min(len(s) - 1, round(q * (len(s) - 1))))]
+
+
+def row(xs: list[float]) -> dict[str, float]:
+    return {"n": len(xs), "p50_ms": round(statistics.median(xs), 1),
+            "p95_ms": round(pct(xs, 0.95), 1), "max_ms": round(max(xs), 1)}
+
+
+def warm_service(py: str, wt: str, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([py, "-m", "proximity", "service", "start"], cwd=wt, env=env, check=True,
+                   capture_output=True)
+    while True:
+        st = json.loads(subprocess.run([py, "-m", "proximity", "service", "status", "--json"],
+                                       cwd=wt, env=env, capture_output=True, text=True,
+                                       check=True).stdout)
+        if (st.get("status") or {}).get("ready"):
+            return time.perf_counter() - t0
+        if time.perf_counter() - t0 > 600:
+            raise SystemExit("the service did not start")
+        time.sleep(0.2)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--worktrees", type=int, default=8)
+    ap.add_argument("--changes", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=40, help="edits of each kind")
+    ap.add_argument("--live-runs", type=int, default=10, help="sibling changes of each kind")
+    ap.add_argument("--open", type=int, default=50, help="files open for the memory figure")
+    ap.add_argument("--pause", type=float, default=0.3, help="seconds between edits")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--json", default=None, help="write the figures here")
+    a = ap.parse_args(argv)
+    py = a.python
+    env = {**ENV, "PROXIMITY_SERVICE": "1"}
+    out: dict[str, object] = {"files": a.files, "worktrees": a.worktrees}
+    times: dict[str, list[float]] = {k: [] for k in (
+        "open", "change, contested", "change, clear", "sibling write", "sibling intent")}
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        root = os.path.join(tmp, "repo")
+        os.makedirs(root)
+        generate(root, a.files, a.worktrees, a.changes)
+        print(f"generated {a.files} files x {a.worktrees} worktrees in "
+              f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        for w in sorted(os.listdir(root)):  # a ledger as after a day of work
+            subprocess.run([py, "-m", "proximity", "snapshot"], cwd=os.path.join(root, w),
+                           env=env, check=True, capture_output=True)
+        me, sib = os.path.join(root, "wt00"), os.path.join(root, "wt01")
+        print(f"service warm in {warm_service(py, me, env):.1f} s", file=sys.stderr)
+        paths = module_paths(a.files)
+        shared = paths[a.changes - 1]  # wt00 and wt01 both append to it (genrepo)
+        with open(os.path.join(me, shared)) as f:
+            text = f.read()
+        rows = text.split("\n")
+        with open(os.path.join(sib, shared)) as f:
+            theirs = f.read()
+        contested = theirs.split("\n").index("# edit by agent 1")  # 0-based: their lines
+        human = Human(me, py, env)
+        try:
+            for k in range(3):  # the open, three times (closed between)
+                t = human.open(shared)
+                human.diagnostics(shared, lambda d: bool(d))
+                times["open"].append((human.diagnostics(shared)[1] - t) * 1000)
+                if k < 2:
+                    human.close(shared)
+                    time.sleep(a.pause)
+            rss_one = human.rss_kb()
+            for i in range(a.runs):
+                # their appended lines, typed over: a conflict; a line in a function: clear
+                typed = [*rows[:contested], f"# typed by the person {i}", *rows[contested + 1:]]
+                for name, new in (("change, contested", typed),
+                                  ("change, clear", [*rows[:5], f"    # note {i}", *rows[6:]])):
+                    time.sleep(a.pause)
+                    t = human.change(shared, "\n".join(new))
+                    diags, when = human.diagnostics(shared)
+                    times[name].append((when - t) * 1000)
+                    sev = {d["severity"] for d in diags}
+                    out.setdefault(f"{name}: severities", sorted(sev))
+            human.change(shared, text)
+            human.diagnostics(shared)
+            for i in range(a.live_runs):
+                time.sleep(a.pause)
+                line = 3 + 2 * i  # the sibling rewrites a line (apart from the last one)
+                with open(os.path.join(sib, shared)) as f:
+                    lines = f.read().split("\n")
+                lines[line - 1] = f"# sibling's live edit {i}"
+                t = time.monotonic()
+                with open(os.path.join(sib, shared), "w") as f:
+                    f.write("\n".join(lines))
+                _d, when = human.diagnostics(shared, lambda d, ln=line: any(
+                    x["line"] == ln and x["agent"] == "wt01" for x in d), after=t)
+                times["sibling write"].append((when - t) * 1000)
+            for i in range(a.live_runs):
+                time.sleep(a.pause)
+                line = 20 + i
+                subprocess.run([py, "-m", "proximity", "intend", f"{shared}:{line}-{line}"],
+                               cwd=os.path.join(root, "wt02"), env=env, check=True,
+                               capture_output=True)
+                t = time.monotonic()
+                _d, when = human.diagnostics(shared, lambda d, ln=line: any(
+                    x["line"] == ln and x["agent"] == "wt02" for x in d), after=None)
+                times["sibling intent"].append(max(0.0, when - t) * 1000)
+            others = [p for p in paths[a.changes * a.worktrees + 10:] if p.endswith(".py")]
+            for p in others[:a.open - 1]:
+                human.open(p)
+            for p in others[:a.open - 1]:
+                human.diagnostics(p)
+            time.sleep(1.0)
+            rss_many = human.rss_kb()
+        finally:
+            human.stop()
+            subprocess.run([py, "-m", "proximity", "service", "stop"], cwd=me, env=env,
+                           check=False, capture_output=True)
+    figures = {k: row(v) for k, v in times.items() if v}
+    out.update(figures=figures, memory_mib={"1 file": round(rss_one / 1024, 1),
+                                            f"{a.open} files": round(rss_many / 1024, 1)},
+               load=load())
+    print(f"{a.files} files x {a.worktrees} worktrees, service warm, pause {a.pause} s")
+    print(f"{'case':22} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    for k, r in figures.items():
+        print(f"{k:22} {r['n']:4} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f} {r['max_ms']:8.1f}")
+    print(f"server memory: {out['memory_mib']} (resident)")
+    for k, v in out.items():
+        if k.endswith("severities"):
+            print(f"{k}: {v}")
+    save_json(a.json, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
