@@ -122,15 +122,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             human.diagnostics(shared)
             for i in range(a.live_runs):
                 time.sleep(a.pause)
-                line = 3 + 2 * i  # the sibling rewrites a line (apart from the last one)
+                # the sibling rewrites a line of a function of the open file (as its agent's
+                # Edit does, uncommitted); the person's editor shows its new text there
                 with open(os.path.join(sib, shared)) as f:
                     lines = f.read().split("\n")
-                lines[line - 1] = f"# sibling's live edit {i}"
+                k = lines.index(f"def func{i % 6}(x, y=0):") + 1
+                lines[k] = f"    z = x * {i % 6} + y  # live edit {i}"
                 t = time.monotonic()
                 with open(os.path.join(sib, shared), "w") as f:
                     f.write("\n".join(lines))
-                _d, when = human.diagnostics(shared, lambda d, ln=line: any(
-                    x["line"] == ln and x["agent"] == "wt01" for x in d), after=t)
+                _d, when = human.diagnostics(shared, lambda d, n=i: any(
+                    f"# live edit {n}" in x["message"] for x in d), after=t)
                 times["sibling write"].append((when - t) * 1000)
             for i in range(a.live_runs):
                 time.sleep(a.pause)
