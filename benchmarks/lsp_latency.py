@@ -8,6 +8,9 @@ Figures (milliseconds unless said):
   change, contested   didChange of the lines the sibling changed (a deny: an error) ->
                    the diagnostics for that very version published
   change, clear    didChange elsewhere in the same file (information only) -> same
+  check alone      the same question as "change, contested" asked of the check itself in
+                   this process, right after each edit (one warm interpreter, no server):
+                   the floor the server stands on, measured under the same load
   sibling write    a sibling's agent writes the open file (its Edit, uncommitted) -> the
                    open buffer's diagnostics show it, with no action of the editor's
   sibling intent   a sibling's `proximity intend` returns (its ledger event recorded) ->
@@ -32,7 +35,11 @@ from collections.abc import Sequence
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, module_paths
 from lsp_human import Human
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from timing import load, save_json
+
+from proximity.agents import precheck
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -76,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = {**ENV, "PROXIMITY_SERVICE": "1"}
     out: dict[str, object] = {"files": a.files, "worktrees": a.worktrees}
     times: dict[str, list[float]] = {k: [] for k in (
-        "open", "change, contested", "change, clear", "sibling write", "sibling intent")}
+        "open", "change, contested", "change, clear", "check alone", "sibling write",
+        "sibling intent")}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         root = os.path.join(tmp, "repo")
@@ -118,6 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     times[name].append((when - t) * 1000)
                     sev = {d["severity"] for d in diags}
                     out.setdefault(f"{name}: severities", sorted(sev))
+                    if name == "change, contested":
+                        t = time.perf_counter()
+                        alone = precheck.check(me, [(shared, ((contested + 1,) * 2,))])
+                        times["check alone"].append((time.perf_counter() - t) * 1000)
+                        out.setdefault("check alone: decision", alone.decision)
             human.change(shared, text)
             human.diagnostics(shared)
             for i in range(a.live_runs):
@@ -165,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{k:22} {r['n']:4} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f} {r['max_ms']:8.1f}")
     print(f"server memory: {out['memory_mib']} (resident)")
     for k, v in out.items():
-        if k.endswith("severities"):
+        if k.endswith(("severities", "decision")):
             print(f"{k}: {v}")
     save_json(a.json, out)
     return 0

@@ -17,8 +17,10 @@ import tempfile
 import time
 
 from rich.console import Console
+from rich.terminal_theme import MONOKAI
 from rich.text import Text
 
+COLS = 124  # the terminal's width
 HERE = os.path.dirname(os.path.abspath(__file__))
 SETUP = os.path.join(HERE, "..", "editors", "nvim", "proximity.lua")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -46,6 +48,8 @@ vim.o.number = true
 vim.o.termguicolors = true
 vim.o.signcolumn = "yes"
 vim.diagnostic.config({ virtual_text = { spacing = 2 }, severity_sort = true })
+vim.cmd("highlight NormalFloat guibg=#26282e guifg=#d8d8d8")
+vim.cmd("highlight FloatBorder guibg=#26282e guifg=#808080")
 local proximity = dofile(%(setup)r)
 proximity.setup({ cmd = { %(python)r, "-m", "proximity", "lsp" } })
 '''
@@ -86,7 +90,7 @@ def main() -> int:
         init = os.path.join(tmp, "init.lua")
         with open(init, "w") as f:
             f.write(INIT % {"setup": os.path.abspath(SETUP), "python": sys.executable})
-        tmux("new-session", "-d", "-x", "104", "-y", "24", "-c", me,
+        tmux("new-session", "-d", "-x", str(COLS), "-y", "30", "-c", me,
              f"nvim --clean -u {init} prices.py")
         try:
             time.sleep(4)  # the server starts, judges the file, shows alice's lines
@@ -94,19 +98,21 @@ def main() -> int:
             tmux("send-keys", "9G", "cc", "    return round(net * (1 + TAX) * 100) / 100",
                  "Escape")
             time.sleep(3)
-            tmux("send-keys", "3G")
-            time.sleep(1)
+            tmux("send-keys", "9G0")  # the hover on that line: their hunk, who yields
+            time.sleep(0.5)
+            tmux("send-keys", ":lua vim.lsp.buf.hover()", "Enter")
+            time.sleep(2)
             screen = tmux("capture-pane", "-e", "-p")
         finally:
             tmux("kill-server")
-        console = Console(record=True, width=104, file=open(os.devnull, "w"),  # noqa: SIM115
+        console = Console(record=True, width=COLS, file=open(os.devnull, "w"),  # noqa: SIM115
                           color_system="truecolor")
         console.print(Text.from_ansi(screen.rstrip("\n")), soft_wrap=True)
         html = os.path.join(tmp, "screen.html")
-        console.save_html(html)
+        console.save_html(html, theme=MONOKAI)
         out = os.path.join(HERE, "editor.png")
         subprocess.run([chromium, *FLAGS, f"--user-data-dir={os.path.join(tmp, 'profile')}",
-                        "--window-size=1000,520", f"--screenshot={out}", f"file://{html}"],
+                        "--window-size=1240,640", f"--screenshot={out}", f"file://{html}"],
                        check=True, capture_output=True)
         print(out)
     finally:

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -283,3 +285,68 @@ def test_a_client_that_never_reads_costs_bounded_memory_and_the_server_still_exi
             proc.wait()
         assert proc.stdout is not None
         proc.stdout.close()
+
+
+@pytest.mark.asyncio
+async def test_their_text_is_shown_safe_and_actions_tell_them_and_show_the_inbox(
+        client: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
+    sp, a, b = work
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 \x1b[31mred\x1b]0;title\x07\n"))
+    u = open_doc(client, a / "app.txt")
+    (d,) = await diagnostics(client, u, lambda d: bool(d) and "red" in d[0].message)
+    change(client, u, 2, APP.replace("line 12\n", "line 12 mine\n"))
+    await diagnostics(client, u, lambda d: len(d) == 2)
+    hover = await client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(u), types.Position(11, 0)))
+    assert hover is not None
+    body = hover.contents.value  # type: ignore[union-attr]
+    for shown in (d.message, body):
+        assert "\x1b" not in shown and "\x07" not in shown and "red" in shown
+
+    acts = await client.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(u), types.Range(types.Position(19, 0), types.Position(21, 0)),
+        types.CodeActionContext([])))
+    assert acts is not None
+    titles = [x.title for x in acts]  # type: ignore[union-attr]
+    assert titles == ["proximity: tell them I am taking these lines (20-21)",
+                      "proximity: show inbox"]
+    # lsprotocol's client converter reads any code action that carries a command as a bare
+    # Command, its "command" the code action's command object turned into a string
+    got = acts[0]
+    assert isinstance(got, types.Command)
+    intend = ast.literal_eval(got.command) if got.command.startswith("{") else {
+        "command": got.command, "arguments": got.arguments}
+    assert intend["command"] == "proximity.intend"
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        intend["command"], intend["arguments"]))
+    deadline = time.monotonic() + WAIT
+    while not any("is taking app.txt:20-21" in m.message for m in client.messages):
+        assert time.monotonic() < deadline, client.messages
+        await asyncio.sleep(0.05)
+    told = subprocess.run([sys.executable, "-m", "proximity", "check", "--json", "app.txt:20"],
+                          cwd=b, capture_output=True, text=True)
+    assert '"evidence": "intent"' in told.stdout and '"agent": "a"' in told.stdout
+
+    lens = await client.text_document_code_lens_async(types.CodeLensParams(
+        types.TextDocumentIdentifier(u)))
+    assert lens and "worktree 'b' (branch feat/b)" in lens[0].command.title  # type: ignore[union-attr]
+
+
+@pytest.mark.asyncio
+async def test_a_save_records_the_worktrees_state_at_once(client: LanguageClient,
+                                                           work) -> None:  # type: ignore[no-untyped-def]
+    _sp, a, _b = work
+    u = open_doc(client, a / "app.txt")
+    await diagnostics(client, u, bool)
+    (a / "app.txt").write_text(APP.replace("line 3\n", "line 3 saved\n"))
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(u)))
+    deadline = time.monotonic() + WAIT
+    while True:
+        got = subprocess.run([sys.executable, "-m", "proximity", "ledger", "--json"], cwd=a,
+                             capture_output=True, text=True)
+        if got.returncode == 0 and any(e["stream"] == "a" and e["kind"] == "snapshot"
+                                       and "app.txt" in e["files"]
+                                       for e in json.loads(got.stdout)["events"]):
+            break
+        assert time.monotonic() < deadline, got.stdout + got.stderr
+        await asyncio.sleep(0.2)

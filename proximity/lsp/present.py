@@ -47,7 +47,7 @@ def fence(body: str) -> str:
 def hover(found: Sequence[Finding], yields: dict[str, str]) -> str:
     """Markdown for the findings on one line: who, their hunk, who yields, what to do."""
     parts = []
-    for f in found:
+    for f in sorted(found, key=lambda f: (ERROR, WARNING, INFO).index(f.severity)):
         body = "\n".join(shown(ln, 300) for ln in f.hunk.split("\n")) if f.hunk else ""
         tick = fence(body)
         text = [f"**proximity** — {shown(f.message, 2000)}"]
