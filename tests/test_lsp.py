@@ -350,3 +350,22 @@ async def test_a_save_records_the_worktrees_state_at_once(client: LanguageClient
             break
         assert time.monotonic() < deadline, got.stdout + got.stderr
         await asyncio.sleep(0.2)
+
+
+@pytest.mark.asyncio
+async def test_a_definition_changed_unsaved_names_the_siblings_new_call(
+        client: LanguageClient, space) -> None:  # type: ignore[no-untyped-def]
+    lib = "RATE = 3\n\n\ndef total(n):\n    return n * RATE\n"
+    sp = space({"lib.py": lib, "app.py": "import lib\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "app.py", "import lib\n\nprint(lib.total(3))\n")  # b's new call
+    subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=b, check=True,
+                   capture_output=True)
+    u = open_doc(client, a / "lib.py")
+    assert await diagnostics(client, u) == []
+    change(client, u, 2, lib.replace("def total(n):", "def total(n, rate):"))
+    ds = await diagnostics(client, u, bool)
+    (w,) = ds
+    assert w.severity == types.DiagnosticSeverity.Warning and w.range.start.line == 3
+    assert "total, defined in your line 4 of lib.py, is used by worktree 'b'" in w.message
+    assert "app.py:3" in w.message

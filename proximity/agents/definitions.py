@@ -17,14 +17,16 @@ MAX_SYMBOLS = 40
 MAX_SCAN_BYTES = 256 * 1024
 
 
-def defined_at(worktree: str, path: str, ranges: Sequence[Range] | None) -> list[str]:
+def defined_at(worktree: str, path: str, ranges: Sequence[Range] | None,
+               live: str | None = None) -> list[str]:
     """Short names of the definitions whose header (def line, signature, constant) lies in
-    the requested lines of a worktree's file: an edit there can change what other code
+    the requested lines of a worktree's file (read from ``live`` when given: the text it
+    stands for, an editor's unsaved buffer): an edit there can change what other code
     relies on."""
     if parsers.language_of(path) is None:
         return []
     try:
-        with open(os.path.join(worktree, path), "rb") as f:
+        with open(live or os.path.join(worktree, path), "rb") as f:
             data = f.read(MAX_SCAN_BYTES + 1)
     except OSError:
         return []

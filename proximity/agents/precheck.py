@@ -239,7 +239,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
     # last recorded in the ledger (hooks, PostToolUse), a tree-to-tree diff that never
     # walks a worktree; its committed work when it has no recorded state
-    defined = {t.path: definitions.defined_at(me.path, t.path, t.ranges) for t in targets}
+    defined = {t.path: definitions.defined_at(me.path, t.path, t.ranges,
+                                              lives.get(("", t.path))) for t in targets}
     uses: dict[str, dict[str, tuple[verdict.Use, ...]]] = {}
     if any(defined.values()):
         states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
