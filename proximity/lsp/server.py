@@ -48,6 +48,7 @@ class Proximity(LanguageServer):
         self.typed: dict[str, float] = {}  # uri -> when its last change came
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="lsp-judge")
         self.recorder = ThreadPoolExecutor(1, thread_name_prefix="lsp-record")
+        self.asker = ThreadPoolExecutor(1, thread_name_prefix="lsp-ask")
         self.heads: dict[tuple[str, str], tuple[str, str | None]] = {}
         self.commons: set[str] = set()
         self.looker = Looker(self.watched, self.moved, self.orphaned)
@@ -118,14 +119,15 @@ class Proximity(LanguageServer):
         person's own lines (asked each time)."""
         size = text.count("\n") + (0 if text.endswith("\n") else 1)
         mine = judge.own_lines(text, self.head_text(where))
+        # the two questions wait on git, not on Python: asked side by side
+        edit = self.asker.submit(ask, path, mine, text) if mine else None
         if doc.stale or doc.seen is None:
             doc.stale = False
             theirs = judge.siblings(ask(path, None), where.rel, size)
         else:
             theirs = judge.remap(doc.seen[1], doc.seen[0], text, size)
         doc.seen = (text, theirs)
-        edit = ask(path, mine, text) if mine else None
-        return theirs + judge.conflicts(edit, mine or (), size)
+        return theirs + judge.conflicts(edit.result() if edit else None, mine or (), size)
 
     def head_text(self, where: Where) -> str | None:
         """The file as HEAD has it (remembered per HEAD commit)."""
