@@ -3,8 +3,8 @@
 #   - a virtualenv (.venv) with proximity and its test extras (pytest, hypothesis, ruff, mypy,
 #     and the hook hosts the tests drive: pre-commit, prek with the uv it uses, lefthook)
 #     from PyPI;
-#   - git, Chromium and Neovim from the OS packages when missing (the view test drives a
-#     real headless browser; the editor test a real headless Neovim).
+#   - git, Chromium, Neovim and Emacs with eglot from the OS packages when missing (the
+#     view test drives a real headless browser; the editor tests real headless editors).
 # The tests run in parallel, one process per core (at most 4): most of their time is spent
 # waiting for git, hooks and services. Extra arguments go to pytest, e.g.
 # `bash tests/run.sh -k hooks`, or `bash tests/run.sh -n 0` to run them in one process.
@@ -16,6 +16,7 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
     || need_apt+=(chromium)
 command -v nvim >/dev/null 2>&1 || need_apt+=(neovim)
+command -v emacs >/dev/null 2>&1 || need_apt+=(emacs-nox elpa-eglot)
 if [ ${#need_apt[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -71,3 +71,71 @@ def test_neovim_reads_the_siblings_lines_and_the_conflict_through_vim_diagnostic
     assert "worktree 'b' (branch feat/b) is changing these lines" in info["message"]
     (err,) = [d for d in got["typing"] if d["severity"] == 1]
     assert err["lnum"] == 11 and err["message"].startswith("proximity check: DENY: worktree 'b'")
+
+
+EMACS = shutil.which("emacs")
+ELISP = r""";; -*- lexical-binding: t -*-
+(require 'eglot)
+(require 'flymake)
+(require 'cl-lib)
+(setq eglot-server-programs
+      (list (cons '(text-mode fundamental-mode) (list %(python)s "-m" "proximity" "lsp"))))
+(defun prox-wait (pred)
+  (let ((n 0))
+    (while (and (< n 600) (not (funcall pred)))
+      (accept-process-output nil 0.05)
+      (setq n (1+ n)))
+    (funcall pred)))
+(defun prox-take ()
+  (apply #'vector
+         (mapcar (lambda (d) (vector (line-number-at-pos (flymake-diagnostic-beg d))
+                                     (symbol-name (flymake-diagnostic-type d))
+                                     (flymake-diagnostic-text d)))
+                 (flymake-diagnostics))))
+(defun prox-has (type)
+  (lambda () (flymake-start) (cl-some (lambda (d) (equal (aref d 1) type)) (prox-take))))
+(find-file %(file)s)
+(text-mode)
+(apply #'eglot--connect (eglot--guess-contact))
+(let* ((opened (prox-wait (prox-has "eglot-note")))
+       (open (prox-take)))
+  (goto-char (point-min))
+  (forward-line 11)
+  (delete-region (line-beginning-position) (line-end-position))
+  (insert "line 12 typed in emacs")
+  ;; (eglot sends changes from an idle timer, and a batch Emacs is never idle)
+  (eglot--signal-textDocument/didChange)
+  (let* ((typed (prox-wait (prox-has "eglot-error")))
+         (typing (prox-take)))
+    (with-temp-file %(out)s
+      (insert (json-encode (list (cons 'opened opened) (cons 'open open)
+                                 (cons 'typed typed) (cons 'typing typing)))))))
+(kill-emacs 0)
+"""
+
+
+@pytest.mark.skipif(EMACS is None, reason="Emacs is not installed (Debian's emacs-nox and "
+                    "elpa-eglot packages)")
+def test_emacs_eglot_shows_the_siblings_lines_and_the_conflict_through_flymake(
+        space, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert EMACS is not None
+    probe = subprocess.run([EMACS, "--batch", "--eval", "(require 'eglot)"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("Emacs has no eglot (Emacs 29+, or Debian's elpa-eglot)")
+    sp = space({"app.txt": APP})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 by b\n"))
+    script, out = tmp_path / "run.el", tmp_path / "out.json"
+    script.write_text(ELISP % {k: json.dumps(str(v)) for k, v in {
+        "python": sys.executable, "file": a / "app.txt", "out": out}.items()})
+    proc = subprocess.run([EMACS, "--batch", "-l", str(script)], cwd=a, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.exists(), proc.stdout + proc.stderr
+    got = json.loads(out.read_text())
+    assert got["opened"] and got["typed"], got
+    (info,) = got["open"]
+    assert info[0] == 12 and info[1] == "eglot-note"
+    assert "worktree 'b' (branch feat/b) is changing these lines" in info[2]
+    (err,) = [d for d in got["typing"] if d[1] == "eglot-error"]
+    assert err[0] == 12 and "proximity check: DENY: worktree 'b'" in err[2]
