@@ -693,3 +693,17 @@ def test_own_work_touching_the_request_joins_it_as_gits_merge_joins_them(pair, c
     # far from b's work, a's own earlier change does not make an edit collide
     rc, out = run_check(a, "app.txt:30-31", capsys=capsys)
     assert out["decision"] == "allow", out
+
+
+def test_a_move_staged_after_an_earlier_check_is_seen_by_the_next(space):
+    """The staged moves are remembered per index file: a `git mv` writes a new index, so
+    the next check in the same process (the editor's server, the service) asks again."""
+    from proximity.agents import precheck
+
+    sp = space({"app.txt": APP})
+    a, b = sp.wt("a"), sp.wt("b")
+    assert precheck.check(str(a), [("app.txt", ((12, 12),))]).decision == "allow"
+    git(b, "mv", "app.txt", "moved.txt")
+    (b / "moved.txt").write_text(APP.replace("line 12\n", "line 12 by b\n"))
+    d = precheck.check(str(a), [("app.txt", ((12, 12),))])
+    assert d.decision == "deny" and d.conflicts[0].agent == "b", d

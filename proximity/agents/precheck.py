@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from proximity import gitio, unsaved
+from proximity import gitfiles, gitio, unsaved
 from proximity.agents import definitions, verdict
 from proximity.analysis import hunks
 from proximity.errors import ConfigError, LedgerError, UsageError
@@ -323,16 +323,45 @@ def renames(pairs: Sequence[tuple[str, str | None]]
     similarity). Unstaged moves (a plain `mv`) are a deletion and a new file to git too."""
     jobs = sorted({(p, b) for p, b in pairs if b})
     out: dict[tuple[str, str | None], dict[str, str]] = {}
+    # the staged moves depend on the index file and the base alone: a worktree whose index
+    # was not written since (git replaces it whole: a new inode) is not asked again
+    marks = {p: _index_mark(p) for p, _ in jobs}
+    ask = [(p, b) for p, b in jobs if marks[p] is None or MOVES.get((p, b), (None,))[0]
+           != marks[p]]
     texts = gitio.git_many([(["diff-index", "--cached", "-M", "-z", "--name-status",
-                              "--diff-filter=R", b], p) for p, b in jobs])
-    for (p, b), raw in zip(jobs, texts, strict=True):
+                              "--diff-filter=R", b], p) for p, b in ask])
+    if len(MOVES) + len(ask) > DIFF_ENTRIES:
+        MOVES.clear()
+    for (p, b), raw in zip(ask, texts, strict=True):
         parts = (raw or b"").decode("utf-8", "surrogateescape").split("\0")
         moved = {}
         for i in range(0, len(parts) - 2, 3):
             if parts[i].startswith("R"):
                 moved[parts[i + 1]] = parts[i + 2]
+        mark = marks[p]
+        if raw is not None and mark is not None:
+            MOVES[p, b] = (mark, moved)
         out[p, b] = moved
+    for p, b in jobs:
+        if (p, b) not in out:
+            out[p, b] = dict(MOVES[p, b][1])
     return out
+
+
+# The staged moves of a worktree against a base, by its index file's identity (renames).
+MOVES: dict[tuple[str, str | None], tuple[tuple[int, int, int], dict[str, str]]] = {}
+
+
+def _index_mark(worktree: str) -> tuple[int, int, int] | None:
+    """The identity of a worktree's index file (None: not known from files)."""
+    found = gitfiles.checkout_of(worktree)
+    if found is None:
+        return None
+    try:
+        st = os.stat(os.path.join(found[0], found[1], "index"))
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def edits_of(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, ...] | None]]:
