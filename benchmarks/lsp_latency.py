@@ -54,8 +54,14 @@ def row(xs: list[float]) -> dict[str, float]:
 
 def warm_service(py: str, wt: str, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run([py, "-m", "proximity", "service", "start"], cwd=wt, env=env, check=True,
-                   capture_output=True)
+    for attempt in range(3):  # (a start can time out on a loaded machine: said, retried)
+        got = subprocess.run([py, "-m", "proximity", "service", "start"], cwd=wt, env=env,
+                             capture_output=True, text=True, check=False)
+        if got.returncode == 0:
+            break
+        print(f"service start, attempt {attempt + 1}: {got.stderr.strip()}", file=sys.stderr)
+    else:
+        raise SystemExit("the service did not start")
     while True:
         st = json.loads(subprocess.run([py, "-m", "proximity", "service", "status", "--json"],
                                        cwd=wt, env=env, capture_output=True, text=True,
