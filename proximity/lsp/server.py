@@ -25,12 +25,15 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from proximity import __version__, gitfiles, gitio
+from proximity.errors import LedgerError
+from proximity.ledger import Ledger
 from proximity.lsp import documents, judge, present
 from proximity.lsp.answer import ask
 from proximity.lsp.documents import Doc, Where
 from proximity.lsp.live import Looker
 from proximity.lsp.transport import Input, Output
 from proximity.remote.untrusted import text as shown
+from proximity.snapshot import recorder, workspace
 
 DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
 
@@ -227,9 +230,6 @@ class Proximity(LanguageServer):
 
     def yields(self, where: Where, agents: set[str]) -> dict[str, str]:
         """Who yields to whom, per sibling, as the ledger's standing decisions say."""
-        from proximity.errors import LedgerError
-        from proximity.ledger import Ledger
-
         out: dict[str, str] = {}
         try:
             ledger = Ledger(where.ecm, create=False)
@@ -254,8 +254,6 @@ class Proximity(LanguageServer):
 
 def record(root: str) -> None:
     """This worktree's state as a ledger event (what an agent's PostToolUse records)."""
-    from proximity.snapshot import recorder, workspace
-
     try:
         ctx = workspace.open_context(root, check_git=False, strict=False)
         try:
@@ -371,6 +369,7 @@ def run_and_tell(ls: Proximity, job: Any) -> None:
 
 def intend_lines(where: Where, spec: str) -> str:
     """`proximity intend` for the lines the person chose (the MCP tool's own code)."""
+    # lazy: the MCP SDK behind the tool's code is loaded when the person first asks
     from proximity.agents.mcp_server import intend_tool
 
     got = intend_tool([spec], False, where.root, where.root)
@@ -379,6 +378,7 @@ def intend_lines(where: Where, spec: str) -> str:
 
 
 def inbox_text(where: Where) -> str:
+    # lazy: as above
     from proximity.agents.mcp_server import inbox_tool
 
     got = inbox_tool(False, where.root, where.root)
