@@ -29,6 +29,12 @@ def ledger_path(ecm: str) -> str:
     return os.path.join(ecm, LEDGER)
 
 
+def unsaved_dir(ecm: str) -> str:
+    """A person's unsaved editor buffers, kept as live work for the other worktrees
+    (``unsaved``)."""
+    return os.path.join(ecm, "unsaved")
+
+
 def index_dir(ecm: str) -> str:
     """The shadow indexes snapshots are built in (never the user's index)."""
     return os.path.join(ecm, "index")

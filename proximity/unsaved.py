@@ -17,14 +17,13 @@ import hashlib
 import os
 import stat
 
-from proximity import owned
+from proximity import layout, owned
 
-DIR = "unsaved"
 MAX_BYTES = 4 << 20  # a buffer larger than this is not shared (nor read back)
 
 
 def directory(ecm_dir: str) -> str:
-    return os.path.join(ecm_dir, DIR)
+    return layout.unsaved_dir(ecm_dir)
 
 
 def key(worktree: str, rel: str) -> str:

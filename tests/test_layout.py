@@ -36,7 +36,7 @@ FLOORS: list[set[str]] = [
     # ground: plain data, errors, paths under .git/ecm, safe text, the wire protocol, the
     # calibration table; the standard library only
     {"__init__", "errors", "model", "owned", "layout", "jsontext", "safetext", "protocol",
-     "calibration", "calibration_table", "gitfiles"},
+     "calibration", "calibration_table", "gitfiles", "unsaved"},
     {"gitio", "ledger", "config"},  # git, the shared ledger, settings
     {"analysis"},  # reading source code: hunks, parsers, imports, symbols
     {"policy"},  # the airspace's one policy

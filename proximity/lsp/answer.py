@@ -8,7 +8,7 @@ import os
 
 from proximity.agents import verdict
 from proximity.agents.precheck import check
-from proximity.analysis.intervals import Range
+from proximity.model import Range
 
 
 def ask(path: str, ranges: tuple[Range, ...] | None, result: str | None = None,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import unquote, urlparse
 
-from proximity import gitfiles, owned, unsaved
+from proximity import gitfiles, layout, owned, unsaved
 from proximity.lsp.judge import Finding
 
 MAX_BYTES = 1 << 20  # a larger document is not judged as it is typed
@@ -28,7 +28,7 @@ class Where(NamedTuple):
 
     @property
     def ecm(self) -> str:
-        return os.path.join(self.common, "ecm")
+        return layout.ecm_dir(self.common)
 
 
 @dataclass
@@ -119,4 +119,4 @@ def sweep_all(commons: set[str]) -> None:
     """Every buffer this process kept, and any a dead editor server left."""
     for common in commons:
         with contextlib.suppress(OSError, owned.NotOurs):
-            unsaved.sweep(os.path.join(common, "ecm"))
+            unsaved.sweep(layout.ecm_dir(common))

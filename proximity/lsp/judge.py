@@ -13,8 +13,8 @@ from typing import NamedTuple
 from proximity.agents import verdict
 from proximity.agents.edits import written_lines
 from proximity.analysis import hunks, intervals
-from proximity.analysis.intervals import Range
-from proximity.remote.untrusted import text as shown
+from proximity.model import Range
+from proximity.safetext import text as shown
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 

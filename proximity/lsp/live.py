@@ -12,8 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from proximity import unsaved
-from proximity.ledger.db import FILENAME
+from proximity import layout, unsaved
 
 Stat = tuple[int, int, int] | None
 INTERVAL = 0.2  # seconds between looks
@@ -87,8 +86,9 @@ class Looker:
         return got[1]
 
     def _shared(self, common: str) -> object:
-        ecm = os.path.join(common, "ecm")
-        return (_stat(os.path.join(ecm, FILENAME)), _stat(os.path.join(ecm, FILENAME + "-wal")),
+        ecm = layout.ecm_dir(common)
+        ledger = layout.ledger_path(ecm)
+        return (_stat(ledger), _stat(ledger + "-wal"),
                 others_buffers(ecm, os.getpid()), tuple(self.roots(common)))
 
     def _mark(self, common: str, rel: str, shared: object) -> object:

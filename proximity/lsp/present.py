@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from lsprotocol import types
 
 from proximity.lsp.judge import ERROR, INFO, WARNING, Finding, who
-from proximity.remote.untrusted import text as shown
+from proximity.safetext import text as shown
 
 SEVERITY = {ERROR: types.DiagnosticSeverity.Error, WARNING: types.DiagnosticSeverity.Warning,
             INFO: types.DiagnosticSeverity.Information}

@@ -32,7 +32,7 @@ from proximity.lsp.answer import ask
 from proximity.lsp.documents import Doc, Where
 from proximity.lsp.live import Looker
 from proximity.lsp.transport import Input, Output
-from proximity.remote.untrusted import text as shown
+from proximity.safetext import text as shown
 from proximity.snapshot import recorder, workspace
 
 DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
@@ -370,7 +370,7 @@ def run_and_tell(ls: Proximity, job: Any) -> None:
 def intend_lines(where: Where, spec: str) -> str:
     """`proximity intend` for the lines the person chose (the MCP tool's own code)."""
     # lazy: the MCP SDK behind the tool's code is loaded when the person first asks
-    from proximity.agents.mcp_server import intend_tool
+    from proximity.mcp.server import intend_tool
 
     got = intend_tool([spec], False, where.root, where.root)
     return (f"proximity: the other worktrees are told that {shown(got['agent'])} is taking "
@@ -379,7 +379,7 @@ def intend_lines(where: Where, spec: str) -> str:
 
 def inbox_text(where: Where) -> str:
     # lazy: as above
-    from proximity.agents.mcp_server import inbox_tool
+    from proximity.mcp.server import inbox_tool
 
     got = inbox_tool(False, where.root, where.root)
     msgs = got["messages"]
