@@ -707,3 +707,40 @@ def test_a_move_staged_after_an_earlier_check_is_seen_by_the_next(space):
     (b / "moved.txt").write_text(APP.replace("line 12\n", "line 12 by b\n"))
     d = precheck.check(str(a), [("app.txt", ((12, 12),))])
     assert d.decision == "deny" and d.conflicts[0].agent == "b", d
+
+
+def test_changed_signatures_are_rewritten_headers_not_new_functions_or_bodies():
+    from proximity.agents import definitions
+
+    diff = """diff --git a/lib.py b/lib.py
+--- a/lib.py
++++ b/lib.py
+@@ -4,2 +4,2 @@
+-def total(n):
+-    return n * RATE
++def total(n, rate):
++    return n * rate
+@@ -9 +9,3 @@
+-    return 1
++    return 2
++def fresh(x):
++    return x
+diff --git a/m.go b/m.go
+--- a/m.go
++++ b/m.go
+@@ -3 +3 @@
+-func (s *Shop) Price(a int) int {
++func (s *Shop) Price(a int, tax float64) int {
+diff --git a/w.ts b/w.ts
+--- a/w.ts
++++ b/w.ts
+@@ -1 +1 @@
+-export async function load(url: string) {
++export async function load(url: string, retries = 3) {
+"""
+    got = [(s.name, s.path, s.line, s.header) for s in definitions.changed_signatures(diff)]
+    assert got == [("total", "lib.py", 4, "def total(n, rate):"),
+                   ("Price", "m.go", 3, "func (s *Shop) Price(a int, tax float64) int {"),
+                   ("load", "w.ts", 1, "export async function load(url: string, retries = 3) {")]
+    text = "import lib\nx = lib.total(1)\ndef total(n):\n    return total (n)\n"
+    assert definitions.calls(text, ["total"]) == [(2, "total"), (4, "total")]

@@ -369,3 +369,28 @@ async def test_a_definition_changed_unsaved_names_the_siblings_new_call(
     assert w.severity == types.DiagnosticSeverity.Warning and w.range.start.line == 3
     assert "total, defined in your line 4 of lib.py, is used by worktree 'b'" in w.message
     assert "app.py:3" in w.message
+
+
+@pytest.mark.asyncio
+async def test_a_call_a_siblings_changed_signature_breaks_is_marked_with_the_new_one(
+        client: LanguageClient, space) -> None:  # type: ignore[no-untyped-def]
+    lib = "RATE = 3\n\n\ndef total(n):\n    return n * RATE\n"
+    app = "import lib\n\nprint(lib.total(3))\n"
+    sp = space({"lib.py": lib, "app.py": app})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "lib.py", lib.replace("def total(n):", "def total(n, rate):"))
+    subprocess.run([sys.executable, "-m", "proximity", "snapshot"], cwd=b, check=True,
+                   capture_output=True)  # (its PostToolUse records it)
+    u = open_doc(client, a / "app.py")
+    (w,) = await diagnostics(client, u, bool)
+    assert w.severity == types.DiagnosticSeverity.Warning and w.range.start.line == 2
+    assert "worktree 'b' (branch feat/b) changed the signature of total in lib.py:4" in w.message
+    assert "`def total(n, rate):`" in w.message
+    # a new call typed by the person is marked as it is typed
+    change(client, u, 2, app + "x = lib.total(4)\n")
+    ds = await diagnostics(client, u, lambda d: len(d) == 2)
+    assert sorted(d.range.start.line for d in ds) == [2, 3]
+    # in the file that defines it, their changed header is their line, not a call of ours
+    other = open_doc(client, a / "lib.py")
+    (info,) = await diagnostics(client, other, bool)
+    assert info.severity == types.DiagnosticSeverity.Information and info.range.start.line == 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from proximity.agents import verdict
 from proximity.analysis import hunks, parsers
@@ -84,3 +85,52 @@ def new_uses(diff_text: str, names: list[str], skip: str) -> list[verdict.Use]:
                         found.append(verdict.Use(m.group(1), path, line, (h,)))
                 line += 1
     return found[:10]
+
+
+class Signature(NamedTuple):
+    """A definition whose header a sibling rewrote: calls elsewhere may no longer match."""
+
+    name: str
+    path: str  # the file it is defined in
+    line: int  # its header's line there, in the sibling's file
+    header: str  # the new header, as the sibling wrote it
+
+
+DEF_NAME = re.compile(
+    r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|async\s+|default\s+)*"
+    r"(?:def|function|fn|func(?:\s*\([^)]*\))?)\s+([A-Za-z_]\w*)\s*[(<]")
+
+
+def changed_signatures(diff_text: str) -> list[Signature]:
+    """The definitions whose header line a diff rewrote in place (the old header removed
+    and one of the same name added in the same hunk): a new function, or a body edit, is
+    not one."""
+    out: list[Signature] = []
+    for path, d in hunks.parse(diff_text).items():
+        for h in d.hunks:
+            old = {m.group(1) for ln in h.lines if ln.startswith("-")
+                   if (m := DEF_NAME.match(ln[1:]))}
+            line = h.new_start
+            for ln in h.lines:
+                if ln.startswith("-"):
+                    continue
+                m = DEF_NAME.match(ln[1:])
+                if m and m.group(1) in old and ln[1:] not in {x[1:] for x in h.lines
+                                                               if x.startswith("-")}:
+                    out.append(Signature(m.group(1), path, line, ln[1:].strip()))
+                line += 1
+    return out[:MAX_SYMBOLS]
+
+
+def calls(text: str, names: Sequence[str]) -> list[tuple[int, str]]:
+    """(line, name) of each call of one of ``names`` in ``text`` (``name(`` that is not
+    its own definition)."""
+    if not names:
+        return []
+    call = re.compile(r"(?<![\w$])(" + "|".join(map(re.escape, names)) + r")\s*\(")
+    out = []
+    for n, row in enumerate(text.split("\n"), 1):
+        if DEF_NAME.match(row):
+            continue
+        out += [(n, m.group(1)) for m in call.finditer(row)]
+    return out

@@ -279,6 +279,33 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     return out
 
 
+def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]]:
+    """Each sibling's rewritten definition headers (its work as last recorded, against
+    the pair's merge base): (worktree id, branch, signature). The evidence for a call that a
+    sibling's changed signature may break, wherever the call is."""
+    repo = gitio.Repo(start, fast=True)
+    me = repo.current()
+    siblings = [w for w in repo.worktrees()
+                if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
+    if not siblings:
+        return []
+    heads = sorted({w.head for w in siblings if w.head})
+    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in heads]
+                           ) if me.head else [None] * len(heads)
+    base_of = {h: (out.decode().strip() or None) if out else None
+               for h, out in zip(heads, found, strict=True)}
+    ledger = open_ledger(repo)
+    try:
+        states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
+    finally:
+        if ledger is not None:
+            ledger.close()
+    texts = gitio.git_many([(gitio.tree_diff_args(base_of.get(w.head or ""), states[w.id]),
+                             repo.workdir) for w in siblings])
+    return [(w.id, w.branch, sig) for w, raw in zip(siblings, texts, strict=True)
+            for sig in definitions.changed_signatures((raw or b"").decode("utf-8", "replace"))]
+
+
 def joined(ranges: tuple[Range, ...], own: hunks.FileDiff | None) -> tuple[Range, ...]:
     """The requested base lines with this worktree's own changes that touch them, as
     git's merge joins them into one change: a sibling's work touching any part of it

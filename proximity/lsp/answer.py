@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from proximity.agents import verdict
+from proximity.agents import definitions, precheck, verdict
 from proximity.agents.precheck import check
 from proximity.model import Range
 
@@ -18,3 +18,9 @@ def ask(path: str, ranges: tuple[Range, ...] | None, result: str | None = None,
     start = os.path.dirname(path)
     return check(start, [(path, ranges)], deny_on, cwd=start,
                  results=None if result is None else {path: result})
+
+
+def signatures(path: str) -> list[tuple[str, str | None, definitions.Signature]]:
+    """The definitions the siblings of the worktree holding ``path`` rewrote the header
+    of: (worktree, branch, signature), the check's symbol evidence seen from a caller."""
+    return precheck.signatures(os.path.dirname(path))

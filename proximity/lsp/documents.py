@@ -11,6 +11,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlparse
 
 from proximity import gitfiles, layout, owned, unsaved
+from proximity.agents.definitions import Signature
 from proximity.lsp.judge import Finding
 
 MAX_BYTES = 1 << 20  # a larger document is not judged as it is typed
@@ -42,6 +43,8 @@ class Doc:
     said: str | None = None  # the last reason logged for not judging it
     stale: bool = True  # the siblings' picture must be asked again (not only typed over)
     seen: tuple[str, list[Finding]] | None = None  # the text the siblings' lines are for
+    # the definitions siblings rewrote the header of: (worktree, branch, signature)
+    signatures: list[tuple[str, str | None, Signature]] = field(default_factory=list)
 
 
 def path_of(uri: str) -> str | None:

@@ -10,7 +10,7 @@ import difflib
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from proximity.agents import verdict
+from proximity.agents import definitions, verdict
 from proximity.agents.edits import written_lines
 from proximity.analysis import hunks, intervals
 from proximity.model import Range
@@ -75,6 +75,27 @@ def conflicts(edit: verdict.Decision | None, mine: Sequence[Range], buffer_lines
             for rng in placed(c, mine):
                 out.append(Finding(clamp(rng, buffer_lines), severity, message, c.agent,
                                    c.branch, c.hunk, c.evidence, edit.decision))
+    return out
+
+
+def broken_calls(sigs: Sequence[tuple[str, str | None, definitions.Signature]], text: str,
+                 rel: str, buffer_lines: int) -> list[Finding]:
+    """A warning on each call in the buffer of a function a sibling changed the header of
+    (defined in another file: one changed here is the line evidence's), with the new
+    signature: the call may no longer match it at merge."""
+    theirs = [(a, b, s) for a, b, s in sigs if s.path != rel]
+    out: list[Finding] = []
+    for line, name in definitions.calls(text, sorted({s.name for _, _, s in theirs})):
+        for agent, branch, s in theirs:
+            if s.name != name:
+                continue
+            c = Finding((line, line), WARNING, "", agent, branch,
+                        f"+{s.header}", "symbol", verdict.ASK)
+            out.append(c._replace(
+                lines=clamp((line, line), buffer_lines),
+                message=f"{who(c)} changed the signature of {shown(name)} in "
+                        f"{shown(s.path, 300)}:{s.line}: `{shown(s.header, 200)}`; this call "
+                        "may no longer match it at merge"))
     return out
 
 

@@ -28,7 +28,7 @@ from proximity import __version__, gitfiles, gitio
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger
 from proximity.lsp import documents, judge, present
-from proximity.lsp.answer import ask
+from proximity.lsp.answer import ask, signatures
 from proximity.lsp.documents import Doc, Where
 from proximity.lsp.live import Looker
 from proximity.lsp.transport import Input, Output
@@ -127,10 +127,13 @@ class Proximity(LanguageServer):
         if doc.stale or doc.seen is None:
             doc.stale = False
             theirs = judge.siblings(ask(path, None), where.rel, size)
+            doc.signatures = signatures(path)
         else:
             theirs = judge.remap(doc.seen[1], doc.seen[0], text, size)
         doc.seen = (text, theirs)
-        return theirs + judge.conflicts(edit.result() if edit else None, mine or (), size)
+        calls = judge.broken_calls(doc.signatures, text, where.rel, size)  # (typed ones too)
+        return theirs + calls + judge.conflicts(edit.result() if edit else None, mine or (),
+                                                size)
 
     def head_text(self, where: Where) -> str | None:
         """The file as HEAD has it (remembered per HEAD commit)."""
