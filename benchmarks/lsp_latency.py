@@ -8,9 +8,10 @@ Figures (milliseconds unless said):
   change, contested   didChange of the lines the sibling changed (a deny: an error) ->
                    the diagnostics for that very version published
   change, clear    didChange elsewhere in the same file (information only) -> same
-  check alone      the same question as "change, contested" asked of the check itself in
-                   this process, right after each edit (one warm interpreter, no server):
-                   the floor the server stands on, measured under the same load
+  check alone      the very question the server asks for "change, contested" (the
+                   buffer's lines that differ from HEAD, the buffer as the edit's result)
+                   asked of the check in this process right after each edit (one warm
+                   interpreter, no server): the floor the server stands on, same load
   sibling write    a sibling's agent writes the open file (its Edit, uncommitted) -> the
                    open buffer's diagnostics show it, with no action of the editor's
   sibling intent   a sibling's `proximity intend` returns (its ledger event recorded) ->
@@ -39,7 +40,8 @@ from lsp_human import Human
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from timing import load, save_json
 
-from proximity.agents import precheck
+from proximity.lsp.answer import ask
+from proximity.lsp.judge import own_lines
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -111,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(os.path.join(sib, shared)) as f:
             theirs = f.read()
         contested = theirs.split("\n").index("# edit by agent 1")  # 0-based: their lines
+        head = subprocess.run(["git", "show", f"HEAD:{shared}"], cwd=me, env=env, text=True,
+                              capture_output=True, check=True).stdout
         human = Human(me, py, env)
         try:
             for k in range(3):  # the open, three times (closed between)
@@ -133,8 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     sev = {d["severity"] for d in diags}
                     out.setdefault(f"{name}: severities", sorted(sev))
                     if name == "change, contested":
+                        body = "\n".join(new)
                         t = time.perf_counter()
-                        alone = precheck.check(me, [(shared, ((contested + 1,) * 2,))])
+                        alone = ask(os.path.join(me, shared), own_lines(body, head), body)
                         times["check alone"].append((time.perf_counter() - t) * 1000)
                         out.setdefault("check alone: decision", alone.decision)
             human.change(shared, text)
