@@ -17,11 +17,15 @@ key in a committed file is ignored with a warning. ``load`` reads a file from a 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import re
 import sys
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from proximity import configlimits
 from proximity.errors import ConfigError
 
 CHANNELS = ("conflict", "overlap", "approach", "symbol", "dependency", "tree")
@@ -61,12 +65,27 @@ class Config(NamedTuple):
     def excluded(self, path: str) -> bool:
         if not self.exclude:
             return False
-        import fnmatch
+        return _matcher(self.exclude)(path) is not None
 
-        return any(fnmatch.fnmatch(path, pat) for pat in self.exclude)
+
+@functools.lru_cache(maxsize=8)
+def _matcher(globs: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    """One regular expression for a whole glob list, compiled once per list: fnmatch's own
+    cache holds 256 patterns, so a longer list recompiled every glob for every path."""
+    import fnmatch
+
+    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs)).match
 
 
 MAX_NUMBER = 1e12  # larger settings are typos, and would overflow ints
+# a glob list is compiled into one expression every process reads it with: bounded so a
+# committed list costs a hook milliseconds (256 globs compile in ~30 ms)
+MAX_GLOBS = 256
+MAX_GLOB_CHARS = 256
+# paths of every shape a repository holds: an exclude list that matches each of them
+# leaves the guard nothing to judge
+PROBE_PATHS = ("f", "f.py", "src/f.py", "docs/guide/f.md", ".f", "a/b/c/d/e/f.c",
+               "Makefile", "pkg/__init__.py", "x y/z-1.txt", "UPPER/CASE.RS", "-")
 TRUSTED_ONLY = ("notify", "sync", "sync_remote", "machine_id")
 POLICY_FILES = (".proximity.toml", "pyproject.toml")
 
@@ -78,7 +97,7 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         out = dict(DEFAULT_WEIGHTS)
         for k, v in value.items():
             if k not in CHANNELS:
-                raise ConfigError(f"[tool.proximity.weights] unknown channel {k!r}; "
+                raise ConfigError(f"[tool.proximity.weights] unknown channel {shown(k)}; "
                                   f"known: {', '.join(CHANNELS)}")
             if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
                     or not 0 <= v <= 1):
@@ -88,6 +107,13 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     if name in ("exclude", "sync_exclude"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"[tool.proximity] {name} must be a list of glob strings")
+        if len(value) > MAX_GLOBS:
+            raise ConfigError(f"[tool.proximity] {name} has {len(value)} globs (at most "
+                              f"{MAX_GLOBS})")
+        long = next((v for v in value if len(v) > MAX_GLOB_CHARS), None)
+        if long is not None:
+            raise ConfigError(f"[tool.proximity] {name} has a glob of {len(long)} characters "
+                              f"(at most {MAX_GLOB_CHARS}): {shown(long)}")
         return tuple(value)
     if isinstance(default, bool) or name in ("block_commit", "sync"):
         if not isinstance(value, bool):
@@ -97,11 +123,35 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         if (not isinstance(value, (int, float)) or isinstance(value, bool)
                 or not math.isfinite(value) or value < 0 or value > MAX_NUMBER):
             raise ConfigError(f"[tool.proximity] {name} must be a finite non-negative number "
-                              f"(got {value!r})")
+                              f"(got {shown(value)})")
         return type(default)(value)
     if value is not None and not isinstance(value, str):
         raise ConfigError(f"[tool.proximity] {name} must be a string")
     return value
+
+
+def shown(value: Any) -> str:
+    """A value from a config file as a message may quote it: short, on one line, however
+    long or deeply nested it is (a file is data a branch provides)."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxstring, r.maxother, r.maxlevel, r.maxlist, r.maxdict = 60, 60, 2, 4, 4
+    return r.repr(value)
+
+
+def disarms(cfg: Config) -> str | None:
+    """Why settings leave the guard nothing it could ever block, or None. Every channel
+    certain (each r = 1) gives the highest risk the weights allow; below tau_ra no pair
+    is ever a resolution advisory. An exclude list that matches paths of every shape
+    leaves nothing to judge."""
+    best = 1.0 - math.prod(1.0 - w for w in cfg.weights.values())
+    if best < cfg.tau_ra:
+        return (f"weights that can never reach tau_ra = {cfg.tau_ra:g} (at most {best:.2f} "
+                "with every channel certain): the guard could never block a push")
+    if cfg.exclude and all(cfg.excluded(p) for p in PROBE_PATHS):
+        return "an exclude that matches every path: the guard would judge nothing"
+    return None
 
 
 def from_table(table: dict[str, Any]) -> Config:
@@ -111,7 +161,7 @@ def from_table(table: dict[str, Any]) -> Config:
     for key, value in table.items():
         name = key.replace("-", "_")
         if name not in known:
-            raise ConfigError(f"[tool.proximity] unknown setting {key!r}")
+            raise ConfigError(f"[tool.proximity] unknown setting {shown(key)}")
         changes[name] = _coerce(name, value, getattr(defaults, name))
     cfg = defaults._replace(**changes)
     if not 0 < cfg.tau_ta <= cfg.tau_ra <= 1:
@@ -121,19 +171,32 @@ def from_table(table: dict[str, Any]) -> Config:
     return cfg
 
 
-def _toml(data: bytes, where: str) -> dict[str, Any]:
+def _toml(data: bytes | int, where: str) -> dict[str, Any]:
+    """The parsed document, refused before any parsing when it is too large or nests too
+    deeply (``data`` an int: the size of a file that was not read, being too large)."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
+
+    why = configlimits.too_large(data if isinstance(data, int) else len(data))
+    if why is not None or isinstance(data, int):
+        raise ConfigError(f"{where}: {why or 'not read'}")
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{where}: not valid TOML: {e}") from e
+    why = configlimits.too_deep(text)
+    if why is not None:
+        raise ConfigError(f"{where}: {why}")
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         line = _error_line(str(e), data)
         at = f"{where}, line {line}" if line else where
         raise ConfigError(f"{at}: not valid TOML: {e}") from e
+    except RecursionError as e:  # (a guard: the nesting is bounded above)
+        raise ConfigError(f"{where}: nested too deeply to parse") from e
 
 
 def _error_line(message: str, data: bytes) -> int | None:
@@ -149,8 +212,9 @@ def _error_line(message: str, data: bytes) -> int | None:
     return None
 
 
-def table_of(name: str, data: bytes, where: str) -> dict[str, Any] | None:
-    """The proximity table of one config file's content (None: the file has none)."""
+def table_of(name: str, data: bytes | int, where: str) -> dict[str, Any] | None:
+    """The proximity table of one config file's content (None: the file has none);
+    ``data`` an int: the size of a file too large to have been read."""
     doc = _toml(data, where)
     tool = doc.get("tool", {})
     table = tool.get("proximity") if isinstance(tool, dict) else None
@@ -170,7 +234,9 @@ def load(root: str) -> Config:
             continue
         try:
             with open(path, "rb") as f:
-                data = f.read()
+                size = os.fstat(f.fileno()).st_size
+                data: bytes | int = f.read(size + 1) if size <= configlimits.MAX_CONFIG_BYTES \
+                    else size
         except OSError as e:
             raise ConfigError(f"{path}: cannot read: {e}") from e
         table = table_of(name, data, path)

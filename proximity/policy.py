@@ -13,8 +13,10 @@ from proximity.config import (
     TRUSTED_ONLY,
     Config,
     _coerce,
+    disarms,
     from_layers,
     git_table,
+    shown,
     table_of,
 )
 from proximity.errors import ConfigError
@@ -36,10 +38,11 @@ class Policy(NamedTuple):
         return self.config
 
 
-def load_policy(committed: list[tuple[str, bytes]], shared: list[tuple[str, str]],
+def load_policy(committed: list[tuple[str, bytes | int]], shared: list[tuple[str, str]],
                 local: list[tuple[str, str]], origin: str) -> Policy:
-    """The airspace's policy from plain data: ``committed`` (file name, content) found on
-    the main checkout's HEAD (first with a table wins), ``shared`` the repository's git
+    """The airspace's policy from plain data: ``committed`` (file name, content, or the
+    size of a file too large to read) found on the main checkout's HEAD (first with a
+    table wins), ``shared`` the repository's git
     config entries, ``local`` every git config entry the user has (for trusted keys).
 
     Never raises: one merged typo must not switch the guard off in every worktree. A bad
@@ -57,7 +60,7 @@ def load_policy(committed: list[tuple[str, bytes]], shared: list[tuple[str, str]
         except ConfigError as e:
             faults.append(f"{e}; the defaults stand for it (fix it and commit)")
             break
-        if table is not None:
+        if table is not None and isinstance(data, bytes):
             # (a .proximity.toml without the header sets its keys at the top: line_of
             # looks anywhere when the header is absent)
             text = texts[where] = data.decode("utf-8", "replace")
@@ -93,7 +96,7 @@ def _checked(table: dict[str, Any], where: str, text: str | None, section: str |
         name = key.replace("-", "_")
         at = _at(where, text, key, section)
         if name not in known:
-            faults.append(f"{at}: unknown setting {key!r} ignored (a typo, or a setting of "
+            faults.append(f"{at}: unknown setting {shown(key)} ignored (a typo, or a setting of "
                           "a newer proximity?)")
             continue
         if name == "weights" and isinstance(value, dict):
@@ -111,7 +114,7 @@ def _checked(table: dict[str, Any], where: str, text: str | None, section: str |
         try:
             _coerce(name, value, getattr(defaults, name))
         except ConfigError as e:
-            faults.append(f"{at}: {e}; {key!r} ignored")
+            faults.append(f"{at}: {e}; {shown(key)} ignored")
             continue
         good[key] = value
     return good
@@ -119,28 +122,47 @@ def _checked(table: dict[str, Any], where: str, text: str | None, section: str |
 
 def _lenient_layers(layers: list[tuple[str, dict[str, Any]]], trusted: dict[str, Any],
                     faults: list[str], texts: dict[str, str]) -> tuple[Config, list[str]]:
-    """from_layers, where a layer that contradicts itself or those below (tau_ta above
-    tau_ra…) is dropped whole with a fault naming its lines, instead of raising."""
+    """from_layers, where the settings of a layer that contradict themselves or those
+    below (tau_ta above tau_ra…), or that a committed file would disarm the guard with
+    (config.disarms), are dropped with a fault naming their lines, instead of raising; the
+    rest of that layer stands when it is sound without them. Disarming the guard is the
+    local person's choice (git config, the environment, --no-verify), never a branch's."""
     kept: list[tuple[str, dict[str, Any]]] = []
     for where, table in layers:
-        try:
-            from_layers([*kept, (where, table)], {})
-        except ConfigError as e:
-            said = str(e).removeprefix(f"{where}: ")
-            text = texts.get(where)
-            lines = [f"line {n} ({k})" for k in table if k.replace("-", "_") in said
-                     and text is not None
-                     and (n := line_of(text, k, "tool.proximity")) is not None]
-            at = f"{where}, {', '.join(lines)}" if lines else where
-            faults.append(f"{at}: {said}; every setting of it is ignored, the defaults "
-                          "stand (fix it)")
+        said = _unsound(kept, where, table)
+        if said is None:
+            kept.append((where, table))
             continue
-        kept.append((where, table))
+        text = texts.get(where)
+        culprits = [k for k in table if k.replace("-", "_") in said]
+        rest = {k: v for k, v in table.items() if k not in culprits}
+        lines = [f"line {n} ({k})" for k in culprits if text is not None
+                 and (n := line_of(text, k, "tool.proximity")) is not None]
+        at = f"{where}, {', '.join(lines)}" if lines else where
+        if culprits and _unsound(kept, where, rest) is None:
+            kept.append((where, rest))
+            faults.append(f"{at}: {said}; {', '.join(map(repr, culprits))} ignored, the "
+                          f"defaults stand for {'them' if len(culprits) > 1 else 'it'} "
+                          "(fix it)")
+            continue
+        faults.append(f"{at}: {said}; every setting of it is ignored, the defaults "
+                      "stand (fix it)")
     try:
         return from_layers(kept, trusted)
     except ConfigError as e:  # (each part was checked: a guard, never expected)
         faults.append(f"{e}; using the defaults")
         return Config(), []
+
+
+def _unsound(kept: list[tuple[str, dict[str, Any]]], where: str, table: dict[str, Any]
+             ) -> str | None:
+    """What is wrong with ``table`` laid over ``kept`` (None: nothing): a contradiction,
+    or, for a committed file, settings that disarm the guard."""
+    try:
+        cfg, _ = from_layers([*kept, (where, table)], {})
+    except ConfigError as e:
+        return str(e).removeprefix(f"{where}: ")
+    return None if where.startswith("git config") else disarms(cfg)
 
 
 def _at(where: str, text: str | None, key: str, section: str | None) -> str:
@@ -151,7 +173,10 @@ def _at(where: str, text: str | None, key: str, section: str | None) -> str:
 
 def line_of(text: str, key: str, section: str | None) -> int | None:
     """The line (from 1) of ``text`` (a TOML file) that sets ``key``: first looked for
-    under the ``[section]`` header, then anywhere; None when no line sets it."""
+    under the ``[section]`` header, then anywhere, then as a table of its own
+    (``[section.key]``, ``[key]``); None when no line sets it."""
+    if len(key) > 200:  # (no setting is named so: a branch's junk, not worth a search)
+        return None
     lines = text.splitlines()
     setter = re.compile(r"\s*([\"']?)" + re.escape(key) + r"\1\s*=")
     start = 0
@@ -163,4 +188,6 @@ def line_of(text: str, key: str, section: str | None) -> int | None:
         for i in range(lo, len(lines)):
             if setter.match(lines[i]):
                 return i + 1
-    return None
+    prefix = re.escape(section).replace(r"\.", r"\s*\.\s*") + r"\s*\.\s*" if section else ""
+    table = re.compile(r"\s*\[\s*(?:" + prefix + r")?" + re.escape(key) + r"\s*\]")
+    return next((i + 1 for i, ln in enumerate(lines) if table.match(ln)), None)

@@ -838,6 +838,19 @@ BAD_CONFIGS = [
      ["pyproject.toml", "line 5", "near_lines", "'near_lines' ignored"]),
     (".proximity.toml", "tau_ta = 0.9\ntau_ra = 0.5\n",
      [".proximity.toml", "line 1 (tau_ta)", "line 2 (tau_ra)", "defaults stand"]),
+    # values that would disarm the guard in every worktree: refused, the rest stands
+    (".proximity.toml", "near_lines = 3\n[weights]\n" + "".join(
+        f"{c} = 0\n" for c in ("conflict", "overlap", "approach", "symbol", "dependency",
+                               "tree")),
+     [".proximity.toml", "line 2 (weights)", "can never reach tau_ra", "'weights' ignored"]),
+    ("pyproject.toml", "[tool.proximity]\nexclude = ['*']\n",
+     ["pyproject.toml", "line 2 (exclude)", "matches every path", "'exclude' ignored"]),
+    (".proximity.toml", "exclude = [" + ", ".join(f"'gen{i}/**'" for i in range(300)) + "]\n",
+     [".proximity.toml", "line 1", "300 globs (at most 256)", "'exclude' ignored"]),
+    (".proximity.toml", "tau_ra = 1.5\n", [".proximity.toml", "line 1 (tau_ra)",
+                                            "tau_ra <= 1", "defaults stand"]),
+    (".proximity.toml", "near_lines = 2\na = " + "[" * 130_000 + "]" * 130_000 + "\n",
+     [".proximity.toml", "nested more than 32 levels", "defaults stand"]),
 ]
 
 
@@ -852,7 +865,8 @@ def _committed_config(tmp_path: Path, name: str, text: str) -> tuple[Path, Path,
 
 @pytest.mark.parametrize(("name", "text", "named"), BAD_CONFIGS,
                          ids=["typo", "unclosed-toml", "bad-toml", "bad-value",
-                              "inconsistent"])
+                              "inconsistent", "every-weight-0", "exclude-everything",
+                              "too-many-globs", "threshold-above-1", "nested-260-KB"])
 def test_a_bad_committed_config_leaves_the_guard_on_and_says_where(tmp_path, name, text,
                                                                      named):
     main, _a, b = _committed_config(tmp_path, name, text)

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from proximity import owned
+from proximity.configlimits import MAX_CONFIG_BYTES
 from proximity.errors import FatalError
 from proximity.gitio.base import LARGE_STUB, RepoCore, _pygit2
 from proximity.gitio.run import EMPTY_TREE, git, tree_diff
@@ -105,22 +106,35 @@ def _config_entries(cwd: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def policy_inputs(repo: RepoCore) -> tuple[list[tuple[str, bytes]], list[tuple[str, str]],
-                                      list[tuple[str, str]], str]:
+def policy_inputs(repo: RepoCore) -> tuple[list[tuple[str, bytes | int]],
+                                          list[tuple[str, str]], list[tuple[str, str]], str]:
     """(config files committed on the main checkout's HEAD, the repository's shared git
-    config entries, every git config entry the user has, a name for that HEAD)."""
+    config entries, every git config entry the user has, a name for that HEAD). A
+    committed file over the size limit is given as its size, unread: a branch that
+    commits a huge file costs every hook one header, not the file."""
     names = ("HEAD:.proximity.toml", "HEAD:pyproject.toml")
-    proc = git(["--git-dir", repo.common, "cat-file", "--batch"], cwd=repo.common,
+    proc = git(["--git-dir", repo.common, "cat-file", "--batch-check"], cwd=repo.common,
                input="".join(n + "\n" for n in names).encode())
-    committed: list[tuple[str, bytes]] = []
-    data = proc.stdout
-    for name in names:
-        nl = data.find(b"\n")
-        header, data = data[:nl].split(), data[nl + 1:]
-        if len(header) == 3 and header[1] == b"blob":
-            size = int(header[2])
-            committed.append((name.split(":", 1)[1], data[:size]))
-            data = data[size + 1:]
+    found: list[tuple[str, int]] = []
+    for name, line in zip(names, proc.stdout.decode("ascii", "replace").splitlines(),
+                          strict=False):
+        f = line.split()
+        if len(f) == 3 and f[1] == "blob" and f[2].isdigit():
+            found.append((name, int(f[2])))
+    small = [n for n, size in found if size <= MAX_CONFIG_BYTES]
+    contents: dict[str, bytes] = {}
+    if small:
+        data = git(["--git-dir", repo.common, "cat-file", "--batch"], cwd=repo.common,
+                   input="".join(n + "\n" for n in small).encode()).stdout
+        for name in small:
+            nl = data.find(b"\n")
+            header, data = data[:nl].split(), data[nl + 1:]
+            if len(header) == 3 and header[1] == b"blob":
+                size = int(header[2])
+                contents[name] = data[:size]
+                data = data[size + 1:]
+    committed: list[tuple[str, bytes | int]] = [
+        (name.split(":", 1)[1], contents.get(name, size)) for name, size in found]
     entries = _config_entries(repo.workdir)
     # "local" is the repository's own config in the common dir, shared by every worktree
     shared = [(k, v) for scope, k, v in entries if scope == "local"]
