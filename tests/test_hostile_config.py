@@ -99,6 +99,24 @@ def test_the_rest_of_a_committed_policy_stands_when_one_value_is_refused():
     assert policy.config == config.Config() and "27000000 bytes" in policy.faults[0]
 
 
+def test_only_the_persons_own_git_config_may_turn_the_guard_off_and_it_says_so(tmp_path):
+    main, _ = hooked_repo(tmp_path)
+    zero = "[weights]\n" + "".join(f"{c} = 0\n" for c in config.CHANNELS)
+    _commit_config(main, ".proximity.toml", zero.encode())
+    _a, b = _conflicting_pair(main, tmp_path)
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+    for c in config.CHANNELS:
+        git(main, "config", f"proximity.weights.{c}", "0")
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode == 0, p.stderr
+    off = [ln for ln in p.stderr.splitlines() if "the push guard is OFF for this push" in ln]
+    assert len(off) == 1 and "git config sets weights" in off[0], p.stderr
+    d = run(main, PY, "-m", "proximity", "doctor", "--json")
+    guard = [c for c in json.loads(d.stdout)["checks"] if c["check"] == "guard"]
+    assert guard and guard[0]["status"] == "warn" and "OFF" in guard[0]["detail"], guard
+
+
 DOCS = [
     "a = 1", "a.b.c = 1", "[x.y]\na = [[1]]", "a = [[[[]]]]", "a = {b = {c = [1]}}",
     "[[t]]\nx = 1", 's = "[[[["\nx = \'\'\'[[[\'\'\'', "a = [1.5, 2.5, {x.y.z = 3}]",

@@ -168,6 +168,10 @@ def policy_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     for w in policy.warnings:
         # a dropped key is an error to fix (hooks judge without it), not a note
         add("config", False if w in policy.faults else None, w)
+    off = config.disarms(policy.config)
+    if off is not None:  # (only git config can: a committed file that would is refused)
+        add("guard", None, f"OFF: git config sets {off}. That is yours to choose (a "
+            "committed file cannot); unset those proximity.* keys to turn it on again")
     try:
         here = config.load(repo.workdir)
     except FatalError as e:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from proximity.analysis import hunks
+from proximity.config import disarms
 from proximity.hooks.inbox import inbox_lines
 from proximity.hooks.pushed import pushed_state, whose_work
 from proximity.safetext import text
@@ -120,6 +121,12 @@ def outcome(ctx: workspace.Context, stage: str, verdict: dict[str, Any], allow: 
                      "the dependency channel is unknown until it is ready.")
     lines += inbox_lines(ctx, set(verdict["posted"]))
     lines += verdict["texts"]
+    off = disarms(ctx.cfg) if stage == "guard" else None
+    if off is not None:
+        # (a committed file cannot disarm it, config.policy refuses that: only the
+        # person's own git config can, and it is never silent)
+        lines.append(f"proximity: the push guard is OFF for this push: git config sets {off}; "
+                     "unset those proximity.* keys to turn it on again")
     must_yield = verdict["must_yield"]
     if not must_yield or not (stage == "guard" or (stage == "warn" and ctx.cfg.block_commit)):
         return lines, False
