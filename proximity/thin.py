@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import gitfiles, layout
+from proximity import gitfiles, knobs, layout
 from proximity.hooks import inputs, stash
 from proximity.protocol import CHECK, HOOK
 from proximity.service import client
@@ -53,7 +53,7 @@ SKIP_IN_SEQUENCE = ("post-commit", "post-checkout")
 def skipped(stage: str) -> bool:
     """PROXIMITY_SKIP=1, or a per-step hook inside a rebase/cherry-pick/… (post-rewrite
     records once at the end). Decided from files, before anything is asked or imported."""
-    if os.environ.get("PROXIMITY_SKIP") == "1":
+    if knobs.skip():
         return True
     framework_step = stage == "snapshot" and not (
         os.environ.get("PRE_COMMIT_REWRITE_COMMAND")
@@ -218,7 +218,7 @@ def check(argv: list[str]) -> int | Fallback:
         return Fallback()
     stdin = sys.stdin.read() if a.hook else None
     try:
-        if os.environ.get("PROXIMITY_SKIP") == "1" or not client.enabled():
+        if knobs.skip() or not client.enabled():
             return Fallback(stdin)
         cwd = os.path.abspath(a.repo or os.getcwd())
         msg: CheckRequest = {"op": CHECK, "deny_on": a.deny_on, "cwd": cwd}

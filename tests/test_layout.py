@@ -19,9 +19,9 @@ BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py"))
 
 # what the hook's fast path may load of proximity itself: the worktree's facts from files,
 # the hook's inputs and host stash, the service's client and wire protocol, and the check
-# that a directory is this user's own
+# that a directory is this user's own, the environment's knobs
 THIN_ALLOWED = {
-    "proximity", "proximity.thin", "proximity.gitfiles", "proximity.owned",
+    "proximity", "proximity.thin", "proximity.gitfiles", "proximity.owned", "proximity.knobs",
     "proximity.hooks", "proximity.hooks.inputs", "proximity.hooks.stash",
     "proximity.hooks.procs",
     "proximity.service", "proximity.service.client", "proximity.protocol",

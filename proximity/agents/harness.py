@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from proximity import knobs
 from proximity.agents import verdict
 from proximity.agents.edits import Edit, edits_of, write_of
 from proximity.agents.merging import check_merge
@@ -118,7 +119,7 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
     """The harness answer for one pre-edit event (allow on any internal error)."""
     targets_of, answer = PRE[name]
     try:
-        if os.environ.get("PROXIMITY_SKIP") == "1":
+        if knobs.skip():
             return answer("allow", "proximity: PROXIMITY_SKIP=1")
         merging = claude_merge(event) if name == "claude" else None
         if merging is not None:
@@ -177,7 +178,7 @@ def post(name: str, event: dict[str, Any]) -> dict[str, Any]:
     agent its undelivered messages (steer / hold / transmit, with the sender's hunk)."""
     msgs: list[dict[str, Any]] = []
     try:
-        if os.environ.get("PROXIMITY_SKIP") == "1":
+        if knobs.skip():
             return {}
         targets = POST[name](event) if event.get("tool_input") else []
         starts = {_existing_dir(e.path) for e in targets} or {str(event.get("cwd") or ".")}

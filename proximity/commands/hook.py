@@ -19,7 +19,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from proximity import ledger, thin
+from proximity import knobs, ledger, thin
 from proximity.errors import FatalError
 from proximity.hooks import inputs, stash
 from proximity.hooks.inbox import inbox_lines
@@ -158,17 +158,20 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
     ``record=False`` (the service took this very event and records it)."""
     stage = STAGE.get(args.stage, args.stage)
     kind = _kind(args.stage, list(args.args))
-    if os.environ.get("PROXIMITY_SKIP") == "1":
+    if knobs.skip():
         return 0
     ledger.wait_budget(WAIT_BUDGET)
     try:
         ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot",
                                      strict=False)
     except FatalError as e:
-        err(f"proximity: warning: {e} (hook skipped; git goes on)")
+        err(off_line(stage, str(e)) if stage == "guard" else
+            f"proximity: warning: {e} (hook skipped; git goes on)")
         return 0
     except Exception as e:  # never break git
-        err(f"proximity: warning: internal error {type(e).__name__}: {e} (hook skipped)")
+        err(off_line(stage, f"internal error {type(e).__name__}: {e}") if stage == "guard"
+            else f"proximity: warning: internal error {type(e).__name__}: {e} (hook "
+            "skipped; git goes on)")
         return 0
     try:
         if ctx.ledger_error and stage == "guard":

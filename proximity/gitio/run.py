@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
+from proximity import knobs
 from proximity.errors import FatalError, GitTimeout, GitTooOld
 
 MIN_GIT = (2, 38)
@@ -67,14 +68,9 @@ CALLS: dict[str, int] = {}  # git subcommand -> calls made by this process (serv
 
 def time_limit(args: Sequence[str]) -> float:
     """The time limit of a git call; PROXIMITY_GIT_TIMEOUT (seconds) overrides all."""
-    env = os.environ.get("PROXIMITY_GIT_TIMEOUT")
-    if env:
-        try:
-            value = float(env)
-            if 0 < value < 1e6:
-                return value
-        except ValueError:
-            pass
+    value = knobs.git_timeout()
+    if value is not None:
+        return value
     return TIMEOUTS[CALL_CLASS.get(args[0] if args else "", "plumbing")]
 
 

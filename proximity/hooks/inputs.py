@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from proximity import knobs
+
 STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
          "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
 ZERO = "0" * 40
@@ -128,4 +130,4 @@ def blocked_exit() -> int:
 
 def allowed() -> bool:
     """PROXIMITY_ALLOW=1: let a blocked commit or push through."""
-    return os.environ.get("PROXIMITY_ALLOW") == "1"
+    return knobs.allow()

@@ -7,7 +7,7 @@ import os
 import re
 import socket
 
-from proximity import layout, owned
+from proximity import knobs, layout, owned
 from proximity.snapshot.workspace import Context
 
 
@@ -15,9 +15,9 @@ def machine_id(ctx: Context) -> str:
     """Stable per clone: PROXIMITY_MACHINE_ID, [tool.proximity] machine_id, or generated once
     into <common-dir>/ecm/machine-id (a config file is shared by every clone, so it is only
     right where one machine owns the repository)."""
-    env = os.environ.get("PROXIMITY_MACHINE_ID")
+    env = knobs.machine_id()
     if env:
-        return _clean(env)
+        return env
     if ctx.cfg.machine_id:
         return _clean(ctx.cfg.machine_id)
     path = layout.machine_id(ctx.repo.ecm_dir)

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from proximity import layout, owned
+from proximity import knobs, layout, owned
 from proximity.jsontext import dumps
 from proximity.protocol import (
     MARSHAL,
@@ -46,7 +46,7 @@ HOOK_BUDGET = 2.0  # seconds a hook waits for an answer before judging in proces
 
 
 def enabled() -> bool:
-    return os.environ.get("PROXIMITY_SERVICE", "1") != "0"
+    return knobs.service()
 
 
 def untrusted_socket(path: str) -> str | None:
@@ -212,6 +212,7 @@ def start(common: str) -> bool:
     The service itself makes sure only one runs (a lock); a second start exits at once."""
     if not enabled() or not os.path.isdir(common):
         return False
+    knobs.service_idle(0.0)  # (read by the service, whose output nobody sees: said here)
     import subprocess
 
     common = os.path.realpath(common)  # its command line names it so (hooks/proximity-hook)

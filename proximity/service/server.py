@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from proximity import gitio, layout, owned
+from proximity import gitio, knobs, layout, owned
 from proximity.service import client, fswatch, stamp
 from proximity.service.dispatch import READ_TIMEOUT, Dispatch
 from proximity.service.state import Job
@@ -40,10 +40,7 @@ MAX_CONNECTIONS = 16
 
 
 def idle_seconds() -> float:
-    try:
-        return float(os.environ.get("PROXIMITY_SERVICE_IDLE", IDLE_SECONDS))
-    except ValueError:
-        return IDLE_SECONDS
+    return knobs.service_idle(IDLE_SECONDS)
 
 
 def lock_path(common: str) -> str:
