@@ -101,6 +101,25 @@ def test_a_pre_push_that_cannot_start_judging_says_the_guard_is_off(tmp_path):
         "proximity: the push guard is OFF for this push: git ") and oid in said[0], said
 
 
+def test_a_sibling_whose_state_cannot_be_read_is_named_by_the_guard(tmp_path):
+    """A sibling whose snapshot cannot be taken (here a clean filter that never returns,
+    as on a stuck network file system) was a pair judged clear: the push went through
+    without a word."""
+    main, _ = hooked_repo(tmp_path)
+    a, b = _conflicting_pair(main, tmp_path)
+    git(main, "config", "filter.hang.clean", "sleep 61.2346")
+    (a / ".gitattributes").write_text("*.hang filter=hang\n")
+    (a / "x.hang").write_text("x\n")
+    try:
+        p = run(b, "git", "push", "-q", "origin", "feat/b",
+                env={"PROXIMITY_GIT_TIMEOUT": "1"})
+    finally:
+        run(main, "pkill", "-f", "sleep 61.2346")
+    off = [ln for ln in p.stderr.splitlines() if "push guard is OFF" in ln]
+    assert len(off) == 1 and "against worktree 'wt-a' (branch feat/a)" in off[0], p.stderr
+    assert "took longer than 1 s" in off[0], off
+
+
 def test_the_knobs_page_lists_every_variable_the_code_reads():
     import re
 

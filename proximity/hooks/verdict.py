@@ -85,8 +85,12 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                                           hunks.of_pair(ctx.repo, p, other)))
         if p.advisory == "resolution" and p.yielding == who:
             must_yield.append(p.b if p.a == who else p.a)
+    # a sibling whose state could not be read is a pair not judged: the guard is off
+    # against it, and says so (it would otherwise pass as clear)
+    unjudged = [[a.id, a.branch, a.error] for a in result.agents
+                if a.error is not None and a.id != who and stage == "guard"]
     return {"nothing": False, "notes": notes, "texts": texts, "must_yield": must_yield,
-            "yielding": who,
+            "yielding": who, "unjudged": unjudged,
             "posted": [m["id"] for m in posted if m["recipient"] == ctx.here],
             "graph_deferred": result.graph_deferred,
             "pairs": [report.pair_json(p) for p in result.pairs]}
@@ -121,6 +125,10 @@ def outcome(ctx: workspace.Context, stage: str, verdict: dict[str, Any], allow: 
                      "the dependency channel is unknown until it is ready.")
     lines += inbox_lines(ctx, set(verdict["posted"]))
     lines += verdict["texts"]
+    for other, branch, why in verdict.get("unjudged") or ():
+        on = f" (branch {text(branch)})" if branch else ""
+        lines.append(f"proximity: the push guard is OFF for this push against worktree "
+                     f"{text(other)!r}{on}: its state could not be read: {text(why)}")
     off = disarms(ctx.cfg) if stage == "guard" else None
     if off is not None:
         # (a committed file cannot disarm it, config.policy refuses that: only the
