@@ -93,6 +93,8 @@ def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     unsigned = [m for m in machines if m not in pins]
     rejected = {ref: why for e in state.values() if isinstance(e, dict)
                 for ref, why in (e.get("rejected") or {}).items()}
+    gone = sorted({ref for e in state.values() if isinstance(e, dict)
+                   and isinstance(e.get("vanished"), dict) for ref in e["vanished"]})
     out: list[dict[str, str]] = []
 
     def who(m: str) -> str:
@@ -112,6 +114,12 @@ def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     if rejected:
         out.append({"check": "remote rejected", "status": "warn", "detail": "; ".join(
             f"{text(ref, 200)}: {text(why, 300)}" for ref, why in sorted(rejected.items()))})
+    if gone:
+        out.append({"check": "remote vanished", "status": "warn", "detail": ", ".join(
+            text(ref, 200) for ref in gone) + ": gone from the remote though their "
+            "machine's key is pinned (deleted by someone with push access, or pruned by "
+            "that machine: ask them); the last verified snapshot keeps judging until that "
+            "machine publishes a newer one or it turns stale"})
     return out
 
 

@@ -57,7 +57,9 @@ def once(args: argparse.Namespace) -> int:
               f"{stats['pushed']} snapshot(s), pruned {stats['pruned']}, "
               f"{stats['remote_agents']} remote agent(s) known"
               + (f", {len(stats['rejected'])} snapshot(s) rejected (warnings above)"
-                 if stats.get("rejected") else "") + " "
+                 if stats.get("rejected") else "")
+              + (f", {len(stats['vanished'])} pinned snapshot(s) vanished from the remote "
+                 "and kept (warnings above)" if stats.get("vanished") else "") + " "
               f"({stats['seconds'] * 1000:.0f} ms)")
     return 0
 

@@ -41,7 +41,7 @@ from typing import Any
 from proximity import gitio, owned, safetext
 from proximity.errors import FatalError
 from proximity.remote import signing, untrusted
-from proximity.remote.inbound import LOCAL_NS
+from proximity.remote.inbound import LOCAL_NS, TTL_SECONDS
 from proximity.remote.signing import Signature
 from proximity.snapshot.workspace import Context
 
@@ -94,18 +94,24 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
                    f"+{Q_NS}*:{LOCAL_NS}{remote}/*"], cwd=repo.workdir, timeout=600)
     signing.save_pins(ctx, pins)
     gone = [n for n in local if n not in fetched and n not in skip]
-    if gone:
+    held = vanished(ctx, {n: local[n] for n in gone}, mine)
+    drop = [n for n in gone if n not in held]
+    if drop:
         gitio.git(["update-ref", "--stdin"], cwd=repo.workdir, input="".join(
-            f"delete {LOCAL_NS}{remote}/{n}\n" for n in gone).encode(*_RAW))
+            f"delete {LOCAL_NS}{remote}/{n}\n" for n in drop).encode(*_RAW))
     for n, (_oid, why) in skip.items():
         rejected[n] = why
         oversized[_oid] = why
     for n in sorted(rejected):
         print(warning(n, rejected[n], kept=n in local), file=sys.stderr)
+    for n in sorted(held):
+        print(vanished_warning(n, remote), file=sys.stderr)
     save_state(ctx, remote, {"time": time.time(), "machine": mine,
                              "rejected": {f"{ECM_NS}{n}": w for n, w in rejected.items()},
-                             "oversized": oversized})
+                             "oversized": oversized,
+                             "vanished": {f"{ECM_NS}{n}": oid for n, oid in held.items()}})
     return {"rejected": {f"{ECM_NS}{n}": w for n, w in rejected.items()},
+            "vanished": sorted(f"{ECM_NS}{n}" for n in held),
             "verified": {n.split("/", 1)[0]: sigs[new[n]].key
                          for n, v in judged.items()
                          if v.state == "verified" and n not in rejected}}
@@ -118,6 +124,39 @@ def warning(name: str, why: str, *, kept: bool) -> str:
     return (f"proximity: warning: remote snapshot {ECM_NS}{safetext.text(name, 300)} of "
             f"machine {safetext.text(machine, 64)} rejected: {safetext.text(why, 300)}"
             + (" (the last one accepted stays)" if kept else ""))
+
+
+def vanished(ctx: Context, gone: dict[str, str], mine: str) -> dict[str, str]:
+    """The snapshots the remote no longer has (``gone``: name -> the commit held here)
+    that stay: those of a machine whose key is pinned, until they turn stale as any
+    remote snapshot does (inbound.TTL_SECONDS after this clone first saw them). Anyone with
+    push access can delete a teammate's refs; a pinned machine's last verified snapshot is
+    a fact that deletion does not undo, only that machine's newer snapshot does. An
+    unsigned machine's refs go with the remote's: anyone could have written them."""
+    pins = signing.load_pins(ctx)
+    cache: dict[str, Any] = ctx.ledger.cache("remote") if ctx.ledger else {}
+    now = time.time()
+    held = {}
+    for n, oid in gone.items():
+        machine = n.split("/", 1)[0]
+        if machine == mine or machine not in pins:
+            continue
+        entry = cache.get(oid)
+        seen = entry.get("seen") if isinstance(entry, dict) else None
+        if isinstance(seen, (int, float)) and now - seen > TTL_SECONDS:
+            continue
+        held[n] = oid
+    return held
+
+
+def vanished_warning(name: str, remote: str) -> str:
+    """The one line naming a pinned machine's snapshot that vanished from the remote."""
+    machine = name.split("/", 1)[0]
+    return (f"proximity: warning: remote snapshot {ECM_NS}{safetext.text(name, 300)} of "
+            f"machine {safetext.text(machine, 64)} vanished from {safetext.text(remote, 64)} "
+            "though its key is pinned (someone with push access deleted it, or that machine "
+            "pruned it): its last verified snapshot keeps judging until that machine "
+            "publishes a newer one or it turns stale")
 
 
 @contextlib.contextmanager
