@@ -170,6 +170,34 @@ def test_a_squatted_runtime_directory_and_its_fake_service_are_never_used(tmp_pa
 
 
 @needs_uids
+def test_service_start_in_a_squatted_runtime_directory_is_refused_at_once(tmp_path, runtime,
+                                                                          monkeypatch):
+    """It knows why at once (the socket's directory is another user's): it says so and
+    returns, where it waited its 30 s for a service that could never listen there."""
+    top, env = hooked(tmp_path)
+    common = os.path.realpath(top / "main" / ".git")
+    r = as_uid(ATTACKER, "mkdir", "-m", "0777", str(runtime), cwd="/")
+    assert r.returncode == 0, r.stderr
+    t = time.monotonic()
+    p = subprocess.run([PY, "-m", "proximity", "service", "start"], cwd=top / "main",
+                       capture_output=True, text=True, env=env, timeout=120)
+    took = time.monotonic() - t
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "service start refused" in p.stdout and f"uid {ATTACKER}" in p.stdout, p.stdout
+    assert "did not finish in time" not in p.stdout
+    assert took < 10.0, took  # (30 s and more before: no timing target, a wait not to have)
+    assert not client._alive(common)  # no service was started only to fail
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    t = time.monotonic()
+    assert not service_cmd.start(common)  # the function the tests start services with
+    assert time.monotonic() - t < 10.0
+    pushed = conflicting_push(top, env)  # judged in process
+    assert pushed.returncode != 0 and "push blocked" in pushed.stderr, pushed.stderr
+    assert not client._alive(common)
+
+
+@needs_uids
 def test_a_symlink_planted_as_the_runtime_directory_is_refused_not_followed(tmp_path,
                                                                              runtime):
     top, env = hooked(tmp_path)

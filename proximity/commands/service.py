@@ -25,9 +25,12 @@ def _wait(until: float, ready: bool, common: str) -> bool:
 
 
 def start(common: str, timeout: float = 30.0) -> bool:
-    """Start the service (if none runs) and wait until it answers, warm."""
+    """Start the service (if none runs) and wait until it answers, warm; False at once
+    when it could never listen where its socket goes (client.squatted says why)."""
     if not client.enabled():
         raise FatalError("PROXIMITY_SERVICE=0 is set: the service is turned off")
+    if client.squatted(common) is not None:
+        return False
     if not client._alive(common):
         client.start(common)
     return _wait(time.monotonic() + timeout, True, common)
@@ -69,7 +72,10 @@ def _text(state: dict[str, object]) -> str:
 def run(args: argparse.Namespace) -> int:
     common = gitio.Repo(args.repo or os.getcwd()).common
     ok = True
-    if args.action == "start":
+    refused = client.squatted(common) if args.action == "start" else None
+    if refused is not None:
+        ok = False  # (known at once: waiting would only delay the same answer)
+    elif args.action == "start":
         ok = start(common)
     elif args.action == "stop":
         ok = stop(common)
@@ -77,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"action": args.action, "ok": ok, **state}, indent=2))
     else:
-        if not ok:
+        if refused is not None:
+            print(f"proximity: service start refused: {refused}; hooks judge in process "
+                  "(the guard stays on). Remove that path, or set XDG_RUNTIME_DIR to a "
+                  "private directory of yours")
+        elif not ok:
             print(f"proximity: service {args.action} did not finish in time")
         print(_text(state))
     return 0 if ok else 1

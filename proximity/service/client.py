@@ -64,6 +64,18 @@ def untrusted_socket(path: str) -> str | None:
     return why
 
 
+def squatted(common: str) -> str | None:
+    """Why no service of ours can ever listen where this repository's socket goes (None:
+    it can): its directory is a link, not a directory, or another user's. A directory of
+    ours that is merely too open is no reason: the service narrows it when it binds."""
+    d = os.path.dirname(socket_path(common))
+    st = _lstat(d)
+    if st is None or (st.st_uid == os.getuid() and not os.path.islink(d)
+                      and os.path.isdir(d)):
+        return None
+    return owned.why_not_private(d)
+
+
 def _lstat(path: str) -> os.stat_result | None:
     try:
         return os.lstat(path)
@@ -210,8 +222,8 @@ def replace_stopped(common: str) -> bool:
 def start(common: str) -> bool:
     """Start the service for this repository in the background (never waits for it).
     The service itself makes sure only one runs (a lock); a second start exits at once."""
-    if not enabled() or not os.path.isdir(common):
-        return False
+    if not enabled() or not os.path.isdir(common) or squatted(common) is not None:
+        return False  # (a service could not bind there: none is started to fail)
     knobs.service_idle(0.0)  # (read by the service, whose output nobody sees: said here)
     import subprocess
 
