@@ -952,6 +952,7 @@ def test_a_push_that_must_yield_stays_blocked_when_the_ledger_cannot_be_written(
     r = _in_namespace(setup, b, "git", "commit", "-qm", "on a ledger that cannot be written")
     assert r.returncode == 0, r.stderr
     assert "RESOLUTION ADVISORY" in r.stderr and "recording is off" in r.stderr, r.stderr
+    assert r.stderr.count("recording is off") == 1, r.stderr  # once per commit
     assert _ledger_state(ecm / "ledger.sqlite3") == before
     s = _in_namespace(setup, main, PY, "-m", "proximity", "scan")  # a command reads it too
     assert s.returncode == 0 and "RESOLUTION" in s.stdout, (s.stdout, s.stderr)

@@ -183,7 +183,10 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
                 "see `proximity doctor`)")
             return 0
         if ctx.recording_off:
-            err(recording_off_line(stage, ctx.recording_off))
+            if stage != "warn":
+                # once per commit: its post-commit, which records the commit, says it (and
+                # runs under --no-verify too); the pre-commit judges without a word of it
+                err(recording_off_line(stage, ctx.recording_off))
             if stage == "snapshot":
                 return 0
             record = False  # (judged here, in process: nothing is recorded)
