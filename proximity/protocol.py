@@ -36,6 +36,14 @@ HOOK: Final = "hook"  # everything a hook does: record, judge, take the inbox, d
 SCAN: Final = "scan"  # the `scan --json` document
 WORKER_OPS: Final = (HOOK, SCAN)
 
+# A connection the service cannot serve (every slot taken: a flood) gets this one line and
+# is closed: a JSON line, which the marshal reader knows too, so every client reads it the
+# same way, "nothing was done, judge in process". Sent before the close, it is read whether
+# the request went out before the close or not (a Unix socket's reader gets what was queued
+# before it sees the reset).
+TURNED_AWAY: Final = (b'{"v": 1, "ok": false, "refused": true, '
+                      b'"error": "busy: every slot is taken"}\n')
+
 STAGES: Final = ("snapshot", "warn", "guard")  # a hook's stage (hooks/inputs.py)
 MARSHAL: Final = "marshal"  # the "reply" a client asks for an answer in marshal's format
 

@@ -24,6 +24,7 @@ from proximity.protocol import (
     SERVICE_MODULE,
     SHUTDOWN,
     TOUCHED,
+    TURNED_AWAY,
 )
 from proximity.service import stamp
 from proximity.snapshot import journal
@@ -68,7 +69,7 @@ def squatted(common: str) -> str | None:
     """Why no service of ours can ever listen where this repository's socket goes (None:
     it can): its directory is a link, not a directory, or another user's. A directory of
     ours that is merely too open is no reason: the service narrows it when it binds."""
-    d = os.path.dirname(socket_path(common))
+    d = os.path.dirname(layout.socket_path(common))
     st = _lstat(d)
     if st is None or (st.st_uid == os.getuid() and not os.path.islink(d)
                       and os.path.isdir(d)):
@@ -103,12 +104,19 @@ def marshal_reply(answer: dict[str, Any]) -> bytes:
     return b"%d\n" % len(payload) + payload
 
 
+TURNED_AWAY_ANSWER: dict[str, Any] = {"v": PROTOCOL, "ok": False, "refused": True,
+                                      "error": "busy"}
+
+
 def _read_reply(sock: _socket.socket, deadline: float) -> dict[str, Any] | None:
+    """The answer (``TURNED_AWAY_ANSWER``: the service turned the connection away)."""
     buf = bytearray()
     size = -1
     while True:
         if size < 0 and b"\n" in buf:
             head, _, rest = bytes(buf).partition(b"\n")
+            if head + b"\n" == TURNED_AWAY:
+                return TURNED_AWAY_ANSWER
             size = int(head)
             if not 0 <= size <= MAX_MESSAGE:
                 return None
@@ -155,13 +163,18 @@ def exchange(common: str, msg: Request, budget: float = HOOK_BUDGET,
         if peer_uid(sock) != os.getuid():
             return None, False  # another user's process: it hears nothing from us
         sock.settimeout(max(0.001, deadline - time.monotonic()))
-        sock.sendall(data)
-        sent = True
+        try:
+            sock.sendall(data)
+            sent = True
+        except BrokenPipeError:  # closed already: turned away (its line is there to read)
+            pass
         answer = _read_reply(sock, deadline)
     except (OSError, ValueError, EOFError, TypeError):
         return None, sent
     finally:
         sock.close()
+    if answer is TURNED_AWAY_ANSWER:
+        return None, False  # nothing was done: the caller judges in process
     if answer is None or answer.get("v") != PROTOCOL:
         return None, sent
     if answer.get("code") != stamp.code_stamp() and msg["op"] != SHUTDOWN:

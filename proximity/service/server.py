@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from proximity import gitio, knobs, layout, owned
+from proximity.protocol import TURNED_AWAY
 from proximity.service import client, fswatch, stamp
 from proximity.service.dispatch import READ_TIMEOUT, Dispatch
 from proximity.service.state import Job
@@ -177,6 +178,9 @@ class Service(Dispatch):
             return
         if not self.slots.acquire(blocking=False):
             self.turned_away["too_many"] += 1
+            with contextlib.suppress(OSError):
+                conn.setblocking(False)  # (a fresh socket's buffer takes a line: never waits)
+                conn.send(TURNED_AWAY)
             conn.close()
             return
         conn.settimeout(READ_TIMEOUT)
