@@ -6,8 +6,12 @@ every few seconds, then the service SIGSTOPped and left stopped. Afterwards the 
 (or service) records what was left pending. Every commit made must have exactly one commit
 event in the ledger.
 
+With ``--table``: instead, each fault of fault_cases.py played for real, and the table
+"fault → what the user sees → is the guard still on" (markdown) printed.
+
     python benchmarks/faults.py [--worktrees 8] [--commits 30] [--kill-every 3]
                                 [--json OUT]
+    python benchmarks/faults.py --table [--json OUT]
 """
 
 from __future__ import annotations
@@ -143,7 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--commits", type=int, default=30, help="per worktree and phase")
     p.add_argument("--kill-every", type=float, default=3.0)
     p.add_argument("--json", help="write the results here")
+    p.add_argument("--table", action="store_true",
+                   help="play each fault case and print what the user sees")
     args = p.parse_args(argv)
+    if args.table:
+        return fault_table(args.json)
     env = {**os.environ, **ENV}
     root = Path(tempfile.mkdtemp(prefix="proximity-faults-"))
     home = root / "home"
@@ -176,6 +184,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0 if results["lost"] == 0 and results["doubled"] == 0 else 1
+
+
+def fault_table(out: str | None) -> int:
+    """Each fault case, played; the table printed; 1 when any left the guard off silently."""
+    import fault_cases
+
+    rows = fault_cases.play(lambda line: print(line, file=sys.stderr))
+    print(fault_cases.table(rows))
+    if out:
+        Path(out).write_text(json.dumps([r._asdict() for r in rows], indent=2) + "\n")
+    return 1 if any("SILENT" in r.guard for r in rows) else 0
 
 
 if __name__ == "__main__":
