@@ -34,9 +34,10 @@ THIN_ALLOWED = {
 # the front ends may also use their floor-mates.
 FLOORS: list[set[str]] = [
     # ground: plain data, errors, paths under .git/ecm, safe text, the wire protocol, the
-    # calibration table; the standard library only
+    # calibration table, the environment's knobs, a config file's limits; the standard
+    # library only
     {"__init__", "errors", "model", "owned", "layout", "jsontext", "safetext", "protocol",
-     "calibration", "calibration_table", "gitfiles", "unsaved"},
+     "calibration", "calibration_table", "gitfiles", "unsaved", "knobs", "configlimits"},
     {"gitio", "ledger", "config"},  # git, the shared ledger, settings
     {"analysis"},  # reading source code: hunks, parsers, imports, symbols
     {"policy"},  # the airspace's one policy
