@@ -214,7 +214,11 @@ def _error_line(message: str, data: bytes) -> int | None:
 
 def table_of(name: str, data: bytes | int, where: str) -> dict[str, Any] | None:
     """The proximity table of one config file's content (None: the file has none);
-    ``data`` an int: the size of a file too large to have been read."""
+    ``data`` an int: the size of a file too large to have been read. A pyproject.toml that
+    never names proximity has no table of it, and is not parsed (another tool's large
+    tables cost no hook anything)."""
+    if name == "pyproject.toml" and isinstance(data, bytes) and b"proximity" not in data:
+        return None
     doc = _toml(data, where)
     tool = doc.get("tool", {})
     table = tool.get("proximity") if isinstance(tool, dict) else None

@@ -75,7 +75,7 @@ def test_a_huge_committed_config_is_refused_unread_and_costs_no_hook_its_time(tm
     took = time.monotonic() - t
     assert r.returncode == 0, r.stderr
     said = [ln for ln in r.stderr.splitlines() if "warning" in ln]
-    assert said and all(f"{len(data)} bytes, over the 1000000-byte limit" in ln
+    assert said and all(f"{len(data)} bytes, over the 262144-byte limit" in ln
                         for ln in said), said
     assert took < 10.0, took  # (32 s before: not a speed target, a stall that must not be)
     _a, b = _conflicting_pair(main, tmp_path)
@@ -97,6 +97,10 @@ def test_the_rest_of_a_committed_policy_stands_when_one_value_is_refused():
     # a file too large to read is named by its size; the defaults stand
     policy = load_policy([("pyproject.toml", 27_000_000)], [], [], ORIGIN)
     assert policy.config == config.Config() and "27000000 bytes" in policy.faults[0]
+    # a pyproject.toml that never names proximity is not read for it, even broken
+    other = b"[tool.other]\n" + b"k = [" * 10_000 + b"\n"
+    policy = load_policy([("pyproject.toml", other)], [], [], ORIGIN)
+    assert policy.config == config.Config() and policy.faults == ()
 
 
 def test_only_the_persons_own_git_config_may_turn_the_guard_off_and_it_says_so(tmp_path):
