@@ -5,7 +5,8 @@ conflicts), every git process through one runner with one time-limit policy (``r
 ``Repo`` is the repository opened from any of its worktrees; its methods come by concern:
 worktrees and heads (``base``), history (``history``), objects and merges (``objects``),
 snapshots of live state (``snapshots``) and the stashed edits put back on them
-(``patches``). Callers use this package's names only.
+(``patches``), trees of foreign work brought in (``results``). Callers use this package's
+names only.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, WorktreeInfo, sweep_s
 from proximity.gitio.history import SOLE_BASE_WALK, History
 from proximity.gitio.objects import LOOSE_LIMIT, policy_inputs
 from proximity.gitio.patches import Patches
+from proximity.gitio.results import Results
 from proximity.gitio.run import (
     CALL_CLASS,
     CALLS,
@@ -58,7 +60,7 @@ from proximity.gitio.run import (
 from proximity.gitio.snapshots import OVERLAY_MAX, Snapshots
 
 
-class Repo(Snapshots, Patches, History):
+class Repo(Snapshots, Results, Patches, History):
     """A repository, opened from any of its worktrees."""
 
 
