@@ -218,7 +218,8 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[verdict.Conflict]
     out: list[verdict.Conflict] = []
     try:
         for w in repo.worktrees():
-            if w.id == me.id or w.prunable or not w.head or not os.path.isdir(w.path):
+            if (w.id == me.id or w.prunable or w.populating or not w.head
+                    or not os.path.isdir(w.path)):
                 continue
             try:  # its live state now (a merge is rare: worth reading every sibling)
                 tree = repo.snapshot_tree(w)

@@ -19,6 +19,7 @@ from proximity.gitfiles import (
     common_dir,
     find_git_dir,
     operation_in_progress,
+    populating,
     safe_name,
     steps_left,
     worktree_id,
@@ -70,7 +71,7 @@ __all__ = [
     "Repo", "WorktreeInfo", "agent_id", "any_ignored", "blob_args", "checkout_of", "clean_env",
     "commit_of", "common_dir", "file_diff_args", "find_git_dir", "git", "git_finish",
     "git_many", "git_start", "git_version", "is_ancestor_cli", "live_diff_args",
-    "merge_file_args", "new_file_diff", "operation_in_progress", "policy_inputs", "reap",
-    "require_git", "safe_name", "steps_left", "sweep_scratch", "time_limit", "tree_diff",
-    "tree_diff_args", "untracked", "worktree_id",
+    "merge_file_args", "new_file_diff", "operation_in_progress", "policy_inputs",
+    "populating", "reap", "require_git", "safe_name", "steps_left", "sweep_scratch",
+    "time_limit", "tree_diff", "tree_diff_args", "untracked", "worktree_id",
 ]
