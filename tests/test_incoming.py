@@ -75,6 +75,7 @@ def test_every_form_that_brings_work_in_is_judged_where_git_merge_is(airspace, t
         "cd DIR": (f"cd {b} && git merge release", f"cd {b} && git merge later"),
         "git -C": (f"git -C {b.name} merge --no-edit release",
                    f"git -C {b.name} merge later"),
+        "sh -c": ("bash -c 'cd . && git merge release'", "sh -c \"git pull origin later\""),
         "subshell": ("(git fetch -q origin && git merge origin/release) 2>&1 | tail -3",
                      "git fetch -q origin || true; git merge origin/later > /dev/null"),
         "cherry-pick": ("git cherry-pick release", "git cherry-pick -x later"),

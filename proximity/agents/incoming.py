@@ -3,9 +3,10 @@ text alone (only split, never run): ``git merge``, ``git pull`` (merge and rebas
 with or without a remote; the upstream when no ref is named), ``git rebase``,
 ``git cherry-pick``, ``git am``, ``git stash pop/apply``, ``git checkout REF -- PATH`` and
 ``git restore --source REF PATH``, wherever they stand in the line (after ``&&``, ``;``,
-``cd DIR &&``, in a subshell, with ``git -C DIR``). Each is an ``Incoming`` to judge as the
-merge it is, or an ``Unread`` saying why it cannot be read (a ref that is a shell expansion,
-a ``cd`` that cannot be followed, another repository named): allowed with that reason."""
+``cd DIR &&``, in a subshell or a ``bash -c`` string, with ``git -C DIR``). Each is an
+``Incoming`` to judge as the merge it is, or an ``Unread`` saying why it cannot be read (a
+ref that is a shell expansion, a ``cd`` that cannot be followed, another repository named):
+allowed with that reason."""
 
 from __future__ import annotations
 
@@ -42,20 +43,42 @@ class Unread(NamedTuple):
 Found = Incoming | Unread
 
 
-def read(cmd: str, cwd: str) -> list[Found]:
+def read(cmd: str, cwd: str, depth: int = 0) -> list[Found]:
     """Every command of the line that brings work in (in order), or says why it cannot be
-    read; [] when none does."""
-    simple = simple_commands(cmd, cwd)
+    read; [] when none does. A shell's ``-c`` string is read as a line of its own."""
+    simple = simple_commands(cmd, cwd) if depth <= MAX_DEPTH else None
     if simple is None:
         if _GIT_WORK.search(cmd[:MAX_SCAN]):
             return [Unread(cmd[:80], "the command line cannot be split into commands")]
         return []
     out: list[Found] = []
     for s in simple:
+        inner = _shell_string(s.words)
+        if inner is not None:
+            out += read(inner, s.cwd, depth + 1) if s.cwd is not None else (
+                [Unread(inner[:80], "it runs in a directory the command line changes to in "
+                        "a way that cannot be followed")] if _GIT_WORK.search(inner) else [])
+            continue
         got = _git(s)
         if got is not None:
             out.append(got)
     return out
+
+
+MAX_DEPTH = 3  # shells inside shells read, at most
+SHELLS = frozenset(("sh", "bash", "zsh", "dash", "ksh"))
+
+
+def _shell_string(words: tuple[str, ...]) -> str | None:
+    """The command string of ``sh -c 'STRING'`` (its options before ``-c`` allowed)."""
+    if not words or os.path.basename(words[0]) not in SHELLS:
+        return None
+    for i, w in enumerate(words[1:], 1):
+        if w == "-c" or (w.startswith("-") and not w.startswith("--") and w.endswith("c")):
+            return words[i + 1] if i + 1 < len(words) else None
+        if not w.startswith("-"):
+            return None  # a script file: not read
+    return None
 
 
 MAX_SCAN = 4096
