@@ -74,6 +74,7 @@ def source(path: str, imports: list[str], version: int = 0) -> str:
 
 def generate(root: str, files: int, worktrees: int, changes: int, seed: int = 7) -> str:
     rnd = random.Random(seed)
+    root = os.path.abspath(root)  # worktrees are added from inside main
     main = os.path.join(root, "main")
     os.makedirs(main)
     git(main, "init", "-q", "-b", "main")

@@ -35,6 +35,17 @@ def agent_id(gitdir: str, common: str) -> str:
     return worktree_id(os.path.basename(os.path.normpath(gitdir)))
 
 
+def populating(admin_dir: str, common: str) -> bool:
+    """Whether git is still populating this linked worktree: `git worktree add` writes the
+    admin dir and HEAD, then every file, then the index, and only then runs post-checkout.
+    Until the index exists the worktree looks like one that deleted everything; it is not
+    recorded or judged until then (a worktree added with ``--no-checkout`` has no files to
+    judge either, until its first checkout writes them and the index)."""
+    if not admin_dir or os.path.realpath(admin_dir) == os.path.realpath(common):
+        return False  # the main checkout is never being added
+    return not os.path.exists(os.path.join(admin_dir, "index"))
+
+
 def steps_left(admin_dir: str) -> int:
     """Steps a cherry-pick or revert range still has to make, the current one included
     (its ``sequencer/todo``); 0 when there is none."""

@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="proximity", description="TCAS for git worktrees: collision avoidance for "
         "parallel coding agents")
     parser.add_argument("--version", action="version", version=f"proximity {__version__}")
+    parser.add_argument("-C", dest="chdir", action="append", default=None, metavar="DIR",
+                        help="run as if started in DIR (before the command, as git takes it; "
+                        "several compose, each relative to the one before)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("scan", help="pairwise collision risk of every worktree")
@@ -187,6 +190,25 @@ def _crash_log(exc: BaseException) -> str:
     return path
 
 
+def _started_in(args: argparse.Namespace) -> None:
+    """``proximity -C DIR CMD``: as ``CMD -C DIR`` (a command's own ``-C`` is then taken
+    from DIR, as git's are); a command without one runs in DIR."""
+    dirs = getattr(args, "chdir", None)
+    if not dirs:
+        return
+    where = os.path.join(*dirs)
+    if hasattr(args, "repo"):
+        args.repo = os.path.join(where, args.repo) if args.repo else where
+        return
+    try:
+        os.chdir(where)
+    except OSError as e:
+        # lazy: `proximity --help` and every hook start without the whole package
+        from proximity.errors import UsageError
+
+        raise UsageError(f"-C {where}: {e.strerror}") from None
+
+
 def _hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
     """`proximity hook STAGE ARGS…` runs on every commit: parsed without argparse."""
     if len(argv) >= 2 and argv[0] == "hook" and argv[1] in HOOK_STAGES:
@@ -248,6 +270,7 @@ def main(argv: Sequence[str] | None = None, fallback: Fallback | None = None) ->
     try:
         from importlib import import_module
 
+        _started_in(args)
         name = args.command.replace("-", "_")
         if name in ("scan", "status"):
             name = "scan"

@@ -62,7 +62,10 @@ class WorkingSet:
     intents: dict[str, tuple[Range, ...] | None] = field(default_factory=dict)
     intent_weights: dict[str, float] = field(default_factory=dict)
 
-    def weight(self, path: str) -> float:
+    def recency(self, path: str) -> float:
+        """How lately this side changed ``path`` (backward decay of the hops since). Only
+        evidence that can go stale reads it (see ``proximity.channels``): a fact of the
+        live tree holds at full weight whatever the number of events since."""
         return self.weights.get(path, 1.0)
 
     def touched(self) -> set[str]:

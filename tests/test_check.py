@@ -473,8 +473,9 @@ def test_merging_a_branch_is_checked_before_anything_is_written(pair, capsys):
     assert "merging 'release'" in capsys.readouterr().out
     assert main(["check", "-C", str(b), "--merge=--output=/tmp/x"]) == 2
     assert "names no commit" in capsys.readouterr().err
-    # the Claude Code hook on Bash: a plain `git merge REF` / `git rebase REF` is asked
-    # the same way, before it runs; anything else is no merge (its text is never run)
+    # the Claude Code hook on Bash: `git merge REF` / `git rebase REF` is asked the same
+    # way, before it runs, wherever it stands in the line; anything else is no merge, and a
+    # ref the shell would expand is not read (its text is never run)
     def bash(cmd: str) -> dict:  # type: ignore[type-arg]
         return hook(b, "claude", {"tool_name": "Bash", "cwd": str(b),
                                   "tool_input": {"command": cmd}})["hookSpecificOutput"]
@@ -485,10 +486,11 @@ def test_merging_a_branch_is_checked_before_anything_is_written(pair, capsys):
         out["permissionDecisionReason"]
     assert bash("git rebase later")["permissionDecision"] == "allow"
     for cmd in ("git merge --no-ff -m 'Merge release' release", "git -c a.b=c merge release",
-                "/usr/bin/git merge -X theirs release", "git merge -- release"):
+                "/usr/bin/git merge -X theirs release", "git merge -- release",
+                "git merge release; touch pwned"):
         assert bash(cmd)["permissionDecision"] == "deny", cmd
-    for cmd in ("git status", "git merge --abort", "git merge release; touch pwned",
-                "git merge $(touch pwned)", "git merge " + "x" * 5000):
+    for cmd in ("git status", "git merge --abort", "git merge $(touch pwned)",
+                "git merge " + "x" * 5000):
         assert bash(cmd)["permissionDecision"] == "allow", cmd
     assert not (b / "pwned").exists()
 

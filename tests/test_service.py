@@ -314,6 +314,26 @@ def test_a_worktree_added_while_the_service_runs_is_judged_on_its_files(space, s
     assert client._alive(common)
 
 
+def test_service_stop_says_what_it_stopped(space, services):
+    sp, _a, _b, common = three(space, services)
+
+    def cmd(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "proximity", "service", *args],
+                              cwd=sp.main, env=hook_env(), capture_output=True, text=True,
+                              check=True, timeout=120).stdout
+
+    cmd("start")
+    pid = pid_of(common)
+    said = cmd("stop")
+    assert f"stopped the service of {common}: pid {pid}" in said and "watching a, b" in said
+    assert "no service was running" in cmd("stop")
+    cmd("start")
+    pid = pid_of(common)
+    doc = json.loads(cmd("stop", "--json"))
+    assert doc["stopped"]["pid"] == pid and not doc["running"]
+    assert json.loads(cmd("stop", "--json"))["stopped"] is None
+
+
 def test_a_service_whose_repository_was_made_again_exits(tmp_path, services):
     """A repository deleted and made again at the same path (a harness, a re-clone): its
     old service, kept busy by the new files' events, exits instead of living on unreachable

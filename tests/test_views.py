@@ -4,6 +4,7 @@ headless Chromium."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import re
@@ -121,6 +122,34 @@ def test_watch_quits_cleanly_on_ctrl_c(airspace):
     assert proc.returncode == 0, err.decode()
     assert b"Traceback" not in err
     assert b"alice~bob" in out
+
+
+def test_watch_without_a_terminal_prints_each_new_frame_as_plain_text(airspace):
+    """Piped (a log, `| less`, an agent's tool) there is no screen to redraw: each frame is
+    printed in turn while it runs, plain, and one like the last is not printed again."""
+    import signal
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "proximity", "watch", "--interval", "0.3",
+                             "-C", airspace], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "COLUMNS": "80"})
+    assert proc.stdout is not None
+    seen = ""
+    end = time.monotonic() + 60
+    while "alice~bob" not in seen and time.monotonic() < end:
+        seen += proc.stdout.readline().decode()
+    assert "alice~bob" in seen and proc.poll() is None  # shown while it runs
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=30)
+    text = seen + rest.decode()
+    assert proc.returncode == 0, err.decode()
+    assert "\x1b[" not in text and "proximity watch" in text
+    # a frame like the one before it (apart from the scan's time) is not printed again
+    shown = [re.sub(r"scan \d+ ms", "", f) for f in re.split(r".*proximity watch.*\n", text)]
+    frames = shown[1:]  # (before the first rule: nothing)
+    assert frames and all(x != y for x, y in itertools.pairwise(frames))
 
 
 @pytest.fixture(scope="module")

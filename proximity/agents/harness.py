@@ -6,8 +6,11 @@ JSON that harness reads back. Supported (formats confirmed from their public doc
 
 * Claude Code: ``PreToolUse`` (Edit, MultiEdit, Write, NotebookEdit) answered with
   ``hookSpecificOutput.permissionDecision`` allow / ask / deny; ``PostToolUse`` records. A
-  ``Bash`` call that is a plain ``git merge REF`` or ``git rebase REF`` is checked as
-  ``check --merge REF`` (what it would bring in, before it does).
+  ``Bash`` call that brings foreign work in (``git merge``, ``pull``, ``rebase``,
+  ``cherry-pick``, ``am``, ``stash pop/apply``, ``checkout REF -- PATH``, ``restore
+  --source``, anywhere in a compound command: ``agents.incoming``) is checked as the merge
+  it is (what it would bring in, before it does); one that cannot be read is allowed with
+  the reason.
 * Gemini CLI: ``BeforeTool`` (replace, write_file) answered with ``decision`` allow /
   deny and ``reason``; it has no "ask", so ask becomes allow plus a ``systemMessage`` to
   the user (Gemini CLI confirms file edits with the user itself). ``AfterTool`` records.
@@ -29,11 +32,11 @@ from collections.abc import Callable
 from typing import Any
 
 from proximity import knobs
-from proximity.agents import verdict
+from proximity.agents import incoming, verdict
 from proximity.agents.edits import Edit, edits_of, write_of
-from proximity.agents.merging import check_merge
+from proximity.agents.merging import check_plan, incoming_plan
 from proximity.agents.precheck import check
-from proximity.agents.shell import claude_merge, claude_moves
+from proximity.agents.shell import claude_moves
 from proximity.errors import NotARepository, UsageError
 from proximity.safetext import text as shown
 from proximity.snapshot import recorder, workspace
@@ -121,9 +124,9 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
     try:
         if knobs.skip():
             return answer("allow", "proximity: PROXIMITY_SKIP=1")
-        merging = claude_merge(event) if name == "claude" else None
-        if merging is not None:
-            return _merge(event, merging, answer, deny_on)
+        brought = claude_incoming(event) if name == "claude" else []
+        if brought:
+            return _incoming(brought, answer, deny_on)
         targets = targets_of(event)
         if not targets:
             return answer("allow", "proximity: not a file edit")
@@ -149,18 +152,45 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
                       "allowing the edit")
 
 
-def _merge(event: dict[str, Any], ref: str, answer: Callable[[str, str], dict[str, Any]],
-           deny_on: str | None) -> dict[str, Any]:
-    """`check --merge REF` for a Bash tool call about to merge or rebase onto REF."""
+def claude_incoming(event: dict[str, Any]) -> list[incoming.Found]:
+    """The commands of a Bash tool call that bring foreign work in (the text is data:
+    only split, never run)."""
+    if event.get("tool_name") != "Bash":
+        return []
+    cmd = str((event.get("tool_input") or {}).get("command") or "")
+    return incoming.read(cmd, str(event.get("cwd") or os.getcwd()))
+
+
+def _incoming(brought: list[incoming.Found], answer: Callable[[str, str], dict[str, Any]],
+              deny_on: str | None) -> dict[str, Any]:
+    """Each command that brings work in checked as the merge it is (what it would change
+    here, before it does); the strictest answer, with every reason."""
+    order = {verdict.DENY: 0, verdict.ASK: 1, verdict.ALLOW: 2}
+    worst, reasons = verdict.ALLOW, []
+    for inc in brought:
+        decision, reason = _one(inc, deny_on)
+        reasons.append(reason)
+        if order[decision] < order[worst]:
+            worst = decision
+    return answer(worst, "proximity: " + "\n".join(reasons))
+
+
+def _one(inc: incoming.Found, deny_on: str | None) -> tuple[str, str]:
+    cmd = shown(inc.text, 120)
+    if isinstance(inc, incoming.Unread):
+        return verdict.ALLOW, f"`{cmd}` not checked: {inc.why}"
     try:
-        _plan, d = check_merge(str(event.get("cwd") or os.getcwd()), ref, deny_on)
+        plan = incoming_plan(inc)
+        if plan is None:
+            return verdict.ALLOW, f"`{cmd}` brings no other work in"
+        d = check_plan(inc.cwd, plan, deny_on)
     except (NotARepository, UsageError) as e:
-        return answer("allow", f"proximity: not checked ({e})")
+        return verdict.ALLOW, f"`{cmd}` not checked ({e})"
     if d is None:
-        return answer("allow", f"proximity: merging {ref!r} changes nothing here")
+        return verdict.ALLOW, f"{plan.what} changes nothing here"
     if d.decision == verdict.ALLOW:
-        return answer("allow", f"proximity: merging {ref!r} meets no sibling's work")
-    return answer(d.decision, f"proximity: merging {ref!r} here: " + _with_hunk(d))
+        return verdict.ALLOW, f"{plan.what} meets no sibling's work"
+    return d.decision, f"{plan.what} here: " + _with_hunk(d)
 
 
 def _with_hunk(d: Any) -> str:

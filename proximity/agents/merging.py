@@ -1,5 +1,6 @@
-"""Merging or rebasing a branch into this worktree, checked before it happens: what the
-merge would change here (git's own merge, in the object store only), judged as edits of
+"""Work brought into this worktree, checked before it is: what a merge, a pull, a rebase,
+a cherry-pick, ``git am``, a stash applied or paths checked out of another commit would
+change here (git's own merge and plumbing, in the object store only), judged as edits of
 those lines, and then exactly, by git's merge of the result with each sibling's live work.
 """
 
@@ -10,6 +11,7 @@ from typing import Any, NamedTuple
 
 from proximity import gitio
 from proximity.agents import verdict
+from proximity.agents.incoming import UPSTREAM, Incoming
 from proximity.agents.precheck import check, deny_policy, edits_of, open_ledger, recorded_tree
 from proximity.analysis import hunks
 from proximity.errors import FatalError, UsageError
@@ -17,13 +19,17 @@ from proximity.gitio import SNAPSHOT_IDENT
 from proximity.model import Range
 from proximity.safetext import text
 
+MAX_PICKS = 50  # commits of a cherry-picked range worked out, at most
+
 
 class MergePlan(NamedTuple):
     ref: str  # as given
-    commit: str
-    tree: str  # the merge's result
+    commit: str  # the commit it brings (the last one of a range; "" for patches)
+    tree: str  # the result
     targets: list[tuple[str, tuple[Range, ...] | None]]  # what the merge changes here
     conflicts: list[str]  # paths the merge itself leaves conflicted with HEAD
+    joins: bool = True  # its history joins this worktree's (a merge), or only its content
+    what: str = ""  # how the answer names it ("merging 'x'")
 
 
 def merge_plan(start: str, ref: str) -> MergePlan:
@@ -32,20 +38,135 @@ def merge_plan(start: str, ref: str) -> MergePlan:
     the paths and HEAD's lines it replaces, to be checked like edits."""
     repo = gitio.Repo(start, fast=True)
     commit = gitio.commit_of(ref, repo.workdir)
-    head = gitio.commit_of("HEAD", repo.workdir)
     if commit is None:
         raise UsageError(f"--merge: {ref!r} names no commit here")
-    if not head:
-        raise UsageError("--merge: this worktree has no commit to merge into")
+    head = _head(repo, "--merge: ")
     merged = repo.merge_result(head, commit)
     if merged is None:
         raise UsageError(f"--merge: git cannot merge {ref!r} into HEAD")
-    tree, conflicts = merged
+    return _plan(repo, head, ref, commit, merged, True, f"merging {text(ref)!r}")
+
+
+def _head(repo: gitio.Repo, prefix: str = "") -> str:
+    head = gitio.commit_of("HEAD", repo.workdir)
+    if not head:
+        raise UsageError(f"{prefix}this worktree has no commit to bring work into")
+    return head
+
+
+def _plan(repo: gitio.Repo, head: str, ref: str, commit: str, result: tuple[str, list[str]],
+          joins: bool, what: str) -> MergePlan:
+    tree, conflicts = result
     diff = gitio.git(["diff", "--no-color", "--no-ext-diff", "-M", "-U0", head, tree],
                      cwd=repo.workdir).stdout.decode("utf-8", "surrogateescape")
     change = {p: d for p, d in hunks.parse(diff).items()
               if d.hunks or d.new_file or d.binary}  # a pure rename changes no line
-    return MergePlan(ref, commit, tree, edits_of(change), conflicts)
+    return MergePlan(ref, commit, tree, edits_of(change), conflicts, joins, what)
+
+
+def incoming_plan(inc: Incoming) -> MergePlan | None:
+    """What ``inc`` would change in the worktree it runs in (None: it brings no foreign
+    work after all: ``checkout X Y`` where X is no commit takes Y from the index).
+    UsageError, with the reason, when it cannot be worked out."""
+    repo = gitio.Repo(inc.cwd, fast=True)
+    head = _head(repo)
+    if inc.how in ("merge", "rebase", "pull", "pull --rebase"):
+        ref = _pulled(repo, inc) if inc.how.startswith("pull") else inc.refs[0]
+        commit = _commit(repo, ref)
+        merged = repo.merge_result(head, commit)
+        if merged is None:
+            raise UsageError(f"git cannot merge {text(ref)!r} into HEAD")
+        verb = {"merge": "merging", "rebase": "rebasing onto"}.get(inc.how, "pulling")
+        shown = ref.removeprefix("refs/remotes/")
+        return _plan(repo, head, ref, commit, merged, True, f"{verb} {text(shown)!r}")
+    if inc.how == "cherry-pick":
+        return _picks(repo, head, inc)
+    if inc.how == "am":
+        got = repo.with_patches(head, inc.refs, inc.cwd)
+        if got is None:
+            raise UsageError("the patches do not apply to HEAD (git am would stop)")
+        names = ", ".join(text(os.path.basename(p), 100) for p in inc.refs[:3])
+        return _plan(repo, head, names, "", got, False, f"applying {names}")
+    if inc.how.startswith("stash"):
+        stash = _commit(repo, inc.refs[0])
+        got = repo.merge3(f"{stash}^1", head, stash)
+        if got is None:
+            raise UsageError(f"git cannot apply {text(inc.refs[0])!r} here")
+        return _plan(repo, head, inc.refs[0], stash, got, False,
+                     f"applying {text(inc.refs[0])!r}")
+    source = gitio.commit_of(inc.refs[0], inc.cwd)
+    if source is None:
+        if inc.how == "checkout" and "--" not in inc.text.split():
+            return None  # `checkout X Y` with no commit X: paths from the index
+        raise UsageError(f"{text(inc.refs[0])!r} names no commit here")
+    got = repo.with_paths(head, source, inc.paths, inc.cwd, inc.overlay)
+    if got is None:
+        raise UsageError(f"git cannot read {text(inc.refs[0])!r}'s paths")
+    paths = ", ".join(text(p, 100) for p in inc.paths[:3])
+    return _plan(repo, head, inc.refs[0], source, got, False,
+                 f"taking {paths} from {text(inc.refs[0])!r}")
+
+
+def _commit(repo: gitio.Repo, ref: str) -> str:
+    commit = gitio.commit_of(ref, repo.workdir)
+    if commit is None:
+        if ref == UPSTREAM:
+            raise UsageError("this branch has no upstream to bring in")
+        raise UsageError(f"{text(ref)!r} names no commit here")
+    return commit
+
+
+def _pulled(repo: gitio.Repo, inc: Incoming) -> str:
+    """The ref a pull merges, as this repository last fetched it: the upstream, or the
+    remote-tracking ref of the branch named (a sibling's push updates it in the shared
+    repository at once); a pull from a URL or path is not read."""
+    if inc.remote is None:
+        return UPSTREAM
+    remote = inc.remote
+    if remote == ".":
+        return inc.refs[0] if inc.refs else UPSTREAM
+    known = gitio.git(["remote"], cwd=repo.workdir).stdout.decode("utf-8", "replace").split()
+    if remote not in known:
+        raise UsageError(f"pulls from {text(remote)!r}, which is no remote configured here")
+    if not inc.refs:
+        up = gitio.git(["rev-parse", "--symbolic-full-name", UPSTREAM], cwd=repo.workdir,
+                       ok=(0, 128)).stdout.decode("utf-8", "replace").strip()
+        if up.startswith(f"refs/remotes/{remote}/"):
+            return UPSTREAM
+        raise UsageError(f"pulls from {text(remote)!r} without a branch, and the upstream is "
+                         "not there")
+    branch = inc.refs[0].removeprefix("refs/heads/")
+    for ref in (f"refs/remotes/{remote}/{branch}", f"refs/tags/{branch}"):
+        if gitio.commit_of(ref, repo.workdir):
+            return ref
+    raise UsageError(f"{text(remote)}/{text(branch)} is not fetched here yet (fetch it, then "
+                     "merge it, to have it checked)")
+
+
+def _picks(repo: gitio.Repo, head: str, inc: Incoming) -> MergePlan:
+    commits: list[str] = []
+    for arg in inc.refs:
+        if ".." in arg or arg.startswith("^"):
+            out = gitio.git(["rev-list", "--reverse", "--end-of-options", arg],
+                            cwd=repo.workdir, ok=(0, 128))
+            if out.returncode:
+                raise UsageError(f"{text(arg)!r} names no commits here")
+            commits += out.stdout.decode().split()
+        else:
+            commits.append(_commit(repo, arg))
+    if not commits or len(commits) > MAX_PICKS:
+        raise UsageError(f"{len(commits)} commits to pick: not worked out")
+    tree, conflicts = head, list[str]()
+    for c in commits:
+        parent = f"{c}^{inc.mainline or 1}"
+        base = parent if gitio.commit_of(parent, repo.workdir) else gitio.EMPTY_TREE
+        got = repo.merge3(base, tree, c)
+        if got is None:
+            raise UsageError(f"git cannot pick {c[:12]} here")
+        tree, conflicts = got[0], sorted({*conflicts, *got[1]})
+    names = ", ".join(text(r, 60) for r in inc.refs[:3])
+    return _plan(repo, head, names, commits[-1], (tree, conflicts), False,
+                 f"cherry-picking {names}")
 
 
 def check_merge(start: str, ref: str, deny_on: str | None = None
@@ -54,23 +175,31 @@ def check_merge(start: str, ref: str, deny_on: str | None = None
     the decision on the lines it would change (None: it changes none). UsageError when
     ``ref`` cannot be merged here."""
     plan = merge_plan(start, ref)
+    return plan, check_plan(start, plan, deny_on)
+
+
+def check_plan(start: str, plan: MergePlan, deny_on: str | None = None
+               ) -> verdict.Decision | None:
+    """The decision on the lines work brought in would change in the worktree that
+    contains ``start`` (None: it changes none)."""
     if not plan.targets:
-        return plan, None
+        return None
     repo = gitio.Repo(start, fast=True)
     root = repo.workdir
-    d = check(root, plan.targets, deny_on, cwd=root, merging=plan.commit, merged=plan.tree)
+    d = check(root, plan.targets, deny_on, cwd=root,
+              merging=plan.commit if plan.joins else None, merged=plan.tree)
     if d.decision == verdict.DENY:
-        return plan, d
+        return d
     found = exact_conflicts(repo, plan)
     if not found:
-        return plan, d
+        return d
     policy = deny_policy(deny_on) if deny_on else verdict.RA
     if policy == "never":
-        return plan, d
+        return d
     first = found[0]
-    reason = (f"{first.detail}. Merge later (after they land), or coordinate with them "
-              "first (`proximity inbox`)")
-    return plan, verdict.Decision(verdict.DENY, reason, (*found, *d.conflicts))
+    reason = (f"{first.detail}. Bring it in later (after they land), or coordinate with "
+              "them first (`proximity inbox`)")
+    return verdict.Decision(verdict.DENY, reason, (*found, *d.conflicts))
 
 
 def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[verdict.Conflict]:
@@ -82,14 +211,15 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[verdict.Conflict]
     head = me.head
     if not head:
         return []
-    merged = gitio.git(["commit-tree", plan.tree, "-p", head, "-p", plan.commit, "-m",
-                        "proximity merge check"], cwd=repo.workdir,
-                       env=SNAPSHOT_IDENT).stdout.decode().strip()
+    parents = ["-p", head, "-p", plan.commit] if plan.joins else ["-p", head]
+    merged = gitio.git(["commit-tree", plan.tree, *parents, "-m", "proximity merge check"],
+                       cwd=repo.workdir, env=SNAPSHOT_IDENT).stdout.decode().strip()
     led = open_ledger(repo)
     out: list[verdict.Conflict] = []
     try:
         for w in repo.worktrees():
-            if w.id == me.id or w.prunable or not w.head or not os.path.isdir(w.path):
+            if (w.id == me.id or w.prunable or w.populating or not w.head
+                    or not os.path.isdir(w.path)):
                 continue
             try:  # its live state now (a merge is rare: worth reading every sibling)
                 tree = repo.snapshot_tree(w)
@@ -104,7 +234,8 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[verdict.Conflict]
             files = ", ".join(text(p, 200) for p in got[1][:4])
             out.append(verdict.Conflict(
                 w.id, w.branch, got[1][0], (), "", verdict.RA, "conflict",
-                f"merging {text(plan.ref)} here would conflict with {who}'s live work in "
+                f"{plan.what or 'merging ' + text(plan.ref)} here would conflict with "
+                f"{who}'s live work in "
                 f"{files}{' and more' if len(got[1]) > 4 else ''} (git's merge of the "
                 "result with their work)"))
     finally:

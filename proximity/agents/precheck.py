@@ -132,8 +132,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         (me.head, p): gitio.git_start(gitio.blob_args(me.head, p), repo.workdir)
         for p in paths} if me.head else {}
     try:
-        siblings = [w for w in repo.worktrees()
-                    if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
+        siblings = [w for w in repo.worktrees() if w.id != me.id and not w.prunable
+                    and not w.populating and os.path.isdir(w.path)]
     finally:
         prefetched = {k: gitio.git_finish(v, ok=(0,)) for k, v in early.items()}
     if not siblings:

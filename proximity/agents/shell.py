@@ -1,14 +1,104 @@
 """What a shell command an agent is about to run does to the worktree, read from its text
-(only split, never run): the files a plain ``git mv`` / ``mv`` moves, the branch a plain
-``git merge`` / ``git rebase`` brings in. Anything compound or unusual reads as neither."""
+(only split, never run): the simple commands a command line runs and the directory each
+runs in (``&&``, ``||``, ``;``, ``|``, subshells, ``cd DIR``), and the files a plain
+``git mv`` / ``mv`` moves. Which of those commands bring foreign work in is
+``proximity.agents.incoming``'s."""
 
 from __future__ import annotations
 
 import os
 import shlex
-from typing import Any
+from typing import Any, NamedTuple
 
 MOVED_FILES = 200  # files of moved directories checked, at most
+MAX_COMMAND = 4096  # a longer command line is not read (splitting it is not free)
+SEPARATORS = frozenset(";&|")  # a token of these alone ends a simple command
+WRAPPERS = frozenset(("command", "nohup", "time", "exec", "env"))  # run the words after them
+
+
+class Simple(NamedTuple):
+    """One simple command of a command line: its words (leading ``NAME=value``
+    assignments and wrappers such as ``env`` dropped; redirections dropped) and the
+    directory it runs in (None: after a ``cd`` that cannot be followed)."""
+
+    cwd: str | None
+    words: tuple[str, ...]
+
+
+def opaque(word: str) -> bool:
+    """A word the shell expands (a variable, a command substitution): its value is not
+    in the text."""
+    return "$" in word or "`" in word
+
+
+def simple_commands(cmd: str, cwd: str) -> list[Simple] | None:
+    """The simple commands ``cmd`` runs, in order, each with its directory; None when the
+    text cannot be split (unbalanced quotes), is too long, or feeds a here-document."""
+    if len(cmd) > MAX_COMMAND:
+        return None
+    lex = shlex.shlex(cmd.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        tokens = list(lex)
+    except ValueError:
+        return None
+    out: list[Simple] = []
+    stack: list[str | None] = []  # directories to return to when a subshell ends
+    here: str | None = cwd
+    words: list[str] = []
+
+    def end() -> None:
+        nonlocal here
+        got = _strip(words)
+        words.clear()
+        if not got:
+            return
+        if got[0] in ("cd", "pushd"):
+            arg = got[1] if len(got) > 1 else None
+            if here is None or arg is None or arg == "-" or opaque(arg):
+                here = None
+            else:
+                here = os.path.normpath(os.path.join(here, os.path.expanduser(arg)))
+        elif got[0] == "popd":
+            here = None
+        out.append(Simple(here, got))
+
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t and set(t) <= SEPARATORS:
+            end()
+        elif t and set(t) <= set("()"):
+            end()
+            for c in t:
+                if c == "(":
+                    stack.append(here)
+                elif stack:
+                    here = stack.pop()
+        elif t and set(t) <= set("<>&") and ("<" in t or ">" in t):
+            if t.startswith("<<"):
+                return None  # a here-document: its lines are data, not commands
+            if words and words[-1].isdigit():
+                words.pop()  # the descriptor of `2>file`
+            i += 1  # and the redirection's target
+        else:
+            words.append(t)
+        i += 1
+    end()
+    return out
+
+
+def _strip(words: list[str]) -> tuple[str, ...]:
+    """The command's own words: leading assignments and wrapper commands dropped."""
+    i = 0
+    while i < len(words):
+        w = words[i]
+        assigns = "=" in w and w.split("=", 1)[0].isidentifier()
+        if assigns or w in WRAPPERS or (i and words[i - 1] == "env" and w.startswith("-")):
+            i += 1
+        else:
+            break
+    return tuple(words[i:])
 
 
 def claude_moves(event: dict[str, Any]) -> list[str]:
@@ -42,46 +132,3 @@ def claude_moves(event: dict[str, Any]) -> list[str]:
         elif os.path.isfile(full):
             out.append(src)
     return out[:MOVED_FILES]
-
-
-def claude_merge(event: dict[str, Any]) -> str | None:
-    """The branch a Bash tool call is about to merge into the worktree: ``git merge REF``
-    or ``git rebase REF`` (one plain command, one ref; anything else: None). The text is
-    data: only split, never run."""
-    if event.get("tool_name") != "Bash":
-        return None
-    cmd = str((event.get("tool_input") or {}).get("command") or "")
-    if len(cmd) > MAX_COMMAND or any(c in cmd for c in ";&|`$()<>\n"):
-        return None  # a compound (or huge) command: not read
-    try:
-        words = shlex.split(cmd)
-    except ValueError:
-        return None
-    if not words or os.path.basename(words[0]) != "git":
-        return None
-    i = 1
-    while i < len(words) and words[i].startswith("-"):  # git's own options
-        i += 2 if words[i] in ("-c", "-C") else 1
-    if i >= len(words) or words[i] not in ("merge", "rebase"):
-        return None
-    rest, refs = words[i + 1:], []
-    while rest:
-        w = rest.pop(0)
-        if w in ("--abort", "--continue", "--skip", "--quit", "--onto", "--root") \
-                or w.startswith("--onto="):
-            return None  # not a merge of one branch into this one
-        if w in _TAKES_VALUE:
-            if rest:
-                rest.pop(0)
-        elif w == "--":
-            refs += rest
-            break
-        elif not w.startswith("-"):
-            refs.append(w)
-    return refs[0] if len(refs) == 1 else None
-
-
-MAX_COMMAND = 4096  # a longer command line is not read (splitting it is not free)
-# git merge / git rebase options whose value is the next word
-_TAKES_VALUE = frozenset(("-m", "-F", "--file", "-s", "--strategy", "-X", "--strategy-option",
-                          "-x", "--exec", "--cleanup", "--into-name"))

@@ -272,8 +272,9 @@ class Reach:
         self.ws = ws
         self.touched = ws.touched()
         self.gamma, self.hub_degree = gamma, hub_degree
-        self.best = reach(self.view, {p: ws.weight(p) for p in self.touched}, gamma,
-                          depth_cap, hub_degree)
+        # an import between two live trees is a fact of both: no recency weight
+        self.best = reach(self.view, dict.fromkeys(self.touched, 1.0), gamma, depth_cap,
+                          hub_degree)
 
     def damp(self, node: str, other: View) -> float:
         fan = self.view.fan(node) + other.extra.fan(node)
@@ -281,7 +282,7 @@ class Reach:
 
 
 def pair_channel(ra: Reach, rb: Reach) -> tuple[float, list[Finding]]:
-    """max over f in a, g in b (g != f) of w_f w_g coupling(f, g) from two agents' reaches.
+    """max over f in a, g in b (g != f) of coupling(f, g) from two agents' reaches.
 
     Exact decomposition: a path from a to b either uses only the base graph and a's new
     edges (``ra.best`` at b's file), or ends with one of b's new edges s -> t (s is b's
@@ -294,14 +295,14 @@ def pair_channel(ra: Reach, rb: Reach) -> tuple[float, list[Finding]]:
             hit = src.best.get(g)
             if hit is not None and hit[1][0] != g:
                 c, route = hit
-                hits.append((c * dst.ws.weight(g), len(route), route, src, flip, None))
+                hits.append((c, len(route), route, src, flip, None))
     for src, dst, flip in ((ra, rb, False), (rb, ra, True)):
         for s_node, t_set in dst.view.extra.out.items():
             if s_node not in dst.touched:
                 continue
             for t_node in t_set:
                 if t_node in src.touched and t_node != s_node:
-                    c, route = src.ws.weight(t_node), (t_node, s_node)
+                    c, route = 1.0, (t_node, s_node)
                 else:
                     hit = src.best.get(t_node)
                     if hit is None or len(hit[1]) > 4:
@@ -309,8 +310,7 @@ def pair_channel(ra: Reach, rb: Reach) -> tuple[float, list[Finding]]:
                     c = hit[0] * src.gamma * src.damp(t_node, dst.view)
                     route = (*hit[1], s_node)
                 if route[0] != s_node:
-                    hits.append((c * dst.ws.weight(s_node), len(route), route, src, flip,
-                                 dst.view))
+                    hits.append((c, len(route), route, src, flip, dst.view))
     hits.sort(key=lambda h: (-h[0], h[1]))
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()

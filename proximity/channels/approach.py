@@ -17,7 +17,9 @@ changed lines and the fewest unchanged lines between the two sides' nearest hunk
 the definition and both sides' lines; its value is the class's calibrated probability that
 the pair conflicts now or at a later step (``benchmarks/calibrate.py``, fitted on
 commit-by-commit replays of real branch pairs). An approach is not a collision: the
-channel's value is held below tau_RA, traffic at most.
+channel's value is held below tau_RA, traffic at most. It is a forecast that can go stale
+(a side that has not touched the region for many events has likely moved on), so each
+finding is scaled by both sides' recency of the path: the one channel whose value decays.
 """
 
 from __future__ import annotations
@@ -172,7 +174,7 @@ def value(a: WorkingSet, b: WorkingSet, read: Callable[[str], bytes], cache: dic
         if excluded(path) or (exact is not None and path in exact):
             continue  # git's merge conflicts here: the conflict channel has it
         for f in path_findings(path, ia[path], ib[path], read, cache):
-            s = min(f.score * a.weight(path) * b.weight(path), tau_ra - CAP_MARGIN)
+            s = min(f.score * a.recency(path) * b.recency(path), tau_ra - CAP_MARGIN)
             if s > 0:
                 findings.append(dataclasses.replace(f, score=s))
     findings.sort(key=lambda f: -f.score)

@@ -1,6 +1,8 @@
 """Exact channel: git's own merge of the two live working states (merge-tree).
 
-A conflicted path is a real collision. The result is cached per pair of snapshot commits
+A conflicted path is a real collision, a fact of both live trees: it holds at full weight
+for as long as both trees hold it, however many events pass (no recency decay), and ends
+when either tree drops it. The result is cached per pair of snapshot commits
 (a snapshot commit names its base and its tree). Failure to compute is unknown.
 
 Where git's merge provably cannot conflict, it is not run: both sides only add and modify

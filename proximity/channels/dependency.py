@@ -4,8 +4,10 @@ The repository-wide import graph (base graph plus each side's new import edges) 
 changed files at undirected distance d with gamma^(d-1) (hub files damped in transit, see
 ``proximity.analysis.depgraph``). The evidence class is the distance (``import-1`` for a
 direct import, ``import-2`` through one untouched file, ...); its calibrated probability — a
-direct import alone is a few percent, not a collision — is scaled by the recency weights and
-hub damping that the coupling carries. Unknown while the graph is not built yet.
+direct import alone is a few percent, not a collision — is scaled by the hub damping the
+coupling carries. An import between the two live trees is a fact of both: it holds at full
+weight for as long as both trees have it (no recency decay). Unknown while the graph is not
+built yet.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def run(ev: Evidence) -> Result:
     for f in raw:
         kind = kind_of(f.route)
         d = len(f.route) - 1
-        # the coupling is gamma^(d-1) x recency x hub damping; keep the last two
+        # the coupling is gamma^(d-1) x hub damping; keep the damping
         rest = f.score / (ev.cfg.gamma ** max(0, d - 1)) if ev.cfg.gamma else 0.0
         p = calibration.probability(NAME, kind, DEFAULTS[kind]) * min(1.0, rest)
         findings.append(replace(f, score=p, kind=kind))

@@ -16,8 +16,10 @@ could not run (intents, remote trees not fetched) do the stand-in classes speak 
 Intents (declared, not yet made edits) are look-ahead: ``intent-hit``, ``intent-file``,
 ``intent-both``, ``intent-near``; they warn and never reach an RA alone.
 
-The value of each finding is the calibrated probability of its class times the two recency
-weights; the channel's value is the largest.
+The value of each edit finding is the calibrated probability of its class: lines both live
+trees changed are a fact of both trees, held at full weight for as long as both hold them,
+however many events pass (no recency decay). An intent is a claim: its finding is scaled by
+the intent's forward decay. The channel's value is the largest.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def value(a: WorkingSet, b: WorkingSet, cfg: Config,
         if not kind:
             continue
         kind, why = settle(kind, why, path, exact)
-        s = prob(kind) * a.weight(path) * b.weight(path)
+        s = prob(kind)
         if s > 0:
             ra, rb = _touching_ranges(fa, fb)
             findings.append(Finding(NAME, s, path, path, ra, rb, why, kind=kind))
@@ -160,7 +162,7 @@ def _intent_findings(
                 kind = "intent-hit" if intervals.touching(lines, other.ranges) else "intent-near"
             else:
                 kind = "intent-file"
-            yield Finding(NAME, prob(kind) * w * b.weight(path), path, path,
+            yield Finding(NAME, prob(kind) * w, path, path,
                           tuple(lines or ()), tuple(other.ranges or ()), "intent meets an edit",
                           kind=kind)
         elif path in b.intents and path not in ia:

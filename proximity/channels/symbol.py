@@ -4,6 +4,9 @@ The analysis (name resolution, call binding, aliases, module moves) lives in
 ``proximity.analysis.symbols``; its findings already carry calibrated probabilities per
 evidence class.
 A file that does not parse is unknown (None), never "every definition removed".
+A finding is a fact of both live trees (this side's definition, the other side's use): it
+holds at full weight for as long as both trees have it, however many events pass, and ends
+when either side drops the change or the use.
 
 A changed *behaviour* (``value-used``: a constant the other side reads changed value;
 ``indirect``: a definition it uses reads such a constant; ``body-used``) is approach

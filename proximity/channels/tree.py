@@ -3,7 +3,8 @@
 ``treeprox.channel`` gives 1 - the smallest tree distance between the two sides' files
 (intents included); the evidence class is its fifth (``b0`` … ``b4``), whose calibrated
 probability is small: being near in the tree is a prior, never a collision by itself. It
-has no findings of its own (it names no lines).
+has no findings of its own (it names no lines). The paths both trees changed are a fact of
+both: no recency decay.
 """
 
 from __future__ import annotations

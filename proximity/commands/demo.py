@@ -69,11 +69,26 @@ def build(root: str) -> str:
     return main
 
 
+def ready_to_push(root: str, main: str) -> None:
+    """A kept demo: the hooks installed and a bare remote ``origin``, so what the README
+    shows happens there (bob commits and pushes: blocked, he must yield to alice)."""
+    # lazy: only a kept demo installs anything
+    from proximity.commands import install
+
+    install.install_hooks(gitio.Repo(main))
+    remote = os.path.join(root, "origin.git")
+    gitio.git(["init", "-q", "--bare", remote], cwd=root)
+    gitio.git(["remote", "add", "origin", remote], cwd=main)
+
+
 def next_steps(kept: str | None) -> list[str]:
     """What to do after the demo: where its repository is (or how to keep it), and the
     three commands that set proximity up on one's own repository."""
     where = (f"The demo repository stays in {kept} (cd there and try `proximity status`, "
-             "`proximity check`, `proximity view --open`)." if kept else
+             "`proximity check`, `proximity view --open`). Its hooks are installed, with a "
+             f"bare remote `origin`: `cd {os.path.join(kept, 'bob')} && git commit -qam "
+             "'trim names' && git push origin feature/bob` is blocked (bob must yield to "
+             "alice)." if kept else
              "The demo repository was deleted; `proximity demo --keep` keeps it to explore.")
     return [where, "Now on your own repository:",
             "  cd your-repo && proximity install   # the git hooks",
@@ -102,8 +117,11 @@ def run(args: argparse.Namespace) -> int:
         return run_swarm(args)
     root = args.dir or tempfile.mkdtemp(prefix="proximity-demo-")
     os.makedirs(root, exist_ok=True)
+    kept = args.keep or args.dir
     try:
         main = build(root)
+        if kept:
+            ready_to_push(root, main)
         ctx = workspace.open_context(main)
         try:
             result = pipeline.run_scan(ctx)
@@ -124,7 +142,6 @@ def run(args: argparse.Namespace) -> int:
                     con.print(f"\n-- as worktree {me!r} sees it (its pair with {other!r}) --",
                               markup=False)
                     con.print(report.advisory_text(p, me, by_id), markup=False)
-            kept = args.keep or args.dir
             con.print("\n" + "\n".join(next_steps(root if kept else None)), markup=False,
                       soft_wrap=True)
     finally:

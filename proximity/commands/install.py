@@ -93,10 +93,19 @@ def run(args: argparse.Namespace) -> int:
         return uninstall(repo)
     if getattr(args, "lefthook", False):
         return lefthook(repo)
-    d = hooks_dir(repo, args.force)
+    for line in install_hooks(repo, args.force):
+        print(line)
+    return 0
+
+
+def install_hooks(repo: gitio.Repo, force: bool = False) -> list[str]:
+    """Install the plain hooks (a hook already there is kept and chained first); what was
+    done, one line each."""
+    d = hooks_dir(repo, force)
     os.makedirs(d, exist_ok=True)
     python = interpreter()
     body = script(python)
+    said = []
     for name in HOOKS:
         path = os.path.join(d, name)
         if os.path.lexists(path) and not is_ours(path):
@@ -104,15 +113,16 @@ def run(args: argparse.Namespace) -> int:
             if os.path.lexists(chained):
                 raise FatalError(f"{chained} already exists; move one of the two hooks aside")
             os.replace(path, chained)
-            print(f"kept your {name} hook: it now runs first, as {os.path.basename(chained)}")
+            said.append(f"kept your {name} hook: it now runs first, as "
+                        f"{os.path.basename(chained)}")
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
             f.write(body)
         os.chmod(tmp, 0o755)
         os.replace(tmp, path)
-    print(f"installed proximity hooks in {d}: {', '.join(HOOKS)} (they start {python}; "
-          "PROXIMITY_PYTHON overrides it)")
-    return 0
+    said.append(f"installed proximity hooks in {d}: {', '.join(HOOKS)} (they start {python}; "
+                "PROXIMITY_PYTHON overrides it)")
+    return said
 
 
 def uninstall(repo: gitio.Repo) -> int:

@@ -72,16 +72,26 @@ def _text(state: dict[str, object]) -> str:
 def run(args: argparse.Namespace) -> int:
     common = gitio.Repo(args.repo or os.getcwd()).common
     ok = True
+    stopped: dict[str, object] | None = None
     refused = client.squatted(common) if args.action == "start" else None
     if refused is not None:
         ok = False  # (known at once: waiting would only delay the same answer)
     elif args.action == "start":
         ok = start(common)
     elif args.action == "stop":
+        before = server.service_state(common)
         ok = stop(common)
+        if before["running"]:  # what was running, read before it is gone
+            st, rec = (x if isinstance(x, dict) else {}
+                       for x in (before.get("status"), before.get("recorded")))
+            stopped = {"pid": st.get("pid") or rec.get("pid"), "uptime": st.get("uptime"),
+                       "worktrees": st.get("worktrees")}
     state = server.service_state(common)
     if args.json:
-        print(json.dumps({"action": args.action, "ok": ok, **state}, indent=2))
+        doc = {"action": args.action, "ok": ok, **state}
+        if args.action == "stop":
+            doc["stopped"] = stopped
+        print(json.dumps(doc, indent=2))
     else:
         if refused is not None:
             print(f"proximity: service start refused: {refused}; hooks judge in process "
@@ -89,5 +99,18 @@ def run(args: argparse.Namespace) -> int:
                   "private directory of yours")
         elif not ok:
             print(f"proximity: service {args.action} did not finish in time")
+        elif args.action == "stop":
+            print(_stopped(stopped, common))
         print(_text(state))
     return 0 if ok else 1
+
+
+def _stopped(stopped: dict[str, object] | None, common: str) -> str:
+    if stopped is None:
+        return f"proximity: no service was running for {common}"
+    up = stopped.get("uptime")
+    trees = stopped.get("worktrees")
+    return (f"proximity: stopped the service of {common}: pid {stopped.get('pid')}"
+            + (f", up {up:.0f} s" if isinstance(up, (int, float)) else "")
+            + (f", watching {', '.join(str(t) for t in trees)}"
+               if isinstance(trees, list) and trees else ""))

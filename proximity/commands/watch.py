@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from proximity.ledger import FILENAME
@@ -35,8 +37,23 @@ def render(ctx: workspace.Context, width: int) -> Any:
     return tables.frame(result, history, messages, width)
 
 
+def frames(ctx: workspace.Context, width: int, interval: float) -> Iterator[Any]:
+    """A frame now, then one each time the ledger changes or ``interval`` seconds pass."""
+    yield render(ctx, width)
+    last = _stamp(ctx.repo.ecm_dir)
+    due = time.monotonic() + interval
+    while True:
+        time.sleep(0.25)
+        now = _stamp(ctx.repo.ecm_dir)
+        if now != last or time.monotonic() >= due:
+            due = time.monotonic() + interval
+            yield render(ctx, width)
+            last = _stamp(ctx.repo.ecm_dir)  # our own risk samples changed it
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.live import Live
+    from rich.rule import Rule
 
     ctx = workspace.open_context(args.repo)
     con = tables.console()
@@ -45,17 +62,25 @@ def run(args: argparse.Namespace) -> int:
         if args.once:
             con.print(render(ctx, width))
             return 0
-        last = _stamp(ctx.repo.ecm_dir)
-        due = 0.0
-        with Live(render(ctx, width), console=con, auto_refresh=False) as live:
-            while True:
-                time.sleep(0.25)
-                now = _stamp(ctx.repo.ecm_dir)
-                if now != last or time.monotonic() >= due:
-                    last, due = now, time.monotonic() + args.interval
-                    live.update(render(ctx, width), refresh=True)
-                    last = _stamp(ctx.repo.ecm_dir)  # our own risk samples changed it
+        shown = frames(ctx, width, args.interval)
+        if not con.is_terminal:
+            # a pipe or a file: each new frame printed in turn as plain text (no redraws;
+            # one that shows what the last one showed is left out)
+            last = ""
+            for frame in shown:
+                with con.capture() as got:
+                    con.print(frame)
+                text = got.get()
+                if re.sub(r"scan \d+ ms", "", text) != last:
+                    last = re.sub(r"scan \d+ ms", "", text)
+                    con.print(Rule(f"proximity watch {time.strftime('%H:%M:%S')}"))
+                    con.file.write(text)
+                    con.file.flush()
+        with Live(next(shown), console=con, auto_refresh=False) as live:
+            for frame in shown:
+                live.update(frame, refresh=True)
     except KeyboardInterrupt:
         return 0
     finally:
         ctx.close()
+    return 0

@@ -5,7 +5,8 @@ conflicts), every git process through one runner with one time-limit policy (``r
 ``Repo`` is the repository opened from any of its worktrees; its methods come by concern:
 worktrees and heads (``base``), history (``history``), objects and merges (``objects``),
 snapshots of live state (``snapshots``) and the stashed edits put back on them
-(``patches``). Callers use this package's names only.
+(``patches``), trees of foreign work brought in (``results``). Callers use this package's
+names only.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from proximity.gitfiles import (
     common_dir,
     find_git_dir,
     operation_in_progress,
+    populating,
     safe_name,
     steps_left,
     worktree_id,
@@ -26,6 +28,7 @@ from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, WorktreeInfo, sweep_s
 from proximity.gitio.history import SOLE_BASE_WALK, History
 from proximity.gitio.objects import LOOSE_LIMIT, policy_inputs
 from proximity.gitio.patches import Patches
+from proximity.gitio.results import Results
 from proximity.gitio.run import (
     CALL_CLASS,
     CALLS,
@@ -58,7 +61,7 @@ from proximity.gitio.run import (
 from proximity.gitio.snapshots import OVERLAY_MAX, Snapshots
 
 
-class Repo(Snapshots, Patches, History):
+class Repo(Snapshots, Results, Patches, History):
     """A repository, opened from any of its worktrees."""
 
 
@@ -68,7 +71,7 @@ __all__ = [
     "Repo", "WorktreeInfo", "agent_id", "any_ignored", "blob_args", "checkout_of", "clean_env",
     "commit_of", "common_dir", "file_diff_args", "find_git_dir", "git", "git_finish",
     "git_many", "git_start", "git_version", "is_ancestor_cli", "live_diff_args",
-    "merge_file_args", "new_file_diff", "operation_in_progress", "policy_inputs", "reap",
-    "require_git", "safe_name", "steps_left", "sweep_scratch", "time_limit", "tree_diff",
-    "tree_diff_args", "untracked", "worktree_id",
+    "merge_file_args", "new_file_diff", "operation_in_progress", "policy_inputs",
+    "populating", "reap", "require_git", "safe_name", "steps_left", "sweep_scratch",
+    "time_limit", "tree_diff", "tree_diff_args", "untracked", "worktree_id",
 ]

@@ -17,6 +17,7 @@ from proximity.gitfiles import (
     _read,
     agent_id,
     checkout_of,
+    populating,
     worktree_id,
 )
 from proximity.gitio.run import git
@@ -104,6 +105,7 @@ class WorktreeInfo(NamedTuple):
     branch: str | None
     prunable: bool = False
     locked: bool = False
+    populating: bool = False  # git has not finished writing it (gitfiles.populating)
 
 
 def _cfg_bool(cfg: Any, key: str, default: bool) -> bool:
@@ -246,6 +248,7 @@ class RepoCore:
                     id=wid, path=os.path.realpath(path) if not gone else path,
                     admin=admin, head=head, branch=branch,
                     prunable="prunable" in kv or gone, locked="locked" in kv,
+                    populating=not gone and populating(admin, self.common),
                 )
             )
         return infos
@@ -316,14 +319,15 @@ class RepoCore:
             linked.append(WorktreeInfo(
                 worktree_id(name), path if gone else os.path.realpath(path), admin, got[0],
                 got[1], prunable=gone or (not locked and not os.path.exists(target)),
-                locked=locked))
+                locked=locked, populating=not gone and populating(admin, self.common)))
         return out + sorted(linked, key=lambda w: w.path)
 
     def current(self) -> WorktreeInfo:
         """This worktree, read from its own git dir (no `git worktree list`)."""
         wid = agent_id(self.gitdir, self.common)
         head, branch = self.read_head(self.gitdir)
-        return WorktreeInfo(wid, self.workdir, self.gitdir, head, branch)
+        return WorktreeInfo(wid, self.workdir, self.gitdir, head, branch,
+                            populating=populating(self.gitdir, self.common))
 
     def read_head(self, admin: str) -> tuple[str | None, str | None]:
         """(commit, branch) of a worktree's HEAD; files first, git as the fallback."""

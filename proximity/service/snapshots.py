@@ -75,7 +75,8 @@ class WarmSnapshots:
         repo = self.ctx.repo
         live, retired = [], []
         for wt in self._worktrees():
-            (retired.append(wt.id) if wt.prunable else live.append(wt))
+            if not wt.populating:  # not in the airspace until git has written it
+                (retired.append(wt.id) if wt.prunable else live.append(wt))
         self.paths = {wt.id: wt.path for wt in live}
         # the pre-commit and post-commit of a plain `git commit` name the worktree's own
         # index: that state is the worktree's state (kept), not a commit's private index

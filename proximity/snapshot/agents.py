@@ -14,13 +14,16 @@ from proximity.model import Agent
 
 def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = None,
                 known: MutableMapping[str, Any] | None = None) -> tuple[list[Agent], list[str]]:
-    """Snapshot every live worktree (in parallel: it is git's work, not Python's)."""
+    """Snapshot every live worktree (in parallel: it is git's work, not Python's). One
+    that git is still populating is not in the airspace yet (not retired either): half
+    written, it looks like a worktree that deleted every file not written yet."""
     from concurrent.futures import ThreadPoolExecutor
 
     live = []
     retired: list[str] = []
     for wt in repo.worktrees():
-        (retired.append(wt.id) if wt.prunable else live.append(wt))
+        if not wt.populating:
+            (retired.append(wt.id) if wt.prunable else live.append(wt))
 
     def tree_of(wt: gitio.WorktreeInfo) -> str | Exception:
         try:

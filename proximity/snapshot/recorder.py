@@ -120,9 +120,13 @@ def record(ctx: Context, kind: str, agent: Snap, rid: str | None = None) -> Even
 def record_here(ctx: Context, kind: str, index_file: str | None = None,
                 commit: bool = False, unstash: str | None = None, rid: str | None = None
                 ) -> Event | None:
-    """Snapshot this worktree and record it as one event (what hooks and commands do)."""
-    return record(ctx, kind, snapshot_agent(ctx, this_worktree(ctx), index_file, commit,
-                                            unstash), rid)
+    """Snapshot this worktree and record it as one event (what hooks and commands do). A
+    worktree git is still populating is not recorded (FatalError: said in one line)."""
+    wt = this_worktree(ctx)
+    if wt.populating:
+        raise FatalError("git is still populating this worktree (`git worktree add` in "
+                         "progress): it is recorded once complete")
+    return record(ctx, kind, snapshot_agent(ctx, wt, index_file, commit, unstash), rid)
 
 
 PENDING_AGE = 10.0  # seconds after which a hook's pending event is nobody else's to record

@@ -6,7 +6,8 @@ added lines, or the whole of a file it added) refers to some of them, resolved t
 own imports by the project's resolver (``reads``). Only a reference that resolves to the
 changed definition counts; a bare name that happens to match never does. Each hit has an
 evidence class, and its value is the calibrated probability of that class
-(``calibration.probability("symbol", kind, default)``) times both sides' recency weights:
+(``calibration.probability("symbol", kind, default)``), held at full weight for as long as
+both live trees have it (a fact of both trees, no recency decay):
 
 * ``incompatible-call``: a signature changed and a call in the other side's new code no
   longer binds (Python's binding rules; TS required parameters; a JavaScript argument left
@@ -273,7 +274,7 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                     continue  # `from pkg import mod`: pkg still binds the name after the merge
                 wf = w.moved[target]
                 to = f"renamed to {wf.moved_to}" if wf.moved_to else "deleted"
-                _keep(best, Finding("symbol", _score("module-moved", writer, reader, wf, fc),
+                _keep(best, Finding("symbol", _score("module-moved"),
                                     target, fc.dest, (), ((line, line),),
                                     f"module {target} was {to}; new code at {at} still "
                                     "imports it from its old path", kind="module-moved"))
@@ -313,7 +314,7 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                     continue
                 kind, detail = got2
                 span = (ch.new or ch.old)[3:5]
-                _keep(best, Finding("symbol", _score(kind, writer, reader, wf, fc), wf.path,
+                _keep(best, Finding("symbol", _score(kind), wf.path,
                                     fc.dest, (tuple(span),), ((line, line),), detail,
                                     kind=kind), ch.qual)
     return list(best.values()), unknown
@@ -363,10 +364,9 @@ def _type_only_bind(facts: dict[str, Any], local: str) -> bool:
     return bool(recs) and all(b[6] for b in recs)
 
 
-def _score(kind: str, writer: WorkingSet, reader: WorkingSet, wf: WriterFile,
-           fc: FileChange) -> float:
-    p = calibration.probability("symbol", kind, DEFAULTS[kind])
-    return p * writer.weight(wf.path) * reader.weight(fc.dest)
+def _score(kind: str) -> float:
+    # a fact of both live trees: no recency decay (see proximity.channels)
+    return calibration.probability("symbol", kind, DEFAULTS[kind])
 
 
 def _keep(best: dict[tuple[str, str, str], Finding], f: Finding, qual: str = "") -> None:
