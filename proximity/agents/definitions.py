@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from proximity.agents import verdict
-from proximity.analysis import hunks, parsers
+from proximity.analysis import hunks
+from proximity.analysis.languages import registry
 from proximity.analysis.symbols import hazard, writes
 from proximity.model import Range
 
@@ -24,7 +25,7 @@ def defined_at(worktree: str, path: str, ranges: Sequence[Range] | None,
     the requested lines of a worktree's file (read from ``live`` when given: the text it
     stands for, an editor's unsaved buffer): an edit there can change what other code
     relies on."""
-    if parsers.language_of(path) is None:
+    if registry.dialect_of(path) is None:
         return []
     try:
         with open(live or os.path.join(worktree, path), "rb") as f:
@@ -42,7 +43,7 @@ DEF_HINT = re.compile(
 
 def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[str]:
     """``defined_at`` over the file's bytes (``ranges``: lines of ``data``; None: all)."""
-    if parsers.language_of(path) is None or len(data) > MAX_SCAN_BYTES:
+    if registry.dialect_of(path) is None or len(data) > MAX_SCAN_BYTES:
         return []
     rows = data.decode("utf-8", "replace").split("\n")
     wanted = [(1, len(rows))] if ranges is None else list(ranges)

@@ -17,11 +17,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity.analysis import imports, parsers
-from proximity.analysis.resolve import Resolver, go_modules
+from proximity.analysis import imports
+from proximity.analysis.languages import registry
+from proximity.analysis.resolve import Resolver, Roots, roots
 from proximity.model import Finding, WorkingSet
 
-CACHE_FORMAT = "g2"  # bump when the stored graph or import records change shape
+CACHE_FORMAT = "g3"  # bump when the stored graph or import records change shape
 
 
 @dataclass
@@ -81,7 +82,10 @@ class Graph:
     def fan(self, node: str) -> int:
         return int(self.g.in_degree(node)) if node in self.g else 0
 
-    def to_json(self, paths: Collection[str], go_mods: Mapping[str, str]) -> dict[str, object]:
+    def to_json(self, paths: Collection[str], roots: Mapping[str, Mapping[str, str]]
+                ) -> dict[str, object]:
+        """The graph as stored in the ledger cache, with the module roots it was resolved
+        with (language -> directory -> import path)."""
         nodes = set(paths) | set(self.g.nodes)
         order = sorted(nodes)
         index = {p: i for i, p in enumerate(order)}
@@ -89,12 +93,13 @@ class Graph:
         return {"paths": order, "files": sorted(index[p] for p in paths),
                 "out": [sorted(index[d] for d in g.successors(p)) if p in g else []
                         for p in order],
-                "go": dict(go_mods)}
+                "roots": {name: dict(dirs) for name, dirs in roots.items()}}
 
     @staticmethod
-    def from_json(data: Mapping[str, Any]) -> tuple[StoredGraph, list[str], dict[str, str]]:
+    def from_json(data: Mapping[str, Any]) -> tuple[StoredGraph, list[str], Roots]:
         g = StoredGraph(data)
-        return g, [g.order[i] for i in data["files"]], dict(data["go"])
+        return g, [g.order[i] for i in data["files"]], {
+            name: dict(dirs) for name, dirs in data["roots"].items()}
 
     @staticmethod
     def of(stored: StoredGraph) -> Graph:
@@ -184,7 +189,7 @@ def records_for(
     for path, oid in files.items():
         if tick is not None:
             tick(1)
-        if parsers.language_of(path) is None:
+        if registry.dialect_of(path) is None:
             continue
         key = f"{imports.FORMAT}:{oid}"
         recs = cache.get(key)
@@ -202,7 +207,7 @@ def build(files: Mapping[str, str], read: Callable[[str], bytes],
           cache: dict[str, list[imports.Record]], tick: Callable[[int], None] | None = None
           ) -> tuple[Graph, Resolver]:
     resolver = Resolver(files.keys())
-    resolver.set_go_mods(go_modules(files, read))
+    resolver.set_roots(roots(files, read))
     graph = Graph()
     for src, recs in records_for(files, read, cache, tick).items():
         for rec in recs:

@@ -1,79 +1,64 @@
-"""Lazy tree-sitter access: grammars load on first use, never at import time."""
+"""Lazy tree-sitter access: a grammar loads on first use, never at import time, so a hook
+that parses nothing pays nothing. Which grammar a file takes is the languages' business
+(``analysis/languages``); this module only loads, parses and queries."""
 
 from __future__ import annotations
 
-import os
+import re
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
-LANGS = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust",
-}
+if TYPE_CHECKING:  # the types only: importing tree_sitter is what a hook must not pay for
+    from tree_sitter import Language, Node, Parser, Query, Tree
 
 
-def language_of(path: str) -> str | None:
-    return LANGS.get(os.path.splitext(path)[1].lower())
+@dataclass(frozen=True)
+class Grammar:
+    """One tree-sitter grammar: its name (a dialect, such as a language's variant with
+    markup) and how to load it. ``load`` imports the grammar's package and returns its
+    language pointer; it runs once, on the first parse."""
+
+    name: str
+    load: Callable[[], object]
 
 
 @cache
-def language(name: str) -> Any:
+def language(grammar: Grammar) -> Language:
     from tree_sitter import Language
 
-    if name == "python":
-        import tree_sitter_python
-
-        return Language(tree_sitter_python.language())
-    if name == "javascript":
-        import tree_sitter_javascript
-
-        return Language(tree_sitter_javascript.language())
-    if name in ("typescript", "tsx"):
-        import tree_sitter_typescript as ts
-
-        return Language(ts.language_tsx() if name == "tsx" else ts.language_typescript())
-    if name == "go":
-        import tree_sitter_go
-
-        return Language(tree_sitter_go.language())
-    if name == "rust":
-        import tree_sitter_rust
-
-        return Language(tree_sitter_rust.language())
-    raise KeyError(name)
+    return Language(grammar.load())
 
 
 _PARSERS = threading.local()
 
 
-def parser(name: str) -> Any:
-    """A parser for ``name``, one per thread (a parser is not safe to share: the
+def parser(grammar: Grammar) -> Parser:
+    """A parser for ``grammar``, one per thread (a parser is not safe to share: the
     resident service answers checks on connection threads while its worker scans)."""
-    mine: dict[str, Any] | None = getattr(_PARSERS, "by_name", None)
+    mine: dict[str, Parser] | None = getattr(_PARSERS, "by_name", None)
     if mine is None:
         mine = _PARSERS.by_name = {}
-    if name not in mine:
+    if grammar.name not in mine:
         from tree_sitter import Parser
 
-        mine[name] = Parser(language(name))
-    return mine[name]
+        mine[grammar.name] = Parser(language(grammar))
+    return mine[grammar.name]
 
 
 @cache
-def query(name: str, source: str) -> Any:
+def query(grammar: Grammar, source: str) -> Query:
     from tree_sitter import Query
 
-    return Query(language(name), source)
+    return Query(language(grammar), source)
 
 
-def captures(name: str, source: str, node: Any) -> dict[str, list[Any]]:
+def captures(grammar: Grammar, source: str, node: Node) -> dict[str, list[Node]]:
     from tree_sitter import QueryCursor
 
-    result: dict[str, list[Any]] = QueryCursor(query(name, source)).captures(node)
-    return result
+    return QueryCursor(query(grammar, source)).captures(node)
 
 
 # Generated or minified sources are never parsed (a 50 MB one-line bundle took minutes and
@@ -93,15 +78,13 @@ def generated(data: bytes) -> bool:
     """Too large or minified to parse (or proximity's own stub for a large file)."""
     if len(data) > MAX_BYTES or data.startswith(STUB):
         return True
-    import re
-
     return re.search(rb"[^\n]{%d}" % (LONG_LINE + 1), data) is not None
 
 
-def parse(name: str, data: bytes) -> Any:
+def parse(grammar: Grammar, data: bytes) -> Tree:
     """A syntax tree of ``data``; an empty one for generated or minified code."""
-    return parser(name).parse(b"" if generated(data) else data)
+    return parser(grammar).parse(b"" if generated(data) else data)
 
 
-def text(node: Any) -> str:
-    return bytes(node.text).decode("utf-8", "replace")
+def text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 
 from proximity import gitio
-from proximity.analysis import depgraph, parsers, resolve
+from proximity.analysis import depgraph, resolve
+from proximity.analysis.languages import registry
 from proximity.config import Config
 from proximity.model import Agent, Facts, FileChange, WorkingSet
 from proximity.tcas.memo import REACHES, RESOLVERS, memo_get, memo_put, work_key
@@ -26,7 +27,7 @@ class Pairwise:
         self.deferred = False
         self._resolver: resolve.Resolver | None = None
         self.paths: set[str] = set()
-        self.go_mods: dict[str, str] = {}
+        self.roots: resolve.Roots = {}
         self.edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.changed: dict[str, set[str]] = {}
         self.reaches: dict[tuple[str, str], depgraph.Reach] = {}
@@ -75,16 +76,16 @@ class Pairwise:
                 # the resident service: decoded once per tree, kept as a networkx graph
                 loaded = (depgraph.Graph.of(loaded[0]), *loaded[1:])
                 memo[("graph", key)] = loaded
-            self.graph, paths, go_mods = loaded
+            self.graph, paths, roots = loaded
             self.paths = set(paths)
         else:
             files = self.repo.files(tree) if ref else {}
             if (self.facts.defer_cold_graph and not self.facts.graph_ever_built
-                    and sum(1 for p in files if parsers.language_of(p)) > COLD_GRAPH_FILES):
+                    and sum(1 for p in files if registry.dialect_of(p)) > COLD_GRAPH_FILES):
                 # the first graph of a large repository parses every file: not inside a
                 # hook. The dependency channel is unknown this time (never "clean"); the
                 # caller starts a background warm-up.
-                self.graph, self.paths, self.go_mods = depgraph.Edges(), set(files), {}
+                self.graph, self.paths, self.roots = depgraph.Edges(), set(files), {}
                 self.deferred = True
                 return
             with (self.facts.progress("reading every file's imports (first scan)",
@@ -92,10 +93,10 @@ class Pairwise:
                   else contextlib.nullcontext(None)) as tick:
                 self.graph, resolver = depgraph.build(files, self.repo.blob,
                                                       self.facts.imports_cache, tick)
-            self.paths, go_mods = set(files), resolver.go_mods
+            self.paths, roots = set(files), resolver.roots
             self.facts.graph_cache.clear()
-            self.facts.graph_cache[key] = self.graph.to_json(self.paths, go_mods)
-        self.go_mods = go_mods
+            self.facts.graph_cache[key] = self.graph.to_json(self.paths, roots)
+        self.roots = roots
 
     def resolver(self) -> resolve.Resolver:
         if self._resolver is None:
@@ -103,11 +104,12 @@ class Pairwise:
                      if fc.status != "D"}
             memo = self.facts.memo
             key = ("resolver", self.graph_tree, frozenset(extra - self.paths),
-                   tuple(sorted(self.go_mods.items())))
+                   tuple(sorted((name, tuple(sorted(dirs.items())))
+                                for name, dirs in self.roots.items())))
             kept = memo_get(memo, "resolver", key)
             if kept is None:
                 kept = resolve.Resolver(self.paths | extra)
-                kept.set_go_mods(self.go_mods)
+                kept.set_roots(self.roots)
                 memo_put(memo, "resolver", key, kept, RESOLVERS)  # each holds every path
             self._resolver = kept
         return self._resolver
@@ -160,7 +162,7 @@ class Pairwise:
             out: list[tuple[str, str]] = []
             cache = self.facts.pair_cache
             for p, fc in sorted(ws.files.items()):
-                if not fc.new_oid or fc.kind != "text" or parsers.language_of(p) is None:
+                if not fc.new_oid or fc.kind != "text" or registry.dialect_of(p) is None:
                     continue  # no parser, no edges: nothing worth a cache row per commit
                 ck = f"edges:{depgraph.CACHE_FORMAT}:{self.graph_tree}:{p}:{fc.new_oid}"
                 dsts = cache.get(ck)

@@ -10,39 +10,40 @@ evidence class, and its value is the calibrated probability of that class
 both live trees have it (a fact of both trees, no recency decay):
 
 * ``incompatible-call``: a signature changed and a call in the other side's new code no
-  longer binds (Python's binding rules; TS required parameters; a JavaScript argument left
-  out that the body dereferences; Go/Rust the argument count, or a parameter's or the
-  result's type -- a renamed parameter, or a variadic one added, changes no call). A call
-  that still binds, or a reference that is not a call, is compatible: no finding. A call
-  through ``*args``/``**kwargs`` cannot be checked: ``body-used``;
-* ``missing-arg``: a JavaScript call leaves out a new parameter the body never
-  dereferences (it gets ``undefined``: it runs, maybe differently): traffic, not a block;
+  longer binds, by its language's rules (``Language.binding``: keywords and defaults,
+  required parameters, parameter and result types -- a renamed parameter, or a variadic
+  one added, changes no call). A call that still binds, or a reference that is not a
+  call, is compatible: no finding. A call whose arguments cannot be counted (unpacked into
+  it) cannot be checked: ``body-used``;
+* ``missing-arg``: a call leaves out a new parameter that arrives as an undefined value
+  the body never dereferences (it runs, maybe differently): traffic, not a block;
 * ``removed-used``: the definition is gone and no alias, re-export or module ``__getattr__``
   keeps its name resolving;
-* ``module-moved``: a Python/JS/TS module renamed or deleted, imported at its old path;
+* ``module-moved``: a module file renamed or deleted, imported at its old path;
 * ``incompatible-method-call``: as above, for ``obj.meth(...)`` on a receiver of unknown type
   in a file that imports the module defining ``meth``;
 * ``value-used``, ``indirect`` (a definition that reads a changed one), ``body-used``.
 
-Type-only uses (annotations, ``if TYPE_CHECKING:`` imports, TS ``import type``) are not
-collisions unless the definition is removed. A file that does not parse is unknown: when the
+Type-only uses (annotations, imports for type checking only) are not collisions unless
+the definition is removed. A file that does not parse is unknown: when the
 channel found nothing and such a file mattered, its value is ``None``, never 0.
 """
 
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 from collections.abc import Callable
 from typing import Any
 
 from proximity import calibration
-from proximity.analysis import intervals, parsers
+from proximity.analysis import intervals
+from proximity.analysis.languages import registry
+from proximity.analysis.languages.base import SOFT, UNKNOWN, FactsOf, namespace_of
 from proximity.analysis.resolve import Resolver
-from proximity.analysis.symbols import reexports, writes
-from proximity.analysis.symbols.binding import FAMILY, SOFT, binding
-from proximity.analysis.symbols.reads import UNKNOWN, Reader
+from proximity.analysis.symbols import writes
+from proximity.analysis.symbols.binding import binding
+from proximity.analysis.symbols.reads import Reader
 from proximity.analysis.symbols.writes import Changed, WriterFile
 from proximity.model import FileChange, Finding, WorkingSet
 
@@ -64,7 +65,7 @@ AMBIENT = frozenset((
 
 
 def _target(wf: WriterFile) -> str:
-    return "go:" + posixpath.dirname(wf.path) if wf.lang == "go" else wf.path
+    return namespace_of(registry.language(wf.lang), wf.path)
 
 
 def _lookup(wf: WriterFile, qual: tuple[str, ...]) -> tuple[str, bool] | None:
@@ -127,7 +128,7 @@ class _Writer:
                  cache: dict[str, Any]) -> None:
         self.ws = ws
         self.files = writes.writer_files(ws, read, cache)
-        self.by_target: dict[str, list[WriterFile]] = {}  # a Go package: all its files
+        self.by_target: dict[str, list[WriterFile]] = {}  # a package directory: its files
         for wf in self.files:
             if wf.changed:
                 self.by_target.setdefault(_target(wf), []).append(wf)
@@ -152,27 +153,26 @@ class _Writer:
     def reexported(self, base_facts: Merged | None, resolver: Resolver) -> None:
         """Names a package offers from a changed module (``from .config import Settings``
         in ``pkg/__init__.py``, ``export { Settings } from './config'`` or ``export *`` in
-        ``pkg/index.ts``, through up to three packages): a use of ``pkg.Settings``
-        reaches the changed ``Settings`` of ``pkg/config.py``. Read from the base."""
+        ``pkg/index.ts``, through up to three packages; ``Language.reexports``): a use of
+        ``pkg.Settings`` reaches the changed ``Settings`` of ``pkg/config.py``. Read from
+        the base."""
         if base_facts is None:
             return
         # (a module, the changed file behind it, the names it offers -> the file's names)
         todo = [(wf.path, wf, {q.split(".")[0]: q.split(".")[0] for q in wf.changed})
-                for wf in self.files if FAMILY[wf.lang] in ("py", "js", "rs") and wf.changed]
+                for wf in self.files
+                if registry.language(wf.lang).reexports is not None and wf.changed]
         for _ in range(3):
             nxt = []
             for path, wf, names in todo:
-                for init in reexports.packages_above(path, resolver.paths, wf.lang):
+                offers = registry.language(wf.lang).reexports
+                assert offers is not None
+                for init in offers.parents(path, resolver.paths):
                     facts = base_facts(init)
                     if facts is None:
                         continue
                     rd = Reader(init, wf.lang, facts, resolver)
-                    if wf.lang == "python":
-                        offered = reexports.py_offered(rd, facts, path, names, base_facts(path))
-                    elif wf.lang == "rust":
-                        offered = reexports.rs_offered(rd, facts, path, names)
-                    else:
-                        offered = reexports.js_offered(rd, facts, path, names)
+                    offered = offers.offered(rd, facts, path, names, base_facts)
                     for here, there in offered.items():
                         self.alias[(init, here)] = (wf, there)
                         self.shorts.add(here)
@@ -192,7 +192,7 @@ def _spans(fc: FileChange) -> list[tuple[int, int]]:
 def _reader_files(ws: WorkingSet) -> list[tuple[FileChange, str]]:
     out = []
     for fc in ws.files.values():
-        lang = parsers.language_of(fc.dest)
+        lang = registry.dialect_of(fc.dest)
         if fc.kind == "text" and fc.new_oid and fc.status != "D" and lang is not None:
             out.append((fc, lang))
     return out
@@ -209,23 +209,12 @@ def _still_used(merged: Merged | None, path: str, name: str) -> bool:
     return any(chain and chain[0] == name for chain, *_ in got["refs"])
 
 
-def _package_offers(merged: Merged | None, rd: Reader, facts: dict[str, Any],
-                    local: str) -> bool:
-    """Whether ``local``, bound by ``from pkg import name`` to a submodule that moved, is
-    still a name of the merged ``pkg/__init__.py`` (``from . import new as name``): Python
-    takes the package's attribute before it looks for a submodule, so the import holds."""
-    if merged is None or rd.lang != "python":
-        return False
-    rec = next((r for r in reversed(facts["binds"]) if r[0] == local), None)
-    if rec is None or rec[1] != "from":
-        return False
-    init = rd._py_mod(rec[2], rec[3])
-    got = merged(init) if init.endswith("__init__.py") else None
-    if got is None:
-        return False
-    name = rec[4]
-    return name in got["defs"] or name in got["exports"] or any(
-        b[0] == name for b in got["binds"])
+def _keeps_moved(merged: Merged | None, rd: Reader, facts: dict[str, Any],
+                 local: str) -> bool:
+    """Whether an import of a module that moved still holds in the merged program (the
+    language's ``keeps_moved``: a package that still binds the name)."""
+    keeps = rd.language.keeps_moved
+    return merged is not None and keeps is not None and keeps(merged, rd, facts, local)
 
 
 def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSet,
@@ -270,7 +259,7 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                 # the moved file's names, read as an importer's are (C(...).m(): C's method)
                 target, via_class = w.moved[target].path, False
             if target in w.moved:
-                if _package_offers(merged, rd, facts, chain[0]):
+                if _keeps_moved(merged, rd, facts, chain[0]):
                     continue  # `from pkg import mod`: pkg still binds the name after the merge
                 wf = w.moved[target]
                 to = f"renamed to {wf.moved_to}" if wf.moved_to else "deleted"
@@ -281,7 +270,8 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                 continue
             if target == UNKNOWN:
                 for ch, wf in w.methods.get(qual[0], ()):
-                    if FAMILY[wf.lang] == FAMILY[lang] and _target(wf) in rd.imported():
+                    if registry.language(wf.lang) is rd.language and \
+                            _target(wf) in rd.imported():
                         hits.append((ch, wf, True, True, call))
             else:
                 for wf in w.by_target.get(target, ()):
@@ -297,8 +287,8 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
                     q, exact = found
                     chg = wf.changed.get(q)
                     if exact and call is not None and wf.old_defs.get(q, [""])[0] == "class":
-                        init = wf.changed.get(q + (".__init__" if wf.lang == "python"
-                                                   else ".constructor"))
+                        ctor = registry.language(wf.lang).constructor
+                        init = wf.changed.get(f"{q}.{ctor}") if ctor else None
                         if init is not None and init.how == "signature":
                             chg, via_class = init, False
                     if chg is not None and not (fc.dest == wf.path
@@ -375,7 +365,7 @@ def _keep(best: dict[tuple[str, str, str], Finding], f: Finding, qual: str = "")
         best[key] = f
 
 
-Merged = Callable[[str], "dict[str, Any] | None"]  # path -> the merged program's facts
+Merged = FactsOf  # path -> the merged program's facts
 
 
 def channel(read: Callable[[str], bytes], a: WorkingSet, b: WorkingSet,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from proximity.analysis.symbols.calls import moved_index
+
 Call = list[Any]  # [positional count, keyword names, *args used, **kwargs used]
 
 
@@ -59,16 +61,6 @@ def moved_positional(old: dict[str, Any], new: dict[str, Any], call: Call,
     i = moved_index(po, pn, call[0], set(pn) | {name for name, _ in new["kwonly"]})
     return "" if i is None else \
         f"positional argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
-
-
-def moved_index(old: list[str], new: list[str], count: int, still: set[str]) -> int | None:
-    """The first of ``count`` positional arguments whose parameter moved: it went to
-    ``old[i]``, now goes to ``new[i]``, and ``old[i]`` is still a parameter (in ``still``).
-    Any language whose calls bind positional arguments in order."""
-    for i in range(min(count, len(old), len(new))):
-        if old[i] != new[i] and old[i] in still:
-            return i
-    return None
 
 
 def signature(name: str, params: dict[str, Any]) -> str:

@@ -26,16 +26,12 @@ channel then knows nothing about that file, it never reads it as "everything rem
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import warnings
 from typing import Any
 
+from proximity.analysis.symbols.common import as_class_uses, h
 from proximity.analysis.symbols.pycalls import Call
-
-
-def h(s: str) -> str:
-    return hashlib.blake2b(" ".join(s.split()).encode(), digest_size=8).hexdigest()
 
 
 def analyse(data: bytes) -> dict[str, Any] | None:
@@ -79,20 +75,6 @@ def _through_instances(tree: ast.Module, refs: list[Any]) -> list[Any]:
                                                           and key[0] == "self")):
                     made[tuple(key)] = cls
     return as_class_uses(refs, made)
-
-
-def as_class_uses(refs: list[Any], made: dict[tuple[str, ...], list[str]]) -> list[Any]:
-    """The references through a name (``x.m``) or an attribute of ``self``/``this``
-    (``self.a.m``) that ``made`` says holds an instance of a class, as that class's
-    (``C.m``), with the same line and call shape."""
-    out = []
-    for c, line, call, type_only in refs if made else ():
-        for n in (2, 1):
-            cls = made.get(tuple(c[:n]))
-            if cls is not None and len(c) > n:
-                out.append([[*cls, *c[n:]], line, call, type_only])
-                break
-    return out
 
 
 def _getattr_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: list[ast.stmt]

@@ -1,14 +1,15 @@
 """What one side changed, definition by definition (the writer's half of the symbol channel).
 
-Each blob is analysed once (by blob id, in the ledger cache) into plain data: Python by
-``pylang``, JavaScript/TypeScript/Go/Rust by ``tslang``. A blob that does not parse (a
-half-typed line, leftover conflict markers) is ``None``: unknown, never "everything removed".
+Each blob is analysed once (by blob id, in the ledger cache) into plain data, by its
+language (``Language.analyse``). A blob that does not parse (a half-typed line, leftover
+conflict markers) is ``None``: unknown, never "everything removed".
 
 Comparing a file's base blob with its new blob gives, per qualified definition, how it
 changed: ``removed`` (and no alias, re-export or module ``__getattr__`` keeps the name
 resolving), ``signature`` (its parameters), ``value`` (a module constant), ``body``, or
-``indirect`` (its body reads a constant of the file whose value changed). A Python or
-JS/TS module renamed or deleted is a ``moved`` module unless a shim stays at its old path.
+``indirect`` (its body reads a constant of the file whose value changed). A module file
+renamed or deleted is a ``moved`` module unless a shim stays at its old path (not in a
+language whose directory is one namespace: there a definition moves between files).
 """
 
 from __future__ import annotations
@@ -18,27 +19,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proximity.analysis import parsers
-from proximity.analysis.symbols import pylang, tslang
+from proximity.analysis.languages import registry
+from proximity.analysis.languages.base import Facts
 from proximity.model import FileChange, WorkingSet
 
 FORMAT = "s11"  # bump when analysis changes, so cached results of older versions are unused
-MODULE_LANGS = ("python", "javascript", "typescript", "tsx", "rust")
-PACKAGE_LANGS = ("go",)  # a directory is one namespace: definitions move between its files
-Facts = dict[str, Any]
 
 
 def analyse(path: str, data: bytes) -> Facts | None:
-    lang = parsers.language_of(path)
-    if lang is None or b"\0" in data[:8000]:
+    dialect = registry.dialect_of(path)
+    if dialect is None or b"\0" in data[:8000]:
         return None
-    if lang == "python":
-        return pylang.analyse(data)
+    return registry.language(dialect).analyse(dialect, data)
 
-    try:
-        return tslang.analyse(lang, data)
-    except Exception:  # a grammar surprise must not stop a hook: this file is unknown
-        return None
+
+def _per_directory(dialect: str | None) -> bool:
+    """Whether the dialect's language makes a directory one namespace."""
+    return dialect is not None and registry.language(dialect).namespace == "directory"
 
 
 def facts(cache: dict[str, Any], read: Callable[[str], bytes], path: str, oid: str
@@ -46,7 +43,7 @@ def facts(cache: dict[str, Any], read: Callable[[str], bytes], path: str, oid: s
     """The analysis of one blob (``None``: it does not parse); an empty blob id is empty."""
     if not oid:
         return {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False}
-    key = f"{FORMAT}:{parsers.language_of(path)}:{oid}"
+    key = f"{FORMAT}:{registry.dialect_of(path)}:{oid}"
     hit = cache.get(key)
     if hit is None:
         got = analyse(path, read(oid))
@@ -68,7 +65,7 @@ class Changed:
 @dataclass
 class WriterFile:
     path: str  # the path definitions are reached through (the new path)
-    lang: str
+    lang: str  # its dialect
     unknown: bool = False  # the base or the new blob does not parse
     changed: dict[str, Changed] = field(default_factory=dict)
     old_defs: dict[str, list[Any]] = field(default_factory=dict)
@@ -130,22 +127,22 @@ def writer_files(ws: WorkingSet, read: Callable[[str], bytes], cache: dict[str, 
                  ) -> list[WriterFile]:
     out = []
     for fc in ws.files.values():
-        lang = parsers.language_of(fc.path) or parsers.language_of(fc.dest)
+        lang = registry.dialect_of(fc.path) or registry.dialect_of(fc.dest)
         if fc.kind != "text" or lang is None:
             continue
         wf = WriterFile(fc.dest, lang)
-        if fc.status in ("R", "D") and lang in MODULE_LANGS and not (
+        if fc.status in ("R", "D") and not _per_directory(lang) and not (
                 fc.status == "R" and _module_name(fc.path) == _module_name(fc.dest)):
             shim = ws.files.get(fc.path)
             if shim is None or shim is fc or shim.status == "D":
                 wf.moved_from, wf.moved_to = fc.path, (fc.dest if fc.status == "R" else "")
-        if fc.status not in ("A", "D") and parsers.language_of(fc.dest) == lang:
+        if fc.status not in ("A", "D") and registry.dialect_of(fc.dest) == lang:
             got = _memo("w", fc, functools.partial(_compare_blobs, fc, read, cache))
             if got is None:
                 wf.unknown = True
             else:
                 wf.old_defs, wf.changed, wf.aliases = got
-        elif fc.status == "D" and lang in PACKAGE_LANGS:
+        elif fc.status == "D" and _per_directory(lang):
             old = facts(cache, read, fc.path, fc.old_oid)
             if old is None:
                 wf.unknown = True
@@ -158,10 +155,12 @@ def writer_files(ws: WorkingSet, read: Callable[[str], bytes], cache: dict[str, 
 
 
 def _module_name(path: str) -> str:
-    """The name a module file is imported by: ``pkg/log.py`` and ``pkg/log/__init__.py``
-    (``util.rs`` and ``util/mod.rs``, ``lib.js`` and ``lib/index.js``) are one module."""
+    """The name a module file is imported by: ``pkg/log`` for the module file
+    ``pkg/log.x`` and for the file standing for the directory ``pkg/log/`` (in any
+    language: ``registry.directory_modules``) alike."""
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
-    for tail in ("/__init__", "/mod", "/index"):
+    for name in registry.directory_modules():
+        tail = "/" + name
         if stem.endswith(tail):
             return stem[: -len(tail)]
     return stem
@@ -173,13 +172,13 @@ def _dir(path: str) -> str:
 
 def _packages(ws: WorkingSet, files: list[WriterFile], read: Callable[[str], bytes],
               cache: dict[str, Any]) -> list[WriterFile]:
-    """Go: the package (directory) is the namespace. A definition that left one changed
-    file for another of the same package did not go anywhere: judged on its definition in
-    the new file (unchanged: no change; new parameters: a signature change there)."""
+    """A language whose package is a directory: a definition that left one changed file
+    for another of the same package did not go anywhere: judged on its definition in the
+    new file (unchanged: no change; new parameters: a signature change there)."""
     new_defs: dict[str, dict[str, tuple[str, list[Any]]]] = {}
     for fc in ws.files.values():
         if fc.kind != "text" or fc.status == "D" or \
-                parsers.language_of(fc.dest) not in PACKAGE_LANGS:
+                not _per_directory(registry.dialect_of(fc.dest)):
             continue
         got = facts(cache, read, fc.dest, fc.new_oid)
         for q, d in (got or {}).get("defs", {}).items():
@@ -187,7 +186,7 @@ def _packages(ws: WorkingSet, files: list[WriterFile], read: Callable[[str], byt
     out = []
     for wf in files:
         moved = {q: ch for q, ch in wf.changed.items() if ch.how == "removed"
-                 and wf.lang in PACKAGE_LANGS and q in new_defs.get(_dir(wf.path), {})}
+                 and _per_directory(wf.lang) and q in new_defs.get(_dir(wf.path), {})}
         if not moved:
             out.append(wf)
             continue
