@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_layout import PKG, ROOT, module_name, modules_loaded_by, package_imports
 
-from proximity.analysis import parsers
+from proximity.analysis import imports, parsers
 from proximity.analysis.languages import registry
 from proximity.analysis.languages.base import Language
 from proximity.analysis.symbols import tslang
@@ -194,3 +194,17 @@ def test_a_syntax_names_only_node_types_and_fields_its_grammar_has(lang):
         unknown = {k for k in kinds if all(g.id_for_node_kind(k, True) is None for g in langs)}
         unknown |= {f for f in fields if all(g.field_id_for_name(f) is None for g in langs)}
         assert unknown == set()
+
+
+@pytest.mark.parametrize(("path", "code", "names"), [
+    ("src/lib.rs", b"mod a;\nmod b;\nmod c;\nuse std::io;\nuse bstr::B;\nuse super::x;\n",
+     ["a", "b", "c", "std::io", "bstr::B", "super::x"]),
+    ("main.go", b'package main\n\nimport (\n\t"a/x"\n\t"b/y"\n\t"c/z"\n)\n',
+     ["a/x", "b/y", "c/z"]),
+    ("a.js", b"import x from './c';\nconst y = require('./b');\nexport { z } from './a';\n",
+     ["./c", "./b", "./a"]),
+])
+def test_imports_come_in_source_order(path, code, names):
+    """The records of a blob are cached as they come: the same source gives the same list,
+    in the order it is written, in every process."""
+    assert [rec[-1] for rec in imports.extract(path, code)] == names

@@ -56,9 +56,13 @@ def query(grammar: Grammar, source: str) -> Query:
 
 
 def captures(grammar: Grammar, source: str, node: Node) -> dict[str, list[Node]]:
+    """Each capture's nodes, in source order (tree-sitter's own order is neither that nor
+    the same from one process to the next, and the records made of them are cached)."""
     from tree_sitter import QueryCursor
 
-    return QueryCursor(query(grammar, source)).captures(node)
+    found = QueryCursor(query(grammar, source)).captures(node)
+    return {name: sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte))
+            for name, nodes in found.items()}
 
 
 # Generated or minified sources are never parsed (a 50 MB one-line bundle took minutes and
