@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from test_layout import PKG, ROOT, module_name, modules_loaded_by, package_imports
 
+from proximity.agents import definitions
 from proximity.analysis import imports, parsers
 from proximity.analysis.languages import registry
 from proximity.analysis.languages.base import Language
@@ -208,3 +209,16 @@ def test_imports_come_in_source_order(path, code, names):
     """The records of a blob are cached as they come: the same source gives the same list,
     in the order it is written, in every process."""
     assert [rec[-1] for rec in imports.extract(path, code)] == names
+
+
+@pytest.mark.parametrize(("path", "code"), [
+    ("pkg/geo.py", b"async def area(w, h):\n    return w * h\n"),
+    ("src/geo.ts", b"export default function area(w: number, h: number) {\n  return w * h;\n}\n"),
+    ("geo/geo.go", b"func Area(w, h int) int {\n\treturn w * h\n}\n"),
+    ("src/geo.rs", b"pub(crate) fn area(w: u32, h: u32) -> u32 {\n    w * h\n}\n"),
+])
+def test_a_definition_header_passes_the_look_before_parsing(path, code):
+    """The pre-edit check looks for a header line before it parses; every language's
+    header words take part (a language the look missed would never name a definition)."""
+    assert [n.lower() for n in definitions.defined_in(path, code, [(1, 1)])] == ["area"]
+    assert definitions.defined_in(path, code, [(2, 2)]) == []

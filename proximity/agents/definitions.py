@@ -35,10 +35,13 @@ def defined_at(worktree: str, path: str, ranges: Sequence[Range] | None,
     return defined_in(path, data, ranges)
 
 
+MODIFIERS, DEFINERS, DECLARERS = registry.header_words()
+# a line that may start a definition in any language: its words, or an assignment
 DEF_HINT = re.compile(
-    r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|async\s+|default\s+)*"
-    r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|const|let|var|static)\b"
+    rf"^\s*(?:(?:{'|'.join(MODIFIERS)})\s+)*(?:{'|'.join(DEFINERS + DECLARERS)})\b"
     r"|^[A-Za-z_][\w.]*\s*(?::[^=]*)?=[^=]")
+# the end of a line's text just before a definition's name: a definer
+DEFINES = re.compile(rf"\b({'|'.join(DEFINERS)})\s+$")
 
 
 def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[str]:
@@ -66,7 +69,6 @@ def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[s
 def new_uses(diff_text: str, names: list[str], skip: str) -> list[verdict.Use]:
     """Where the sibling's new code (added lines of its diff) uses one of ``names``."""
     word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-    defines = re.compile(r"\b(def|class|function|func|fn|type|interface|struct|enum)\s+$")
     found: list[verdict.Use] = []
     seen: set[tuple[str, str]] = set()
     for path, d in hunks.parse(diff_text).items():
@@ -79,7 +81,7 @@ def new_uses(diff_text: str, names: list[str], skip: str) -> list[verdict.Use]:
                     continue
                 body = text[1:]
                 for m in word.finditer(body):
-                    if defines.search(body[:m.start()]):
+                    if DEFINES.search(body[:m.start()]):
                         continue  # their own definition of a same-named symbol
                     if (m.group(1), path) not in seen:
                         seen.add((m.group(1), path))

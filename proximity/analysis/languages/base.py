@@ -132,6 +132,12 @@ class Language:
     # (merged program, reader, its facts, a local bound to a module that moved) -> whether
     # the import still holds after the merge
     keeps_moved: Callable[[FactsOf, Lookup, Facts, str], bool] | None = None
+    # how a line starts a definition, for a look before any parse: modifiers (regular
+    # expressions) that may come first, then a word after which the defined name follows
+    # (a function, a type) or one that declares a variable or constant
+    modifiers: tuple[str, ...] = ()
+    definers: tuple[str, ...] = ()
+    declarers: tuple[str, ...] = ()
 
 
 def namespace_of(lang: Language, path: str) -> str:

@@ -138,4 +138,5 @@ LANGUAGE = base.Language(
     imports=imports, resolver=resolver, analyse=analyse, through=through,
     binding=typed_binding, scope=scope, namespace="directory",
     manifest=base.Manifest("go.mod", module_path),
+    definers=("func", "type"), declarers=("const", "var"),
 )

@@ -157,5 +157,7 @@ LANGUAGE = base.Language(
               ".cts": "typescript", ".tsx": "tsx"},
     grammars=GRAMMARS, imports=imports, resolver=resolver, analyse=analyse,
     through=through, binding=binding, package_file="index", constructor="constructor",
+    modifiers=("export", "default", "async"),
+    definers=("function", "class", "interface", "type", "enum"), declarers=("const", "let", "var"),
     reexports=base.Reexports(parents, offered),
 )

@@ -227,5 +227,6 @@ LANGUAGE = base.Language(
     grammars={"python": parsers.Grammar("python", _grammar)},
     imports=imports, resolver=resolver, analyse=analyse, through=through, binding=binding,
     package_file="__init__", constructor="__init__",
+    modifiers=("async",), definers=("def", "class"),
     reexports=base.Reexports(parents, offered), also_imports=also_imports, keeps_moved=keeps_moved,
 )

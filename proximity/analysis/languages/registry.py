@@ -49,3 +49,10 @@ def tagged(tag: str) -> Language | None:
 def directory_modules() -> tuple[str, ...]:
     """The stems of the files that stand for their directory's module, in any language."""
     return tuple(lang.package_file for lang in LANGUAGES if lang.package_file)
+
+
+def header_words() -> tuple[list[str], list[str], list[str]]:
+    """Every language's modifiers, definers and declarers (``Language.modifiers``...)."""
+    return (sorted({m for lang in LANGUAGES for m in lang.modifiers}),
+            sorted({w for lang in LANGUAGES for w in lang.definers}),
+            sorted({w for lang in LANGUAGES for w in lang.declarers}))

@@ -272,5 +272,7 @@ LANGUAGE = base.Language(
     name="rust", title="Rust", tag=TAG, dialects={".rs": "rust"}, grammars={"rust": GRAMMAR},
     imports=imports, resolver=resolver, analyse=analyse, through=through,
     binding=typed_binding, scope=scope, package_file="mod",
+    modifiers=(r"pub(?:\([^)]*\))?", "async"),
+    definers=("fn", "struct", "enum", "trait", "type"), declarers=("const", "static"),
     reexports=base.Reexports(parents, offered),
 )
