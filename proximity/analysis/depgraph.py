@@ -15,7 +15,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from proximity.analysis import imports
 from proximity.analysis.languages import registry
@@ -23,6 +23,12 @@ from proximity.analysis.resolve import Resolver, Roots, roots
 from proximity.model import Finding, WorkingSet
 
 CACHE_FORMAT = "g3"  # bump when the stored graph or import records change shape
+
+
+class Imports(Protocol):
+    """Any of the graphs below, as far as whether one file imports another."""
+
+    def imports(self, src: str, dst: str) -> bool: ...
 
 
 @dataclass
@@ -354,7 +360,7 @@ def channel(graph: AnyGraph, a: WorkingSet, b: WorkingSet, gamma: float, depth_c
     return pair_channel(ra, rb)
 
 
-def _describe(graph: Any, route: tuple[str, ...]) -> str:
+def _describe(graph: Imports, route: tuple[str, ...]) -> str:
     if len(route) == 2:
         x, y = route
         return f"{x} imports {y}" if graph.imports(x, y) else f"{y} imports {x}"

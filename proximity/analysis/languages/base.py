@@ -25,6 +25,8 @@ from proximity.analysis.parsers import Grammar
 Record = list[Any]  # an import as written: [tag, ...], cached as JSON per blob id
 Facts = dict[str, Any]  # a blob's defs, binds, refs...: JSON, cached per blob id
 Bind = list[Any]  # [local, kind, module, level, name, line, type_only]
+Def = list[Any]  # [kind, signature hash, body hash, first line, last line, params or None]
+Ref = list[Any]  # [chain, line, call shape or None, type_only]
 Params = dict[str, Any]  # a function's binding shape, as its language reads it
 Call = list[Any]  # a call's shape: [argument count, keywords, *args, **kwargs, constants]
 Target = tuple[str, tuple[str, ...], bool]  # (path or package, qualified name, via a class)

@@ -5,14 +5,15 @@ uses through an instance read as uses of its class's method."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+
+from proximity.analysis.languages.base import Ref
 
 
 def h(s: str) -> str:
     return hashlib.blake2b(" ".join(s.split()).encode(), digest_size=8).hexdigest()
 
 
-def as_class_uses(refs: list[Any], made: dict[tuple[str, ...], list[str]]) -> list[Any]:
+def as_class_uses(refs: list[Ref], made: dict[tuple[str, ...], list[str]]) -> list[Ref]:
     """The references through a name (``x.m``) or an attribute of ``self``/``this``
     (``self.a.m``) that ``made`` says holds an instance of a class, as that class's
     (``C.m``), with the same line and call shape."""

@@ -34,12 +34,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
 from proximity import calibration
 from proximity.analysis import intervals
+from proximity.analysis.depgraph import Imports
 from proximity.analysis.languages import registry
-from proximity.analysis.languages.base import SOFT, UNKNOWN, FactsOf, namespace_of
+from proximity.analysis.languages.base import (
+    SOFT,
+    UNKNOWN,
+    Call,
+    Def,
+    Facts,
+    FactsOf,
+    namespace_of,
+)
 from proximity.analysis.resolve import Resolver
 from proximity.analysis.symbols import writes
 from proximity.analysis.symbols.binding import binding
@@ -79,7 +87,7 @@ def _lookup(wf: WriterFile, qual: tuple[str, ...]) -> tuple[str, bool] | None:
     return None
 
 
-def evaluate(ch: Changed, wf: WriterFile, call: list[Any] | None, exact: bool,
+def evaluate(ch: Changed, wf: WriterFile, call: Call | None, exact: bool,
              via_class: bool, unknown_receiver: bool, type_only: bool, at: str
              ) -> tuple[str, str] | None:
     """(evidence class, detail) for one reference to one changed definition, or None."""
@@ -125,7 +133,7 @@ class _Writer:
     """One side's changes, indexed for look-up by resolved target."""
 
     def __init__(self, ws: WorkingSet, read: Callable[[str], bytes],
-                 cache: dict[str, Any]) -> None:
+                 cache: dict[str, Facts]) -> None:
         self.ws = ws
         self.files = writes.writer_files(ws, read, cache)
         self.by_target: dict[str, list[WriterFile]] = {}  # a package directory: its files
@@ -209,7 +217,7 @@ def _still_used(merged: Merged | None, path: str, name: str) -> bool:
     return any(chain and chain[0] == name for chain, *_ in got["refs"])
 
 
-def _keeps_moved(merged: Merged | None, rd: Reader, facts: dict[str, Any],
+def _keeps_moved(merged: Merged | None, rd: Reader, facts: Facts,
                  local: str) -> bool:
     """Whether an import of a module that moved still holds in the merged program (the
     language's ``keeps_moved``: a package that still binds the name)."""
@@ -218,7 +226,7 @@ def _keeps_moved(merged: Merged | None, rd: Reader, facts: dict[str, Any],
 
 
 def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSet,
-             cache: dict[str, Any], graph: Any, resolver: Resolver,
+             cache: dict[str, Facts], graph: Imports | None, resolver: Resolver,
              merged: Merged | None = None, base_facts: Merged | None = None
              ) -> tuple[list[Finding], bool]:
     """Findings of ``writer``'s changes used by ``reader``'s new code; and whether a file
@@ -253,7 +261,7 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
             if not _still_used(merged, fc.dest, chain[0]):
                 continue  # git's merge leaves no such use: nothing breaks
             at = f"{fc.dest}:{line}"
-            hits: list[tuple[Changed, WriterFile, bool, bool, list[Any] | None]] = []
+            hits: list[tuple[Changed, WriterFile, bool, bool, Call | None]] = []
             if target == fc.dest and target in w.moved:
                 # the file's own names: git carries the edit through the move, so they are
                 # the moved file's names, read as an importer's are (C(...).m(): C's method)
@@ -310,7 +318,7 @@ def _one_way(read: Callable[[str], bytes], writer: WorkingSet, reader: WorkingSe
     return list(best.values()), unknown
 
 
-def _enclosing(defs: dict[str, list[Any]], line: int) -> str | None:
+def _enclosing(defs: dict[str, Def], line: int) -> str | None:
     """The innermost definition of a file (module- or class-level) whose lines hold
     ``line``."""
     best = None
@@ -320,8 +328,8 @@ def _enclosing(defs: dict[str, list[Any]], line: int) -> str | None:
     return best
 
 
-def _shadowed(name: str, line: int, ch: Changed, facts: dict[str, Any], fc: FileChange,
-              writer: WorkingSet, read: Callable[[str], bytes], cache: dict[str, Any]
+def _shadowed(name: str, line: int, ch: Changed, facts: Facts, fc: FileChange,
+              writer: WorkingSet, read: Callable[[str], bytes], cache: dict[str, Facts]
               ) -> bool:
     """Whether the use of the bare ``name`` at ``line`` of the reader's file may not reach
     the changed definition at all: the function around it takes a parameter of that name (in
@@ -349,7 +357,7 @@ def _shadowed(name: str, line: int, ch: Changed, facts: dict[str, Any], fc: File
     return any(c[0] == name and d[3] <= ln <= d[4] for c, ln, _call, _t in theirs["refs"])
 
 
-def _type_only_bind(facts: dict[str, Any], local: str) -> bool:
+def _type_only_bind(facts: Facts, local: str) -> bool:
     recs = [b for b in facts["binds"] if b[0] == local]
     return bool(recs) and all(b[6] for b in recs)
 
@@ -369,7 +377,8 @@ Merged = FactsOf  # path -> the merged program's facts
 
 
 def channel(read: Callable[[str], bytes], a: WorkingSet, b: WorkingSet,
-            cache: dict[str, Any], graph: Any = None, resolver: Resolver | None = None,
+            cache: dict[str, Facts], graph: Imports | None = None,
+            resolver: Resolver | None = None,
             merged: Merged | None = None, base_facts: Merged | None = None
             ) -> tuple[float | None, list[Finding]]:
     """The symbol channel for one pair: the strongest finding both ways, or ``None`` when

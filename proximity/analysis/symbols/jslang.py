@@ -111,7 +111,7 @@ def _dereferenced(fn: Node, names: set[str]) -> list[str]:
     return sorted(out)
 
 
-def _instances(root: Node, refs: list[Any]) -> list[Any]:
+def _instances(root: Node, refs: list[base.Ref]) -> list[base.Ref]:
     """Method uses through instances, as uses of the class's method: ``const x = new
     C()`` then ``x.m()``, ``this.a = new C()`` then ``this.a.m()`` (as pylang does)."""
     made: dict[tuple[str, ...], list[str]] = {}

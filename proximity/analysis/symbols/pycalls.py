@@ -5,14 +5,11 @@ signature that breaks a caller from one that does not."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from proximity.analysis.languages.base import Call, Params
 from proximity.analysis.symbols.calls import moved_index
 
-Call = list[Any]  # [positional count, keyword names, *args used, **kwargs used]
 
-
-def binds(params: dict[str, Any], call: Call, explicit_self: bool = False) -> str | None:
+def binds(params: Params, call: Call, explicit_self: bool = False) -> str | None:
     """Why ``call`` does not bind to ``params`` ("" when it binds; None: cannot tell, the
     call passes ``*args``/``**kwargs``). Methods reached through an instance drop ``self``."""
     npos, kws, star, dstar = call
@@ -43,7 +40,7 @@ def binds(params: dict[str, Any], call: Call, explicit_self: bool = False) -> st
     return ""
 
 
-def _positional(params: dict[str, Any], explicit_self: bool) -> list[str]:
+def _positional(params: Params, explicit_self: bool) -> list[str]:
     pos = [*params["pos"], *params["args"]]
     if params.get("method") in ("inst", "class") and not (
             explicit_self and params["method"] == "inst") and pos:
@@ -51,7 +48,7 @@ def _positional(params: dict[str, Any], explicit_self: bool) -> list[str]:
     return [name for name, _ in pos]
 
 
-def moved_positional(old: dict[str, Any], new: dict[str, Any], call: Call,
+def moved_positional(old: Params, new: Params, call: Call,
                      explicit_self: bool = False) -> str:
     """Why a call that still binds now hands a value to another parameter: its i-th
     positional argument went to ``x`` and now goes to ``y``, while ``x`` still exists
@@ -63,7 +60,7 @@ def moved_positional(old: dict[str, Any], new: dict[str, Any], call: Call,
         f"positional argument {i + 1} now goes to '{pn[i]}', not '{po[i]}'"
 
 
-def signature(name: str, params: dict[str, Any]) -> str:
+def signature(name: str, params: Params) -> str:
     """``greet(name, *, loud)`` for messages."""
     parts = [n + ("=…" if d else "") for n, d in params["pos"]]
     if params["pos"]:

@@ -30,18 +30,18 @@ import json
 import warnings
 from typing import Any
 
+from proximity.analysis.languages.base import Bind, Call, Facts, Params, Ref
 from proximity.analysis.symbols.common import as_class_uses, h
-from proximity.analysis.symbols.pycalls import Call
 
 
-def analyse(data: bytes) -> dict[str, Any] | None:
+def analyse(data: bytes) -> Facts | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError):
         return None
-    out: dict[str, Any] = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False,
+    out: Facts = {"defs": {}, "binds": [], "refs": [], "exports": [], "dynamic": False,
                            "stars": []}
     _defs(tree.body, "", out)
     for fn in out.pop("getattr", []):
@@ -58,7 +58,7 @@ def analyse(data: bytes) -> dict[str, Any] | None:
     return out
 
 
-def _through_instances(tree: ast.Module, refs: list[Any]) -> list[Any]:
+def _through_instances(tree: ast.Module, refs: list[Ref]) -> list[Ref]:
     """Method uses through instances, as uses of the class's method: ``x = C(...)`` then
     ``x.m()``, and ``self.a = C(...)`` then ``self.a.m()`` (the last such assignment in the
     file stands for every use: a name bound to two classes is rare in real code)."""
@@ -99,7 +99,7 @@ def _getattr_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: list[ast.
     return names
 
 
-def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, in_class: bool) -> dict[str, Any]:
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, in_class: bool) -> Params:
     a = fn.args
     pos = a.posonlyargs + a.args
     firstdef = len(pos) - len(a.defaults)
@@ -117,7 +117,7 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, in_class: bool) -> dict[
             "property": bool(decos & {"property", "cached_property", "setter"})}
 
 
-def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
+def _defs(body: list[ast.stmt], prefix: str, out: Facts) -> None:
     defs = out["defs"]
     for node in body:
         span = [node.lineno, node.end_lineno or node.lineno]
@@ -167,7 +167,7 @@ def _defs(body: list[ast.stmt], prefix: str, out: dict[str, Any]) -> None:
                     out["exports"].append(alias.asname or alias.name.split(".")[0])
 
 
-def _all(value: ast.expr | None, out: dict[str, Any]) -> None:
+def _all(value: ast.expr | None, out: Facts) -> None:
     """Record a literal ``__all__``; one built at run time (``+=``, a call) leaves
     ``all`` absent, so every public name counts as offered."""
     if isinstance(value, (ast.List, ast.Tuple)) and all(
@@ -213,7 +213,7 @@ def _field(value: ast.expr | None, attrs: bool) -> tuple[bool, bool] | None:
     return True, default
 
 
-def _fields(node: ast.ClassDef, attrs: bool = False) -> dict[str, Any]:
+def _fields(node: ast.ClassDef, attrs: bool = False) -> Params:
     """The generated ``__init__`` of a dataclass or an attrs class: its fields, in order
     (annotated ones; for attrs also ``x = attr.ib()``, whose ``_x`` takes ``x``)."""
     args: list[list[Any]] = [["self", False]]
@@ -256,9 +256,9 @@ def chain(node: ast.expr) -> list[str] | None:
 
 
 class _Refs(ast.NodeVisitor):
-    def __init__(self, out: dict[str, Any]) -> None:
-        self.binds: list[Any] = out["binds"]
-        self.refs: list[Any] = out["refs"]
+    def __init__(self, out: Facts) -> None:
+        self.binds: list[Bind] = out["binds"]
+        self.refs: list[Ref] = out["refs"]
         self.type_only = False
 
     def _typed(self, node: ast.AST | None) -> None:

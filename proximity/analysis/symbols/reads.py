@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
 
 from proximity.analysis.languages import registry
 from proximity.analysis.languages.base import (
@@ -41,7 +40,7 @@ class Reader:
     lang: str  # the file's dialect
     facts: Facts
     resolver: Resolver
-    _mods: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    _mods: dict[tuple[str, ...], str] = field(default_factory=dict)
     _imported: set[str] | None = None
     language: Language = field(init=False)
 

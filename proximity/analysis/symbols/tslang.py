@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from proximity.analysis import parsers
-from proximity.analysis.languages.base import Facts, Params
+from proximity.analysis.languages.base import Def, Facts, Params, Ref
 from proximity.analysis.parsers import Grammar
 from proximity.analysis.symbols.common import h
 
@@ -52,7 +52,7 @@ class Syntax:
     params: Callable[[Node], tuple[str, Params]]  # function -> (signature text, params)
     binds: Callable[[Grammar, Node, Facts], None]  # imports -> binds, refs, exports...
     # (root, refs) -> more refs: method uses through instances of a class
-    instances: Callable[[Node, list[Any]], list[Any]] | None = None
+    instances: Callable[[Node, list[Ref]], list[Ref]] | None = None
     new: str = ""  # node type of `new C()`: a chain may go on through C's instance
 
 
@@ -84,7 +84,7 @@ def span(node: Node) -> list[int]:
     return [node.start_point[0] + 1, node.end_point[0] + 1]
 
 
-def entry(kind: str, node: Node) -> list[Any]:
+def entry(kind: str, node: Node) -> Def:
     """A definition whose text is its signature and its body (a type, a constant)."""
     text = parsers.text(node)
     return [kind, h(text), h(text), *span(node), None]
@@ -121,13 +121,13 @@ class Defs:
             elif role == SYMBOL and name is not None:
                 self.add(name, entry(SYMBOL, c), prefix)
 
-    def function(self, node: Node, kind: str) -> list[Any]:
+    def function(self, node: Node, kind: str) -> Def:
         body = node.child_by_field_name("body")
         sig, params = self.syntax.params(node)
         return [kind, h(sig), h(parsers.text(body) if body is not None else ""),
                 *span(node), params]
 
-    def add(self, name: Node | None, value: list[Any], prefix: str = "") -> None:
+    def add(self, name: Node | None, value: Def, prefix: str = "") -> None:
         if name is None:
             return
         ident = parsers.text(name)
@@ -195,7 +195,7 @@ def chain(syntax: Syntax, node: Node) -> list[str] | None:
     return [*(base if base is not None else ["?"]), parsers.text(leaf)]
 
 
-def _refs(syntax: Syntax, root: Node, refs: list[Any]) -> None:
+def _refs(syntax: Syntax, root: Node, refs: list[Ref]) -> None:
     stack: list[tuple[Node, str]] = [(root, "")]
     while stack:
         node, fld = stack.pop()

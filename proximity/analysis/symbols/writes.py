@@ -17,10 +17,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from proximity.analysis.languages import registry
-from proximity.analysis.languages.base import Facts
+from proximity.analysis.languages.base import Def, Facts
 from proximity.model import FileChange, WorkingSet
 
 FORMAT = "s11"  # bump when analysis changes, so cached results of older versions are unused
@@ -38,7 +37,7 @@ def _per_directory(dialect: str | None) -> bool:
     return dialect is not None and registry.language(dialect).namespace == "directory"
 
 
-def facts(cache: dict[str, Any], read: Callable[[str], bytes], path: str, oid: str
+def facts(cache: dict[str, Facts], read: Callable[[str], bytes], path: str, oid: str
           ) -> Facts | None:
     """The analysis of one blob (``None``: it does not parse); an empty blob id is empty."""
     if not oid:
@@ -57,8 +56,8 @@ class Changed:
     """One definition the writer changed."""
     qual: str
     how: str  # removed | signature | value | body | indirect
-    old: list[Any]  # the base definition [kind, sig, body, first, last, params]
-    new: list[Any] | None
+    old: Def  # the base definition
+    new: Def | None
     reads: tuple[str, ...] = ()  # for indirect: the changed definitions it reads
 
 
@@ -68,7 +67,7 @@ class WriterFile:
     lang: str  # its dialect
     unknown: bool = False  # the base or the new blob does not parse
     changed: dict[str, Changed] = field(default_factory=dict)
-    old_defs: dict[str, list[Any]] = field(default_factory=dict)
+    old_defs: dict[str, Def] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # exported name -> definition
     moved_from: str = ""  # a module renamed or deleted: its old path
     moved_to: str = ""  # "" for a deletion
@@ -123,7 +122,7 @@ def compare(old: Facts, new: Facts) -> dict[str, Changed]:
     return out
 
 
-def writer_files(ws: WorkingSet, read: Callable[[str], bytes], cache: dict[str, Any]
+def writer_files(ws: WorkingSet, read: Callable[[str], bytes], cache: dict[str, Facts]
                  ) -> list[WriterFile]:
     out = []
     for fc in ws.files.values():
@@ -171,11 +170,11 @@ def _dir(path: str) -> str:
 
 
 def _packages(ws: WorkingSet, files: list[WriterFile], read: Callable[[str], bytes],
-              cache: dict[str, Any]) -> list[WriterFile]:
+              cache: dict[str, Facts]) -> list[WriterFile]:
     """A language whose package is a directory: a definition that left one changed file
     for another of the same package did not go anywhere: judged on its definition in the
     new file (unchanged: no change; new parameters: a signature change there)."""
-    new_defs: dict[str, dict[str, tuple[str, list[Any]]]] = {}
+    new_defs: dict[str, dict[str, tuple[str, Def]]] = {}
     for fc in ws.files.values():
         if fc.kind != "text" or fc.status == "D" or \
                 not _per_directory(registry.dialect_of(fc.dest)):
@@ -201,8 +200,8 @@ def _packages(ws: WorkingSet, files: list[WriterFile], read: Callable[[str], byt
     return out
 
 
-def _compare_blobs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Any]
-                   ) -> tuple[dict[str, list[Any]], dict[str, Changed], dict[str, str]] | None:
+def _compare_blobs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str, Facts]
+                   ) -> tuple[dict[str, Def], dict[str, Changed], dict[str, str]] | None:
     old = facts(cache, read, fc.path, fc.old_oid)
     new = facts(cache, read, fc.dest, fc.new_oid)
     if old is None or new is None:
@@ -212,11 +211,12 @@ def _compare_blobs(fc: FileChange, read: Callable[[str], bytes], cache: dict[str
 
 # Per-change results depend only on the change (blob ids are content addresses) and, for a
 # move, on whether the same side keeps a shim; shared by every pair a scan compares.
-_MEMO: dict[tuple[str, FileChange], Any] = {}
+Compared = tuple[dict[str, Def], dict[str, Changed], dict[str, str]] | None
+_MEMO: dict[tuple[str, FileChange], Compared] = {}
 _MEMO_MAX = 50_000
 
 
-def _memo(kind: str, fc: FileChange, compute: Callable[[], Any]) -> Any:
+def _memo(kind: str, fc: FileChange, compute: Callable[[], Compared]) -> Compared:
     key = (kind, fc)
     if key not in _MEMO:
         if len(_MEMO) > _MEMO_MAX:
