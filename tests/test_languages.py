@@ -96,6 +96,11 @@ def named_in(path: Path, lang: Language) -> list[tuple[int, str]]:
         elif tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING
                                               and tok.start in docs):
             found += [(line, m.group(1)) for m in prose.finditer(tok.string)]
+            # code quoted in prose is code: ``go`` names the language as an identifier would
+            # (not its tag: ``calls.py`` is one of proximity's own files)
+            found += [(line, w) for span in re.findall(r"`+([^`]+)`+", tok.string)
+                      for w in sorted(set(re.split(r"\W+", span.lower()))
+                                      & (words - {lang.tag} | {lang.name}))]
             found += [(line, v) for v in values if "." in v and v in tok.string
                       and not v.startswith(".")]
         elif tok.type == tokenize.STRING:

@@ -2,7 +2,7 @@
 (``Language.imports``).
 
 Records are plain lists so they can be cached per blob id; the first field is the
-language's tag (``["js", "./b"]``), the rest is the language's own.
+language's tag (``Language.tag``), the rest is the language's own.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a language is to proximity: one record of functions, the same for every language.
 
-Each language module (``python``, ``javascript``, ``go``, ``rust``) builds one ``Language``
-and the registry lists them; everything else asks the registry by path or extension. A
+Each language module (named after its language) builds one ``Language`` and the registry
+lists them; everything else asks the registry by path or extension. A
 language says which files are its own and which tree-sitter grammar reads them (loaded
 lazily), what a file imports and which repository paths that names, what it defines and
 refers to, how a reference bound by an import reaches its definition, whether a call still
