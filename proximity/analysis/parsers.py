@@ -7,16 +7,14 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # the types only: importing tree_sitter is what a hook must not pay for
     from tree_sitter import Language, Node, Parser, Query, Tree
 
 
-@dataclass(frozen=True)
-class Grammar:
+class Grammar(NamedTuple):
     """One tree-sitter grammar: its name (a dialect, such as a language's variant with
     markup) and how to load it. ``load`` imports the grammar's package and returns its
     language pointer; it runs once, on the first parse."""

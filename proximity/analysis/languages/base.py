@@ -17,8 +17,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from proximity.analysis.parsers import Grammar
 
@@ -79,16 +78,14 @@ def file_scope(rd: Lookup, chain: list[str]) -> Target | None:
     return receiver(chain)
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(NamedTuple):
     """A file that declares the import path of the directory it sits in."""
 
     file: str  # its name
     root_of: Callable[[bytes], str | None]  # its content -> the import path it declares
 
 
-@dataclass(frozen=True)
-class Reexports:
+class Reexports(NamedTuple):
     """How a module offers other modules' names as its own."""
 
     # (a file, every path) -> the files standing for the modules that hold it, nearest first
@@ -98,9 +95,10 @@ class Reexports:
     offered: Callable[[Lookup, Facts, str, dict[str, str], FactsOf], dict[str, str]]
 
 
-@dataclass(frozen=True)
-class Language:
-    """One language, as every part of the analysis sees it."""
+class Language(NamedTuple):
+    """One language, as every part of the analysis sees it. (A named tuple, as the other
+    records here: each is built once at import, where a frozen dataclass's generated code
+    would cost every in-process hook a few milliseconds.)"""
 
     name: str  # the registry's key (and the key of its roots in a stored graph)
     title: str  # its name for people (several names joined with "/")

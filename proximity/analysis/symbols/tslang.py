@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from proximity.analysis import parsers
 from proximity.analysis.languages.base import Def, Facts, Params, Ref
@@ -35,8 +34,7 @@ CONSTANT = "constant"
 SYMBOL = "symbol"  # a named type, interface, field...: changed when its text changes
 
 
-@dataclass(frozen=True)
-class Syntax:
+class Syntax(NamedTuple):
     """What one language's grammar calls the things the analysis reads."""
 
     leaves: frozenset[str]  # node types that start a chain: `a` of `a.b`
