@@ -166,15 +166,14 @@ class _Writer:
         the base."""
         if base_facts is None:
             return
-        # (a module, the changed file behind it, the names it offers -> the file's names)
-        todo = [(wf.path, wf, {q.split(".")[0]: q.split(".")[0] for q in wf.changed})
-                for wf in self.files
-                if registry.language(wf.lang).reexports is not None and wf.changed]
+        # (a module, the changed file behind it, the names it offers -> the file's names,
+        # how its language re-exports)
+        todo = [(wf.path, wf, {q.split(".")[0]: q.split(".")[0] for q in wf.changed}, offers)
+                for wf in self.files if wf.changed
+                for offers in [registry.language(wf.lang).reexports] if offers is not None]
         for _ in range(3):
             nxt = []
-            for path, wf, names in todo:
-                offers = registry.language(wf.lang).reexports
-                assert offers is not None
+            for path, wf, names, offers in todo:
                 for init in offers.parents(path, resolver.paths):
                     facts = base_facts(init)
                     if facts is None:
@@ -187,7 +186,7 @@ class _Writer:
                     if offered:
                         if wf not in self.by_target.get(init, []):
                             self.by_target.setdefault(init, []).append(wf)
-                        nxt.append((init, wf, offered))
+                        nxt.append((init, wf, offered, offers))
             todo = nxt
 
 
