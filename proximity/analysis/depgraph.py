@@ -322,7 +322,7 @@ def pair_channel(ra: Reach, rb: Reach) -> tuple[float, list[Finding]]:
                     route = (*hit[1], s_node)
                 if route[0] != s_node:
                     hits.append((c, len(route), route, src, flip, dst.view))
-    hits.sort(key=lambda h: (-h[0], h[1]))
+    hits.sort(key=lambda h: (-h[0], h[1], h[2]))  # equal ones by route: the same five each run
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
     for score, _, route, src, flip, other in hits:
