@@ -5,6 +5,7 @@ grammars load on first use and the tables that describe them name what they have
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import io
 import re
@@ -42,13 +43,25 @@ def module_of(lang: Language) -> str:
     return f"proximity.analysis.languages.{lang.name}"
 
 
-def own_modules(lang: Language, importers: dict[str, set[str]]) -> set[str]:
+@functools.cache
+def importers() -> dict[str, frozenset[str]]:
+    """Each module of the package -> the modules of the package that import it."""
+    by: dict[str, set[str]] = defaultdict(set)
+    for mod, targets in package_imports().items():
+        by.setdefault(mod, set())
+        for target, _ in targets:
+            if target != mod:
+                by[target].add(mod)
+    return {mod: frozenset(them) for mod, them in by.items()}
+
+
+def own_modules(lang: Language) -> set[str]:
     """The language's module and the helpers only it (or its other helpers) imports."""
     own = {module_of(lang)}
     grew = True
     while grew:
         grew = False
-        for mod, by in importers.items():
+        for mod, by in importers().items():
             if mod not in own and mod != REGISTRY and by and by <= own:
                 own.add(mod)
                 grew = True
@@ -113,15 +126,9 @@ def named_in(path: Path, lang: Language) -> list[tuple[int, str]]:
 def test_each_language_is_named_only_in_its_own_modules_and_the_registry():
     """Adding a language is one module and one line in the registry: nothing else in the
     package may know a language by name, tag, extension or manifest (docs may)."""
-    importers: dict[str, set[str]] = defaultdict(set)
-    for mod, targets in package_imports().items():
-        importers.setdefault(mod, set())
-        for target, _ in targets:
-            if target != mod:
-                importers[target].add(mod)
     wrong = []
     for lang in LANGUAGES:
-        allowed = own_modules(lang, importers) | {REGISTRY}
+        allowed = own_modules(lang) | {REGISTRY}
         for path in sorted(PKG.rglob("*.py")):
             if module_name(path) in allowed:
                 continue
@@ -177,21 +184,19 @@ def test_the_registry_loads_no_grammar():
     assert not [m for m in loaded if m.split(".")[0].startswith("tree_sitter")], loaded
 
 
-def syntaxes(lang: Language, importers: dict[str, set[str]] | None = None
-             ) -> list[tslang.Syntax]:
-    mods = [importlib.import_module(m) for m in sorted(own_modules(lang, importers or {}))]
+def syntaxes(lang: Language) -> list[tslang.Syntax]:
+    """The tree-sitter syntax tables of the language's own modules."""
+    mods = [importlib.import_module(m) for m in sorted(own_modules(lang))]
     return [v for m in mods for v in vars(m).values() if isinstance(v, tslang.Syntax)]
 
 
 @pytest.mark.parametrize("lang", LANGUAGES, ids=lambda lang: lang.name)
 def test_a_syntax_names_only_node_types_and_fields_its_grammar_has(lang):
     """A node type misspelt in a table is a definition or a use silently never seen."""
-    importers: dict[str, set[str]] = defaultdict(set)
-    for mod, targets in package_imports().items():
-        for target, _ in targets:
-            importers[target].add(mod)
     langs = [parsers.language(g) for g in lang.grammars.values()]
-    for syntax in syntaxes(lang, importers):
+    found = syntaxes(lang)
+    assert found or lang.name == "python", "a tree-sitter language describes its grammar"
+    for syntax in found:
         kinds = {*syntax.leaves, *syntax.links, *syntax.calls, *syntax.spreads,
                  *syntax.numbers, *syntax.skip_nodes, *syntax.defs, *syntax.readers,
                  *([syntax.new] if syntax.new else [])}
