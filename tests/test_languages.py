@@ -32,6 +32,7 @@ NOT_ANALYSIS = {
     ("proximity/service/stamp.py", ".py"): "proximity's own source files, not code it reads",
     ("proximity/commands/demo.py", ".py"): "the demo's sample project",
     ("proximity/commands/swarm.py", ".py"): "the demo's sample project",
+    ("proximity/config.py", ".py"): "sample paths that probe an exclude list",
     ("proximity/agents/harness.py", "JavaScript"): "what another agent harness's plugins are",
     ("proximity/service/fswatch.py", "rust"): "a parameter of the file watcher's library",
 }
