@@ -7,6 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests assert what is true, not how fast: Hypothesis's per-example deadline
+# (200 ms) fails them on a loaded machine, where one example can wait that long for a core.
+settings.register_profile("proximity", deadline=None)
+settings.load_profile("proximity")
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
