@@ -11,7 +11,7 @@ builds them, from git objects instead of worktree files: the pair's base is
 ``git merge-base p Y``; Y's change of the path is git's ``-U0`` diff base..Y; the request
 maps to base lines through X's own diff base..p (``hunks.to_base``); symbols defined in the
 requested lines of p's blob (``definitions.defined_in``) used by Y's new code
-(``definitions.new_uses`` over the diff base..Y). ``verdict.decide`` answers; no intents are
+(``definitions.new_uses`` over the diff base..Y). ``decision.decide`` answers; no intents are
 declared in a replay.
 
     python benchmarks/precheck_steps.py benchmarks/out/steps.jsonl CASES... [--git-dir N=DIR]
@@ -48,7 +48,7 @@ import replay
 import steps
 
 from proximity import gitio
-from proximity.agents import definitions, precheck, verdict
+from proximity.agents import decision, definitions, precheck
 from proximity.analysis import hunks
 from proximity.model import Range
 
@@ -88,8 +88,8 @@ MERGES = False  # --merges: merge commits ask too (`check --merge`)
 
 
 def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, ...] | None]],
-              merging: str | None = None, merged: str | None = None) -> list[verdict.Side]:
-    """One verdict.Side per call: X at p asks, Y's live state is its tip y. ``merging``:
+              merging: str | None = None, merged: str | None = None) -> list[decision.Side]:
+    """One decision.Side per call: X at p asks, Y's live state is its tip y. ``merging``:
     X is about to merge that commit into ``merged`` (`check --merge`): the pair's base is
     the later of the two merge bases, and against a base from the merged side only the
     merged tree's lines count, as precheck.gather takes them."""
@@ -113,13 +113,13 @@ def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, .
             if path not in after:
                 continue  # the merged tree leaves this file as that base has it
             base_ranges = precheck.edits_of({path: after[path]})[0][1]
-        uses: tuple[verdict.Use, ...] = ()
+        uses: tuple[decision.Use, ...] = ()
         if base != y:
             data = g.blob(p, path)
             names = definitions.defined_in(path, data, ranges) if data is not None else []
             if names:
                 uses = tuple(definitions.new_uses(g.diff(base, y), names, path))
-        out.append(verdict.Side("y", None, path, base_ranges, ranges, theirs.get(path),
+        out.append(decision.Side("y", None, path, base_ranges, ranges, theirs.get(path),
                                 None, False, uses))
     return out
 
@@ -182,9 +182,9 @@ def replay_pair(g: Replayer, case: dict[str, Any], rows: list[dict[str, Any]]
         if not calls:
             continue
         for s in sides_for(g, p, y, calls, merging, c if merging else None):
-            d = verdict.decide([s])
+            d = decision.decide([s])
             kinds = sorted({f.evidence for f in d.conflicts})
-            if d.decision == verdict.DENY and (c, y) not in then:
+            if d.decision == decision.DENY and (c, y) not in then:
                 then[c, y] = bool(g.src.conflicts(c, y))  # the tips right after c
             checks.append({"event": i, "side": "ab"[side], "commit": c, "parent": p,
                            "other": y, "path": s.path, "then_conflicts": then.get((c, y)),
@@ -262,7 +262,7 @@ def summary(pairs: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 prev = at
         out[f"{pol}steps_warned_by_check"] = share(st_chk, st)
         out[f"{pol}steps_warned_check_or_advisory"] = share(st_any, st)
-    denies = [c for c in checks if c["decision"] == verdict.DENY]
+    denies = [c for c in checks if c["decision"] == decision.DENY]
     out["never_denies_then_conflicting"] = share(
         sum(bool(c.get("then_conflicts")) for c in denies), len(denies))
     out["never_commits"] = len({(p["id"], c["event"]) for p in never for c in p["checks"]})
@@ -384,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rnd = random.Random(args.seed)
         calls = [(p["repo"], c) for p in pairs for c in p["checks"]]
         pick: list[tuple[str, dict[str, Any]]] = []  # a third of each answer
-        for k, answer in enumerate((verdict.DENY, verdict.ASK, verdict.ALLOW)):
+        for k, answer in enumerate((decision.DENY, decision.ASK, decision.ALLOW)):
             these = [x for x in calls if x[1]["decision"] == answer]
             want_n = (args.validate - len(pick)) // (3 - k)
             pick += rnd.sample(these, min(want_n, len(these)))

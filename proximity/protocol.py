@@ -121,7 +121,7 @@ if TYPE_CHECKING:
     class CheckAnswer(Answer, total=False):
         stdout: str  # what the command prints
         exit: int  # and its exit code
-        decision: dict[str, Any]  # the decision's JSON (agents/verdict.decision_json)
+        decision: dict[str, Any]  # the decision's JSON (agents/decision.decision_json)
 
     class PingAnswer(Answer, total=False):
         pid: int

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import git, lines
 
-from proximity.agents import edits, harness, verdict
+from proximity.agents import decision, edits, harness
 from proximity.analysis import hunks
 from proximity.main import main
 
@@ -161,16 +161,16 @@ def test_the_check_policy_key_leaves_the_airspace_policy_alone(pair, capsys):
 
 def test_decision_logic_on_plain_data():
     d = hunks.parse("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -10,2 +10,3 @@\n-a\n-b\n+A\n+B\n+C\n")
-    side = verdict.Side("b", "feat/b", "f", ((12, 14),), ((12, 14),), d["f"])
-    assert verdict.decide([side]).decision == "deny"
+    side = decision.Side("b", "feat/b", "f", ((12, 14),), ((12, 14),), d["f"])
+    assert decision.decide([side]).decision == "deny"
     near = side._replace(mine=((15, 16),), requested=((15, 16),))
-    assert verdict.decide([near]).decision == "ask"
+    assert decision.decide([near]).decision == "ask"
     far = side._replace(mine=((30, 31),), requested=((30, 31),))
-    got = verdict.decide([far])  # the same file, far away: shown, allowed
+    got = decision.decide([far])  # the same file, far away: shown, allowed
     assert got.decision == "allow" and got.conflicts[0].level == "info"
-    assert verdict.decide([far], "ta").decision == "allow"
-    assert verdict.decide([near], "ta").decision == "deny"
-    assert verdict.decide([]).decision == "allow"
+    assert decision.decide([far], "ta").decision == "allow"
+    assert decision.decide([near], "ta").decision == "deny"
+    assert decision.decide([]).decision == "allow"
     big = hunks.Hunk(1, 500, 1, 500, tuple(f"-{'x' * 300}" for _ in range(500)))
     ex = hunks.excerpt([big])
     assert len(ex.split("\n")) <= hunks.MAX_LINES and len(ex.encode()) <= hunks.MAX_BYTES
@@ -436,9 +436,9 @@ def test_a_directory_or_a_path_outside_is_a_usage_error_not_an_allow(pair, capsy
 
 def test_a_worktree_only_shown_is_not_counted_among_those_in_the_way():
     d = hunks.parse("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -10,2 +10,3 @@\n-a\n-b\n+A\n+B\n+C\n")
-    hit = verdict.Side("b", "feat/b", "f", ((12, 14),), ((12, 14),), d["f"])
-    far = verdict.Side("c", "feat/c", "f", ((40, 41),), ((40, 41),), d["f"])
-    got = verdict.decide([hit, far])
+    hit = decision.Side("b", "feat/b", "f", ((12, 14),), ((12, 14),), d["f"])
+    far = decision.Side("c", "feat/c", "f", ((40, 41),), ((40, 41),), d["f"])
+    got = decision.decide([hit, far])
     assert got.decision == "deny" and "more worktree" not in got.reason
     assert {c.agent for c in got.conflicts} == {"b", "c"}  # c is still shown
 

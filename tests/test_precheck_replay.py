@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import git, lines
 
-from proximity.agents import verdict
+from proximity.agents import decision
 from proximity.analysis import hunks
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -39,7 +39,7 @@ def test_replayed_checks_match_the_real_check_in_worktrees(space, tmp_path):  # 
     calls = [("app.txt", ((12, 12),)), ("app.txt", ((13, 13),)), ("app.txt", ((20, 20),)),
              ("lib.py", ((4, 5),)), ("lib.py", ((8, 9),)), ("new.txt", None),
              ("app.txt", ((31, 31),))]
-    got = [verdict.decide([s]) for s in precheck_steps.sides_for(g, p, other, calls)]
+    got = [decision.decide([s]) for s in precheck_steps.sides_for(g, p, other, calls)]
     kinds = [sorted({c.evidence for c in d.conflicts}) for d in got]
     assert [d.decision for d in got] == ["deny", "deny", "allow", "ask", "allow", "allow",
                                          "allow"]  # same-file alone: shown, allowed

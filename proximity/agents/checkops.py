@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from proximity.agents import harness, verdict
+from proximity.agents import decision, harness
 from proximity.agents.precheck import check
 from proximity.analysis.intervals import parse_spec
 
@@ -43,6 +43,6 @@ def answer(msg: CheckRequest) -> CheckAnswer:
     if not isinstance(specs, list) or not specs or not isinstance(cwd, str):
         return {"fallback": "nothing to check"}
     d = check(cwd, [parse_spec(str(s)) for s in specs], deny_on)
-    doc = verdict.decision_json(d)
-    text = json.dumps(doc, indent=2) if msg.get("json") else verdict.decision_text(d)
-    return {"stdout": text, "exit": 0 if d.decision == verdict.ALLOW else 1, "decision": doc}
+    doc = decision.decision_json(d)
+    text = json.dumps(doc, indent=2) if msg.get("json") else decision.decision_text(d)
+    return {"stdout": text, "exit": 0 if d.decision == decision.ALLOW else 1, "decision": doc}

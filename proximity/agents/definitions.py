@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from proximity.agents import verdict
+from proximity.agents import decision
 from proximity.analysis import hunks
 from proximity.analysis.languages import registry
 from proximity.analysis.symbols import hazard, writes
@@ -66,10 +66,10 @@ def defined_in(path: str, data: bytes, ranges: Sequence[Range] | None) -> list[s
     return sorted(n for n in names if n not in ambient and len(n) > 2)[:MAX_SYMBOLS]
 
 
-def new_uses(diff_text: str, names: list[str], skip: str) -> list[verdict.Use]:
+def new_uses(diff_text: str, names: list[str], skip: str) -> list[decision.Use]:
     """Where the sibling's new code (added lines of its diff) uses one of ``names``."""
     word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-    found: list[verdict.Use] = []
+    found: list[decision.Use] = []
     seen: set[tuple[str, str]] = set()
     for path, d in hunks.parse(diff_text).items():
         if path == skip:
@@ -85,7 +85,7 @@ def new_uses(diff_text: str, names: list[str], skip: str) -> list[verdict.Use]:
                         continue  # their own definition of a same-named symbol
                     if (m.group(1), path) not in seen:
                         seen.add((m.group(1), path))
-                        found.append(verdict.Use(m.group(1), path, line, (h,)))
+                        found.append(decision.Use(m.group(1), path, line, (h,)))
                 line += 1
     return found[:10]
 

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proximity import knobs
-from proximity.agents import incoming, verdict
+from proximity.agents import decision, incoming
 from proximity.agents.edits import Edit, edits_of, write_of
 from proximity.agents.merging import check_plan, incoming_plan
 from proximity.agents.precheck import check
@@ -144,7 +144,7 @@ def pre(name: str, event: dict[str, Any], deny_on: str | None = None) -> dict[st
                 continue
         if not decisions:
             return answer("allow", "proximity: not inside a git worktree")
-        order = {verdict.DENY: 0, verdict.ASK: 1, verdict.ALLOW: 2}
+        order = {decision.DENY: 0, decision.ASK: 1, decision.ALLOW: 2}
         d = min(decisions, key=lambda x: order[x.decision])
         return answer(d.decision, "proximity: " + _with_hunk(d))
     except Exception as e:  # never block an agent because of our bug
@@ -165,31 +165,31 @@ def _incoming(brought: list[incoming.Found], answer: Callable[[str, str], dict[s
               deny_on: str | None) -> dict[str, Any]:
     """Each command that brings work in checked as the merge it is (what it would change
     here, before it does); the strictest answer, with every reason."""
-    order = {verdict.DENY: 0, verdict.ASK: 1, verdict.ALLOW: 2}
-    worst, reasons = verdict.ALLOW, []
+    order = {decision.DENY: 0, decision.ASK: 1, decision.ALLOW: 2}
+    worst, reasons = decision.ALLOW, []
     for inc in brought:
-        decision, reason = _one(inc, deny_on)
+        verdict, reason = _one(inc, deny_on)
         reasons.append(reason)
-        if order[decision] < order[worst]:
-            worst = decision
+        if order[verdict] < order[worst]:
+            worst = verdict
     return answer(worst, "proximity: " + "\n".join(reasons))
 
 
 def _one(inc: incoming.Found, deny_on: str | None) -> tuple[str, str]:
     cmd = shown(inc.text, 120)
     if isinstance(inc, incoming.Unread):
-        return verdict.ALLOW, f"`{cmd}` not checked: {inc.why}"
+        return decision.ALLOW, f"`{cmd}` not checked: {inc.why}"
     try:
         plan = incoming_plan(inc)
         if plan is None:
-            return verdict.ALLOW, f"`{cmd}` brings no other work in"
+            return decision.ALLOW, f"`{cmd}` brings no other work in"
         d = check_plan(inc.cwd, plan, deny_on)
     except (NotARepository, UsageError) as e:
-        return verdict.ALLOW, f"`{cmd}` not checked ({e})"
+        return decision.ALLOW, f"`{cmd}` not checked ({e})"
     if d is None:
-        return verdict.ALLOW, f"{plan.what} changes nothing here"
-    if d.decision == verdict.ALLOW:
-        return verdict.ALLOW, f"{plan.what} meets no sibling's work"
+        return decision.ALLOW, f"{plan.what} changes nothing here"
+    if d.decision == decision.ALLOW:
+        return decision.ALLOW, f"{plan.what} meets no sibling's work"
     return d.decision, f"{plan.what} here: " + _with_hunk(d)
 
 

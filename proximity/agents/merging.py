@@ -10,7 +10,7 @@ import os
 from typing import Any, NamedTuple
 
 from proximity import gitio
-from proximity.agents import verdict
+from proximity.agents import decision
 from proximity.agents.incoming import UPSTREAM, Incoming
 from proximity.agents.precheck import check, deny_policy, edits_of, open_ledger, recorded_tree
 from proximity.analysis import hunks
@@ -170,7 +170,7 @@ def _picks(repo: gitio.Repo, head: str, inc: Incoming) -> MergePlan:
 
 
 def check_merge(start: str, ref: str, deny_on: str | None = None
-                ) -> tuple[MergePlan, verdict.Decision | None]:
+                ) -> tuple[MergePlan, decision.Decision | None]:
     """`check --merge REF` for the worktree that contains ``start``: the merge's plan and
     the decision on the lines it would change (None: it changes none). UsageError when
     ``ref`` cannot be merged here."""
@@ -179,7 +179,7 @@ def check_merge(start: str, ref: str, deny_on: str | None = None
 
 
 def check_plan(start: str, plan: MergePlan, deny_on: str | None = None
-               ) -> verdict.Decision | None:
+               ) -> decision.Decision | None:
     """The decision on the lines work brought in would change in the worktree that
     contains ``start`` (None: it changes none)."""
     if not plan.targets:
@@ -188,21 +188,21 @@ def check_plan(start: str, plan: MergePlan, deny_on: str | None = None
     root = repo.workdir
     d = check(root, plan.targets, deny_on, cwd=root,
               merging=plan.commit if plan.joins else None, merged=plan.tree)
-    if d.decision == verdict.DENY:
+    if d.decision == decision.DENY:
         return d
     found = exact_conflicts(repo, plan)
     if not found:
         return d
-    policy = deny_policy(deny_on) if deny_on else verdict.RA
+    policy = deny_policy(deny_on) if deny_on else decision.RA
     if policy == "never":
         return d
     first = found[0]
     reason = (f"{first.detail}. Bring it in later (after they land), or coordinate with "
               "them first (`proximity inbox`)")
-    return verdict.Decision(verdict.DENY, reason, (*found, *d.conflicts))
+    return decision.Decision(decision.DENY, reason, (*found, *d.conflicts))
 
 
-def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[verdict.Conflict]:
+def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
     """git's own merge of the merge's result with each sibling's live work (a snapshot of
     its worktree now, on its HEAD): the siblings it would really conflict with, and
     where. Line evidence alone says "near" where git's merge of the whole result (a branch
@@ -215,7 +215,7 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[verdict.Conflict]
     merged = gitio.git(["commit-tree", plan.tree, *parents, "-m", "proximity merge check"],
                        cwd=repo.workdir, env=SNAPSHOT_IDENT).stdout.decode().strip()
     led = open_ledger(repo)
-    out: list[verdict.Conflict] = []
+    out: list[decision.Conflict] = []
     try:
         for w in repo.worktrees():
             if (w.id == me.id or w.prunable or w.populating or not w.head
@@ -232,8 +232,8 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[verdict.Conflict]
             who = f"worktree {text(w.id)!r}" + (f" (branch {text(w.branch)})"
                                                  if w.branch else "")
             files = ", ".join(text(p, 200) for p in got[1][:4])
-            out.append(verdict.Conflict(
-                w.id, w.branch, got[1][0], (), "", verdict.RA, "conflict",
+            out.append(decision.Conflict(
+                w.id, w.branch, got[1][0], (), "", decision.RA, "conflict",
                 f"{plan.what or 'merging ' + text(plan.ref)} here would conflict with "
                 f"{who}'s live work in "
                 f"{files}{' and more' if len(got[1]) > 4 else ''} (git's merge of the "
@@ -244,10 +244,10 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[verdict.Conflict]
     return out
 
 
-def merge_json(plan: MergePlan, d: verdict.Decision | None) -> dict[str, Any]:
+def merge_json(plan: MergePlan, d: decision.Decision | None) -> dict[str, Any]:
     """`check --merge --json` (and the MCP tool): the decision and what the merge brings."""
-    doc: dict[str, Any] = verdict.decision_json(d) if d is not None \
-        else {"decision": verdict.ALLOW}
+    doc: dict[str, Any] = decision.decision_json(d) if d is not None \
+        else {"decision": decision.ALLOW}
     doc["merge"] = {"ref": plan.ref, "commit": plan.commit,
                     "paths": [p for p, _ in plan.targets], "own_conflicts": plan.conflicts}
     return doc

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from proximity import gitfiles, gitio, unsaved
-from proximity.agents import definitions, verdict
+from proximity.agents import decision, definitions
 from proximity.analysis import hunks
 from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
@@ -46,9 +46,9 @@ def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
 def deny_policy(given: str | None) -> str:
     """``--deny-on`` or git config ``proximity.checkPolicy`` (given), else ``ra``."""
     value = given or "ra"
-    if value not in verdict.POLICIES:
+    if value not in decision.POLICIES:
         raise ConfigError(f"proximity.checkPolicy = {value!r}: want one of "
-                          f"{', '.join(verdict.POLICIES)}")
+                          f"{', '.join(decision.POLICIES)}")
     return value
 
 
@@ -116,7 +116,7 @@ def recorded_tree(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo
 
 
 def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
-           merging: str | None = None, merged: str | None = None) -> list[verdict.Side]:
+           merging: str | None = None, merged: str | None = None) -> list[decision.Side]:
     """Every sibling's evidence about the targets. Git's work runs as concurrent
     processes, in three rounds: merge bases, diffs of the requested paths, and (only when
     the requested lines define symbols) the siblings' whole diffs. ``merging``: a commit
@@ -241,7 +241,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # walks a worktree; its committed work when it has no recorded state
     defined = {t.path: definitions.defined_at(me.path, t.path, t.ranges,
                                               lives.get(("", t.path))) for t in targets}
-    uses: dict[str, dict[str, tuple[verdict.Use, ...]]] = {}
+    uses: dict[str, dict[str, tuple[decision.Use, ...]]] = {}
     if any(defined.values()):
         states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
         more = gitio.git_many([(gitio.tree_diff_args(bases[w.id], states[w.id]), repo.workdir)
@@ -263,7 +263,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 if change is None:
                     continue  # the merged tree leaves this file as that base has it
                 base_ranges = edits_of({t.path: change})[0][1]
-            out.append(verdict.Side(
+            out.append(decision.Side(
                 w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ()),
                 own=own))
@@ -273,7 +273,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     jobs = [(i, base_blob[bases[s.agent], s.path], t.result, lives[s.agent, s.path])
             for i, s in enumerate(out) for t in targets
             if t.path == s.path and t.result is not None
-            and any(c.evidence == "conflict" for c in verdict.evidence(s))]
+            and any(c.evidence == "conflict" for c in decision.evidence(s))]
     for i, outcome in merges(jobs, repo.workdir).items():
         out[i] = out[i]._replace(merge=outcome)
     return out
@@ -407,7 +407,7 @@ def edits_of(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, 
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
           deny_on: str | None = None, cwd: str | None = None,
           merging: str | None = None, merged: str | None = None,
-          results: Mapping[str, str] | None = None) -> verdict.Decision:
+          results: Mapping[str, str] | None = None) -> decision.Decision:
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
     that contains ``start`` (by merging the commit ``merging``, when given). ``results``:
     a file's whole text after the edit, by the path given, where the harness says it."""
@@ -426,7 +426,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
             ledger.close()
         configured = gitio.git_finish(cfg) if cfg is not None else None
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
-    return verdict.decide(sides, policy, behind)
+    return decision.decide(sides, policy, behind)
 
 
 def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:

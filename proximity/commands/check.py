@@ -4,7 +4,7 @@ checked the same way)?
 
 ``--hook HARNESS`` reads an agent harness's pre- or post-edit event on stdin and answers in
 that harness's format (``agents.harness``). The facts come from ``agents.precheck``, the
-decision from ``agents.verdict``.
+decision from ``agents.decision``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from proximity.agents import harness, verdict
+from proximity.agents import decision, harness
 from proximity.agents.merging import check_merge, merge_json
 from proximity.agents.precheck import check
 from proximity.analysis.intervals import parse_spec
@@ -39,10 +39,10 @@ def run(args: argparse.Namespace) -> int:
                          "--merge REF)")
     d = check(cwd, [parse_spec(s) for s in args.paths], args.deny_on)
     if args.json:
-        print(json.dumps(verdict.decision_json(d), indent=2))
+        print(json.dumps(decision.decision_json(d), indent=2))
     else:
-        print(verdict.decision_text(d))
-    return 0 if d.decision == verdict.ALLOW else 1
+        print(decision.decision_text(d))
+    return 0 if d.decision == decision.ALLOW else 1
 
 
 def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
@@ -60,5 +60,5 @@ def _merge(cwd: str, ref: str, args: argparse.Namespace) -> int:
                                       f"{text(', '.join(plan.conflicts), 400)}"
                                       if plan.conflicts else ""))
         if d is not None:
-            print(verdict.decision_text(d))
-    return 0 if d is None or d.decision == verdict.ALLOW else 1
+            print(decision.decision_text(d))
+    return 0 if d is None or d.decision == decision.ALLOW else 1

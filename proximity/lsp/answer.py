@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 
-from proximity.agents import definitions, precheck, verdict
+from proximity.agents import decision, definitions, precheck
 from proximity.agents.precheck import check
 from proximity.model import Range
 
 
 def ask(path: str, ranges: tuple[Range, ...] | None, result: str | None = None,
-        deny_on: str | None = None) -> verdict.Decision:
+        deny_on: str | None = None) -> decision.Decision:
     """May the worktree holding ``path`` (absolute) change ``ranges`` (its lines now;
     None: the whole file) into ``result`` (the whole file after the edit, when known)?"""
     start = os.path.dirname(path)

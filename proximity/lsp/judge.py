@@ -10,7 +10,7 @@ import difflib
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from proximity.agents import definitions, verdict
+from proximity.agents import decision, definitions
 from proximity.agents.edits import written_lines
 from proximity.analysis import hunks, intervals
 from proximity.model import Range
@@ -39,7 +39,7 @@ def own_lines(buffer: str, head: str | None) -> tuple[Range, ...] | None:
     return written_lines(buffer, head or "")
 
 
-def siblings(info: verdict.Decision, rel: str, buffer_lines: int) -> list[Finding]:
+def siblings(info: decision.Decision, rel: str, buffer_lines: int) -> list[Finding]:
     """Information on each sibling's lines, from the whole-file decision (``info``)."""
     out: list[Finding] = []
     for c in info.conflicts:
@@ -54,21 +54,21 @@ def siblings(info: verdict.Decision, rel: str, buffer_lines: int) -> list[Findin
             out.append(Finding(
                 clamp(rng, buffer_lines), INFO,
                 f"{who(c)} {what}" + (f": {shown(first.strip(), 120)}" if first.strip() else ""),
-                c.agent, c.branch, piece, c.evidence, verdict.ALLOW))
+                c.agent, c.branch, piece, c.evidence, decision.ALLOW))
     return out
 
 
-def conflicts(edit: verdict.Decision | None, mine: Sequence[Range], buffer_lines: int
+def conflicts(edit: decision.Decision | None, mine: Sequence[Range], buffer_lines: int
               ) -> list[Finding]:
     """Warnings and errors on the person's own lines, from the decision for them
     (``edit``; None: they have no lines of their own in the file)."""
     out: list[Finding] = []
-    if edit is not None and edit.decision != verdict.ALLOW:
+    if edit is not None and edit.decision != decision.ALLOW:
         top = edit.conflicts[0] if edit.conflicts else None
         for c in edit.conflicts:
-            if c.level == verdict.INFO:
+            if c.level == decision.INFO:
                 continue
-            severity = ERROR if edit.decision == verdict.DENY and c.level == verdict.RA \
+            severity = ERROR if edit.decision == decision.DENY and c.level == decision.RA \
                 else WARNING
             words = edit.reason if c is top else c.detail
             message = f"proximity check: {edit.decision.upper()}: {words}"
@@ -90,7 +90,7 @@ def broken_calls(sigs: Sequence[tuple[str, str | None, definitions.Signature]], 
             if s.name != name:
                 continue
             c = Finding((line, line), WARNING, "", agent, branch,
-                        f"+{s.header}", "symbol", verdict.ASK)
+                        f"+{s.header}", "symbol", decision.ASK)
             out.append(c._replace(
                 lines=clamp((line, line), buffer_lines),
                 message=f"{who(c)} changed the signature of {shown(name)} in "
@@ -111,7 +111,7 @@ def remap(found: Sequence[Finding], old: str, new: str, buffer_lines: int) -> li
             for f in found]
 
 
-def placed(c: verdict.Conflict, mine: Sequence[Range]) -> list[Range]:
+def placed(c: decision.Conflict, mine: Sequence[Range]) -> list[Range]:
     """Where a conflict with the person's edit is shown: their own lines that touch the
     sibling's (a conflict, traffic near it), else their first changed lines."""
     if c.lines is not None and c.path and c.evidence in ("conflict", "near", "merges"):
@@ -154,6 +154,6 @@ def covers(f: Finding, first: int, last: int | None = None) -> bool:
     return s <= (first if last is None else last) and e >= first
 
 
-def who(c: verdict.Conflict | Finding) -> str:
+def who(c: decision.Conflict | Finding) -> str:
     """The sibling, named as the check names it (printable: another worktree's names)."""
     return f"worktree {shown(c.agent)!r}" + (f" (branch {shown(c.branch)})" if c.branch else "")

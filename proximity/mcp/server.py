@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from proximity import __version__, thin
-from proximity.agents import verdict
+from proximity.agents import decision
 from proximity.agents.merging import check_merge, merge_json
 from proximity.agents.precheck import check
 from proximity.analysis import hunks
@@ -60,7 +60,7 @@ def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default:
     if got is not None and isinstance(got.get("decision"), dict):
         return dict(got["decision"])  # the resident service's answer (warm)
     d = check(where, [parse_spec(s) for s in paths], deny_on)
-    return verdict.decision_json(d)
+    return decision.decision_json(d)
 
 
 def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: str
