@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import __version__
+from proximity import __version__, checkargs
 
 TYPE_CHECKING = False  # (not typing's: a hook never imports typing)
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
+    from proximity.checkargs import CheckArgs
     from proximity.thin import Fallback
 
 HOOK_STAGES = ("snapshot", "warn", "guard", "post-checkout", "post-commit", "post-merge",
@@ -94,18 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
                        "or deny, naming the sibling and showing its hunk)")
     _add_common(p)
     p.add_argument("paths", nargs="*", metavar="PATH[:START-END]")
-    p.add_argument("--deny-on", choices=("ra", "ta", "never"), default=None,
+    p.add_argument("--deny-on", choices=checkargs.DENY_ON, default=None,
                    help="deny on a certain conflict (ra, default), on any traffic (ta), or "
                    "never (only ask); default from git config proximity.checkPolicy")
     p.add_argument("--merge", default=None, metavar="REF",
                    help="check merging REF into this worktree before you merge: what the "
                    "merge would change here, checked like edits (git merge-tree: it writes the "
                    "merge's objects to the object store, never files, the index or refs)")
-    p.add_argument("--hook", default=None, metavar="HARNESS",
-                   choices=("claude", "claude-post", "gemini", "gemini-post"),
+    p.add_argument("--hook", default=None, metavar="HARNESS", choices=checkargs.hook_names(),
                    help="read an agent harness's tool event on stdin and answer in its "
-                   "format (claude: PreToolUse, claude-post: PostToolUse; gemini: "
-                   "BeforeTool, gemini-post: AfterTool)")
+                   "format: " + "; ".join(f"{k} ({v})" for k, v in checkargs.HARNESSES.items())
+                   + f"; NAME{checkargs.POST} reads its after-edit event (" + ", ".join(
+                       checkargs.AFTER.values()) + ") and records the worktree")
 
     mcp_help = ("Model Context Protocol server on stdio (tools: check, check_merge, status, "
                 "intend, inbox)")
@@ -219,26 +220,7 @@ def _hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
     return None
 
 
-def _check_hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
-    """`proximity check --hook NAME [--deny-on P]` runs before every agent edit: parsed
-    without building the whole parser."""
-    rest = list(argv[1:])
-    if not argv or argv[0] != "check" or rest[:1] != ["--hook"] or len(rest) not in (2, 4):
-        return None
-    deny_on = None
-    if len(rest) == 4:
-        if rest[2] != "--deny-on" or rest[3] not in ("ra", "ta", "never"):
-            return None
-        deny_on = rest[3]
-    if rest[1] not in ("claude", "claude-post", "gemini", "gemini-post"):
-        return None
-    from types import SimpleNamespace
-
-    return SimpleNamespace(command="check", hook=rest[1], deny_on=deny_on,  # type: ignore[return-value]
-                           paths=[], json=False, repo=None)
-
-
-def _thin(argv: list[str]) -> int | Fallback:
+def _thin(argv: list[str], check: CheckArgs | None) -> int | Fallback:
     """A hook or `check` answered by the resident service (thin.py), before anything
     heavy is imported: its exit code, or what the in-process path is told."""
     try:
@@ -249,38 +231,121 @@ def _thin(argv: list[str]) -> int | Fallback:
 
         return SimpleNamespace(stdin=None, service=True, record=True,  # type: ignore[return-value]
                                rid=None)
-    if argv[0] == "hook":
-        return thin.run_hook(argv[1:])
-    return thin.check(argv[1:])
+    if check is not None:
+        return thin.check(check)
+    return thin.run_hook(argv[1:])
+
+
+def command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The ``run`` of a subcommand. Each module is imported only when its command runs: a
+    command's imports are its own, so a hook or a pre-edit check never loads the scan
+    engine, and `proximity --help` loads no command at all."""
+    match name:
+        case "scan" | "status":
+            # lazy: the scan engine, its channels and the rich tables
+            from proximity.commands import scan
+            return scan.run
+        case "check":
+            # lazy: the pre-edit answerer (git and the ledger, no scan)
+            from proximity.commands import check
+            return check.run
+        case "hook":
+            # lazy: a hook's in-process path (only when the service did not answer)
+            from proximity.commands import hook
+            return hook.run
+        case "snapshot":
+            # lazy: recording a worktree's state
+            from proximity.commands import snapshot
+            return snapshot.run
+        case "intend":
+            # lazy: the ledger's intents
+            from proximity.commands import intend
+            return intend.run
+        case "inbox":
+            # lazy: the ledger's inbox and message texts
+            from proximity.commands import inbox
+            return inbox.run
+        case "mcp":
+            # lazy: the MCP server (its SDK is the heaviest import of all)
+            from proximity.commands import mcp
+            return mcp.run
+        case "lsp":
+            # lazy: the language server (pygls, lsprotocol)
+            from proximity.commands import lsp
+            return lsp.run
+        case "watch":
+            # lazy: rich's live display and the scan engine
+            from proximity.commands import watch
+            return watch.run
+        case "view":
+            # lazy: the 3-D view's embedding and its HTML
+            from proximity.commands import view
+            return view.run
+        case "demo":
+            # lazy: the demo builds repositories and runs the swarm
+            from proximity.commands import demo
+            return demo.run
+        case "ledger":
+            # lazy: the ledger's event listing
+            from proximity.commands import ledger
+            return ledger.run
+        case "doctor":
+            # lazy: every health check
+            from proximity.commands import doctor
+            return doctor.run
+        case "install":
+            # lazy: writing hook scripts
+            from proximity.commands import install
+            return install.run
+        case "uninstall":
+            # lazy: removing hook scripts
+            from proximity.commands import uninstall
+            return uninstall.run
+        case "gc":
+            # lazy: the ledger's compaction and retirement
+            from proximity.commands import gc
+            return gc.run
+        case "service":
+            # lazy: starting, stopping and asking the resident service
+            from proximity.commands import service
+            return service.run
+        case "sync":
+            # lazy: sharing snapshots through a git remote
+            from proximity.commands import sync
+            return sync.run
+    raise ValueError(f"no command {name!r}")
 
 
 def main(argv: Sequence[str] | None = None, fallback: Fallback | None = None) -> int:
     """``fallback``: the hook script's boot asked the service already (thin.run_hook)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _hook_args(argv)
-    if fallback is None and (args is not None or argv[:1] == ["check"]):
-        got = _thin(argv)
+    check = checkargs.parse(argv[1:]) if argv[:1] == ["check"] else None
+    if fallback is None and (args is not None or check is not None):
+        got = _thin(argv, check)
         if isinstance(got, int):
             return got
         fallback = got
-    args = args or _check_hook_args(argv) or build_parser().parse_args(argv)
+    if args is None and check is None:
+        args = build_parser().parse_args(argv)
     # lazy: `proximity --help` and every hook start without the whole package
     from proximity.errors import FatalError
 
     try:
-        from importlib import import_module
+        if check is not None:
+            # lazy: the pre-edit answerer, only once the service did not answer
+            from proximity.commands import check as check_command
 
+            return check_command.check(check, fallback.stdin if fallback else None)
+        assert args is not None
         _started_in(args)
-        name = args.command.replace("-", "_")
-        if name in ("scan", "status"):
-            name = "scan"
-        mod = import_module(f"proximity.commands.{name}")
-        if name == "check":
-            args.stdin_text = fallback.stdin if fallback is not None else None
-        elif name == "hook" and fallback is not None:
-            return int(mod.run(args, fallback.stdin, fallback.service, fallback.record,
-                               fallback.rid))
-        return int(mod.run(args))
+        if args.command == "hook" and fallback is not None:
+            # lazy: a hook's in-process path (only when the service did not answer)
+            from proximity.commands import hook
+
+            return hook.run(args, fallback.stdin, fallback.service, fallback.record,
+                            fallback.rid)
+        return int(command(args.command)(args))
     except FatalError as e:
         print(f"proximity: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -77,14 +77,16 @@ if TYPE_CHECKING:
         record: NotRequired[bool]  # record the risk samples
 
     class CheckRequest(Envelope):
-        """The CLI's ``cwd``/``specs``/``json``, or a harness's ``harness``/``event_text``
-        (its event as read from stdin) with the client's ``cwd``."""
+        """The wire form of agents/answer.CheckRequest: the CLI's ``specs`` or ``merge``
+        (``json``: it prints JSON), or a harness's ``harness``/``event_text`` (its event as
+        read from stdin), with the client's ``cwd``."""
         op: Literal["check"]
-        deny_on: str | None
+        deny_on: str | None  # one of checkargs.DENY_ON
         cwd: str
         specs: NotRequired[list[str]]
+        merge: NotRequired[str]
         json: NotRequired[bool]
-        harness: NotRequired[str]
+        harness: NotRequired[str]  # one of checkargs.HARNESSES
         event_text: NotRequired[str]
 
     class TouchedRequest(Envelope):
@@ -118,10 +120,35 @@ if TYPE_CHECKING:
     class ScanAnswer(Answer, total=False):
         scan: dict[str, Any]  # the `scan --json` document (views/report.scan_json)
 
+    class ConflictDoc(TypedDict):
+        """One sibling's evidence against a check (`check --json`'s ``conflicts``)."""
+        agent: str
+        branch: str | None
+        path: str
+        ranges: list[list[int]]  # base lines [start, end]
+        hunk: str
+        level: str  # ra | ta | info
+        evidence: str  # conflict | merges | near | same-file | intent | symbol
+        detail: str
+
+    class MergeDoc(TypedDict):
+        """What a checked merge would bring in (`check --merge --json`'s ``merge``)."""
+        ref: str
+        commit: str
+        paths: list[str]
+        own_conflicts: list[str]
+
+    class DecisionDoc(TypedDict):
+        """`check --json`, the MCP tools' result: the wire form of agents/answer.CheckAnswer."""
+        decision: str  # allow | ask | deny
+        reason: str
+        conflicts: list[ConflictDoc]
+        merge: NotRequired[MergeDoc]
+
     class CheckAnswer(Answer, total=False):
         stdout: str  # what the command prints
         exit: int  # and its exit code
-        decision: dict[str, Any]  # the decision's JSON (agents/decision.decision_json)
+        decision: DecisionDoc
 
     class PingAnswer(Answer, total=False):
         pid: int

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import gitfiles, knobs, layout
+from proximity import checkargs, gitfiles, knobs, layout
 from proximity.hooks import inputs, stash
 from proximity.protocol import CHECK, HOOK
 from proximity.service import client
@@ -27,6 +27,7 @@ TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:
     from typing import Any
 
+    from proximity.checkargs import CheckArgs
     from proximity.protocol import CheckAnswer, CheckRequest, HookRequest
 
 
@@ -170,63 +171,29 @@ def leave_post_note(gitdir: str, post: Any) -> None:
 
 
 # -- proximity check --------------------------------------------------------------------
-class CheckArgs:
-    __slots__ = ("deny_on", "hook", "json", "repo", "specs")
-
-    def __init__(self, specs: list[str], js: bool, deny_on: str | None, repo: str | None,
-                 hook: str | None) -> None:
-        self.specs, self.json, self.deny_on, self.repo, self.hook = (specs, js, deny_on,
-                                                                     repo, hook)
-
-
-def parse_check(argv: list[str]) -> CheckArgs | None:
-    """`check` arguments the thin path knows (None: leave them to argparse)."""
-    specs: list[str] = []
-    js, deny_on, repo, hook_name = False, None, None, None
-    it = iter(argv)
-    for a in it:
-        if a == "--json":
-            js = True
-        elif a in ("--deny-on", "-C", "--repo", "--hook"):
-            value = next(it, None)
-            if value is None:
-                return None
-            if a == "--deny-on":
-                deny_on = value
-            elif a == "--hook":
-                hook_name = value
-            else:
-                repo = value
-        elif a.startswith("-"):
-            return None
-        else:
-            specs.append(a)
-    if deny_on not in (None, "ra", "ta", "never"):
-        return None
-    if hook_name is not None and (specs or js or repo or hook_name not in ("claude", "gemini")):
-        return None  # the post-edit modes record: the in-process path does that
-    if hook_name is None and not specs:
-        return None
-    return CheckArgs(specs, js, deny_on, repo, hook_name)
-
-
-def check(argv: list[str]) -> int | Fallback:
-    """`proximity check …` through the service: prints what the command prints and
-    returns its exit code, or Fallback (``stdin``: a harness event read already)."""
-    a = parse_check(argv)
-    if a is None:
-        return Fallback()
-    stdin = sys.stdin.read() if a.hook else None
+def check(a: CheckArgs) -> int | Fallback:
+    """`proximity check …` (its arguments parsed by checkargs) through the service: prints
+    what the command prints and returns its exit code, or Fallback (``stdin``: a harness
+    event read already). Only what the service answers is sent: a harness's pre-edit
+    event, or PATH specs or a merge; the rest (a post-edit event records, a mix the
+    command refuses) is the in-process path's."""
+    stdin = sys.stdin.read() if a.hook is not None else None
     try:
         if knobs.skip() or not client.enabled():
             return Fallback(stdin)
         cwd = os.path.abspath(a.repo or os.getcwd())
         msg: CheckRequest = {"op": CHECK, "deny_on": a.deny_on, "cwd": cwd}
-        if a.hook:
+        if a.hook is not None:
+            if a.specs or a.merge is not None or checkargs.is_post(a.hook):
+                return Fallback(stdin)
             # the service parses the event (no `json` import here) and defaults its cwd
             msg["harness"], msg["event_text"] = a.hook, stdin or ""
+        elif bool(a.specs) == (a.merge is not None):
+            return Fallback(stdin)
         else:
             msg["specs"], msg["json"] = a.specs, a.json
+            if a.merge is not None:
+                msg["merge"] = a.merge
         answer = ask_check(cwd, msg)
         if answer is None:
             return Fallback(stdin)
@@ -245,13 +212,10 @@ def ask_check(start: str, msg: CheckRequest) -> CheckAnswer | None:
     answer = client.ask(found[1], msg, budget=CHECK_BUDGET)
     if answer is None or "fallback" in answer:
         return None
-    stdout, code, decision = answer.get("stdout"), answer.get("exit"), answer.get("decision")
-    if not isinstance(stdout, str) or not isinstance(code, int):
+    stdout, code = answer.get("stdout"), answer.get("exit")
+    if not isinstance(stdout, str) or not isinstance(code, int) or isinstance(code, bool):
         return None
-    got: CheckAnswer = {"ok": True, "stdout": stdout, "exit": int(code)}
-    if isinstance(decision, dict):
-        got["decision"] = decision
-    return got
+    return {"ok": True, "stdout": stdout, "exit": code}
 
 
 CHECK_BUDGET = 1.0  # seconds a check waits for the service before checking in process

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import git, lines
 
-from proximity.agents import decision, edits, harness
+from proximity.agents import decision, edits
+from proximity.agents.harnesses import claude
+from proximity.agents.harnesses.base import Edits
 from proximity.analysis import hunks
 from proximity.main import main
 
@@ -189,12 +191,15 @@ def test_claude_hook_edit_of_a_sibling_line_is_denied_in_claude_format(pair):
     out = hook(a, "claude", event(a, "Edit", {
         "file_path": str(a / "app.txt"), "old_string": "line 11\nline 12\n",
         "new_string": "eleven\ntwelve\n"}))
-    assert set(out) == {"hookSpecificOutput"}
+    assert set(out) == {"hookSpecificOutput", "systemMessage"}
     hso = out["hookSpecificOutput"]
     assert set(hso) == {"hookEventName", "permissionDecision", "permissionDecisionReason"}
     assert hso["hookEventName"] == "PreToolUse" and hso["permissionDecision"] == "deny"
     assert "'b'" in hso["permissionDecisionReason"]
     assert "+line 12 b" in hso["permissionDecisionReason"]
+    # Claude Code shows the reason to the model only: the person reads the summary
+    summary = out["systemMessage"]
+    assert summary.startswith("proximity: DENY: worktree 'b'") and "\n" not in summary
 
 
 def test_claude_hook_multiedit_and_write(pair):
@@ -240,7 +245,8 @@ def test_claude_hook_fails_open(pair, tmp_path):
     _sp, a, _ = pair
     out = hook(a, "claude", event(a, "Edit", {"nonsense": True}))
     assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
-    assert "failed" in out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "file_path is missing" in out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert out["systemMessage"].startswith("proximity: unreadable hook event")
     proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", "claude"],
                           input="not json", capture_output=True, text=True, cwd=a, check=False)
     assert proc.returncode == 0
@@ -373,7 +379,8 @@ def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
 def test_the_docs_give_the_claude_settings_block_and_mcp_configuration():
     import re
 
-    from proximity.main import _check_hook_args, build_parser
+    from proximity import checkargs
+    from proximity.main import build_parser
 
     section = (Path(__file__).resolve().parent.parent / "docs" / "agents.md").read_text()
     block = re.search(r"## Claude Code.*?```json\n(.*?)```", section, re.S)
@@ -385,7 +392,7 @@ def test_the_docs_give_the_claude_settings_block_and_mcp_configuration():
         assert entry["matcher"] == "Edit|MultiEdit|Write|NotebookEdit"
         assert entry["hooks"][0]["command"] == command
         argv = command.split()[1:]
-        assert _check_hook_args(argv) is not None
+        assert checkargs.parse(argv[1:]) == checkargs.CheckArgs(hook=argv[-1])
         assert build_parser().parse_args(argv).hook == argv[-1]
     assert "claude mcp add proximity -- proximity mcp" in section
     mcp_json = re.search(r'```json\n(\{"mcpServers".*?)```', section, re.S)
@@ -401,10 +408,15 @@ def test_multiedit_whose_second_edit_matches_text_the_first_one_wrote(tmp_path):
         "file_path": str(f), "edits": [{"old_string": "b\n", "new_string": "B1\n"},
                                        {"old_string": "B1\n", "new_string": "B2\n"},
                                        {"old_string": "d\n", "new_string": "D\n"}]}}
-    assert [e[:2] for e in harness.claude_targets(ev)] == [(str(f), ((2, 2), (4, 4)))]
+    got = claude.read(ev, str(tmp_path))
+    assert isinstance(got, Edits)
+    assert [e[:2] for e in got.edits] == [(str(f), ((2, 2), (4, 4)))]
     ev["tool_input"]["edits"].append({"old_string": "nowhere", "new_string": ""})
-    # cannot place it: the whole file
-    assert [e[:2] for e in harness.claude_targets(ev)] == [(str(f), None)]
+    # its text is nowhere: Claude Code refuses the whole call itself, nothing is edited
+    got = claude.read(ev, str(tmp_path))
+    assert isinstance(got, Edits)
+    assert [(e.path, e.ranges, e.unplaced) for e in got.edits] == [
+        (str(f), None, "edit 4 of 4: its old_string is not in the file")]
 
 
 def test_other_worktrees_names_and_lines_reach_the_terminal_sanitised(space, capsys):

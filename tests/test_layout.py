@@ -26,7 +26,7 @@ THIN_ALLOWED = {
     "proximity.hooks.procs",
     "proximity.service", "proximity.service.client", "proximity.protocol",
     "proximity.snapshot", "proximity.snapshot.journal", "proximity.service.stamp",
-    "proximity.layout", "proximity.jsontext",
+    "proximity.layout", "proximity.jsontext", "proximity.checkargs",
 }
 
 # The floors of the house, from the ground up (docs/development.md draws them). An import
@@ -34,10 +34,11 @@ THIN_ALLOWED = {
 # the front ends may also use their floor-mates.
 FLOORS: list[set[str]] = [
     # ground: plain data, errors, paths under .git/ecm, safe text, the wire protocol, the
-    # calibration table, the environment's knobs, a config file's limits; the standard
-    # library only
+    # calibration table, the environment's knobs, a config file's limits, `check`'s
+    # arguments; the standard library only
     {"__init__", "errors", "model", "owned", "layout", "jsontext", "safetext", "protocol",
-     "calibration", "calibration_table", "gitfiles", "unsaved", "knobs", "configlimits"},
+     "calibration", "calibration_table", "gitfiles", "unsaved", "knobs", "configlimits",
+     "checkargs"},
     {"gitio", "ledger", "config"},  # git, the shared ledger, settings
     {"analysis"},  # reading source code: hunks, parsers, imports, symbols
     {"policy"},  # the airspace's one policy

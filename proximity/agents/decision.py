@@ -24,13 +24,16 @@ denies on any evidence; ``never`` only asks.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from proximity.analysis import hunks, intervals
 from proximity.analysis.hunks import FileDiff
 from proximity.analysis.intervals import fmt_ranges
 from proximity.model import Range
 from proximity.safetext import text
+
+if TYPE_CHECKING:
+    from proximity.protocol import DecisionDoc
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 RA, TA, INFO = "ra", "ta", "info"
@@ -179,7 +182,7 @@ def decide(sides: Sequence[Side], deny_on: str = "ra",
     return Decision(decision, reason, tuple(found))
 
 
-def decision_json(d: Decision) -> dict[str, Any]:
+def decision_json(d: Decision) -> DecisionDoc:
     return {"decision": d.decision, "reason": d.reason,
             "conflicts": [{"agent": c.agent, "branch": c.branch, "path": c.path,
                            "ranges": [list(r) for r in c.ranges], "hunk": c.hunk,

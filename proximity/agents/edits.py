@@ -16,11 +16,15 @@ class Edit(NamedTuple):
     path: str
     ranges: tuple[Range, ...] | None  # lines of the current file; None: the whole file
     result: str | None  # the whole file after the edit; None: not known from the event
+    # why the harness will refuse this edit itself (its text is not in the file): nothing
+    # is edited, so nothing is judged
+    unplaced: str | None = None
 
 
 class Applied(NamedTuple):
     ranges: tuple[Range, ...] | None
     result: str | None
+    unplaced: str | None = None  # the text of an edit that is nowhere in the file
 
 
 def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
@@ -67,14 +71,16 @@ def _kept(old: str, new: str) -> tuple[int, int]:
 def apply(text: str, edits: Sequence[tuple[str, str, bool]]) -> Applied:
     """Where each ``old_string`` lies in ``text`` and the text after the edits. An edit
     that matches only text an earlier edit of the same call produced lies in that earlier
-    edit's lines already; one that matches nothing cannot be placed (ranges None: the
-    whole file, and no result)."""
+    edit's lines already; one whose text is nowhere (or empty, in a file that exists) is
+    refused by the harness itself: ``unplaced`` says so, and nothing is edited."""
     now: str | None = text
     out: list[Range] = []
-    for old, new, every in edits:
+    for n, (old, new, every) in enumerate(edits):
         found = lines_of(text, old, every)
         if found is None and (not old or now is None or old not in now):
-            return Applied(None, None)
+            which = f"edit {n + 1} of {len(edits)}: its" if len(edits) > 1 else "its"
+            return Applied(None, None, f"{which} old_string is empty" if not old else
+                           f"{which} old_string is not in the file")
         lead, trail = _kept(old, new)
         out += [(lo + lead, hi - trail) for lo, hi in found or []]
         if now is not None:  # (text an earlier edit removed: the result is not known)
@@ -85,12 +91,17 @@ def apply(text: str, edits: Sequence[tuple[str, str, bool]]) -> Applied:
 
 def edits_of(path: str, edits: Sequence[tuple[str, str, bool]]) -> Edit:
     """The lines of the current file an Edit / MultiEdit (old_string → new_string)
-    replaces, and the file it leaves; the whole file when one cannot be placed (a new
-    file, or text that is nowhere)."""
+    replaces, and the file it leaves. A file that does not exist is made by an edit of an
+    empty old_string (the whole file); any other edit of it, and one whose text is nowhere
+    in the file, the harness refuses itself (``unplaced``)."""
     text = read_text(path)
     if text is None:
-        return Edit(path, None, None)
+        if edits and not edits[0][0]:
+            return Edit(path, None, edits[0][1] if len(edits) == 1 else None)
+        return Edit(path, None, None, "the file does not exist")
     got = apply(text, edits)
+    if got.unplaced is not None:
+        return Edit(path, None, None, got.unplaced)
     # the result only of a file read as it is (one that is not UTF-8 was read with
     # replacement characters: its result would differ from what the edit writes)
     return Edit(path, got.ranges, got.result if "\ufffd" not in text else None)

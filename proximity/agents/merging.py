@@ -7,7 +7,7 @@ those lines, and then exactly, by git's merge of the result with each sibling's 
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from proximity import gitio
 from proximity.agents import decision
@@ -242,14 +242,3 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict
         if led is not None:
             led.close()
     return out
-
-
-def merge_json(plan: MergePlan, d: decision.Decision | None) -> dict[str, Any]:
-    """`check --merge --json` (and the MCP tool): the decision and what the merge brings."""
-    doc: dict[str, Any] = decision.decision_json(d) if d is not None \
-        else {"decision": decision.ALLOW}
-    doc["merge"] = {"ref": plan.ref, "commit": plan.commit,
-                    "paths": [p for p, _ in plan.targets], "own_conflicts": plan.conflicts}
-    return doc
-
-

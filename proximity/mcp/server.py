@@ -10,24 +10,26 @@ the git hooks and ``proximity check --hook`` never pay for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from proximity import __version__, thin
-from proximity.agents import decision
-from proximity.agents.merging import check_merge, merge_json
-from proximity.agents.precheck import check
+from proximity import __version__, checkargs
+from proximity.agents import output
+from proximity.agents.answer import CheckRequest, answer, of_specs
 from proximity.analysis import hunks
-from proximity.analysis.intervals import bounded_specs, parse_intent, parse_spec
+from proximity.analysis.intervals import bounded_specs, parse_intent
 from proximity.errors import FatalError
 from proximity.model import last_commit
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import pipeline
 from proximity.views import messages, report
+
+if TYPE_CHECKING:
+    from proximity.protocol import DecisionDoc
 
 INSTRUCTIONS = (
     "proximity is collision avoidance for agents working one git repository in parallel "
@@ -41,6 +43,7 @@ Paths = Annotated[list[str], Field(
     description="files to check, relative to the worktree root or absolute, each optionally "
     "with 1-based line ranges: 'src/app.py:40-60', 'src/app.py:3,10-12', or 'README.md' for "
     "the whole file", min_length=1)]
+DENY_ON = f"^({'|'.join(checkargs.DENY_ON)})$"
 Repo = Annotated[str | None, Field(
     description="a directory inside the worktree to act for (default: where the server runs)")]
 
@@ -52,24 +55,17 @@ def _where(repo: str | None, default: str) -> str:
 
 
 def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str
-               ) -> dict[str, Any]:
-    where = _where(repo, default)
-    paths = bounded_specs(paths)
-    got = thin.ask_check(where, {"op": "check", "cwd": where, "specs": list(paths),
-                                 "deny_on": deny_on, "json": True})
-    if got is not None and isinstance(got.get("decision"), dict):
-        return dict(got["decision"])  # the resident service's answer (warm)
-    d = check(where, [parse_spec(s) for s in paths], deny_on)
-    return decision.decision_json(d)
+               ) -> DecisionDoc:
+    """`check PATH…`: the one answerer's answer, as `check --json` prints it."""
+    return output.doc(answer(of_specs(_where(repo, default), paths, deny_on)))
 
 
 def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: str
-                     ) -> dict[str, Any]:
-    """`check --merge REF`: what merging REF here would change, checked like edits."""
-    try:
-        return merge_json(*check_merge(_where(repo, default), ref, deny_on))
-    except FatalError as e:  # (UsageError, NotARepository): the reason, not a traceback
-        return {"decision": None, "error": str(e)}
+                     ) -> DecisionDoc:
+    """`check --merge REF`: what merging REF here would change, checked like edits; a ref
+    that names no commit here is a bad argument like any other (the tool's error)."""
+    return output.doc(answer(CheckRequest(_where(repo, default), merge=ref,
+                                          deny_on=deny_on)))
 
 
 def status_tool(repo: str | None, default: str) -> dict[str, Any]:
@@ -127,13 +123,13 @@ def build(default: str) -> Any:
     """The server, acting for the worktree that contains ``default`` unless told otherwise."""
     server = MCPServer("proximity", version=__version__, instructions=INSTRUCTIONS)
 
-    def answer(tool: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    def run_tool(tool: Callable[..., Mapping[str, object]], *args: Any) -> dict[str, Any]:
         """A failure the command line states in one line (a path outside the worktree, a
         range such as 0-3, no repository there) is the tool's answer: an error result with
         that reason, logged without a traceback (the SDK reports any other exception as a
         crash: "Error executing tool", the reason only in a traceback on stderr)."""
         try:
-            return tool(*args)
+            return dict(tool(*args))
         except FatalError as e:
             raise ToolError(str(e)) from None
 
@@ -145,9 +141,9 @@ def build(default: str) -> Any:
               deny_on: Annotated[str | None, Field(
                   description="'ra': deny only where the merge would conflict (default), "
                   "'ta': deny on any traffic, 'never': only ask",
-                  pattern="^(ra|ta|never)$")] = None,
+                  pattern=DENY_ON)] = None,
               repo: Repo = None) -> dict[str, Any]:
-        return answer(check_tool, paths, deny_on, repo, default)
+        return run_tool(check_tool, paths, deny_on, repo, default)
 
     @server.tool(description="May this worktree merge (or rebase onto) this branch now? "
                  "What the merge would bring in is checked like edits of those lines, "
@@ -156,15 +152,15 @@ def build(default: str) -> Any:
     def check_merge(ref: Annotated[str, Field(description="the branch or commit to merge")],
                     deny_on: Annotated[str | None, Field(
                         description="'ra' (default), 'ta' or 'never', as for check",
-                        pattern="^(ra|ta|never)$")] = None,
+                        pattern=DENY_ON)] = None,
                     repo: Repo = None) -> dict[str, Any]:
-        return answer(check_merge_tool, ref, deny_on, repo, default)
+        return run_tool(check_merge_tool, ref, deny_on, repo, default)
 
     @server.tool(description="Collision risk between this worktree and each sibling: "
                  "advisory (clear / traffic / resolution), risk, channels, evidence, who must "
                  "yield, and the other agent's hunks for the contested lines.")
     def status(repo: Repo = None) -> dict[str, Any]:
-        return answer(status_tool, repo, default)
+        return run_tool(status_tool, repo, default)
 
     @server.tool(description="Declare the files (and lines) this worktree is about to "
                  "touch, so sibling agents see it before you edit. Returns the current "
@@ -174,7 +170,7 @@ def build(default: str) -> Any:
                clear: Annotated[bool, Field(
                    description="forget earlier intents first")] = False,
                repo: Repo = None) -> dict[str, Any]:
-        return answer(intend_tool, list(paths), clear, repo, default)
+        return run_tool(intend_tool, list(paths), clear, repo, default)
 
     @server.tool(description="Messages for this worktree from other agents (transmit, "
                  "steer, hold), each naming the sender and showing its hunk. New messages "
@@ -182,7 +178,7 @@ def build(default: str) -> Any:
     def inbox(include_delivered: Annotated[bool, Field(
                   description="also list messages already delivered")] = False,
               repo: Repo = None) -> dict[str, Any]:
-        return answer(inbox_tool, include_delivered, repo, default)
+        return run_tool(inbox_tool, include_delivered, repo, default)
 
     return server
 

@@ -12,7 +12,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from proximity import gitio, layout
-from proximity.agents import checkops
+from proximity.agents import output
+from proximity.agents.answer import answer as answer_check
 from proximity.ledger import inbox
 from proximity.protocol import (
     CHECK,
@@ -155,6 +156,11 @@ def check_request(msg: dict[str, Any]) -> CheckRequest | None:
         req["specs"] = specs
     elif specs is not None:
         return None
+    merge = msg.get("merge")
+    if isinstance(merge, str):
+        req["merge"] = merge
+    elif merge is not None:
+        return None
     if msg.get("harness") is not None:
         req["harness"], req["event_text"] = msg["harness"], msg.get("event_text") or ""
     return req
@@ -248,7 +254,8 @@ class Dispatch(Scheduler):
         state, so it never waits behind a rescan. Anything odd: the client checks in
         process."""
         try:
-            answer = checkops.answer(msg)
+            req, as_json = output.request_of(msg)
+            answer = output.wire(answer_check(req), as_json)
         except Exception as e:  # the in-process check says the same error its own way
             answer = {"fallback": f"{type(e).__name__}: {e}"}
         self.answered["check" if "fallback" not in answer else "check_fallback"] += 1

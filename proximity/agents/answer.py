@@ -1,0 +1,277 @@
+"""The pre-edit check's one answerer. Every front end asks it the same question the same
+way — ``answer(CheckRequest) -> CheckAnswer`` — the command line, every agent harness's
+hook, the MCP server, the resident service's check op and the editor's language server:
+one set of facts (precheck), one decision (decision), one right-of-way.
+
+A request asks about lines of files (``edits``), about merging a ref (``merge``), or
+carries an agent harness's event as the hook read it (``harness``, ``event``). A harness
+is always answered, in its own format: an event it cannot read, or a failure of ours, is
+an allow that says why (a hook never blocks an agent because of a bug). The other
+requests raise FatalError for what they cannot answer (a directory, a path outside the
+worktree or inside git's own directory, a ref that names no commit): the front end says it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from proximity import checkargs
+from proximity.agents import incoming, shell
+from proximity.agents.decision import ALLOW, ASK, DENY, Conflict, Decision
+from proximity.agents.edits import Edit
+from proximity.agents.harnesses import HARNESSES
+from proximity.agents.harnesses.base import (
+    Ask,
+    BadEvent,
+    Command,
+    Edits,
+    Harness,
+    Json,
+    Other,
+    Reply,
+    Said,
+)
+from proximity.agents.merging import MergePlan, check_merge, check_plan, incoming_plan
+from proximity.agents.precheck import check
+from proximity.analysis.intervals import bounded_specs, parse_spec
+from proximity.errors import NotARepository, UsageError
+from proximity.safetext import text as shown
+from proximity.snapshot import recorder, workspace
+from proximity.views import messages
+
+MAX_CONTEXT = 4000  # characters of messages handed to an agent after an edit
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """One question. ``cwd``: where the asker stands (relative paths are its; a harness
+    event's own cwd wins). ``edits``: files and their lines now (None: the whole file),
+    with the file after the edit where it is known (an editor's buffer, a harness's
+    Write). ``skip``: PROXIMITY_SKIP=1, a harness's event is allowed unread."""
+
+    cwd: str
+    edits: tuple[Edit, ...] = ()
+    merge: str | None = None
+    harness: str | None = None
+    event: str | None = None
+    deny_on: str | None = None
+    skip: bool = False
+
+
+@dataclass(frozen=True)
+class CheckAnswer:
+    """allow / ask / deny with the reason and every sibling's evidence (``conflicts``);
+    ``judged`` False: not judged (allowed, saying why); ``plan``: what a merge would bring
+    in; ``reply``: a harness's answer, in its format."""
+
+    decision: str
+    reason: str
+    conflicts: tuple[Conflict, ...] = ()
+    judged: bool = True
+    plan: MergePlan | None = None
+    reply: Reply | None = None
+
+
+def of_specs(cwd: str, specs: Sequence[str], deny_on: str | None = None,
+             merge: str | None = None) -> CheckRequest:
+    """The request PATH[:START-END] specs make (the command line, MCP, the service's
+    wire), bounded before any is parsed (too many, too long, a NUL: UsageError)."""
+    parsed = [parse_spec(s) for s in bounded_specs(specs)]
+    return CheckRequest(cwd, tuple(Edit(p, r, None) for p, r in parsed), merge=merge,
+                        deny_on=deny_on)
+
+
+def answer(req: CheckRequest) -> CheckAnswer:
+    if req.harness is not None:
+        return _harness(req)
+    if req.merge is not None:
+        return _merge(req.cwd, req.merge, req.deny_on)
+    if not req.edits:
+        raise UsageError("name at least one PATH[:START-END] to check (or --hook HARNESS, "
+                         "or --merge REF)")
+    d = check(req.cwd, [(e.path, e.ranges) for e in req.edits], req.deny_on,
+              results={e.path: e.result for e in req.edits if e.result is not None})
+    return CheckAnswer(d.decision, d.reason, d.conflicts)
+
+
+def _merge(cwd: str, ref: str, deny_on: str | None) -> CheckAnswer:
+    plan, d = check_merge(cwd, ref, deny_on)
+    if d is None:
+        return CheckAnswer(ALLOW, f"merging {ref!r} changes nothing here", plan=plan)
+    return CheckAnswer(d.decision, d.reason, d.conflicts, plan=plan)
+
+
+# -- agent harnesses ---------------------------------------------------------------------
+def parse_event(raw: str) -> Json:
+    """A harness's event as a JSON object; BadEvent saying why it is not one (empty: an
+    empty event). Deep nesting and non-objects are reasons, never crashes."""
+    if not raw.strip():
+        return {}
+    try:
+        event = json.loads(raw)
+    except RecursionError:
+        raise BadEvent("the event is nested too deeply to read") from None
+    except ValueError as e:
+        raise BadEvent(str(e)) from None
+    if not isinstance(event, dict):
+        raise BadEvent("the event is not a JSON object")
+    return event
+
+
+def _harness(req: CheckRequest) -> CheckAnswer:
+    name = str(req.harness)
+    post = checkargs.is_post(name)
+    h = HARNESSES.get(name[:-len(checkargs.POST)] if post else name)
+    if h is None:
+        raise UsageError(f"--hook {name!r}: not a harness proximity answers")
+    try:
+        event = parse_event(req.event or "")
+        if post:
+            return _after(h, event, req.cwd)
+        if req.skip:
+            return _said(h, event, ALLOW, "proximity: PROXIMITY_SKIP=1")
+        return _judged(h, event, h.read(event, req.cwd), req.deny_on)
+    except BadEvent as e:
+        return _said(h, {}, ALLOW, f"proximity: unreadable hook event ({e}); allowing the "
+                     "edit", judged=False)
+    except Exception as e:  # never block an agent because of our bug
+        return _said(h, {}, ALLOW, f"proximity check failed ({type(e).__name__}: {e}); "
+                     "allowing the edit", judged=False)
+
+
+def _said(h: Harness, event: Json, verdict: str, reason: str,
+          conflicts: tuple[Conflict, ...] = (), judged: bool = True) -> CheckAnswer:
+    first = reason.split("\n", 1)[0].removeprefix("proximity: ")
+    summary = f"proximity: {verdict.upper()}: {first}" if judged else f"proximity: {first}"
+    said = Said(verdict, reason, shown(summary, 400), judged)
+    return CheckAnswer(verdict, reason, conflicts, judged, reply=h.reply(said, event))
+
+
+def _judged(h: Harness, event: Json, ask: Ask, deny_on: str | None) -> CheckAnswer:
+    if isinstance(ask, Other):
+        return _said(h, event, ALLOW, f"proximity: {ask.why}")
+    if isinstance(ask, Command):
+        return _command(h, event, ask, deny_on)
+    return _files(h, event, ask, deny_on)
+
+
+def _command(h: Harness, event: Json, cmd: Command, deny_on: str | None) -> CheckAnswer:
+    """A shell command: each command in it that brings other work in (agents/incoming.py)
+    is checked as the merge it is, the strictest answer with every reason; one that moves
+    files, as edits of each whole file it moves; any other is no file edit."""
+    brought = incoming.read(cmd.command, cmd.cwd)
+    if brought:
+        said = [_incoming(one, deny_on) for one in brought]
+        order = {DENY: 0, ASK: 1, ALLOW: 2}
+        worst = min(said, key=lambda x: order[x[0]])[0]
+        return _said(h, event, worst, "proximity: " + "\n".join(r for _, r, _ in said),
+                     tuple(c for _, _, cs in said for c in cs))
+    # (shell.py reads a move from a Claude Code Bash event: every harness's command is
+    # put in that shape)
+    moved = shell.claude_moves({"tool_name": "Bash", "tool_input": {"command": cmd.command},
+                                "cwd": cmd.cwd})
+    if moved:
+        return _files(h, event, Edits(tuple(Edit(os.path.join(cmd.cwd, p), None, None)
+                                            for p in moved)), deny_on)
+    return _said(h, event, ALLOW, "proximity: not a file edit")
+
+
+def _incoming(found: incoming.Found, deny_on: str | None
+              ) -> tuple[str, str, tuple[Conflict, ...]]:
+    """One command that brings work in: (decision, reason, evidence)."""
+    what = shown(found.text, 120)
+    if isinstance(found, incoming.Unread):
+        return ALLOW, f"`{what}` not checked: {found.why}", ()
+    try:
+        plan = incoming_plan(found)
+        if plan is None:
+            return ALLOW, f"`{what}` brings no other work in", ()
+        d = check_plan(found.cwd, plan, deny_on)
+    except (NotARepository, UsageError) as e:
+        return ALLOW, f"`{what}` not checked ({e})", ()
+    if d is None:
+        return ALLOW, f"{plan.what} changes nothing here", ()
+    if d.decision == ALLOW:
+        return ALLOW, f"{plan.what} meets no sibling's work", d.conflicts
+    return d.decision, f"{plan.what} here: " + with_hunk(d), d.conflicts
+
+
+def _files(h: Harness, event: Json, ask: Edits, deny_on: str | None) -> CheckAnswer:
+    """The edits judged per worktree (a call may write in more than one); the strictest
+    decision answers. An edit the harness will refuse itself, or of a file outside any
+    worktree, is not judged: said why."""
+    notes = [f"{shown(e.path, 300)}: {e.unplaced}, so the edit is refused by the harness "
+             "itself" for e in ask.edits if e.unplaced is not None]
+    by_dir: dict[str, list[Edit]] = {}
+    for e in ask.edits:
+        if e.unplaced is None:
+            by_dir.setdefault(existing_dir(e.path), []).append(e)
+    decisions = []
+    for start, items in by_dir.items():
+        try:
+            decisions.append(check(start, [(e.path, e.ranges) for e in items], deny_on,
+                                   cwd=start, results={e.path: e.result for e in items
+                                                       if e.result is not None}))
+        except NotARepository:
+            continue
+        except UsageError as e:  # a path in git's own directory, a directory
+            notes.append(f"not checked ({e})")
+    if not decisions:
+        why = "; ".join(notes) if notes else ("not inside a git worktree" if by_dir
+                                              else "not a file edit")
+        return _said(h, event, ALLOW, f"proximity: {why}")
+    order = {DENY: 0, ASK: 1, ALLOW: 2}
+    d = min(decisions, key=lambda x: order[x.decision])
+    more = "".join(f"\n{n}" for n in notes)
+    return _said(h, event, d.decision, "proximity: " + with_hunk(d) + more, d.conflicts)
+
+
+def with_hunk(d: Decision) -> str:
+    """The reason, plus the other side's hunk for the first contested path (bounded)."""
+    out = d.reason
+    if d.conflicts and d.conflicts[0].hunk:
+        c = d.conflicts[0]  # another worktree's names and lines: printable, bounded
+        out += (f"\nTheir change ({shown(c.agent)}, {shown(c.path, 300)}):\n"
+                + "\n".join(shown(ln, 300) for ln in c.hunk.split("\n")))
+    return out
+
+
+def existing_dir(path: str) -> str:
+    """The nearest directory of ``path`` that exists (a new file's may not yet)."""
+    d = os.path.dirname(path)
+    while d and not os.path.isdir(d):
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return d or os.getcwd()
+
+
+def _after(h: Harness, event: Json, cwd: str) -> CheckAnswer:
+    """A post-edit event: record the worktree that was just written, so siblings see it
+    at once, and hand the agent its undelivered messages (steer / hold / transmit, with the
+    sender's hunk) where the harness reads them back."""
+    msgs: list[Mapping[str, object]] = []
+    try:
+        starts = {existing_dir(p) for p in h.edited(event, cwd)} or {
+            str(event.get("cwd") or cwd)}
+        for start in starts:
+            ctx = workspace.open_context(start, check_git=False, strict=False)
+            try:
+                recorder.record_here(ctx, "snapshot")
+                if ctx.ledger is not None and h.context is not None:
+                    msgs += ctx.ledger.take(ctx.here)
+            finally:
+                ctx.close()
+    except Exception as e:
+        print(f"proximity: warning: could not record the edit: {type(e).__name__}: {e}",
+              file=sys.stderr)
+    reply: Reply = {}
+    if msgs and h.context is not None:
+        reply = h.context("\n".join(messages.render(dict(m)) for m in msgs)[:MAX_CONTEXT])
+    return CheckAnswer(ALLOW, "recorded", reply=reply)
+

@@ -1,0 +1,103 @@
+"""Claude Code: ``PreToolUse`` (Edit, MultiEdit, Write, NotebookEdit, Bash) answered with
+``hookSpecificOutput.permissionDecision`` allow / ask / deny; ``PostToolUse`` records the
+worktree and hands the agent its messages as ``additionalContext``.
+
+Claude Code shows ``permissionDecisionReason`` to the model, not to the person: an ask or a
+deny (and a call that could not be judged) also puts its one-line summary in
+``systemMessage``, which the person sees.
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+from proximity.agents.edits import edits_of, write_of
+from proximity.agents.harnesses.base import (
+    Ask,
+    BadEvent,
+    Command,
+    Edits,
+    Harness,
+    Json,
+    Other,
+    Reply,
+    Said,
+    cwd_of,
+    flag,
+    obj,
+    path,
+    text,
+    whole,
+)
+
+
+class EditInput(TypedDict):
+    file_path: str
+    old_string: str
+    new_string: str
+    replace_all: NotRequired[bool]
+
+
+class Event(TypedDict):
+    """PreToolUse and PostToolUse, as documented (tool_input per tool: Edit, MultiEdit's
+    ``edits``, Write's ``content``, NotebookEdit's ``notebook_path``, Bash's ``command``)."""
+
+    session_id: str
+    transcript_path: str
+    cwd: str
+    permission_mode: NotRequired[str]
+    hook_event_name: str  # PreToolUse | PostToolUse
+    tool_name: str
+    tool_input: dict[str, object]
+    tool_use_id: NotRequired[str]
+    tool_response: NotRequired[dict[str, object]]  # PostToolUse
+
+
+EDITS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+
+
+def read(event: Json, default: str) -> Ask:
+    tool = text(event, "tool_name")
+    cwd = cwd_of(event, default)
+    ti = obj(event.get("tool_input") or {}, "tool_input")
+    if tool == "Bash":
+        return Command(text(ti, "command"), cwd)
+    if tool not in EDITS:
+        return Other(f"{tool or 'this tool'} is not a file edit")
+    if tool == "NotebookEdit":
+        return whole([path(ti, "notebook_path", cwd)])
+    file = path(ti, "file_path", cwd)
+    if tool == "Write":
+        return Edits(tuple(write_of(file, ti.get("content"))))
+    items = ti.get("edits") if tool == "MultiEdit" else [ti]
+    if not isinstance(items, list):
+        raise BadEvent("edits is not a list")
+    triples = []
+    for e in items:
+        e = obj(e, "an edit")
+        triples.append((text(e, "old_string"), text(e, "new_string"), flag(e, "replace_all")))
+    return Edits((edits_of(file, triples),))
+
+
+def reply(said: Said, event: Json) -> Reply:
+    out: Reply = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                         "permissionDecision": said.decision,
+                                         "permissionDecisionReason": said.reason}}
+    if said.decision != "allow" or not said.judged:
+        out["systemMessage"] = said.summary
+    return out
+
+
+def edited(event: Json, default: str) -> list[str]:
+    tool = text(event, "tool_name")
+    ti = obj(event.get("tool_input") or {}, "tool_input")
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    return [path(ti, key, cwd_of(event, default))] if tool in EDITS else []
+
+
+def context(messages: str) -> Reply:
+    return {"hookSpecificOutput": {"hookEventName": "PostToolUse",
+                                   "additionalContext": messages}}
+
+
+HARNESS = Harness("claude", read, reply, edited, context)

@@ -1,0 +1,110 @@
+"""Cursor: ``.cursor/hooks.json`` — ``preToolUse`` (Write, StrReplace / Edit, Delete, Shell)
+and ``beforeShellExecution`` answered with ``permission`` plus ``user_message`` (to the
+person) and ``agent_message`` (to the model); ``afterFileEdit`` records.
+
+``preToolUse`` takes allow or deny only: an ask there is an allow that says its reason to
+both; ``beforeShellExecution`` asks. Cursor can also run Claude Code's hooks (then
+``--hook claude`` answers them).
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+from proximity.agents.edits import edits_of, write_of
+from proximity.agents.harnesses.base import (
+    Ask,
+    Command,
+    Edits,
+    Harness,
+    Json,
+    Other,
+    Reply,
+    Said,
+    flag,
+    obj,
+    path,
+    text,
+    whole,
+)
+
+
+class Common(TypedDict):
+    """What every Cursor hook event carries."""
+
+    conversation_id: str
+    generation_id: str
+    hook_event_name: str  # preToolUse | beforeShellExecution | afterFileEdit | …
+    workspace_roots: list[str]
+    model: NotRequired[str]
+    cursor_version: NotRequired[str]
+
+
+class PreToolUse(Common):
+    tool_name: str  # Write | StrReplace | Edit | Delete | Shell | MCP:…
+    tool_input: dict[str, object]
+    tool_use_id: NotRequired[str]
+    cwd: NotRequired[str]
+
+
+class BeforeShellExecution(Common):
+    command: str
+    cwd: str
+
+
+class FileEdit(TypedDict):
+    old_string: str
+    new_string: str
+
+
+class AfterFileEdit(Common):
+    file_path: str
+    edits: list[FileEdit]
+
+
+def _cwd(event: Json, default: str) -> str:
+    """The event's cwd (it may be empty), else its first workspace root, else the hook's."""
+    roots = event.get("workspace_roots")
+    first = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) \
+        else ""
+    return text(event, "cwd") or first or default
+
+
+def _file(ti: Json, cwd: str) -> str:
+    return path(ti, "file_path" if "file_path" in ti else "path", cwd)
+
+
+def read(event: Json, default: str) -> Ask:
+    cwd = _cwd(event, default)
+    if text(event, "hook_event_name") == "beforeShellExecution":
+        return Command(text(event, "command"), cwd)
+    tool = text(event, "tool_name")
+    ti = obj(event.get("tool_input") or {}, "tool_input")
+    if tool == "Shell":
+        return Command(text(ti, "command"), text(ti, "working_directory") or cwd)
+    if tool == "Write":
+        return Edits(tuple(write_of(_file(ti, cwd), ti.get("content", ti.get("contents")))))
+    if tool in ("StrReplace", "Edit"):
+        return Edits((edits_of(_file(ti, cwd), [(text(ti, "old_string"), text(
+            ti, "new_string"), flag(ti, "replace_all"))]),))
+    if tool == "Delete":
+        return whole([_file(ti, cwd)])
+    return Other(f"{tool or 'this tool'} is not a file edit")
+
+
+def reply(said: Said, event: Json) -> Reply:
+    shell = text(event, "hook_event_name") == "beforeShellExecution"
+    permission = said.decision if shell or said.decision != "ask" else "allow"
+    out: Reply = {"permission": permission, "agent_message": said.reason}
+    if said.decision != "allow" or not said.judged:
+        out["user_message"] = said.summary
+    return out
+
+
+def edited(event: Json, default: str) -> list[str]:
+    return [path(event, "file_path", _cwd(event, default))] if event.get("file_path") else []
+
+
+# afterFileEdit is fire-and-forget: Cursor reads nothing back, so messages wait for the
+# next hook that can hand them over
+HARNESS = Harness("cursor", read, reply, edited, None)

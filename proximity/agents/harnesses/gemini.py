@@ -1,0 +1,85 @@
+"""Gemini CLI: ``BeforeTool`` (replace, write_file, run_shell_command) answered with
+``decision`` allow / deny and ``reason``; ``AfterTool`` records.
+
+Gemini CLI has no "ask": ask becomes allow plus a ``systemMessage`` to the person (it
+confirms file edits with the person itself); a deny says its summary there too.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NotRequired, TypedDict
+
+from proximity.agents.edits import edits_of, write_of
+from proximity.agents.harnesses.base import (
+    Ask,
+    Command,
+    Edits,
+    Harness,
+    Json,
+    Other,
+    Reply,
+    Said,
+    cwd_of,
+    obj,
+    path,
+    text,
+)
+
+
+class Event(TypedDict):
+    """BeforeTool and AfterTool, as documented (tool_input: replace's ``file_path``,
+    ``old_string``, ``new_string``, ``expected_replacements``; write_file's ``content``;
+    run_shell_command's ``command`` and ``dir_path``)."""
+
+    session_id: str
+    transcript_path: str
+    cwd: str
+    hook_event_name: str  # BeforeTool | AfterTool
+    timestamp: str
+    tool_name: str
+    tool_input: dict[str, object]
+    tool_response: NotRequired[dict[str, object]]  # AfterTool
+
+
+EDITS = ("replace", "write_file")
+
+
+def read(event: Json, default: str) -> Ask:
+    tool = text(event, "tool_name")
+    cwd = cwd_of(event, default)
+    ti = obj(event.get("tool_input") or {}, "tool_input")
+    if tool == "run_shell_command":  # (its directory: dir_path, formerly directory)
+        where = text(ti, "dir_path") or text(ti, "directory")
+        return Command(text(ti, "command"), os.path.join(cwd, where) if where else cwd)
+    if tool not in EDITS:
+        return Other(f"{tool or 'this tool'} is not a file edit")
+    file = path(ti, "file_path", cwd)
+    if tool == "write_file":
+        return Edits(tuple(write_of(file, ti.get("content"))))
+    count = ti.get("expected_replacements") or 1
+    every = isinstance(count, int) and not isinstance(count, bool) and count > 1
+    return Edits((edits_of(file, [(text(ti, "old_string"), text(ti, "new_string"), every)]),))
+
+
+def reply(said: Said, event: Json) -> Reply:
+    if said.decision == "deny":
+        return {"decision": "deny", "reason": said.reason, "systemMessage": said.summary}
+    out: Reply = {"decision": "allow", "reason": said.reason}
+    if said.decision == "ask" or not said.judged:
+        out["systemMessage"] = said.summary
+    return out
+
+
+def edited(event: Json, default: str) -> list[str]:
+    ti = obj(event.get("tool_input") or {}, "tool_input")
+    return [path(ti, "file_path", cwd_of(event, default))] \
+        if text(event, "tool_name") in EDITS else []
+
+
+def context(messages: str) -> Reply:
+    return {"hookSpecificOutput": {"hookEventName": "AfterTool",
+                                   "additionalContext": messages}}
+
+
+HARNESS = Harness("gemini", read, reply, edited, context)
