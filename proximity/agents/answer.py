@@ -220,10 +220,10 @@ def _files(h: Harness, event: Json, ask: Edits, deny_on: str | None) -> CheckAns
             continue
         except UsageError as e:  # a path in git's own directory, a directory
             notes.append(f"not checked ({e})")
-    if not decisions:
+    if not decisions:  # (what was not judged is said where the person sees it)
         why = "; ".join(notes) if notes else ("not inside a git worktree" if by_dir
                                               else "not a file edit")
-        return _said(h, event, ALLOW, f"proximity: {why}")
+        return _said(h, event, ALLOW, f"proximity: {why}", judged=not notes)
     order = {DENY: 0, ASK: 1, ALLOW: 2}
     d = min(decisions, key=lambda x: order[x.decision])
     more = "".join(f"\n{n}" for n in notes)

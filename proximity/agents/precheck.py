@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from proximity import gitfiles, gitio, unsaved
 from proximity.agents import decision, definitions
 from proximity.analysis import hunks
+from proximity.analysis.intervals import MAX_PATH_BYTES
 from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
 from proximity.model import Range
@@ -33,6 +34,12 @@ class Target(NamedTuple):
 
 
 def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
+    """``path`` as the worktree's file it names ('/'-separated from the root); UsageError
+    for a directory, a path outside the worktree or in git's own directory, or a name
+    longer than any file's (MAX_PATH_BYTES, as docs/agents.md says)."""
+    if len(os.fsencode(path)) > MAX_PATH_BYTES:
+        raise UsageError(f"a path of {len(os.fsencode(path))} bytes ({path[:60]!r}…): at "
+                         f"most {MAX_PATH_BYTES}")
     full = os.path.realpath(os.path.join(cwd, path))
     if os.path.isdir(full):
         raise UsageError(f"{path} is a directory: check the files you will edit "
@@ -40,6 +47,8 @@ def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
     rel = os.path.relpath(full, repo.workdir)
     if rel == "." or rel.startswith(".." + os.sep) or rel == "..":
         raise UsageError(f"{path} is outside this worktree ({repo.workdir})")
+    if rel.split(os.sep, 1)[0] == ".git":
+        raise UsageError(f"{path} is git's own, not a file of the worktree")
     return rel.replace(os.sep, "/")
 
 

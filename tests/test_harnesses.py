@@ -1,0 +1,311 @@
+"""Every agent harness's hook, fed the event shapes its documentation gives
+(tests/fixtures/harnesses, sources in docs/agents.md), run as the harness runs it: a
+process, the event on stdin, its answer on stdout. One decision behind all of them: the
+command line's, MCP's and the service's for the same request."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import git, lines
+
+from proximity import checkargs
+from proximity.agents import patches
+from proximity.agents.harnesses import HARNESSES
+from proximity.commands import service as service_cmd
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "harnesses"
+APP = lines(40)
+B_12 = APP.replace("line 12\n", "line 12 b\n")
+
+
+@pytest.fixture
+def pair(space):  # type: ignore[no-untyped-def]
+    """a and b on one file; b's uncommitted work is on line 12; ``release`` (a branch in
+    the main checkout) rewrites line 12 too, so merging it in a meets b's work."""
+    sp = space({"app.txt": APP, "other.txt": lines(5)})
+    a, b = sp.wt("a"), sp.wt("b")
+    git(sp.main, "switch", "-q", "-c", "release")
+    sp.write(sp.main, "app.txt", APP.replace("line 12\n", "line 12 released\n"))
+    sp.commit(sp.main, "release rewrites line 12")
+    git(sp.main, "switch", "-q", "-")
+    sp.write(b, "app.txt", B_12)
+    return sp, a, b
+
+
+def fixture(name: str, where: Path, **values: str) -> str:
+    """A documented event, for the worktree ``where`` (``$WT``), merging ``release``."""
+    raw = (FIXTURES / name).read_text().replace("$WT", str(where)).replace("$REF", "release")
+    doc = json.loads(raw)
+    for key, value in values.items():  # whole-file texts: put in after parsing
+        doc = json.loads(json.dumps(doc).replace(json.dumps(f"${key}"), json.dumps(value)))
+    return json.dumps(doc)
+
+
+def run_hook(where: Path, name: str, stdin: str, env: dict[str, str] | None = None
+             ) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", name],
+                          input=stdin, capture_output=True, text=True, cwd=where,
+                          check=False, timeout=120, env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def said(name: str, out: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(decision, reason, what the person sees) from a harness's own answer."""
+    hso = out.get("hookSpecificOutput") or {}
+    if name == "claude":
+        return hso["permissionDecision"], hso["permissionDecisionReason"], \
+            out.get("systemMessage")
+    if name == "gemini":
+        asked = out["decision"] == "allow" and "systemMessage" in out
+        return ("ask" if asked and "ASK" in out["systemMessage"] else out["decision"],
+                out["reason"], out.get("systemMessage"))
+    if name == "codex":  # deny only; an ask is context and a message; allow is quiet
+        if hso.get("permissionDecision") == "deny":
+            return "deny", hso["permissionDecisionReason"], out.get("systemMessage")
+        if "additionalContext" in hso:
+            return "ask", hso["additionalContext"], out.get("systemMessage")
+        return "allow", out.get("systemMessage", ""), out.get("systemMessage")
+    if name == "cursor":
+        return out["permission"], out["agent_message"], out.get("user_message")
+    assert name == "copilot"
+    return out["permissionDecision"], out["permissionDecisionReason"], \
+        out["permissionDecisionReason"]
+
+
+EDITS = {  # an edit of line 12, where b works, in each harness's documented shape
+    "claude-edit.json": "claude", "gemini-replace.json": "gemini",
+    "codex-apply-patch.json": "codex", "cursor-write.json": "cursor",
+    "cursor-strreplace.json": "cursor", "copilot-edit.json": "copilot",
+    "copilot-vscode-edit.json": "copilot",
+}
+
+
+@pytest.mark.parametrize("fixture_name", sorted(EDITS))
+def test_every_harness_denies_an_edit_of_a_siblings_line_in_its_own_format(pair,
+                                                                           fixture_name):
+    _sp, a, _b = pair
+    name = EDITS[fixture_name]
+    out = run_hook(a, name, fixture(fixture_name, a,
+                                    APP_12=APP.replace("line 12\n", "twelve\n")))
+    decision, reason, seen = said(name, out)
+    assert decision == "deny", out
+    assert "worktree 'b'" in reason and "+line 12 b" in reason, reason
+    # the person sees the one-line summary where the harness shows anything
+    assert seen is not None and "worktree 'b'" in seen.split("\n")[0], out
+
+
+def test_codex_patches_are_judged_by_the_lines_they_change(pair):
+    """An apply_patch far from b's line is allowed (quietly: Codex acts on a deny only);
+    moving the file b works on is an edit of all of it; a new file is nobody's; a hunk
+    that is nowhere in the file is one Codex refuses itself: allowed, saying so."""
+    _sp, a, _b = pair
+    assert run_hook(a, "codex", fixture("codex-apply-patch-elsewhere.json", a)) == {}
+    decision, reason, _ = said("codex", run_hook(a, "codex",
+                                                 fixture("codex-apply-patch-move.json", a)))
+    assert decision == "deny" and "worktree 'b'" in reason
+    assert run_hook(a, "codex", fixture("codex-apply-patch-add.json", a)) == {}
+    nowhere = json.loads(fixture("codex-apply-patch-elsewhere.json", a))
+    nowhere["tool_input"]["command"] = nowhere["tool_input"]["command"].replace(
+        "-line 31", "-no such line")
+    out = run_hook(a, "codex", json.dumps(nowhere))
+    assert said("codex", out)[0] == "allow" and "not in the file" in out["systemMessage"]
+    # the same patch sent through the shell (apply_patch <<'EOF') reads the same
+    shelled = json.loads(fixture("codex-apply-patch.json", a))
+    shelled["tool_name"], shelled["tool_input"]["command"] = "Bash", (
+        "apply_patch <<'EOF'\n" + shelled["tool_input"]["command"] + "EOF\n")
+    assert said("codex", run_hook(a, "codex", json.dumps(shelled)))[0] == "deny"
+
+
+def test_a_new_file_and_an_edit_elsewhere_are_allowed_everywhere(pair):
+    _sp, a, _b = pair
+    out = run_hook(a, "copilot", fixture("copilot-create.json", a))
+    assert said("copilot", out)[0] == "allow", out
+    far = json.loads(fixture("cursor-strreplace.json", a))
+    far["tool_input"].update(old_string="line 30\n", new_string="thirty\n")
+    out = run_hook(a, "cursor", json.dumps(far))
+    assert out["permission"] == "allow" and "user_message" not in out, out
+
+
+SHELL_MERGES = {"claude-bash-merge.json": "claude", "gemini-shell-merge.json": "gemini",
+                "codex-bash-merge.json": "codex", "cursor-shell-merge.json": "cursor",
+                "copilot-bash-merge.json": "copilot"}
+
+
+@pytest.mark.parametrize("fixture_name", sorted(SHELL_MERGES))
+def test_a_shell_merge_is_judged_as_the_merge_it_is_in_every_harness(pair, fixture_name):
+    """`git merge release` would bring line 12 in where b works: denied before it runs,
+    in each harness's shell event, as `check --merge release` denies it."""
+    _sp, a, _b = pair
+    name = SHELL_MERGES[fixture_name]
+    decision, reason, _ = said(name, run_hook(a, name, fixture(fixture_name, a)))
+    assert decision == "deny" and "merging 'release'" in reason, reason
+
+
+HOSTILE = {  # events no harness sends, that a hook must answer all the same
+    "deep list": "[" * 100_000 + "]" * 100_000,
+    "deep object": '{"tool_name": "Edit", "tool_input": ' + '{"a": ' * 10_000 + "1"
+                   + "}" * 10_000 + "}",
+    "not an object": "[1, 2]",
+    "not json": "{'tool_name': 'Edit'",
+    "wrong types": '{"tool_name": "Edit", "toolName": "edit", "tool_input": [1, 2], '
+                   '"toolArgs": "[1]", "hook_event_name": 5, "command": 7}',
+    "NUL in a path": '{"tool_name": "Write", "toolName": "create", '
+                     '"tool_input": {"file_path": "a\\u0000b"}, '
+                     '"toolArgs": "{\\"path\\": \\"a\\\\u0000b\\"}"}',
+    "not a patch": '{"tool_name": "apply_patch", "tool_input": {"command": "rm -rf /"}}',
+}
+CODEX_NUL = ('{"tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch\\n'
+             '*** Add File: a\\u0000b\\n+x\\n*** End Patch"}}')
+
+
+@pytest.mark.parametrize("name", sorted(checkargs.HARNESSES))
+@pytest.mark.parametrize("what", sorted(HOSTILE))
+def test_a_malformed_event_is_allowed_with_the_reason_by_every_harness(pair, name, what):
+    _sp, a, _b = pair
+    event = CODEX_NUL if (name, what) == ("codex", "NUL in a path") else HOSTILE[what]
+    decision, reason, _seen = said(name, run_hook(a, name, event))
+    assert decision == "allow"
+    assert reason.startswith("proximity"), reason
+    if what.startswith("deep"):
+        assert "nested too deeply" in reason, reason
+
+
+POSTS = {"claude-post-edit.json": "claude", "codex-post-apply-patch.json": "codex",
+         "cursor-after-file-edit.json": "cursor", "copilot-post-edit.json": "copilot"}
+
+
+@pytest.mark.parametrize("fixture_name", sorted(POSTS))
+def test_every_after_edit_event_records_the_worktree_in_the_shared_ledger(pair,
+                                                                         fixture_name):
+    sp, a, _b = pair
+    sp.write(a, "app.txt", APP.replace("line 7\n", "line 7 a\n"))  # what the edit wrote
+    name = POSTS[fixture_name] + checkargs.POST
+    assert run_hook(a, name, fixture(fixture_name, a)) == {}
+    got = subprocess.run([sys.executable, "-m", "proximity", "ledger", "--json", "-n", "1"],
+                         cwd=a, capture_output=True, text=True, check=True).stdout
+    assert '"snapshot"' in got and '"app.txt"' in got, got
+
+
+def test_every_harness_and_front_end_gives_one_decision(pair, monkeypatch):
+    """The same request — a's edit of line 12 — asked of the command line, every harness's
+    hook, the MCP server, and all of them again through the resident service: one
+    decision."""
+    sp, a, _b = pair
+    env_off = {"PROXIMITY_SERVICE": "0"}
+
+    def cli(env: dict[str, str]) -> str:
+        proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--json",
+                               "app.txt:12"], cwd=a, capture_output=True, text=True,
+                              env={**os.environ, **env}, timeout=120, check=False)
+        return str(json.loads(proc.stdout)["decision"])
+
+    def hooks(env: dict[str, str]) -> set[str]:
+        return {said(name, run_hook(a, name, fixture(f, a, APP_12=APP.replace(
+            "line 12\n", "twelve\n")), env))[0] for f, name in EDITS.items()}
+
+    async def mcp() -> str:
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=sys.executable, args=["-m", "proximity", "mcp"],
+                                       cwd=str(a), env=dict(os.environ))
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write) as s:
+                await s.initialize()
+                got = await s.call_tool("check", {"paths": ["app.txt:12"]})
+        return str(json.loads(got.content[0].text)["decision"])
+
+    assert cli(env_off) == "deny" and hooks(env_off) == {"deny"}
+    assert anyio.run(mcp) == "deny"
+    common = os.path.realpath(sp.main / ".git")
+    env_on = {"PROXIMITY_SERVICE": "1", "PROXIMITY_SERVICE_IDLE": "60"}
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    assert service_cmd.start(common)
+    try:
+        assert cli(env_on) == "deny" and hooks(env_on) == {"deny"}
+        status = subprocess.run([sys.executable, "-m", "proximity", "service", "status",
+                                 "--json"], cwd=a, capture_output=True, text=True,
+                                env={**os.environ, **env_on}, check=True).stdout
+        answered = json.loads(status)["status"]["answered"]
+        assert answered.get("check") == 1 + len(EDITS), answered  # the service answered
+    finally:
+        service_cmd.stop(common, timeout=10.0)
+
+
+def test_the_registry_and_the_declared_names_agree():
+    """--hook's choices, the thin parser and the adapters come from one list of names."""
+    assert set(HARNESSES) == set(checkargs.HARNESSES) == set(checkargs.AFTER)
+    for name, h in HARNESSES.items():
+        assert h.name == name
+    assert checkargs.hook_names() == (*checkargs.HARNESSES,
+                                      *(n + "-post" for n in checkargs.AFTER))
+
+
+@pytest.mark.parametrize("argv", [
+    ["app.txt:1-3"], ["--json", "a", "b:4"], ["--hook", "codex"], ["--hook=cursor-post"],
+    ["--deny-on", "ta", "x"], ["-C", "/tmp", "--merge", "main"], ["--merge=HEAD~1", "--json"],
+    ["--", "-odd-name.txt"], ["--repo", "d", "f"],
+])
+def test_the_fast_parser_reads_check_as_argparse_does(argv):
+    from proximity.main import build_parser
+
+    ns = build_parser().parse_args(["check", *argv])
+    assert checkargs.parse(argv) == checkargs.CheckArgs(
+        ns.paths, ns.json, ns.deny_on, ns.repo, ns.hook, ns.merge)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--help"], ["--hook", "nobody"], ["--deny-on", "sometimes"], ["--deny"], ["-Cdir", "f"],
+    ["--hook"], ["--json", "--merge"],
+])
+def test_what_the_fast_parser_does_not_take_is_left_to_argparse(argv):
+    assert checkargs.parse(argv) is None
+
+
+def test_a_patch_names_its_lines_in_the_current_file():
+    text = "a\nb\nc\nd\ne\nf\n"
+    patch = ("*** Begin Patch\n*** Update File: x\n@@\n a\n-b\n+B\n@@\n c\n d\n-e\n+E\n"
+             "@@\n f\n+g\n*** End of File\n*** End Patch")
+    (op,) = patches.parse(patch)
+    placed = patches.place(text, op.chunks)
+    assert placed is not None
+    assert placed.result == "a\nB\nc\nd\nE\nf\ng\n"
+    assert placed.ranges == ((2, 2), (5, 5), (7, 6))  # 7-6: an insertion after line 6
+    # whitespace-tolerant as Codex is (which then writes the patch's own context lines);
+    # a hunk that is nowhere is not placed
+    loose = patches.parse("*** Begin Patch\n*** Update File: x\n@@\n  b  \n-c\n*** End Patch")
+    assert patches.place(text, loose[0].chunks) == patches.Placed(((3, 3),),
+                                                                  "a\n b  \nd\ne\nf\n")
+    gone = patches.parse("*** Begin Patch\n*** Update File: x\n@@\n-zzz\n*** End Patch")
+    assert patches.place(text, gone[0].chunks) is None
+    with pytest.raises(patches.BadPatch):
+        patches.parse("not a patch")
+
+
+def test_docs_set_up_every_harness_with_its_own_hook(tmp_path):
+    """docs/agents.md has a section per harness whose configuration runs that harness's
+    `proximity check --hook NAME` (and NAME-post), each command line one the fast parser
+    and argparse both take."""
+    from proximity.main import build_parser
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "agents.md").read_text()
+    for name in checkargs.HARNESSES:
+        for hook in (name, name + checkargs.POST):
+            command = f"proximity check --hook {hook}"
+            assert command in docs, command
+            argv = command.split()[1:]
+            assert checkargs.parse(argv[1:]) == checkargs.CheckArgs(hook=hook)
+            assert build_parser().parse_args(argv).hook == hook
+    for fixture_file in FIXTURES.glob("*.json"):
+        assert fixture_file.name in docs, f"docs/agents.md names no source for {fixture_file}"
+
