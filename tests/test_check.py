@@ -398,14 +398,19 @@ def test_other_worktrees_names_and_lines_reach_the_terminal_sanitised(space, cap
     assert "+line 12" in reason and "\x1b" not in reason and "\x07" not in reason
 
 
-def test_a_directory_or_a_path_outside_is_a_usage_error_not_an_allow(pair, capsys):
+def test_a_directory_a_path_outside_or_in_git_or_too_long_is_a_usage_error(pair, capsys):
     _sp, a, _b = pair
     (a / "src").mkdir()
-    for spec in ("src", ".", "../b/app.txt", "app.txt:0-3"):
+    errs = {}
+    for spec in ("src", ".", "../b/app.txt", "app.txt:0-3", ".git/config", ".git",
+                 "x" * 5000, "src/" + "y" * 4200):
         assert main(["check", "-C", str(a), spec]) == 2, spec
         err = capsys.readouterr().err
         assert "proximity: error:" in err
-    assert "is a directory" in err or "bad line range" in err
+        errs[spec] = err
+    assert "is a directory" in errs["src"] and "bad line range" in errs["app.txt:0-3"]
+    assert "git's own" in errs[".git/config"] and "git's own" in errs[".git"]
+    assert all("at most 4096" in e for spec, e in errs.items() if len(spec) > 4096), errs
 
 
 def test_a_worktree_only_shown_is_not_counted_among_those_in_the_way():
@@ -720,3 +725,30 @@ diff --git a/w.ts b/w.ts
                    ("load", "w.ts", 1, "export async function load(url: string, retries = 3) {")]
     text = "import lib\nx = lib.total(1)\ndef total(n):\n    return total (n)\n"
     assert definitions.calls(text, ["total"]) == [(2, "total"), (4, "total")]
+
+
+def test_an_edit_whose_text_is_not_in_the_file_is_allowed_with_that_reason(pair):
+    """Claude Code refuses an Edit whose old_string is not in the file (and an edit of a
+    file that does not exist) itself: nothing is edited, so nothing is denied — b's work
+    on the file is no reason to stop it — and the answer says why."""
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 b\n"))
+    for tool, ti in (
+            ("Edit", {"file_path": str(a / "app.txt"), "old_string": "no such text\n",
+                      "new_string": "x\n"}),
+            ("MultiEdit", {"file_path": str(a / "app.txt"), "edits": [
+                {"old_string": "line 12\n", "new_string": "x\n"},
+                {"old_string": "nowhere\n", "new_string": "y\n"}]}),
+            ("Edit", {"file_path": str(a / "missing.txt"), "old_string": "a\n",
+                      "new_string": "b\n"})):
+        out = hook(a, "claude", event(a, tool, ti))
+        hso = out["hookSpecificOutput"]
+        assert hso["permissionDecision"] == "allow", out
+        reason = hso["permissionDecisionReason"]
+        assert "refused by the harness itself" in reason, reason
+        assert "not in the file" in reason or "does not exist" in reason, reason
+        assert out["systemMessage"].startswith("proximity: "), out
+    # the same edit with its text in place is judged as ever
+    out = hook(a, "claude", event(a, "Edit", {"file_path": str(a / "app.txt"),
+                                               "old_string": "line 12\n", "new_string": "x\n"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"

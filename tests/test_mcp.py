@@ -79,8 +79,8 @@ def test_mcp_session_initialize_list_and_call_check(space):
 def test_a_tool_called_with_bad_arguments_answers_the_reason_without_a_traceback(space,
                                                                               tmp_path):
     """What the command line says in one line (a path outside the worktree, a range such as
-    0-3, a directory that is no repository) is the tool's error result; the server's
-    stderr carries no traceback."""
+    0-3, a directory that is no repository, a ref that names no commit) is the tool's error
+    result; the server's stderr carries no traceback."""
     sp = space({"app.txt": APP})
     a = sp.wt("a")
     err = tmp_path / "stderr.txt"
@@ -99,11 +99,13 @@ def test_a_tool_called_with_bad_arguments_answers_the_reason_without_a_traceback
                     ("check", {"paths": ["../outside.txt:1-2"]}),
                     ("check", {"paths": ["app.txt:0-3"]}),
                     ("status", {"repo": str(tmp_path / "nowhere")}),
+                    ("check_merge", {"ref": "no-such-branch"}),
                 )]
 
-    outside, zero, nowhere = anyio.run(calls)
-    for result in (outside, zero, nowhere):
+    outside, zero, nowhere, unknown = anyio.run(calls)
+    for result in (outside, zero, nowhere, unknown):
         assert result.is_error, result
+    assert "'no-such-branch' names no commit" in unknown.content[0].text
     assert "outside" in outside.content[0].text, outside.content[0].text
     assert "0-3" in zero.content[0].text, zero.content[0].text
     assert "nowhere" in nowhere.content[0].text, nowhere.content[0].text
