@@ -308,4 +308,14 @@ def test_docs_set_up_every_harness_with_its_own_hook(tmp_path):
             assert build_parser().parse_args(argv).hook == hook
     for fixture_file in FIXTURES.glob("*.json"):
         assert fixture_file.name in docs, f"docs/agents.md names no source for {fixture_file}"
+    # every configuration block is what its harness parses: JSON, TOML
+    import re
+    import tomllib
+
+    blocks = re.findall(r"```(json|toml)\n(.*?)```", docs, re.S)
+    assert len(blocks) >= 6, blocks
+    for kind, block in blocks:
+        json.loads(block) if kind == "json" else tomllib.loads(block)
+    codex = tomllib.loads(next(b for k, b in blocks if k == "toml"))["hooks"]
+    assert codex["PreToolUse"][0]["hooks"][0]["command"] == "proximity check --hook codex"
 
