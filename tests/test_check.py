@@ -752,3 +752,39 @@ def test_an_edit_whose_text_is_not_in_the_file_is_allowed_with_that_reason(pair)
     out = hook(a, "claude", event(a, "Edit", {"file_path": str(a / "app.txt"),
                                                "old_string": "line 12\n", "new_string": "x\n"}))
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_what_one_process_remembers_follows_each_change(pair, capsys):
+    """A process that answers many checks (the resident service) keeps what never changes
+    (merge bases, base blobs, two trees' diff) and what changes only with a file (a
+    worktree's staged moves: its index; the check policy: git's config files). Asked again
+    in the same process: a sibling's staged move, a new policy, a new commit of its are
+    each seen at once."""
+    from conftest import git
+
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 b\n"))
+    for _ in range(2):
+        _, out = run_check(a, "app.txt:12", capsys=capsys)
+        assert out["decision"] == "deny"
+        _, out = run_check(a, "app.txt:14", capsys=capsys)
+        assert out["decision"] == "ask"  # near
+    git(a, "config", "proximity.checkPolicy", "ta")
+    _, out = run_check(a, "app.txt:14", capsys=capsys)
+    assert out["decision"] == "deny", out  # the policy file changed: read again
+    git(a, "config", "--unset", "proximity.checkPolicy")
+    _, out = run_check(a, "app.txt:30", capsys=capsys)
+    assert out["decision"] == "allow", out
+    git(b, "mv", "app.txt", "moved.txt")  # staged: b's index changed
+    _, out = run_check(a, "app.txt:12", capsys=capsys)
+    assert out["decision"] == "deny" and out["conflicts"][0]["agent"] == "b", out
+    # b's work is followed to its new path (read from the index as it is now): far lines
+    # are still free, as they were (a stale "no moves" would read app.txt as deleted)
+    _, out = run_check(a, "app.txt:30", capsys=capsys)
+    assert out["decision"] == "allow", out
+    git(b, "commit", "-qm", "b moves and changes app.txt")
+    git(a, "commit", "-q", "--allow-empty", "-m", "a moves on")  # new heads, new bases
+    _, out = run_check(a, "app.txt:12", capsys=capsys)
+    assert out["decision"] == "deny", out
+    _, out = run_check(a, "other.txt:1", capsys=capsys)
+    assert out["decision"] == "allow", out

@@ -14,7 +14,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from proximity import gitfiles, gitio, unsaved
 from proximity.agents import decision, definitions
@@ -98,10 +98,26 @@ def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | N
     return out
 
 
-# Parsed diffs of a worktree's file against a base blob, by the file's content: a process
-# that answers many checks (the resident service) diffs a sibling's file once per state.
+# What a process that answers many checks (the resident service) learns once: parsed
+# diffs of a worktree's file against a base blob, by the file's content (a sibling's file
+# is diffed once per state); base blobs and merge bases, by commit (they never change); a
+# sibling's recorded work against its base, by the two trees (each worktree's staged
+# moves are kept by its index file: renames). Each table is cleared past ENTRIES.
 DIFFS: dict[tuple[str, str | None, str, bytes | None], hunks.FileDiff | None] = {}
 DIFF_ENTRIES = 4096
+BLOBS: dict[tuple[str | None, str], bytes | None] = {}
+BASES: dict[tuple[str | None, str], str | None] = {}
+TREE_DIFFS: dict[tuple[str | None, str], bytes] = {}
+ENTRIES = 2048
+BLOB_BYTES = 1 << 20  # a larger blob is read again each time, not kept
+
+
+def remember(table: dict[Any, Any], items: Mapping[Any, Any]) -> None:
+    """Keep ``items`` in one of the tables above (a blob past BLOB_BYTES is not kept)."""
+    if len(table) + len(items) > ENTRIES:
+        table.clear()
+    table.update({k: v for k, v in items.items()
+                  if not isinstance(v, bytes) or len(v) <= BLOB_BYTES})
 
 
 def _diff_key(wpath: str, base: str | None, path: str, data: bytes | None
@@ -135,24 +151,35 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     this worktree will change against that base: only those can meet its work)."""
     me = repo.current()
     paths = sorted({t.path for t in targets})
-    # most pairs share this worktree's HEAD as their base: read its blobs while git lists
-    # the worktrees
+    # most pairs share this worktree's HEAD as their base: read its blobs while the
+    # worktrees are listed
     early: dict[tuple[str | None, str], subprocess.Popen[bytes]] = {
         (me.head, p): gitio.git_start(gitio.blob_args(me.head, p), repo.workdir)
-        for p in paths} if me.head else {}
+        for p in paths if (me.head, p) not in BLOBS} if me.head else {}
     try:
-        siblings = [w for w in repo.worktrees() if w.id != me.id and not w.prunable
-                    and not w.populating and os.path.isdir(w.path)]
+        listed = repo.worktrees_from_files()
+        siblings = [w for w in (repo.worktrees() if listed is None else listed)
+                    if w.id != me.id and not w.prunable and not w.populating
+                    and os.path.isdir(w.path)]
     finally:
         prefetched = {k: gitio.git_finish(v, ok=(0,)) for k, v in early.items()}
+    remember(BLOBS, {k: v for k, v in prefetched.items() if v is not None})
+    prefetched.update({(me.head, p): BLOBS[me.head, p] for p in paths
+                       if me.head and (me.head, p) in BLOBS})
     if not siblings:
         return []
-    # 1. the merge base of each pair
+    # 1. the merge base of each pair (a pair of commits has one for good)
     heads = sorted({w.head for w in siblings if w.head and w.head != me.head}
                    if me.head else ())
-    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in heads])
-    base_of = {h: (out.decode().strip() or None) if out else None
-               for h, out in zip(heads, found, strict=True)}
+    asked = [h for h in heads if (me.head, h) not in BASES]
+    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in asked])
+    based = {h: (out.decode().strip() or None) if out is not None else None
+             for h, out in zip(asked, found, strict=True)}
+    # (a failure is asked again next time; "no common commit" is an answer)
+    remember(BASES, {(me.head, h): based[h] for h, out in zip(asked, found, strict=True)
+                     if out is not None})
+    base_of = {h: BASES[me.head, h] if (me.head, h) in BASES else based.get(h)
+               for h in heads}
     moved: set[str] = set()  # bases taken from the merged branch's side
     if merging:
         after = gitio.git_many([(["merge-base", merging, h], repo.workdir) for h in heads])
@@ -186,10 +213,15 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         origin.update({(one or None, p): back.get(p, p) for p in paths})
     wanted = [(b or None, p) for b in distinct for p in paths
               if (b or None, p) not in prefetched or origin[b or None, p] != p]
+    known = {k: BLOBS[k[0], origin[k]] for k in wanted if (k[0], origin[k]) in BLOBS}
+    asked_blobs = [k for k in wanted if k not in known]
     blobs = gitio.git_many([(gitio.blob_args(b, origin[b, p]), repo.workdir)
-                            for b, p in wanted], ok=(0,))
-    base_blob = {**{k: v for k, v in prefetched.items() if k[0] in bases.values()},
-                 **dict(zip(wanted, blobs, strict=True))}
+                            for b, p in asked_blobs], ok=(0,))
+    remember(BLOBS, {(b, origin[b, p]): blob
+                     for (b, p), blob in zip(asked_blobs, blobs, strict=True)
+                     if blob is not None})
+    base_blob = {**{k: v for k, v in prefetched.items() if k[0] in bases.values()}, **known,
+                 **dict(zip(asked_blobs, blobs, strict=True))}
     sides = [(w.id, w.path, bases[w.id]) for w in siblings] + [
         ("", me.path, b or None) for b in distinct]
     todo, keys = [], []
@@ -253,9 +285,15 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     uses: dict[str, dict[str, tuple[decision.Use, ...]]] = {}
     if any(defined.values()):
         states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
-        more = gitio.git_many([(gitio.tree_diff_args(bases[w.id], states[w.id]), repo.workdir)
-                               for w in siblings])
-        for w, raw in zip(siblings, more, strict=True):
+        pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
+        asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS},
+                             key=str)
+        more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir)
+                               for b, t in asked_trees])
+        fresh = dict(zip(asked_trees, more, strict=True))
+        remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
+        for w in siblings:  # (two trees' diff never changes: kept by the pair of ids)
+            raw = TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id]))
             diff_text = (raw or b"").decode("utf-8", "replace")
             uses[w.id] = {t.path: tuple(definitions.new_uses(diff_text, defined[t.path], t.path))
                           for t in targets if defined[t.path]}
@@ -424,8 +462,9 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     after = results or {}
     tg = [Target(relative(repo, p, cwd or start), r,
                  after[p].encode() if p in after else None) for p, r in targets]
-    cfg = None if deny_on else gitio.git_start(["config", "--get", "proximity.checkPolicy"],
-                                               repo.workdir)
+    files = None if deny_on else config_files(repo)
+    cfg = None if deny_on or files in POLICY else gitio.git_start(
+        ["config", "--get", "proximity.checkPolicy"], repo.workdir)
     ledger = open_ledger(repo)
     try:
         sides = gather(repo, tg, ledger, merging, merged)
@@ -434,8 +473,41 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
         if ledger is not None:
             ledger.close()
         configured = gitio.git_finish(cfg) if cfg is not None else None
+    if cfg is not None and configured is not None and files is not None:
+        remember(POLICY, {files: configured})
+    elif files in POLICY:
+        configured = POLICY[files]
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
     return decision.decide(sides, policy, behind)
+
+
+# git config --get proximity.checkPolicy, kept by the state of every file git reads it
+# from; a configuration that includes other files (their states are not known here) is
+# asked every time
+POLICY: dict[tuple[tuple[str, int, int, int] | None, ...], bytes] = {}
+
+
+def config_files(repo: gitio.Repo) -> tuple[tuple[str, int, int, int] | None, ...] | None:
+    """The state (inode, size, mtime) of each configuration file git reads for this
+    worktree, or None when one includes others."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    names = [os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig",
+             os.path.join(xdg, "git", "config"),
+             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
+             os.path.join(repo.common, "config"), os.path.join(repo.gitdir, "config.worktree")]
+    out: list[tuple[str, int, int, int] | None] = []
+    for name in names:
+        try:
+            st = os.stat(name)
+            with open(name, "rb") as f:
+                if b"include" in f.read().lower():
+                    return None
+        except OSError:
+            out.append(None)
+            continue
+        out.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
 
 
 def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:
