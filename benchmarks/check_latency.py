@@ -4,13 +4,15 @@ the interpreter's own start-up, measured in the same run on the same generated r
     python benchmarks/check_latency.py --files 10000 --worktrees 8 --runs 40
 
 Cases, run from the first worktree (its neighbour edits a file it also edits):
-  python -c pass / python -c "import proximity"   the floor
+  python -I -S -c pass / python -c pass / python -c "import proximity"   the floor
+Each row's p95 is also given as a multiple of the bare interpreter's (python -I -S) p95.
   check, plain lines     lines with no definition in them (no symbol check)
   check, function body   lines inside a function: the symbol check reads siblings' diffs
   check, contested       lines a sibling changed (uncommitted): deny, with its hunk
   hook claude (Edit)     the Claude Code PreToolUse hook on an Edit event on stdin
-  in-process             the same check called in one warm interpreter (no start-up, no
-                         imports): the floor a resident service could reach
+  hook codex (patch)     the Codex PreToolUse hook on an apply_patch event on stdin
+  in-process             the same check asked of the one answerer in one warm interpreter
+                         (no start-up, no imports): what the resident service pays
 Each check case runs twice: answered by the resident service (started and warm before
 the rounds: the process is a thin client) and with PROXIMITY_SERVICE=0 (the whole check in
 the new process). Reports p50 and p95 in milliseconds; the cases are interleaved round by
@@ -74,6 +76,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tool_name": "Edit", "tool_input": {"file_path": os.path.join(wt, quiet),
                                                 "old_string": "    z = x * 0 + y\n",
                                                 "new_string": "    z = x + y\n"}})
+        patch = json.dumps({
+            "session_id": "bench", "turn_id": "t", "transcript_path": None, "cwd": wt,
+            "hook_event_name": "PreToolUse", "model": "m", "permission_mode": "default",
+            "tool_name": "apply_patch", "tool_use_id": "c", "tool_input": {"command": (
+                f"*** Begin Patch\n*** Update File: {quiet}\n@@ def func0(x, y=0):\n"
+                "-    z = x * 0 + y\n+    z = x + y\n*** End Patch\n")}})
         cmd = [py, "-m", "proximity", "check", "--json"]
         env = {**ENV, "PROXIMITY_SERVICE": "1"}
         alone = {**ENV, "PROXIMITY_SERVICE": "0"}
@@ -82,8 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "check, function body": ([*cmd, f"{quiet}:{body}-{body + 1}"], None),
             "check, contested (deny)": ([*cmd, f"{shared}:{n_lines - 1}-{n_lines}"], None),
             "hook claude (Edit)": ([py, "-m", "proximity", "check", "--hook", "claude"], event),
+            "hook codex (patch)": ([py, "-m", "proximity", "check", "--hook", "codex"], patch),
         }
         cases: dict[str, tuple[list[str], str | None, dict[str, str]]] = {
+            "python -I -S -c pass": ([py, "-I", "-S", "-c", "pass"], None, env),
             "python -c pass": ([py, "-c", "pass"], None, env),
             "python -c 'import proximity'": ([py, "-c", "import proximity"], None, env),
             **{f"{k} [service]": (v[0], v[1], env) for k, v in checks.items()},
@@ -121,8 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 times[name].append((time.perf_counter() - t) * 1000)
                 if name.startswith(("check", "hook")):
                     d = json.loads(out.stdout)
-                    decisions[name] = d.get("decision") or d["hookSpecificOutput"][
-                        "permissionDecision"]
+                    hso = d.get("hookSpecificOutput") or {}
+                    decisions[name] = d.get("decision") or hso.get(
+                        "permissionDecision") or ("ask" if hso else "allow")
         st = json.loads(subprocess.run(status, cwd=wt, env=env, capture_output=True,
                                        text=True, check=True).stdout)
         answered = (st.get("status") or {}).get("answered")
@@ -130,25 +141,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                        check=False, capture_output=True)
         # the same check inside one warm process: what a resident service would pay
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        from proximity.agents import precheck
-        from proximity.analysis.intervals import parse_spec
+        from proximity.agents.answer import answer, of_specs
 
         for name, spec in (("in-process, plain lines", f"{quiet}:{blank}"),
                            ("in-process, contested", f"{shared}:{n_lines - 1}-{n_lines}")):
-            target = [parse_spec(spec)]
-            precheck.check(wt, target)
+            request = of_specs(wt, [spec])
+            answer(request)
             times[name] = []
             for _ in range(a.runs):
                 t = time.perf_counter()
-                decisions[name] = precheck.check(wt, target).decision
+                decisions[name] = answer(request).decision
                 times[name].append((time.perf_counter() - t) * 1000)
     rows = {k: {"p50_ms": round(statistics.median(v), 1), "p95_ms": round(pct(v, 0.95), 1),
                 "decision": decisions.get(k)} for k, v in times.items()}
     print(f"{a.files} files x {a.worktrees} worktrees, {a.runs} runs per case; answered by "
           f"the service: {answered}")
-    print(f"{'case':45} {'p50 ms':>8} {'p95 ms':>8}  decision")
+    bare = rows["python -I -S -c pass"]["p95_ms"] or 1.0
+    print(f"{'case':45} {'p50 ms':>8} {'p95 ms':>8} {'x bare':>7}  decision")
     for k, r in rows.items():
-        print(f"{k:45} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f}  {r['decision'] or ''}")
+        print(f"{k:45} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f} {r['p95_ms'] / bare:7.2f}  "
+              f"{r['decision'] or ''}")
     save_json(a.json, {"files": a.files, "worktrees": a.worktrees, "runs": a.runs,
                        "answered": answered, "cases": rows})
     return 0
