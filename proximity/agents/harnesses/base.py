@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from proximity.agents.edits import Edit
+from proximity.agents.edits import Edit, edits_of
 
 Json = Mapping[str, object]  # a JSON object as read
 Reply = dict[str, object]  # what the hook prints, as JSON
@@ -117,3 +117,9 @@ def cwd_of(event: Json, default: str, key: str = "cwd") -> str:
 def whole(paths: list[str]) -> Edits:
     """Edits of whole files (a move, a deletion, a notebook): every line of each."""
     return Edits(tuple(Edit(p, None, None) for p in paths))
+
+
+def replacement(ti: Json, file: str, old: str, new: str, every: bool = False) -> Edits:
+    """An edit that replaces the text ``ti[old]`` by ``ti[new]`` in ``file`` (every
+    occurrence with ``every``), by the lines it lies on now."""
+    return Edits((edits_of(file, [(text(ti, old), text(ti, new), every)]),))

@@ -12,23 +12,8 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from proximity.agents.edits import edits_of, write_of
-from proximity.agents.harnesses.base import (
-    Ask,
-    BadEvent,
-    Command,
-    Edits,
-    Harness,
-    Json,
-    Other,
-    Reply,
-    Said,
-    cwd_of,
-    flag,
-    obj,
-    path,
-    text,
-    whole,
-)
+from proximity.agents.harnesses import base
+from proximity.agents.harnesses.base import Ask, Json, Reply, Said
 
 
 class EditInput(TypedDict):
@@ -57,26 +42,27 @@ EDITS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 
 
 def read(event: Json, default: str) -> Ask:
-    tool = text(event, "tool_name")
-    cwd = cwd_of(event, default)
-    ti = obj(event.get("tool_input") or {}, "tool_input")
+    tool = base.text(event, "tool_name")
+    cwd = base.cwd_of(event, default)
+    ti = base.obj(event.get("tool_input") or {}, "tool_input")
     if tool == "Bash":
-        return Command(text(ti, "command"), cwd)
+        return base.Command(base.text(ti, "command"), cwd)
     if tool not in EDITS:
-        return Other(f"{tool or 'this tool'} is not a file edit")
+        return base.Other(f"{tool or 'this tool'} is not a file edit")
     if tool == "NotebookEdit":
-        return whole([path(ti, "notebook_path", cwd)])
-    file = path(ti, "file_path", cwd)
+        return base.whole([base.path(ti, "notebook_path", cwd)])
+    file = base.path(ti, "file_path", cwd)
     if tool == "Write":
-        return Edits(tuple(write_of(file, ti.get("content"))))
+        return base.Edits(tuple(write_of(file, ti.get("content"))))
     items = ti.get("edits") if tool == "MultiEdit" else [ti]
     if not isinstance(items, list):
-        raise BadEvent("edits is not a list")
+        raise base.BadEvent("edits is not a list")
     triples = []
     for e in items:
-        e = obj(e, "an edit")
-        triples.append((text(e, "old_string"), text(e, "new_string"), flag(e, "replace_all")))
-    return Edits((edits_of(file, triples),))
+        e = base.obj(e, "an edit")
+        triples.append((base.text(e, "old_string"), base.text(e, "new_string"),
+                        base.flag(e, "replace_all")))
+    return base.Edits((edits_of(file, triples),))
 
 
 def reply(said: Said, event: Json) -> Reply:
@@ -89,10 +75,10 @@ def reply(said: Said, event: Json) -> Reply:
 
 
 def edited(event: Json, default: str) -> list[str]:
-    tool = text(event, "tool_name")
-    ti = obj(event.get("tool_input") or {}, "tool_input")
+    tool = base.text(event, "tool_name")
+    ti = base.obj(event.get("tool_input") or {}, "tool_input")
     key = "notebook_path" if tool == "NotebookEdit" else "file_path"
-    return [path(ti, key, cwd_of(event, default))] if tool in EDITS else []
+    return [base.path(ti, key, base.cwd_of(event, default))] if tool in EDITS else []
 
 
 def context(messages: str) -> Reply:
@@ -100,4 +86,4 @@ def context(messages: str) -> Reply:
                                    "additionalContext": messages}}
 
 
-HARNESS = Harness("claude", read, reply, edited, context)
+HARNESS = base.Harness("claude", read, reply, edited, context)

@@ -16,20 +16,8 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from proximity.agents import patches
-from proximity.agents.harnesses.base import (
-    Ask,
-    BadEvent,
-    Command,
-    Edits,
-    Harness,
-    Json,
-    Other,
-    Reply,
-    Said,
-    cwd_of,
-    obj,
-    text,
-)
+from proximity.agents.harnesses import base
+from proximity.agents.harnesses.base import Ask, Json, Reply, Said
 
 
 class ToolInput(TypedDict):
@@ -54,25 +42,26 @@ class Event(TypedDict):
 
 def _patch(event: Json) -> str | None:
     """The patch an apply_patch call (or a shell ``apply_patch <<EOF`` heredoc) carries."""
-    tool = text(event, "tool_name")
-    command = text(obj(event.get("tool_input") or {}, "tool_input"), "command")
+    tool = base.text(event, "tool_name")
+    command = base.text(base.obj(event.get("tool_input") or {}, "tool_input"), "command")
     if tool == "apply_patch":
         return patches.patch_text(command) or command
     return patches.patch_text(command) if tool == "Bash" else None
 
 
 def read(event: Json, default: str) -> Ask:
-    tool = text(event, "tool_name")
-    cwd = cwd_of(event, default)
+    tool = base.text(event, "tool_name")
+    cwd = base.cwd_of(event, default)
     try:
         patch = _patch(event)
         if patch is not None:
-            return Edits(tuple(patches.edits_of(patch, cwd)))
+            return base.Edits(tuple(patches.edits_of(patch, cwd)))
     except patches.BadPatch as e:
-        raise BadEvent(str(e)) from None
+        raise base.BadEvent(str(e)) from None
     if tool == "Bash":
-        return Command(text(obj(event.get("tool_input") or {}, "tool_input"), "command"), cwd)
-    return Other(f"{tool or 'this tool'} is not a file edit")
+        ti = base.obj(event.get("tool_input") or {}, "tool_input")
+        return base.Command(base.text(ti, "command"), cwd)
+    return base.Other(f"{tool or 'this tool'} is not a file edit")
 
 
 def reply(said: Said, event: Json) -> Reply:
@@ -91,9 +80,9 @@ def reply(said: Said, event: Json) -> Reply:
 def edited(event: Json, default: str) -> list[str]:
     try:
         patch = _patch(event)
-        return [] if patch is None else patches.paths_of(patch, cwd_of(event, default))
+        return [] if patch is None else patches.paths_of(patch, base.cwd_of(event, default))
     except patches.BadPatch as e:
-        raise BadEvent(str(e)) from None
+        raise base.BadEvent(str(e)) from None
 
 
 def context(messages: str) -> Reply:
@@ -101,4 +90,4 @@ def context(messages: str) -> Reply:
                                    "additionalContext": messages}}
 
 
-HARNESS = Harness("codex", read, reply, edited, context)
+HARNESS = base.Harness("codex", read, reply, edited, context)

@@ -16,22 +16,9 @@ import json
 from typing import NotRequired, TypedDict
 
 from proximity.agents import patches
-from proximity.agents.edits import Edit, edits_of, read_text, write_of
-from proximity.agents.harnesses.base import (
-    Ask,
-    BadEvent,
-    Command,
-    Edits,
-    Harness,
-    Json,
-    Other,
-    Reply,
-    Said,
-    cwd_of,
-    obj,
-    path,
-    text,
-)
+from proximity.agents.edits import Edit, read_text, write_of
+from proximity.agents.harnesses import base
+from proximity.agents.harnesses.base import Ask, Json, Reply, Said
 
 
 class Event(TypedDict):
@@ -64,15 +51,17 @@ def _tool(event: Json) -> tuple[str, object]:
     """(tool name, its arguments) from either shape; a JSON string is parsed, and a patch
     tool's arguments may be the bare patch."""
     if "toolName" in event:
-        name, args = text(event, "toolName"), event.get("toolArgs")
+        name, args = base.text(event, "toolName"), event.get("toolArgs")
     else:
-        name, args = text(event, "tool_name"), event.get("tool_input")
+        name, args = base.text(event, "tool_name"), event.get("tool_input")
     if isinstance(args, str):
         try:
             args = json.loads(args)
+        except RecursionError:
+            raise base.BadEvent("toolArgs is nested too deeply to read") from None
         except ValueError:
             if name not in PATCHES:
-                raise BadEvent("toolArgs is not JSON") from None
+                raise base.BadEvent("toolArgs is not JSON") from None
     return name, {} if args is None else args
 
 
@@ -80,41 +69,41 @@ def _insert(file: str, ti: Json) -> Edit:
     """``insert``: ``new_str`` after line ``insert_line`` (0: at the top)."""
     at = ti.get("insert_line")
     if not isinstance(at, int) or isinstance(at, bool) or at < 0:
-        raise BadEvent("insert_line is not a line number")
+        raise base.BadEvent("insert_line is not a line number")
     current = read_text(file)
     if current is None:
         return Edit(file, None, None, "the file does not exist")
     lines = current.splitlines(keepends=True)
     if at > len(lines):
         return Edit(file, None, None, f"the file has no line {at}")
-    new = text(ti, "new_str")
+    new = base.text(ti, "new_str")
     piece = new if new.endswith("\n") or not new else new + "\n"
     return Edit(file, ((at + 1, at),), "".join(lines[:at]) + piece + "".join(lines[at:]))
 
 
 def read(event: Json, default: str) -> Ask:
-    cwd = cwd_of(event, default)
+    cwd = base.cwd_of(event, default)
     name, args = _tool(event)
     if name in PATCHES:
         patch = args if isinstance(args, str) else None
         if isinstance(args, dict):
-            patch = text(args, "input") or text(args, "patch")
+            patch = base.text(args, "input") or base.text(args, "patch")
         try:
-            return Edits(tuple(patches.edits_of(patch or "", cwd)))
+            return base.Edits(tuple(patches.edits_of(patch or "", cwd)))
         except patches.BadPatch as e:
-            raise BadEvent(str(e)) from None
-    ti = obj(args, "the tool's arguments")
+            raise base.BadEvent(str(e)) from None
+    ti = base.obj(args, "the tool's arguments")
     if name in SHELLS:
-        return Command(text(ti, "command"), cwd)
-    op = text(ti, "command") if name == "str_replace_editor" else name
+        return base.Command(base.text(ti, "command"), cwd)
+    op = base.text(ti, "command") if name == "str_replace_editor" else name
     if op not in ("edit", "str_replace", "create", "insert"):
-        return Other(f"{name or 'this tool'} is not a file edit")
-    file = path(ti, "path", cwd)
+        return base.Other(f"{name or 'this tool'} is not a file edit")
+    file = base.path(ti, "path", cwd)
     if op == "create":
-        return Edits(tuple(write_of(file, ti.get("file_text"))))
+        return base.Edits(tuple(write_of(file, ti.get("file_text"))))
     if op == "insert":
-        return Edits((_insert(file, ti),))
-    return Edits((edits_of(file, [(text(ti, "old_str"), text(ti, "new_str"), False)]),))
+        return base.Edits((_insert(file, ti),))
+    return base.replacement(ti, file, "old_str", "new_str")
 
 
 def reply(said: Said, event: Json) -> Reply:
@@ -123,8 +112,8 @@ def reply(said: Said, event: Json) -> Reply:
 
 def edited(event: Json, default: str) -> list[str]:
     got = read(event, default)  # (after the call the lines no longer matter: only paths)
-    return [e.path for e in got.edits] if isinstance(got, Edits) else []
+    return [e.path for e in got.edits] if isinstance(got, base.Edits) else []
 
 
 # postToolUse output is read by the SDK only: messages wait for a hook that hands them over
-HARNESS = Harness("copilot", read, reply, edited, None)
+HARNESS = base.Harness("copilot", read, reply, edited, None)

@@ -11,22 +11,9 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from proximity.agents.edits import edits_of, write_of
-from proximity.agents.harnesses.base import (
-    Ask,
-    Command,
-    Edits,
-    Harness,
-    Json,
-    Other,
-    Reply,
-    Said,
-    flag,
-    obj,
-    path,
-    text,
-    whole,
-)
+from proximity.agents.edits import write_of
+from proximity.agents.harnesses import base
+from proximity.agents.harnesses.base import Ask, Json, Reply, Said
 
 
 class Common(TypedDict):
@@ -67,33 +54,33 @@ def _cwd(event: Json, default: str) -> str:
     roots = event.get("workspace_roots")
     first = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) \
         else ""
-    return text(event, "cwd") or first or default
+    return base.text(event, "cwd") or first or default
 
 
 def _file(ti: Json, cwd: str) -> str:
-    return path(ti, "file_path" if "file_path" in ti else "path", cwd)
+    return base.path(ti, "file_path" if "file_path" in ti else "path", cwd)
 
 
 def read(event: Json, default: str) -> Ask:
     cwd = _cwd(event, default)
-    if text(event, "hook_event_name") == "beforeShellExecution":
-        return Command(text(event, "command"), cwd)
-    tool = text(event, "tool_name")
-    ti = obj(event.get("tool_input") or {}, "tool_input")
+    if base.text(event, "hook_event_name") == "beforeShellExecution":
+        return base.Command(base.text(event, "command"), cwd)
+    tool = base.text(event, "tool_name")
+    ti = base.obj(event.get("tool_input") or {}, "tool_input")
     if tool == "Shell":
-        return Command(text(ti, "command"), text(ti, "working_directory") or cwd)
+        return base.Command(base.text(ti, "command"), base.text(ti, "working_directory") or cwd)
     if tool == "Write":
-        return Edits(tuple(write_of(_file(ti, cwd), ti.get("content", ti.get("contents")))))
+        return base.Edits(tuple(write_of(_file(ti, cwd), ti.get("content", ti.get("contents")))))
     if tool in ("StrReplace", "Edit"):
-        return Edits((edits_of(_file(ti, cwd), [(text(ti, "old_string"), text(
-            ti, "new_string"), flag(ti, "replace_all"))]),))
+        return base.replacement(ti, _file(ti, cwd), "old_string", "new_string",
+                                base.flag(ti, "replace_all"))
     if tool == "Delete":
-        return whole([_file(ti, cwd)])
-    return Other(f"{tool or 'this tool'} is not a file edit")
+        return base.whole([_file(ti, cwd)])
+    return base.Other(f"{tool or 'this tool'} is not a file edit")
 
 
 def reply(said: Said, event: Json) -> Reply:
-    shell = text(event, "hook_event_name") == "beforeShellExecution"
+    shell = base.text(event, "hook_event_name") == "beforeShellExecution"
     permission = said.decision if shell or said.decision != "ask" else "allow"
     out: Reply = {"permission": permission, "agent_message": said.reason}
     if said.decision != "allow" or not said.judged:
@@ -102,9 +89,9 @@ def reply(said: Said, event: Json) -> Reply:
 
 
 def edited(event: Json, default: str) -> list[str]:
-    return [path(event, "file_path", _cwd(event, default))] if event.get("file_path") else []
+    return [base.path(event, "file_path", _cwd(event, default))] if event.get("file_path") else []
 
 
 # afterFileEdit is fire-and-forget: Cursor reads nothing back, so messages wait for the
 # next hook that can hand them over
-HARNESS = Harness("cursor", read, reply, edited, None)
+HARNESS = base.Harness("cursor", read, reply, edited, None)

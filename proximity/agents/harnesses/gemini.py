@@ -10,21 +10,9 @@ from __future__ import annotations
 import os
 from typing import NotRequired, TypedDict
 
-from proximity.agents.edits import edits_of, write_of
-from proximity.agents.harnesses.base import (
-    Ask,
-    Command,
-    Edits,
-    Harness,
-    Json,
-    Other,
-    Reply,
-    Said,
-    cwd_of,
-    obj,
-    path,
-    text,
-)
+from proximity.agents.edits import write_of
+from proximity.agents.harnesses import base
+from proximity.agents.harnesses.base import Ask, Json, Reply, Said
 
 
 class Event(TypedDict):
@@ -46,20 +34,20 @@ EDITS = ("replace", "write_file")
 
 
 def read(event: Json, default: str) -> Ask:
-    tool = text(event, "tool_name")
-    cwd = cwd_of(event, default)
-    ti = obj(event.get("tool_input") or {}, "tool_input")
+    tool = base.text(event, "tool_name")
+    cwd = base.cwd_of(event, default)
+    ti = base.obj(event.get("tool_input") or {}, "tool_input")
     if tool == "run_shell_command":  # (its directory: dir_path, formerly directory)
-        where = text(ti, "dir_path") or text(ti, "directory")
-        return Command(text(ti, "command"), os.path.join(cwd, where) if where else cwd)
+        where = base.text(ti, "dir_path") or base.text(ti, "directory")
+        return base.Command(base.text(ti, "command"), os.path.join(cwd, where) if where else cwd)
     if tool not in EDITS:
-        return Other(f"{tool or 'this tool'} is not a file edit")
-    file = path(ti, "file_path", cwd)
+        return base.Other(f"{tool or 'this tool'} is not a file edit")
+    file = base.path(ti, "file_path", cwd)
     if tool == "write_file":
-        return Edits(tuple(write_of(file, ti.get("content"))))
+        return base.Edits(tuple(write_of(file, ti.get("content"))))
     count = ti.get("expected_replacements") or 1
     every = isinstance(count, int) and not isinstance(count, bool) and count > 1
-    return Edits((edits_of(file, [(text(ti, "old_string"), text(ti, "new_string"), every)]),))
+    return base.replacement(ti, file, "old_string", "new_string", every)
 
 
 def reply(said: Said, event: Json) -> Reply:
@@ -72,9 +60,9 @@ def reply(said: Said, event: Json) -> Reply:
 
 
 def edited(event: Json, default: str) -> list[str]:
-    ti = obj(event.get("tool_input") or {}, "tool_input")
-    return [path(ti, "file_path", cwd_of(event, default))] \
-        if text(event, "tool_name") in EDITS else []
+    ti = base.obj(event.get("tool_input") or {}, "tool_input")
+    return [base.path(ti, "file_path", base.cwd_of(event, default))] \
+        if base.text(event, "tool_name") in EDITS else []
 
 
 def context(messages: str) -> Reply:
@@ -82,4 +70,4 @@ def context(messages: str) -> Reply:
                                    "additionalContext": messages}}
 
 
-HARNESS = Harness("gemini", read, reply, edited, context)
+HARNESS = base.Harness("gemini", read, reply, edited, context)
