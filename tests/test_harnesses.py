@@ -310,7 +310,11 @@ def test_docs_set_up_every_harness_with_its_own_hook(tmp_path):
         assert fixture_file.name in docs, f"docs/agents.md names no source for {fixture_file}"
     # every configuration block is what its harness parses: JSON, TOML
     import re
-    import tomllib
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
 
     blocks = re.findall(r"```(json|toml)\n(.*?)```", docs, re.S)
     assert len(blocks) >= 6, blocks
