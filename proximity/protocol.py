@@ -130,6 +130,7 @@ if TYPE_CHECKING:
         level: str  # ra | ta | info
         evidence: str  # conflict | merges | near | same-file | intent | symbol
         detail: str
+        lines: list[list[int]] | None  # ``ranges`` in this worktree's file now (None: not known)
 
     class MergeDoc(TypedDict):
         """What a checked merge would bring in (`check --merge --json`'s ``merge``)."""

@@ -1,13 +1,14 @@
 """The editor's one door to the decision: every question the server asks goes through
-``ask``, the very answerer `proximity check` uses (agents.precheck facts, agents.verdict
-decision). Nothing here decides anything."""
+``ask``, to the one answerer every front end asks (agents/answer.py: the command line,
+the harnesses' hooks, MCP, the service). Nothing here decides anything."""
 
 from __future__ import annotations
 
 import os
 
 from proximity.agents import decision, definitions, precheck
-from proximity.agents.precheck import check
+from proximity.agents.answer import CheckRequest, answer
+from proximity.agents.edits import Edit
 from proximity.model import Range
 
 
@@ -15,9 +16,9 @@ def ask(path: str, ranges: tuple[Range, ...] | None, result: str | None = None,
         deny_on: str | None = None) -> decision.Decision:
     """May the worktree holding ``path`` (absolute) change ``ranges`` (its lines now;
     None: the whole file) into ``result`` (the whole file after the edit, when known)?"""
-    start = os.path.dirname(path)
-    return check(start, [(path, ranges)], deny_on, cwd=start,
-                 results=None if result is None else {path: result})
+    got = answer(CheckRequest(os.path.dirname(path), (Edit(path, ranges, result),),
+                              deny_on=deny_on))
+    return decision.Decision(got.decision, got.reason, got.conflicts)
 
 
 def signatures(path: str) -> list[tuple[str, str | None, definitions.Signature]]:
