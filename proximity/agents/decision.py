@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from proximity.analysis import hunks, intervals
 from proximity.analysis.hunks import FileDiff
 from proximity.analysis.intervals import fmt_ranges
+from proximity.checkargs import DENY_ON
 from proximity.model import Range
 from proximity.safetext import text
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 RA, TA, INFO = "ra", "ta", "info"
-POLICIES = ("ra", "ta", "never")
 NEAR = 3  # unchanged lines between two changes that still count as "near"
 
 
@@ -158,8 +158,8 @@ def decide(sides: Sequence[Side], deny_on: str = "ra",
     """allow / ask / deny for one request, from every sibling's evidence. ``behind``: the
     siblings told to yield to this worktree (right-of-way): their collisions are asked,
     never denied, so the holder goes on and the yielding side steers."""
-    if deny_on not in POLICIES:
-        raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(POLICIES)})")
+    if deny_on not in DENY_ON:
+        raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(DENY_ON)})")
     found = [c for s in sides for c in evidence(s)]
     found = [c._replace(level=TA, detail=c.detail + f" ({text(c.agent)} was told to yield to "
                         "you here: you have right-of-way, they steer)")

@@ -20,6 +20,7 @@ from proximity import gitfiles, gitio, unsaved
 from proximity.agents import decision, definitions
 from proximity.analysis import hunks
 from proximity.analysis.intervals import MAX_PATH_BYTES
+from proximity.checkargs import DENY_ON
 from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
 from proximity.model import Range
@@ -55,9 +56,9 @@ def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
 def deny_policy(given: str | None) -> str:
     """``--deny-on`` or git config ``proximity.checkPolicy`` (given), else ``ra``."""
     value = given or "ra"
-    if value not in decision.POLICIES:
+    if value not in DENY_ON:
         raise ConfigError(f"proximity.checkPolicy = {value!r}: want one of "
-                          f"{', '.join(decision.POLICIES)}")
+                          f"{', '.join(DENY_ON)}")
     return value
 
 
