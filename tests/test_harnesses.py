@@ -5,6 +5,7 @@ command line's, MCP's and the service's for the same request."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -168,15 +169,24 @@ CODEX_NUL = ('{"tool_name": "apply_patch", "tool_input": {"command": "*** Begin 
 
 
 @pytest.mark.parametrize("name", sorted(checkargs.HARNESSES))
-@pytest.mark.parametrize("what", sorted(HOSTILE))
-def test_a_malformed_event_is_allowed_with_the_reason_by_every_harness(pair, name, what):
+def test_a_malformed_event_is_allowed_with_the_reason_by_every_harness(pair, name,
+                                                                        monkeypatch, capsys):
+    """Each hostile event through the command's own entry point (`main`, the event on
+    stdin): allow, exit 0, saying why, in the harness's format."""
+    from proximity.main import main
+
     _sp, a, _b = pair
-    event = CODEX_NUL if (name, what) == ("codex", "NUL in a path") else HOSTILE[what]
-    decision, reason, _seen = said(name, run_hook(a, name, event))
-    assert decision == "allow"
-    assert reason.startswith("proximity"), reason
-    if what.startswith("deep"):
-        assert "nested too deeply" in reason, reason
+    monkeypatch.chdir(a)
+    for what, event in HOSTILE.items():
+        if (name, what) == ("codex", "NUL in a path"):
+            event = CODEX_NUL
+        monkeypatch.setattr(sys, "stdin", io.StringIO(event))
+        assert main(["check", "--hook", name]) == 0, what
+        decision, reason, _seen = said(name, json.loads(capsys.readouterr().out))
+        assert decision == "allow", what
+        assert reason.startswith("proximity"), (what, reason)
+        if what.startswith("deep"):
+            assert "nested too deeply" in reason, reason
 
 
 POSTS = {"claude-post-edit.json": "claude", "codex-post-apply-patch.json": "codex",
