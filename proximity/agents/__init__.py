@@ -1,3 +1,4 @@
-"""Agents ask before they edit: the pre-edit check's facts (``precheck``) and its decision
-(``decision``), the check as the service answers it (``checkops``), the harness adapters
-(``harness``: Claude Code, Gemini CLI) and the MCP server (``mcp_server``)."""
+"""Agents ask before they edit: the one answerer every front end asks (``answer``), the
+check's facts (``precheck``) and decision (``decision``), what it prints (``output``),
+merges (``merging``), edits and patches read from a harness's event (``edits``,
+``patches``, ``shell``) and one adapter per agent harness (``harnesses``)."""
