@@ -14,7 +14,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from proximity import gitfiles, gitio, unsaved
 from proximity.agents import decision, definitions
@@ -110,10 +110,12 @@ BLOBS: dict[tuple[str | None, str], bytes | None] = {}
 BASES: dict[tuple[str | None, str], str | None] = {}
 TREE_DIFFS: dict[tuple[str | None, str], bytes] = {}
 ENTRIES = 2048
+K = TypeVar("K")
+V = TypeVar("V")
 BLOB_BYTES = 1 << 20  # a larger blob is read again each time, not kept
 
 
-def remember(table: dict[Any, Any], items: Mapping[Any, Any]) -> None:
+def remember(table: dict[K, V], items: Mapping[K, V]) -> None:
     """Keep ``items`` in one of the tables above (a blob past BLOB_BYTES is not kept)."""
     if len(table) + len(items) > ENTRIES:
         table.clear()
