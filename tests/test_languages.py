@@ -33,7 +33,6 @@ NOT_ANALYSIS = {
     ("proximity/commands/demo.py", ".py"): "the demo's sample project",
     ("proximity/commands/swarm.py", ".py"): "the demo's sample project",
     ("proximity/config.py", ".py"): "sample paths that probe an exclude list",
-    ("proximity/agents/harness.py", "JavaScript"): "what another agent harness's plugins are",
     ("proximity/service/fswatch.py", "rust"): "a parameter of the file watcher's library",
 }
 # proximity is written in Python: outside the analysis of code, the word is the interpreter
