@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,9 @@ from conftest import git, lines
 
 from proximity import checkargs
 from proximity.agents import patches
+from proximity.agents.answer import parse_event
 from proximity.agents.harnesses import HARNESSES
+from proximity.agents.harnesses.base import Other, Said
 from proximity.commands import service as service_cmd
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "harnesses"
@@ -59,27 +62,52 @@ def run_hook(where: Path, name: str, stdin: str, env: dict[str, str] | None = No
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
+DECIDING = ("permissionDecision", "permission", "decision", "behavior")
+"""The fields in which the harnesses' hooks decide (Claude Code, Codex and Copilot's
+permissionDecision, Cursor's permission, Gemini CLI's decision, a permission request's
+behavior)."""
+NO_OPINION: dict[str, dict[str, Any]] = {name: {} for name in checkargs.HARNESSES}
+"""What each harness documents as a hook with no opinion, so that its own permission flow
+decides: exit 0 and no decision field. Claude Code: JSON without permissionDecision;
+Gemini CLI: ``{}`` (its hooks guide's example); Codex: every output field optional;
+Cursor: no ``permission``; Copilot: "empty output uses default behavior" (CLI), no fields
+(SDK). ``{}`` is all of these, and still JSON for a caller that parses it."""
+
+
+def decisions_in(reply: object) -> list[str]:
+    """Every decision a reply makes, nested ones included, as ``field=value``."""
+    if isinstance(reply, dict):
+        return [f"{k}={v}" for k, v in reply.items() if k in DECIDING] + [
+            d for v in reply.values() for d in decisions_in(v)]
+    return [d for v in reply for d in decisions_in(v)] if isinstance(reply, list) else []
+
+
 def said(name: str, out: dict[str, Any]) -> tuple[str, str, str | None]:
-    """(decision, reason, what the person sees) from a harness's own answer."""
+    """(decision, reason, what the person sees) from a harness's own answer: a missing
+    decision is an allow (proximity never grants), an ask where the harness has none is
+    its summary."""
     hso = out.get("hookSpecificOutput") or {}
+    asks = str(out.get("systemMessage") or out.get("user_message")).startswith(
+        "proximity: ASK:")
     if name == "claude":
-        return hso["permissionDecision"], hso["permissionDecisionReason"], \
-            out.get("systemMessage")
-    if name == "gemini":
-        asked = out["decision"] == "allow" and "systemMessage" in out
-        return ("ask" if asked and "ASK" in out["systemMessage"] else out["decision"],
-                out["reason"], out.get("systemMessage"))
+        return hso.get("permissionDecision", "allow"), hso.get(
+            "permissionDecisionReason", out.get("systemMessage", "")), out.get("systemMessage")
+    if name == "gemini":  # deny only; an ask is a message to the person
+        return (out.get("decision") or ("ask" if asks else "allow"),
+                out.get("reason", out.get("systemMessage", "")), out.get("systemMessage"))
     if name == "codex":  # deny only; an ask is context and a message; allow is quiet
         if hso.get("permissionDecision") == "deny":
             return "deny", hso["permissionDecisionReason"], out.get("systemMessage")
         if "additionalContext" in hso:
             return "ask", hso["additionalContext"], out.get("systemMessage")
         return "allow", out.get("systemMessage", ""), out.get("systemMessage")
-    if name == "cursor":
-        return out["permission"], out["agent_message"], out.get("user_message")
+    if name == "cursor":  # preToolUse: deny only; an ask is the two messages
+        return (out.get("permission") or ("ask" if asks else "allow"),
+                out.get("agent_message", ""), out.get("user_message"))
     assert name == "copilot"
-    return out["permissionDecision"], out["permissionDecisionReason"], \
-        out["permissionDecisionReason"]
+    return out.get("permissionDecision", "allow"), out.get(
+        "permissionDecisionReason", out.get("additionalContext", "")), \
+        out.get("permissionDecisionReason")
 
 
 EDITS = {  # an edit of line 12, where b works, in each harness's documented shape
@@ -88,6 +116,9 @@ EDITS = {  # an edit of line 12, where b works, in each harness's documented sha
     "cursor-strreplace.json": "cursor", "copilot-edit.json": "copilot",
     "copilot-vscode-edit.json": "copilot",
 }
+SHELL_MERGES = {"claude-bash-merge.json": "claude", "gemini-shell-merge.json": "gemini",
+                "codex-bash-merge.json": "codex", "cursor-shell-merge.json": "cursor",
+                "copilot-bash-merge.json": "copilot"}
 
 
 @pytest.mark.parametrize("fixture_name", sorted(EDITS))
@@ -128,17 +159,69 @@ def test_codex_patches_are_judged_by_the_lines_they_change(pair):
 
 def test_a_new_file_and_an_edit_elsewhere_are_allowed_everywhere(pair):
     _sp, a, _b = pair
-    out = run_hook(a, "copilot", fixture("copilot-create.json", a))
-    assert said("copilot", out)[0] == "allow", out
+    assert run_hook(a, "copilot", fixture("copilot-create.json", a)) == NO_OPINION["copilot"]
     far = json.loads(fixture("cursor-strreplace.json", a))
     far["tool_input"].update(old_string="line 30\n", new_string="thirty\n")
-    out = run_hook(a, "cursor", json.dumps(far))
-    assert out["permission"] == "allow" and "user_message" not in out, out
+    assert run_hook(a, "cursor", json.dumps(far)) == NO_OPINION["cursor"]
 
 
-SHELL_MERGES = {"claude-bash-merge.json": "claude", "gemini-shell-merge.json": "gemini",
-                "codex-bash-merge.json": "codex", "cursor-shell-merge.json": "cursor",
-                "copilot-bash-merge.json": "copilot"}
+def moved(fixture_name: str, where: Path, by: int) -> str:
+    """The documented event with its edit ``by`` lines further down (line 12 and its
+    context; a Write's whole text changes that line alone), and a shell command that
+    brings nothing in."""
+    to = f"line {12 + by}\n"
+    text = fixture(fixture_name, where, APP_12=APP.replace(to, "changed\n"))
+    if fixture_name != "cursor-write.json":  # (its whole text is APP_12 already)
+        text = re.sub(r"line (1[123])\b", lambda m: f"line {int(m[1]) + by}", text)
+    return text.replace("git merge --no-ff release", "git status").replace(
+        "git merge release", "git status")
+
+
+@pytest.mark.parametrize("fixture_name", sorted({**EDITS, **SHELL_MERGES}))
+def test_no_objection_is_no_decision_in_every_harness(pair, fixture_name):
+    """Where proximity has no objection its hook grants nothing: each harness gets the
+    answer its documentation gives for a hook with no opinion (no decision field, exit 0),
+    so its own permission flow — the person's prompt included — decides."""
+    _sp, a, _b = pair
+    name = {**EDITS, **SHELL_MERGES}[fixture_name]
+    out = run_hook(a, name, moved(fixture_name, a, 18))  # line 30: b works on 12
+    assert out == NO_OPINION[name], out
+    assert said(name, out)[0] == "allow"
+
+
+@pytest.mark.parametrize("fixture_name", sorted(EDITS))
+def test_an_ask_is_an_ask_or_a_message_never_an_allow(pair, fixture_name):
+    """An edit near b's line (14, b works on 12) asks: where the harness can ask it asks,
+    where it cannot it says so to the person; no harness hears an allow."""
+    _sp, a, _b = pair
+    name = EDITS[fixture_name]
+    out = run_hook(a, name, moved(fixture_name, a, 2))
+    decision, reason, seen = said(name, out)
+    assert decision == "ask" and "worktree 'b'" in reason, out
+    assert seen is not None and "worktree 'b'" in seen.split("\n")[0], out
+    assert set(decisions_in(out)) <= {f"{f}=ask" for f in DECIDING}, out
+
+
+def test_an_allow_never_carries_a_decision_for_any_harness():
+    """The rule itself, for every harness, every answer and every event shape it reads
+    (each documented fixture, an empty event): an allow, judged or not, decides nothing;
+    an ask or a deny decides only that. Where a call was not judged, the reason still goes
+    somewhere (a message or a context field), never into a decision."""
+    events = [{}] + [dict(parse_event(f.read_text())) for f in FIXTURES.glob("*.json")]
+    for name, h in HARNESSES.items():
+        for event in events:
+            for verdict in ("allow", "ask", "deny"):
+                for judged in (True, False):
+                    reply = h.reply(Said(verdict, "proximity: why", "proximity: WHY", judged),
+                                    event)
+                    made = decisions_in(reply)
+                    if verdict == "allow":
+                        assert made == [], (name, event, reply)
+                        assert (reply == NO_OPINION[name]) == judged, (name, reply)
+                        assert judged or "why" in json.dumps(reply).lower(), (name, reply)
+                    else:
+                        assert set(made) <= {f"{f}={verdict}" for f in DECIDING}, reply
+                    assert not any(m.endswith(("=allow", "=approve")) for m in made)
 
 
 @pytest.mark.parametrize("fixture_name", sorted(SHELL_MERGES))
@@ -172,7 +255,8 @@ CODEX_NUL = ('{"tool_name": "apply_patch", "tool_input": {"command": "*** Begin 
 def test_a_malformed_event_is_allowed_with_the_reason_by_every_harness(pair, name,
                                                                         monkeypatch, capsys):
     """Each hostile event through the command's own entry point (`main`, the event on
-    stdin): allow, exit 0, saying why, in the harness's format."""
+    stdin): allowed, exit 0, saying why, in the harness's format, and granting nothing:
+    no decision field, the reason only where the harness shows text."""
     from proximity.main import main
 
     _sp, a, _b = pair
@@ -182,9 +266,14 @@ def test_a_malformed_event_is_allowed_with_the_reason_by_every_harness(pair, nam
             event = CODEX_NUL
         monkeypatch.setattr(sys, "stdin", io.StringIO(event))
         assert main(["check", "--hook", name]) == 0, what
-        decision, reason, _seen = said(name, json.loads(capsys.readouterr().out))
-        assert decision == "allow", what
-        assert reason.startswith("proximity"), (what, reason)
+        out = json.loads(capsys.readouterr().out)
+        decision, reason, _seen = said(name, out)
+        assert decision == "allow" and decisions_in(out) == [], (what, out)
+        if out == NO_OPINION[name]:  # a tool this harness does not edit files with
+            got = HARNESSES[name].read(parse_event(event), str(a))
+            assert isinstance(got, Other), (what, got)
+            continue
+        assert reason.startswith("proximity"), (what, reason, out)
         if what.startswith("deep"):
             assert "nested too deeply" in reason, reason
 

@@ -6,7 +6,9 @@ one set of facts (precheck), one decision (decision), one right-of-way.
 A request asks about lines of files (``edits``), about merging a ref (``merge``), or
 carries an agent harness's event as the hook read it (``harness``, ``event``). A harness
 is always answered, in its own format: an event it cannot read, or a failure of ours, is
-an allow that says why (a hook never blocks an agent because of a bug). The other
+an allow that says why (a hook never blocks an agent because of a bug). An allow is no
+objection, never an approval: each harness hears it as "no decision" and its own
+permission flow decides (agents/harnesses/base.py). The other
 requests raise FatalError for what they cannot answer (a directory, a path outside the
 worktree or inside git's own directory, a ref that names no commit): the front end says it.
 """
@@ -168,8 +170,13 @@ def _command(h: Harness, event: Json, cmd: Command, deny_on: str | None) -> Chec
         said = [_incoming(one, deny_on) for one in brought]
         order = {DENY: 0, ASK: 1, ALLOW: 2}
         worst = min(said, key=lambda x: order[x[0]])[0]
-        return _said(h, event, worst, "proximity: " + "\n".join(r for _, r, _ in said),
-                     tuple(c for _, _, cs in said for c in cs))
+        # an allow with a part it could not read says so, that part's reason first (the
+        # person sees the first line only): no objection must not read as "all checked"
+        unread = worst == ALLOW and any(not j for *_, j in said)
+        if unread:
+            said.sort(key=lambda x: x[3])
+        return _said(h, event, worst, "proximity: " + "\n".join(r for _, r, _, _ in said),
+                     tuple(c for _, _, cs, _ in said for c in cs), judged=not unread)
     # (shell.py reads a move from a Claude Code Bash event: every harness's command is
     # put in that shape)
     moved = shell.claude_moves({"tool_name": "Bash", "tool_input": {"command": cmd.command},
@@ -181,23 +188,23 @@ def _command(h: Harness, event: Json, cmd: Command, deny_on: str | None) -> Chec
 
 
 def _incoming(found: incoming.Found, deny_on: str | None
-              ) -> tuple[str, str, tuple[Conflict, ...]]:
-    """One command that brings work in: (decision, reason, evidence)."""
+              ) -> tuple[str, str, tuple[Conflict, ...], bool]:
+    """One command that brings work in: (decision, reason, evidence, judged)."""
     what = shown(found.text, 120)
     if isinstance(found, incoming.Unread):
-        return ALLOW, f"`{what}` not checked: {found.why}", ()
+        return ALLOW, f"`{what}` not checked: {found.why}", (), False
     try:
         plan = incoming_plan(found)
         if plan is None:
-            return ALLOW, f"`{what}` brings no other work in", ()
+            return ALLOW, f"`{what}` brings no other work in", (), True
         d = check_plan(found.cwd, plan, deny_on)
     except (NotARepository, UsageError) as e:
-        return ALLOW, f"`{what}` not checked ({e})", ()
+        return ALLOW, f"`{what}` not checked ({e})", (), False
     if d is None:
-        return ALLOW, f"{plan.what} changes nothing here", ()
+        return ALLOW, f"{plan.what} changes nothing here", (), True
     if d.decision == ALLOW:
-        return ALLOW, f"{plan.what} meets no sibling's work", d.conflicts
-    return d.decision, f"{plan.what} here: " + with_hunk(d), d.conflicts
+        return ALLOW, f"{plan.what} meets no sibling's work", d.conflicts, True
+    return d.decision, f"{plan.what} here: " + with_hunk(d), d.conflicts, True
 
 
 def _files(h: Harness, event: Json, ask: Edits, deny_on: str | None) -> CheckAnswer:
@@ -226,6 +233,9 @@ def _files(h: Harness, event: Json, ask: Edits, deny_on: str | None) -> CheckAns
         return _said(h, event, ALLOW, f"proximity: {why}", judged=not notes)
     order = {DENY: 0, ASK: 1, ALLOW: 2}
     d = min(decisions, key=lambda x: order[x.decision])
+    if d.decision == ALLOW and notes:  # what was not judged is said, first
+        return _said(h, event, ALLOW, "proximity: " + "; ".join(notes) + "\n" + with_hunk(d),
+                     d.conflicts, judged=False)
     more = "".join(f"\n{n}" for n in notes)
     return _said(h, event, d.decision, "proximity: " + with_hunk(d) + more, d.conflicts)
 

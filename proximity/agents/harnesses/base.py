@@ -3,6 +3,13 @@ is about to do: edit files, run a shell command, something else) and how to answ
 the harness's own format. The decision itself is never the adapter's: every harness gets
 the one answerer's (agents/answer.py).
 
+An answer only ever narrows what the agent may do: a deny, or an ask. "allow" means
+proximity has no objection, and a hook that said allow in its harness's terms would grant
+a permission the person did not (Claude Code's allow skips the person's prompt). So every
+adapter answers an allow with its harness's "no opinion" form, no decision field at all,
+and the harness's own permission flow decides; a call that could not be judged says why
+only where the harness shows text without deciding.
+
 Events are other programs' JSON, read as data: a field of the wrong type is a
 :class:`BadEvent` (the call is allowed, saying why), never a crash.
 """
@@ -53,7 +60,8 @@ Ask = Edits | Command | Other
 class Said:
     """The one answerer's answer, before a harness's format: ``summary`` is one line for
     the person (the reason's first line), ``judged`` False when the call could not be
-    judged (an unreadable event, an error of ours): allowed, saying why."""
+    judged, or not all of it (an unreadable event, a command it cannot read, an error of
+    ours): allowed, saying why."""
 
     decision: str  # allow | ask | deny
     reason: str
@@ -64,7 +72,8 @@ class Said:
 @dataclass(frozen=True)
 class Harness:
     """One agent harness: its name (``--hook NAME``), how it reads a pre-edit event
-    (``read(event, default cwd)``), how it answers (``reply(said, event)``), the files a
+    (``read(event, default cwd)``), how it answers (``reply(said, event)``: a deny or an
+    ask in the harness's terms, an allow as no decision at all), the files a
     post-edit event wrote (``edited``), and how it hands the agent its messages after an
     edit (``context``; None: the harness reads nothing back from that hook)."""
 

@@ -1,10 +1,16 @@
 """Claude Code: ``PreToolUse`` (Edit, MultiEdit, Write, NotebookEdit, Bash) answered with
-``hookSpecificOutput.permissionDecision`` allow / ask / deny; ``PostToolUse`` records the
+``hookSpecificOutput.permissionDecision`` ask / deny; ``PostToolUse`` records the
 worktree and hands the agent its messages as ``additionalContext``.
 
+Never ``allow``: Claude Code's allow skips the person's permission prompt ("allow skips
+the prompt but not deny or ask rules", its hooks reference), so in the default permission
+mode an edit or a command the person would have been asked about would run unasked because
+proximity had no objection. No objection is no decision — ``{}``, exit 0 — and Claude
+Code's own permission flow (its modes, rules and prompt) decides as if no hook had run.
+
 Claude Code shows ``permissionDecisionReason`` to the model, not to the person: an ask or a
-deny (and a call that could not be judged) also puts its one-line summary in
-``systemMessage``, which the person sees.
+deny also puts its one-line summary in ``systemMessage``, which the person sees; a call
+that could not be judged says so there alone, deciding nothing.
 """
 
 from __future__ import annotations
@@ -66,12 +72,12 @@ def read(event: Json, default: str) -> Ask:
 
 
 def reply(said: Said, event: Json) -> Reply:
-    out: Reply = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                         "permissionDecision": said.decision,
-                                         "permissionDecisionReason": said.reason}}
-    if said.decision != "allow" or not said.judged:
-        out["systemMessage"] = said.summary
-    return out
+    if said.decision == "allow":
+        return {} if said.judged else {"systemMessage": said.summary}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                   "permissionDecision": said.decision,
+                                   "permissionDecisionReason": said.reason},
+            "systemMessage": said.summary}
 
 
 def edited(event: Json, default: str) -> list[str]:

@@ -7,8 +7,9 @@ and added files included: agents/patches.py). Codex acts on a ``deny`` only: it 
 call on anything else, and reads ``ask`` as unsupported. So a deny is
 ``hookSpecificOutput.permissionDecision: deny`` with the reason; an ask is no decision, its
 reason handed to the model (``additionalContext``) and its summary to the person
-(``systemMessage``); an allow prints nothing to act on, unless it could not judge (then
-``systemMessage`` says why).
+(``systemMessage``); an allow is no decision, ``{}`` (never ``allow``, which would approve
+the call where Codex reads it), unless it could not judge (then ``systemMessage`` alone
+says why).
 """
 
 from __future__ import annotations

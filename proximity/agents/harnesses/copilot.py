@@ -1,6 +1,11 @@
 """GitHub Copilot CLI (and the Copilot SDK's ``onPreToolUse``): ``preToolUse`` in
-``.github/hooks/*.json`` answered with ``permissionDecision`` allow / ask / deny and
-``permissionDecisionReason`` (which the person sees); ``postToolUse`` records.
+``.github/hooks/*.json`` answered with ``permissionDecision`` ask / deny and
+``permissionDecisionReason``; ``postToolUse`` records.
+
+Never ``allow``, which approves the call: no objection is an object with no field, ``{}``
+("empty output uses default behavior", the CLI's hooks reference; the SDK's handler
+returns no fields), and Copilot's own permission flow decides. A call that could not be
+judged says why in ``additionalContext`` (the SDK's context field), deciding nothing.
 
 Two input shapes, chosen by how the hook is configured: ``preToolUse`` (camelCase:
 ``toolName``, and ``toolArgs`` as a JSON string) and ``PreToolUse`` (VS Code's: ``tool_name``,
@@ -107,6 +112,8 @@ def read(event: Json, default: str) -> Ask:
 
 
 def reply(said: Said, event: Json) -> Reply:
+    if said.decision == "allow":
+        return {} if said.judged else {"additionalContext": said.reason}
     return {"permissionDecision": said.decision, "permissionDecisionReason": said.reason}
 
 

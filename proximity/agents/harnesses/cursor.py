@@ -1,10 +1,13 @@
 """Cursor: ``.cursor/hooks.json`` — ``preToolUse`` (Write, StrReplace / Edit, Delete, Shell)
-and ``beforeShellExecution`` answered with ``permission`` plus ``user_message`` (to the
-person) and ``agent_message`` (to the model); ``afterFileEdit`` records.
+and ``beforeShellExecution`` answered with ``permission`` deny / ask plus ``user_message``
+(to the person) and ``agent_message`` (to the model); ``afterFileEdit`` records.
 
-``preToolUse`` takes allow or deny only: an ask there is an allow that says its reason to
-both; ``beforeShellExecution`` asks. Cursor can also run Claude Code's hooks (then
-``--hook claude`` answers them).
+Never ``permission: allow``: on ``beforeShellExecution`` it runs the command without the
+person's approval. No objection is no ``permission`` field, ``{}``, and Cursor's own
+approval flow decides (a call that could not be judged: the two messages alone).
+``preToolUse`` enforces deny only ("ask" is accepted but not enforced there), so an ask
+there is the two messages with no ``permission``; ``beforeShellExecution`` asks. Cursor
+can also run Claude Code's hooks (then ``--hook claude`` answers them).
 """
 
 from __future__ import annotations
@@ -80,12 +83,13 @@ def read(event: Json, default: str) -> Ask:
 
 
 def reply(said: Said, event: Json) -> Reply:
+    if said.decision == "allow" and said.judged:
+        return {}
+    said_to: Reply = {"agent_message": said.reason, "user_message": said.summary}
     shell = base.text(event, "hook_event_name") == "beforeShellExecution"
-    permission = said.decision if shell or said.decision != "ask" else "allow"
-    out: Reply = {"permission": permission, "agent_message": said.reason}
-    if said.decision != "allow" or not said.judged:
-        out["user_message"] = said.summary
-    return out
+    if said.decision == "deny" or (said.decision == "ask" and shell):
+        return {"permission": said.decision, **said_to}
+    return said_to
 
 
 def edited(event: Json, default: str) -> list[str]:

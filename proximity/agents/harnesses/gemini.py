@@ -1,8 +1,12 @@
 """Gemini CLI: ``BeforeTool`` (replace, write_file, run_shell_command) answered with
-``decision`` allow / deny and ``reason``; ``AfterTool`` records.
+``decision: deny`` and ``reason``; ``AfterTool`` records.
 
-Gemini CLI has no "ask": ask becomes allow plus a ``systemMessage`` to the person (it
-confirms file edits with the person itself); a deny says its summary there too.
+Its hooks reference documents ``decision`` as allow / deny only: an ask is no decision
+plus a ``systemMessage`` to the person (Gemini CLI confirms file edits with the person
+itself), and no objection is no decision at all, ``{}`` (a call that could not be judged:
+``systemMessage`` alone). Never ``allow``: it decides nothing today, but a hook's answer
+must not be a grant should Gemini CLI ever read it as one; a deny says its summary to the
+person too.
 """
 
 from __future__ import annotations
@@ -53,10 +57,8 @@ def read(event: Json, default: str) -> Ask:
 def reply(said: Said, event: Json) -> Reply:
     if said.decision == "deny":
         return {"decision": "deny", "reason": said.reason, "systemMessage": said.summary}
-    out: Reply = {"decision": "allow", "reason": said.reason}
-    if said.decision == "ask" or not said.judged:
-        out["systemMessage"] = said.summary
-    return out
+    return {"systemMessage": said.summary} if said.decision == "ask" or not said.judged \
+        else {}
 
 
 def edited(event: Json, default: str) -> list[str]:
