@@ -12,6 +12,7 @@ import pytest
 from conftest import git, lines
 
 from proximity.agents import decision, edits
+from proximity.agents.answer import CheckRequest, answer
 from proximity.agents.harnesses import claude
 from proximity.agents.harnesses.base import Edits
 from proximity.analysis import hunks
@@ -213,10 +214,11 @@ def test_claude_hook_multiedit_and_write(pair):
         {"old_string": "line 2\n", "new_string": "two\n"},
         {"old_string": "line 31\n", "new_string": "31\n"}]}))
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"  # 31 touches 30
-    # a Write of a new file nobody else has: allow
+    # a Write of a new file nobody else has: no objection, so no decision (Claude Code's
+    # own permission flow decides: an allow would skip the person's prompt)
     out = hook(a, "claude", event(a, "Write", {"file_path": str(a / "docs" / "new.md"),
                                                "content": "hello\n"}))
-    assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert out == {}
     # a Write over a file the sibling changed: the whole file, deny
     out = hook(a, "claude", event(a, "Write", {"file_path": str(a / "app.txt"),
                                                "content": "all new\n"}))
@@ -227,13 +229,13 @@ def test_a_write_is_judged_by_the_lines_it_changes(pair):
     sp, a, b = pair
     sp.write(b, "app.txt", APP.replace("line 30\n", "line 30 b\n"))
     path = str(a / "app.txt")
-    # the whole file written back with one line changed, far from b's work: allow
+    # the whole file written back with one line changed, far from b's work: no objection
     out = hook(a, "claude", event(a, "Write", {"file_path": path,
                                                "content": APP.replace("line 2\n", "two\n")}))
-    assert out["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    assert out == {}, out
     # the same file unchanged: nothing is edited
     out = hook(a, "claude", event(a, "Write", {"file_path": path, "content": APP}))
-    assert out["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    assert out == {}, out
     # one line changed where b works: deny, naming b's change
     out = hook(a, "claude", event(a, "Write", {"file_path": path,
                                                "content": APP.replace("line 30\n", "x\n")}))
@@ -242,22 +244,26 @@ def test_a_write_is_judged_by_the_lines_it_changes(pair):
 
 
 def test_claude_hook_fails_open(pair, tmp_path):
+    """What it cannot judge it lets through, saying why to the person (systemMessage) and
+    deciding nothing: Claude Code's own permission flow still asks what it would ask."""
     _sp, a, _ = pair
     out = hook(a, "claude", event(a, "Edit", {"nonsense": True}))
-    assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
-    assert "file_path is missing" in out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert set(out) == {"systemMessage"}, out  # no hookSpecificOutput: no decision
     assert out["systemMessage"].startswith("proximity: unreadable hook event")
+    assert "file_path is missing" in out["systemMessage"]
     proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", "claude"],
                           input="not json", capture_output=True, text=True, cwd=a, check=False)
     assert proc.returncode == 0
-    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    out = json.loads(proc.stdout)
+    assert set(out) == {"systemMessage"} and "unreadable" in out["systemMessage"], out
+    # a file outside any worktree, a command that edits nothing: no objection, no decision
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     out = hook(outside, "claude", event(outside, "Write", {"file_path": str(outside / "x"),
                                                            "content": ""}))
-    assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert out == {}
     out = hook(a, "claude", event(a, "Bash", {"command": "ls"}))
-    assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert out == {}
 
 
 def test_claude_post_tool_use_records_the_write_for_siblings(pair, capsys):
@@ -295,8 +301,11 @@ def test_gemini_hook_format(pair):
     out = hook(a, "gemini", ev)
     assert out["decision"] == "deny" and "'b'" in out["reason"]
     ev["tool_input"]["old_string"] = "line 14\n"
-    out = hook(a, "gemini", ev)
-    assert out["decision"] == "allow" and "systemMessage" in out  # ask: tell the user
+    out = hook(a, "gemini", ev)  # ask, which Gemini CLI's hooks cannot: tell the person
+    assert set(out) == {"systemMessage"}, out  # and decide nothing
+    assert out["systemMessage"].startswith("proximity: ASK: worktree 'b'"), out
+    ev["tool_input"]["old_string"] = "line 30\n"
+    assert hook(a, "gemini", ev) == {}  # no objection: no decision
 
 
 def test_lines_of_maps_old_string_to_lines():
@@ -457,20 +466,22 @@ def test_merging_a_branch_is_checked_before_anything_is_written(pair, capsys):
     # ref the shell would expand is not read (its text is never run)
     def bash(cmd: str) -> dict:  # type: ignore[type-arg]
         return hook(b, "claude", {"tool_name": "Bash", "cwd": str(b),
-                                  "tool_input": {"command": cmd}})["hookSpecificOutput"]
+                                  "tool_input": {"command": cmd}})
 
-    out = bash("git merge --no-ff release")
+    out = bash("git merge --no-ff release")["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny", out
     assert "merging 'release'" in out["permissionDecisionReason"] and "'a'" in \
         out["permissionDecisionReason"]
-    assert bash("git rebase later")["permissionDecision"] == "allow"
+    assert bash("git rebase later") == {}  # no objection: no decision
     for cmd in ("git merge --no-ff -m 'Merge release' release", "git -c a.b=c merge release",
                 "/usr/bin/git merge -X theirs release", "git merge -- release",
                 "git merge release; touch pwned"):
-        assert bash(cmd)["permissionDecision"] == "deny", cmd
-    for cmd in ("git status", "git merge --abort", "git merge $(touch pwned)",
-                "git merge " + "x" * 5000):
-        assert bash(cmd)["permissionDecision"] == "allow", cmd
+        assert bash(cmd)["hookSpecificOutput"]["permissionDecision"] == "deny", cmd
+    for cmd in ("git status", "git merge --abort"):
+        assert bash(cmd) == {}, cmd
+    for cmd in ("git merge $(touch pwned)", "git merge " + "x" * 5000):  # not read: said
+        out = bash(cmd)
+        assert set(out) == {"systemMessage"} and "not checked" in out["systemMessage"], out
     assert not (b / "pwned").exists()
 
 
@@ -570,9 +581,9 @@ def test_a_move_an_agent_is_about_to_make_is_checked_like_an_edit_of_the_whole_f
         assert got["hookSpecificOutput"]["permissionDecision"] == "deny", (cmd, got)
     # a file nobody else works on moves freely; a compound command is not read
     got = hook(a, "claude", event(a, "Bash", {"command": "git mv other.txt o2.txt"}))
-    assert got["hookSpecificOutput"]["permissionDecision"] == "allow", got
+    assert got == {}, got
     got = hook(a, "claude", event(a, "Bash", {"command": "mv app.txt x; echo done"}))
-    assert got["hookSpecificOutput"]["permissionDecision"] == "allow", got
+    assert got == {}, got
 
 
 def test_the_context_an_edit_carries_to_be_unique_is_not_an_edit(space):
@@ -622,18 +633,18 @@ def test_the_same_change_made_on_both_sides_is_not_a_conflict(pair):
     sp, a, b = pair
     sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 = 2.0\n"))
     path = str(a / "app.txt")
-    same = hook(a, "claude", event(a, "Edit", {"file_path": path, "old_string": "line 12\n",
-                                               "new_string": "line 12 = 2.0\n"}))
-    hso = same["hookSpecificOutput"]
-    assert hso["permissionDecision"] == "allow", hso
-    assert "same change" in hso["permissionDecisionReason"]
+    same = event(a, "Edit", {"file_path": path, "old_string": "line 12\n",
+                             "new_string": "line 12 = 2.0\n"})
+    assert hook(a, "claude", same) == {}  # no objection: no decision
+    why = answer(CheckRequest(str(a), harness="claude", event=json.dumps(same)))
+    assert why.decision == "allow" and "same change" in why.reason, why
     other = hook(a, "claude", event(a, "Edit", {"file_path": path, "old_string": "line 12\n",
                                                 "new_string": "line 12 = 3.0\n"}))
     assert other["hookSpecificOutput"]["permissionDecision"] == "deny", other
     # the same change as a Write of the whole file
     out = hook(a, "claude", event(a, "Write", {
         "file_path": path, "content": APP.replace("line 12\n", "line 12 = 2.0\n")}))
-    assert out["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    assert out == {}, out
     # the same change plus a change of the next line: git's merge conflicts there (the
     # line after theirs is changed on one side only, touching their change): denied
     out = hook(a, "claude", event(a, "Edit", {
@@ -742,12 +753,11 @@ def test_an_edit_whose_text_is_not_in_the_file_is_allowed_with_that_reason(pair)
             ("Edit", {"file_path": str(a / "missing.txt"), "old_string": "a\n",
                       "new_string": "b\n"})):
         out = hook(a, "claude", event(a, tool, ti))
-        hso = out["hookSpecificOutput"]
-        assert hso["permissionDecision"] == "allow", out
-        reason = hso["permissionDecisionReason"]
+        assert set(out) == {"systemMessage"}, out  # said to the person, deciding nothing
+        reason = out["systemMessage"]
+        assert reason.startswith("proximity: "), out
         assert "refused by the harness itself" in reason, reason
         assert "not in the file" in reason or "does not exist" in reason, reason
-        assert out["systemMessage"].startswith("proximity: "), out
     # the same edit with its text in place is judged as ever
     out = hook(a, "claude", event(a, "Edit", {"file_path": str(a / "app.txt"),
                                                "old_string": "line 12\n", "new_string": "x\n"}))

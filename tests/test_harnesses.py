@@ -150,6 +150,13 @@ def test_codex_patches_are_judged_by_the_lines_they_change(pair):
         "-line 31", "-no such line")
     out = run_hook(a, "codex", json.dumps(nowhere))
     assert said("codex", out)[0] == "allow" and "not in the file" in out["systemMessage"]
+    # beside an edit it judged (no objection), the part it did not judge is still said
+    both = json.loads(fixture("codex-apply-patch-elsewhere.json", a))
+    both["tool_input"]["command"] = both["tool_input"]["command"].replace(
+        "*** End Patch", "*** Update File: other.txt\n@@\n-no such line\n+x\n*** End Patch")
+    out = run_hook(a, "codex", json.dumps(both))
+    assert set(out) == {"systemMessage"}, out
+    assert "other.txt" in out["systemMessage"] and "not in the file" in out["systemMessage"]
     # the same patch sent through the shell (apply_patch <<'EOF') reads the same
     shelled = json.loads(fixture("codex-apply-patch.json", a))
     shelled["tool_name"], shelled["tool_input"]["command"] = "Bash", (

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git, lines
@@ -19,14 +20,22 @@ from proximity.agents import incoming
 APP = lines(40)
 
 
-def hook(where: Path, cmd: str) -> dict[str, str]:
+def reply(where: Path, cmd: str) -> dict[str, Any]:
+    """The Claude Code hook's answer to a Bash call of ``cmd``."""
     event = {"tool_name": "Bash", "cwd": str(where), "hook_event_name": "PreToolUse",
              "tool_input": {"command": cmd}}
     proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", "claude"],
                           input=json.dumps(event), capture_output=True, text=True, cwd=where,
                           check=False)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)["hookSpecificOutput"]  # type: ignore[no-any-return]
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def hook(where: Path, cmd: str) -> dict[str, str]:
+    """Its decision, where it makes one (ask or deny), with the reason."""
+    got = reply(where, cmd)
+    assert "hookSpecificOutput" in got, (cmd, got)
+    return got["hookSpecificOutput"]  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -62,7 +71,7 @@ def test_every_form_that_brings_work_in_is_judged_where_git_merge_is(airspace, t
     _sp, _a, b = airspace
     before = git(b, "status", "--porcelain").stdout, git(b, "rev-parse", "HEAD").stdout
     assert hook(b, "git merge release")["permissionDecision"] == "deny"
-    assert hook(b, "git merge later")["permissionDecision"] == "allow"
+    assert reply(b, "git merge later") == {}  # no objection: no decision at all
     git(b, "branch", "-q", "--set-upstream-to", "origin/release")
     forms = {  # the same work brought in: (release's form, later's form)
         "pull": ("git pull origin release", "git pull origin later"),
@@ -91,13 +100,13 @@ def test_every_form_that_brings_work_in_is_judged_where_git_merge_is(airspace, t
         got = hook(where, bad)
         assert got["permissionDecision"] == "deny", (name, got)
         assert "'a'" in got["permissionDecisionReason"], (name, got)
-        assert hook(where, good)["permissionDecision"] == "allow", name
+        assert reply(where, good) == {}, name
     # no ref named: the upstream (origin/release), then another upstream (origin/later)
     for cmd in ("git pull", "git pull --rebase", "git pull origin", "git merge"):
         assert hook(b, cmd)["permissionDecision"] == "deny", cmd
     git(b, "branch", "-q", "--set-upstream-to", "origin/later")
     for cmd in ("git pull", "git pull --rebase", "git pull origin", "git merge"):
-        assert hook(b, cmd)["permissionDecision"] == "allow", cmd
+        assert reply(b, cmd) == {}, cmd
     # several ways in on one line: the strictest answer, with each reason
     got = hook(b, "git merge later && git cherry-pick release")
     assert got["permissionDecision"] == "deny"
@@ -121,14 +130,18 @@ def test_a_command_it_cannot_read_is_allowed_with_the_reason(airspace):
         "git merge nosuchbranch": "names no commit",
     }
     for cmd, why in cases.items():
-        got = hook(b, cmd)
-        assert got["permissionDecision"] == "allow", (cmd, got)
-        assert why in got["permissionDecisionReason"], (cmd, got)
+        got = reply(b, cmd)  # said to the person, deciding nothing
+        assert set(got) == {"systemMessage"}, (cmd, got)
+        assert why in got["systemMessage"] and "not checked" in got["systemMessage"], got
+    # a line with a way in it judged (no objection) and one it cannot read: the person is
+    # told of the one not read (their one line), so no objection never reads as "checked"
+    got = reply(b, "git merge later && git merge $(echo release)")
+    assert set(got) == {"systemMessage"} and "shell expansion" in got["systemMessage"], got
     # and what brings nothing foreign is no merge: a branch switch, paths from the index
     for cmd in ("git checkout main", "git checkout -b new release", "git checkout -- app.txt",
                 "git restore app.txt", "git stash list", "git rebase --continue"):
         assert incoming.read(cmd, str(b)) == [], cmd
-    assert hook(b, "git checkout other.txt app.txt")["permissionDecision"] == "allow"
+    assert reply(b, "git checkout other.txt app.txt") == {}
 
 
 def test_a_line_with_several_ways_in_answers_the_strictest():

@@ -504,7 +504,8 @@ def test_two_installs_of_the_same_code_share_one_stamp(tmp_path):
 
 def test_the_service_answers_a_hostile_harness_event_allow_with_the_reason(space, services):
     """The pre-edit hook asked of the service: a harness event nested past any parser's
-    depth is answered by the service itself, allow with the reason, exit 0."""
+    depth is answered by the service itself, exit 0: let through with the reason told to
+    the person, and no decision (no allow either: the harness's own flow decides)."""
     _sp, a, _b, common = three(space, services)
     assert service_cmd.start(common)
     deep = '{"tool_name": "Edit", "tool_input": ' + '{"a": ' * 10_000 + "1" + "}" * 10_000 + "}"
@@ -514,9 +515,8 @@ def test_the_service_answers_a_hostile_harness_event_allow_with_the_reason(space
                               check=False, timeout=60)
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
-        reason = out["reason"] if name == "gemini" else \
-            out["hookSpecificOutput"]["permissionDecisionReason"]
-        assert "nested too deeply" in reason
+        assert set(out) == {"systemMessage"}, out
+        assert "nested too deeply" in out["systemMessage"]
     answered = client.request(common, {"op": "status"})["status"]["answered"]  # type: ignore[index]
     assert answered.get("check") == 2 and not answered.get("check_fallback"), answered
 
