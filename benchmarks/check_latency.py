@@ -132,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if name.startswith(("check", "hook")):
                     d = json.loads(out.stdout)
                     hso = d.get("hookSpecificOutput") or {}
+                    # a hook reply without a decision is no objection (proximity never
+                    # says allow to a harness); Codex's ask is context, not a decision
                     decisions[name] = d.get("decision") or hso.get(
                         "permissionDecision") or ("ask" if hso else "allow")
         st = json.loads(subprocess.run(status, cwd=wt, env=env, capture_output=True,

@@ -23,11 +23,12 @@ agent asks:
 * ``reservations``: denied while another live (not yet landed) participant changed the file;
 * ``none``: always allowed.
 
-Allow and ask edit (asks are counted); a deny steers the participant to another pending edit
-of its own, and when none is allowed it waits (a waiting step) until the holder named in the
-deny has landed, then rebases onto the new trunk. A commit's edits done, it commits through
-the real hooks (a person: several planned commits at once). All its commits made, it lands
-in finishing order, ``--land-from``:
+No objection (the hook's reply carries no decision: proximity only ever asks or denies,
+it never approves) and ask edit (asks are counted); a deny steers the participant to
+another pending edit of its own, and when none is allowed it waits (a waiting step) until
+the holder named in the deny has landed, then rebases onto the new trunk. A commit's edits
+done, it commits through the real hooks (a person: several planned commits at once). All
+its commits made, it lands in finishing order, ``--land-from``:
 
 * ``own``: from its own worktree: ``check --merge origin/main`` (proximity), fetch, rebase
   onto the trunk, push to the remote's ``main`` through the real pre-push guard;
@@ -223,13 +224,18 @@ class Swarm:
             return self.reserved(p, e)
         r = self.timed_check(["check", "--hook", "claude"], p.wt, json.dumps(event))
         try:
-            ans = json.loads(r.stdout)["hookSpecificOutput"]
-        except (ValueError, KeyError):
+            reply = json.loads(r.stdout)
+        except ValueError:
             return "allow", None  # the hook's own rule: a failure never blocks the agent
+        # proximity only asks or denies: a reply with no decision is no objection, and the
+        # agent goes ahead as Claude Code's own permission flow lets it
+        ans = reply.get("hookSpecificOutput") if isinstance(reply, dict) else None
+        if not isinstance(ans, dict) or "permissionDecision" not in ans:
+            return "allow", None
         reason = str(ans.get("permissionDecisionReason", ""))
         self.reason = reason[:600]
         m = HOLDER.search(reason)
-        return str(ans.get("permissionDecision", "allow")), m.group(1) if m else None
+        return str(ans["permissionDecision"]), m.group(1) if m else None
 
     def look(self, p: Participant, e: Edit, current: bytes | None,
              new: bytes | None) -> tuple[str, str | None]:
