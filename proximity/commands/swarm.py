@@ -2,8 +2,9 @@
 hooks and `proximity check`, and the recording is written as the timeline view.
 
 Each agent asks `proximity check` before each edit and obeys it: allow or ask, it edits
-(ask: warned, as a harness would proceed); deny, it takes its other plan, away from the
-contested lines. Its edit is then recorded the way a worktree records one: `git commit`
+(allow is the command's word for no objection, which a harness's hook hears as no decision
+at all; ask: warned, as a harness would proceed); deny, it takes its other plan, away from
+the contested lines. Its edit is then recorded the way a worktree records one: `git commit`
 (through the installed hooks) or `proximity snapshot`, then the pre-commit stage's scan
 (`proximity hook warn`), which samples every pair's risk and sends the messages. The order
 of steps is fixed, so every run records the same story.
