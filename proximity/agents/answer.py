@@ -137,12 +137,12 @@ def _harness(req: CheckRequest) -> CheckAnswer:
         if req.skip:
             return _said(h, event, ALLOW, "proximity: PROXIMITY_SKIP=1")
         return _judged(h, event, h.read(event, req.cwd), req.deny_on)
-    except BadEvent as e:
-        return _said(h, {}, ALLOW, f"proximity: unreadable hook event ({e}); allowing the "
-                     "edit", judged=False)
+    except BadEvent as e:  # (not "allowed": the harness's own permission flow decides)
+        return _said(h, {}, ALLOW, f"proximity: unreadable hook event ({e}); not checked",
+                     judged=False)
     except Exception as e:  # never block an agent because of our bug
         return _said(h, {}, ALLOW, f"proximity check failed ({type(e).__name__}: {e}); "
-                     "allowing the edit", judged=False)
+                     "not checked", judged=False)
 
 
 def _said(h: Harness, event: Json, verdict: str, reason: str,
