@@ -11,7 +11,7 @@ and the harness's own permission flow decides; a call that could not be judged s
 only where the harness shows text without deciding.
 
 Events are other programs' JSON, read as data: a field of the wrong type is a
-:class:`BadEvent` (the call is allowed, saying why), never a crash.
+:class:`BadEvent` (the call is let through, saying why), never a crash.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Said:
     """The one answerer's answer, before a harness's format: ``summary`` is one line for
     the person (the reason's first line), ``judged`` False when the call could not be
     judged, or not all of it (an unreadable event, a command it cannot read, an error of
-    ours): allowed, saying why."""
+    ours): let through, saying why."""
 
     decision: str  # allow | ask | deny
     reason: str
