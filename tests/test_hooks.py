@@ -255,7 +255,7 @@ def test_first_hook_in_a_large_repository_defers_the_graph_to_the_background(tmp
     import time
 
     from proximity.ledger import Ledger
-    from proximity.tcas import engine
+    from proximity.tcas import pairwise
 
     main, _ = make_repo(tmp_path)
     for i in range(30):
@@ -263,7 +263,7 @@ def test_first_hook_in_a_large_repository_defers_the_graph_to_the_background(tmp
     git(main, "add", "-A")
     git(main, "commit", "-qm", "modules")
     subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True)
-    monkeypatch.setattr(engine, "COLD_GRAPH_FILES", 10)  # "large" for this test
+    monkeypatch.setattr(pairwise, "COLD_GRAPH_FILES", 10)  # "large" for this test
     a = tmp_path / "wa"
     git(main, "worktree", "add", "-q", "-b", "a", str(a))
     (a / "m1.py").write_text("import m2\nX = 1\n")
