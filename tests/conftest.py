@@ -140,6 +140,18 @@ def two(space: Callable[[dict[str, str]], Space], files: dict[str, str]
     return sp, sp.wt("a"), sp.wt("b")
 
 
+# a process holding the ledger's write lock (argv: the database, seconds to hold it); it
+# prints "locked" once it holds it
+HOLD_LEDGER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+"""
+
+
 def stop(proc: subprocess.Popen[str]) -> None:
     """Kill a helper process a test started and close its output pipe."""
     proc.kill()

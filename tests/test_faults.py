@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, lines, stop
+from conftest import HOLD_LEDGER, git, init_repo, lines, stop
 
 from proximity import gitio
 
@@ -189,16 +189,6 @@ def test_install_records_the_absolute_interpreter(tmp_path):
 
 # -- a busy ledger --------------------------------------------------------------------
 
-HOLD = """
-import sqlite3, sys, time
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN EXCLUSIVE")
-print("locked", flush=True)
-time.sleep(float(sys.argv[2]))
-db.execute("COMMIT")
-"""
-
-
 def test_a_locked_ledger_costs_a_commit_about_two_seconds_and_loses_nothing(tmp_path):
     """A ledger another process holds for 20 s costs each hook its wait budget (about
     2 s), never the holder's 20 s: measured against the same commit unlocked, in the same
@@ -213,7 +203,7 @@ def test_a_locked_ledger_costs_a_commit_about_two_seconds_and_loses_nothing(tmp_
     assert commit(main, "free.txt", "unlocked\n").returncode == 0
     free = time.monotonic() - t0
     ledger = main / ".git" / "ecm" / "ledger.sqlite3"
-    holder = subprocess.Popen([PY, "-c", HOLD, str(ledger), "20"], stdout=subprocess.PIPE,
+    holder = subprocess.Popen([PY, "-c", HOLD_LEDGER, str(ledger), "20"], stdout=subprocess.PIPE,
                               text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
@@ -700,7 +690,7 @@ def test_a_locked_ledger_does_not_turn_the_guard_off(tmp_path):
     assert commit(a, "f.txt", BASE.replace("line 10\n", "line 10 by a\n")).returncode == 0
     assert commit(b, "f.txt", BASE.replace("line 10\n", "line 10 by b\n")).returncode == 0
     ledger = main / ".git" / "ecm" / "ledger.sqlite3"
-    holder = subprocess.Popen([PY, "-c", HOLD, str(ledger), "30"], stdout=subprocess.PIPE,
+    holder = subprocess.Popen([PY, "-c", HOLD_LEDGER, str(ledger), "30"], stdout=subprocess.PIPE,
                               text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
@@ -729,7 +719,7 @@ def test_events_queued_while_busy_are_all_replayed_once(tmp_path):
 
     ecm = tmp_path / "ecm"
     Ledger(str(ecm)).close()
-    holder = subprocess.Popen([PY, "-c", HOLD, str(ecm / "ledger.sqlite3"), "3"],
+    holder = subprocess.Popen([PY, "-c", HOLD_LEDGER, str(ecm / "ledger.sqlite3"), "3"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
     writers = [subprocess.Popen([PY, "-c", RECORD, str(ecm), f"w{n}"]) for n in range(6)]
@@ -964,7 +954,7 @@ def test_a_guard_that_cannot_judge_says_it_is_off_in_one_line(tmp_path, monkeypa
     import io
 
     from proximity.errors import LedgerError
-    from proximity.hooks import verdict
+    from proximity.hooks import gate
     from proximity.main import main as cli
 
     main, _ = hooked_repo(tmp_path)
@@ -973,7 +963,7 @@ def test_a_guard_that_cannot_judge_says_it_is_off_in_one_line(tmp_path, monkeypa
     def cannot(*_args: object, **_kw: object) -> None:
         raise LedgerError("the ledger x is read-only and nothing could be read from it")
 
-    monkeypatch.setattr(verdict, "judge", cannot)
+    monkeypatch.setattr(gate, "judge", cannot)
     monkeypatch.chdir(b)
     head = git(b, "rev-parse", "HEAD").stdout.strip()
     monkeypatch.setattr("sys.stdin", io.StringIO(

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING
 
 from proximity import knobs, ledger, thin
 from proximity.errors import FatalError
-from proximity.hooks import inputs, stash
-from proximity.hooks.inbox import inbox_lines
+from proximity.hooks import stages
 from proximity.hooks.inputs import STAGE as STAGE
 from proximity.hooks.inputs import ZERO as ZERO
 from proximity.hooks.inputs import blocked_exit as blocked_exit
@@ -30,7 +29,7 @@ from proximity.hooks.inputs import kind_of as _kind
 from proximity.hooks.inputs import pushed_refs as pushed_refs
 from proximity.hooks.inputs import read_stdin as _read_stdin
 from proximity.service import client
-from proximity.snapshot import journal, recorder, workspace
+from proximity.snapshot import recorder, workspace
 
 if TYPE_CHECKING:
     import argparse
@@ -40,75 +39,19 @@ def err(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-def deliver(ctx: workspace.Context, shown: set[int] | None = None) -> None:
-    """Print this worktree's undelivered messages, once."""
-    for line in inbox_lines(ctx, shown):
-        err(line)
-
-
 WAIT_BUDGET = 2.0  # seconds a hook may wait, in total, for a busy ledger
 
 
-def queued(ev: object) -> None:
-    for line in recorder.queued_note(ev):
-        err(line)
+def run_here(ctx: workspace.Context, name: str, kind: str, stdin: str | None = None,
+             service: bool = True, record: bool = True, rid: str | None = None) -> int:
+    """Run the stage: asked of the resident service when it can (``service=False``: the
+    thin client asked it already; ``record=False``: the service took this very event and
+    records it; ``rid``: the request id to record it under), else here, by the same stage
+    runner the service uses. 1 when it blocks.
 
-
-def snapshot(ctx: workspace.Context, kind: str, service: bool = True,
-             record: bool = True, rid: str | None = None) -> None:
-    """``service=False``: the thin client asked the service already; ``record=False``:
-    the service took this event (a request the client gave up on) and records it;
-    ``rid``: the request id to record it under."""
-    if service and record:
-        done, record, rid = _ask_service(ctx, "snapshot", kind, None)
-        if done is not None:
-            return
-    if not record:
-        deliver(ctx)
-        return
-    ev = recorder.record_here(ctx, kind, inputs.index_override(),
-                              unstash=stash.host_patch(os.environ), rid=rid)
-    if ev is not None:
-        journal.settle_pending(ctx.repo.common, rid)
-    queued(ev)
-    deliver(ctx)
-    if ev is not None and ctx.ledger is not None and ev.seq and ev.seq % recorder.GC_EVERY == 0:
-        live = {w.id for w in ctx.repo.worktrees() if not w.prunable}
-        ctx.ledger.gc(ctx.cfg.retain_events, live)
-
-
-def _ask_service(ctx: workspace.Context, stage: str, kind: str,
-                 pushed: list[tuple[str, str]] | None
-                 ) -> tuple[bool | None, bool, str | None]:
-    """The hook done by the resident service, asked as the thin client asks it (it knows
-    what changed: the work is proportional to the change), its lines printed: whether it
-    blocks, or None (absent, busy, a case it leaves: do the hook here; it is started for
-    next time); and whether this process records the event (False: the service began
-    recording it); and the request's id (the event's, whoever records it)."""
-    msg = thin.hook_request(stage, ctx.here, kind, pushed)
-    answer, record = client.hook(ctx.repo.common, msg)
-    if answer is None:
-        return None, record, msg.get("rid")
-    for line in answer["lines"]:
-        err(line)
-    return answer.get("block") is True, False, msg.get("rid")
-
-
-def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = None,
-          service: bool = True, record: bool = True, rid: str | None = None) -> int:
-    """Record, scan the pairs involving this worktree, fire triggers, print advisories.
-
-    The guard judges what is pushed, not the worktree it runs in: each pushed commit
-    stands in for this worktree against the live siblings; a push that carries no work
-    (deletion, tag, a commit the remote has) is never blocked. The resident service
-    answers when it can (``service=False``: the thin client asked it already); otherwise
-    the same judgement runs in process. ``stdin``: the pushed refs, when already read.
-    """
-    # lazy: judging loads the scan engine; the snapshot stages never judge
-    from proximity.hooks.verdict import judge, outcome
-    from proximity.tcas import pipeline
-
-    syncs = stage == "guard" and ctx.cfg.sync
+    The guard judges what is pushed, not the worktree it runs in (``stdin``: the pushed
+    refs, when already read); with sync on it syncs first and judges here."""
+    syncs = name == "guard" and ctx.cfg.sync
     if syncs:
         # lazy: only a pre-push with sync on talks to the remote
         from proximity.remote import sharing
@@ -117,23 +60,21 @@ def check(ctx: workspace.Context, stage: str, kind: str, stdin: str | None = Non
             sharing.sync(ctx, None)
         except FatalError as e:
             err(f"proximity: warning: sync skipped: {e}")
-    override = inputs.index_override() if stage == "warn" else None
     pushed = pushed_refs(stdin if stdin is not None else _read_stdin(), dict(os.environ)) \
-        if stage == "guard" else None
+        if name == "guard" else None
+    msg = thin.hook_request(name, ctx.here, kind, pushed)
+    if rid is not None:
+        msg["rid"] = rid
     if service and record and not syncs:  # (with sync on the service leaves the push here)
-        blocks, record, rid = _ask_service(ctx, stage, kind, pushed)
-        if blocks is not None:
-            return 1 if blocks else 0
-    verdict = judge(ctx, stage, kind, override, pushed, record=record,
-                    unstash=stash.host_patch(os.environ), rid=rid)
-    if record:
-        journal.settle_pending(ctx.repo.common, rid)
-    if verdict["graph_deferred"]:
-        pipeline.warm_up(ctx)
-    lines, block = outcome(ctx, stage, verdict, inputs.allowed())
-    for line in lines:
+        answer, record = client.hook(ctx.repo.common, msg)
+        if answer is not None:
+            for line in answer["lines"]:
+                err(line)
+            return 1 if answer.get("block") is True and name != "snapshot" else 0
+    done = stages.run_stage(ctx, stages.Stage.of(msg, record), stages.LiveAirspace(ctx))
+    for line in done.lines:
         err(line)
-    return 1 if block else 0
+    return 1 if done.block else 0
 
 
 def recording_off_line(stage: str, why: str) -> str:
@@ -190,12 +131,8 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
             if stage == "snapshot":
                 return 0
             record = False  # (judged here, in process: nothing is recorded)
-        if stage == "snapshot":
-            snapshot(ctx, kind, service, record, rid)
-            code = 0
-        else:
-            code = blocked_exit() if check(ctx, stage, kind, stdin, service, record, rid) \
-                else 0
+        code = blocked_exit() if run_here(ctx, stage, kind, stdin, service, record, rid) \
+            else 0
         # events a killed or stopped service took and never recorded
         recorder.replay_pending(ctx.repo.common)
         return code

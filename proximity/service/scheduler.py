@@ -267,9 +267,8 @@ class Scheduler(Cookies):
         if req is None:  # (posts: taken just now)
             return {"ok": True}
         if req["op"] == HOOK:
+            # (recorded: the stage runner settled the hook's pending note)
             answer: HookAnswer = self.air.hook(req, self._settled())
-            if "fallback" not in answer:  # recorded: the hook's pending note goes
-                journal.settle_pending(self.common, req.get("rid"))
             self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
             if req["kind"] == "pre-commit" and "fallback" not in answer:
                 note = self.post_note(req["agent"])

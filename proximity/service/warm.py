@@ -3,31 +3,28 @@
 when one rises).
 
 Owned by the service's one worker thread (scheduler.py). Re-snapshots only the worktrees
-that changed and judges with the very functions the in-process hook uses.
+that changed and runs each hook by the stage runner the in-process hook uses.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import time
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-
-    from proximity import gitio
-    from proximity.ledger import Event
-    from proximity.model import Agent, PairResult
-    from proximity.protocol import HookAnswer, HookRequest, ScanRequest
-    from proximity.snapshot.workspace import Context
-
 from proximity import gitio
-from proximity.hooks import inbox, verdict
+from proximity.hooks import stages
 from proximity.policy import load_policy
+from proximity.protocol import STAGES
 from proximity.service.snapshots import WarmSnapshots, own_index
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import actions, pipeline
 from proximity.views import report
+
+if TYPE_CHECKING:
+    from proximity.model import Agent, PairResult
+    from proximity.protocol import HookAnswer, HookRequest, ScanRequest
+    from proximity.snapshot.workspace import Context
 
 LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
 
@@ -167,51 +164,14 @@ class WarmAirspace(WarmSnapshots):
         self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
         self.scans += 1
 
-    def record(self, msg: HookRequest, files_settled: bool) -> Event | None:
-        """What the snapshot hook does, for it: record the worktree as one event (a
-        commit outside any rebase/merge with no file event pending reuses the tree)."""
-
-        here, kind, index = str(msg["agent"]), str(msg["kind"]), msg.get("index")
-        self.reload_policy(aged=False)
-        admin = next((wt.admin for wt in self._worktrees() if wt.id == here), "")
-        own = bool(index) and own_index(admin, str(index))
-        reuse = (kind == "commit" and (not index or own) and files_settled and bool(admin)
-                 and gitio.operation_in_progress(admin) is None)
-        agents, _ = self.agents_now(None if reuse else here, index,
-                                    same_files=here if reuse else None)
-        ctx = self.ctx_for(here)
-        agents = verdict.unstashed(ctx, agents, _unstash(msg))
-        me = next((a for a in agents if a.id == here), None)
-        if me is None or me.error or me.tree is None:
-            return None
-        ev = recorder.record(ctx, kind, recorder.Snap(me.id, me.path, me.branch, me.head,
-                                                      None, me.tree), msg.get("rid"))
-        if ev is not None and ctx.ledger is not None and ev.seq % recorder.GC_EVERY == 0:
-            ctx.ledger.gc(ctx.cfg.retain_events, set(self.paths))
-        return ev
-
-    def judge(self, msg: HookRequest) -> dict[str, Any]:
-        """The verdict of a pre-commit or pre-push hook (hooks/verdict.py), for hook."""
-        here = str(msg["agent"])
-        self.reload_policy(aged=False)
-        pushed = msg.get("pushed")
-        pushed_refs = [(str(r), str(s)) for r, s in pushed] if pushed is not None else None
-        return verdict.judge(self.ctx_for(here), str(msg["stage"]), str(msg["kind"]),
-                             msg.get("index"), pushed_refs,
-                             agents_of=lambda ix: self.agents_now(
-                                 here, ix, synced=msg.get("synced") is True),
-                             in_hook=False, unstash=_unstash(msg), rid=msg.get("rid"))
-
     def hook(self, msg: HookRequest, files_settled: bool) -> HookAnswer:
-        """Everything a hook does, for its one request (thin.hook_request): record
-        (snapshot stages) or judge (pre-commit, pre-push), take the inbox, decide the block
-        by the airspace policy; the stderr lines to print and whether it blocks. By the very
-        functions the in-process hook uses, so both print alike. ``fallback``: a case this
-        service leaves to the in-process hook (no ledger, sync on, an unknown worktree)."""
-
-        here, stage = str(msg["agent"]), str(msg.get("stage"))
+        """Everything a hook does, for its one request (thin.hook_request), by the stage
+        runner the in-process hook uses (hooks/stages.py) on the warm state: the stderr
+        lines to print and whether it blocks. ``fallback``: a case this service leaves to
+        the in-process hook (no ledger, sync on, an unknown worktree, nothing recorded)."""
+        here, stage = msg["agent"], msg.get("stage")
         self.reload_policy(aged=False)
-        if stage not in ("snapshot", "warn", "guard"):
+        if stage not in STAGES:
             return {"fallback": f"stage {stage!r}"}
         if self.ctx.ledger is None:
             return {"fallback": "no ledger"}
@@ -221,18 +181,15 @@ class WarmAirspace(WarmSnapshots):
             self.agents_now()
             if here not in self.paths:
                 return {"fallback": f"unknown worktree {here!r}"}
-        ctx = self.ctx_for(here)
+        later = msg.get("later") is True  # nobody waits for it: the messages stay
+        done = stages.run_stage(self.ctx_for(here), stages.Stage.of(msg, deliver=not later),
+                                _Requested(self, msg, files_settled))
+        if not done.recorded:
+            return {"fallback": "not recorded"}
+        if later:
+            return {"lines": [], "block": False}
         warned = [workspace.warning_line(w) for w in self.policy_warnings]
-        if stage == "snapshot":
-            ev = self.record(msg, files_settled)
-            if ev is None:
-                return {"fallback": "not recorded"}
-            if msg.get("later"):  # nobody waits for it: the messages stay for the next hook
-                return {"lines": [], "block": False}
-            return {"lines": warned + recorder.queued_note(ev) + inbox.inbox_lines(ctx),
-                    "block": False}
-        lines, block = verdict.outcome(ctx, stage, self.judge(msg), bool(msg.get("allow")))
-        return {"lines": warned + lines, "block": block}
+        return {"lines": warned + list(done.lines), "block": done.block}
 
     def scan(self, msg: ScanRequest) -> dict[str, Any]:
 
@@ -245,17 +202,37 @@ class WarmAirspace(WarmSnapshots):
         return report.scan_json(result)
 
 
-def _unstash(msg: HookRequest) -> str | None:
-    """The hook host's patch of stashed edits a hook names (stash.host_patch): an
-    absolute path to a regular file, else nothing (it is read by `git apply --cached`
-    into a temporary index, never run or written)."""
-    patch = msg.get("unstash")
-    if not isinstance(patch, str) or not os.path.isabs(patch):
-        return None
-    try:
-        return patch if stat.S_ISREG(os.stat(patch).st_mode) else None
-    except (OSError, ValueError):
-        return None
+class _Requested:
+    """The warm airspace as one hook request sees it (stages.Airspace): snapshots kept
+    warm, re-read where files changed; this worktree's reused when a commit changed no
+    file since."""
+
+    in_hook = False  # (the service builds the import graph itself; no hook waits)
+
+    def __init__(self, air: WarmAirspace, msg: HookRequest, files_settled: bool) -> None:
+        self.air, self.msg, self.files_settled = air, msg, files_settled
+
+    def this(self, stage: stages.Stage) -> recorder.Snap | None:
+        """This worktree's state for its snapshot hook (a commit outside any rebase/merge
+        with no file event pending reuses the tree)."""
+        air, here, index = self.air, self.msg["agent"], stage.index
+        admin = next((wt.admin for wt in air._worktrees() if wt.id == here), "")
+        own = bool(index) and own_index(admin, str(index))
+        reuse = (stage.kind == "commit" and (not index or own) and self.files_settled
+                 and bool(admin) and gitio.operation_in_progress(admin) is None)
+        agents, _ = air.agents_now(None if reuse else here, index,
+                                   same_files=here if reuse else None)
+        me = next((a for a in agents if a.id == here), None)
+        if me is None or me.error or me.tree is None:
+            return None
+        return recorder.Snap(me.id, me.path, me.branch, me.head, None, me.tree)
+
+    def agents(self, index: str | None) -> tuple[list[Agent], list[str]]:
+        return self.air.agents_now(self.msg["agent"], index,
+                                   synced=self.msg.get("synced") is True)
+
+    def live(self) -> set[str]:
+        return set(self.air.paths)
 
 
 MEMO_ENTRIES = 20_000  # kept pair results and resolvers before the memo starts again

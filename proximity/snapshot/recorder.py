@@ -48,15 +48,22 @@ def this_worktree(ctx: Context) -> gitio.WorktreeInfo:
 
 
 def snapshot_agent(ctx: Context, wt: gitio.WorktreeInfo, index_file: str | None = None,
-                   commit: bool = True, unstash: str | None = None) -> Snap:
+                   commit: bool = True) -> Snap:
     """This worktree's live state; ``commit=False`` skips the snapshot commit (the
-    post-* hooks record the tree; a scan makes the content-addressed commit when needed).
-    ``unstash``: the patch of unstaged edits the hook host holds out (stash.py)."""
+    post-* hooks record the tree; a scan makes the content-addressed commit when needed)."""
     tree = ctx.repo.snapshot_tree(wt, index_file)
-    if unstash:
-        tree = ctx.repo.tree_with_patch(tree, unstash, wt.path) or tree
     snap = ctx.repo.snapshot_commit(tree, wt.head) if commit else None
     return Snap(wt.id, wt.path, wt.branch, wt.head, snap, tree)
+
+
+def unstashed(ctx: Context, snap: Snap, patch: str | None) -> Snap:
+    """``snap`` (a state to record, without its snapshot commit) as its user has it: the
+    unstaged edits the hook host holds out while hooks run (``patch``, stash.py) put back
+    on the tree read from its files (that tree when the patch does not apply)."""
+    if not patch or not snap.tree:
+        return snap
+    tree = ctx.repo.tree_with_patch(snap.tree, patch, snap.path)
+    return snap._replace(tree=tree) if tree else snap
 
 
 def _brief_source(ctx: Context, head: str | None) -> str | None:
@@ -118,15 +125,19 @@ def record(ctx: Context, kind: str, agent: Snap, rid: str | None = None) -> Even
 
 
 def record_here(ctx: Context, kind: str, index_file: str | None = None,
-                commit: bool = False, unstash: str | None = None, rid: str | None = None
-                ) -> Event | None:
-    """Snapshot this worktree and record it as one event (what hooks and commands do). A
-    worktree git is still populating is not recorded (FatalError: said in one line)."""
+                commit: bool = False, rid: str | None = None) -> Event | None:
+    """Snapshot this worktree and record it as one event (what commands do)."""
+    return record(ctx, kind, snapshot_here(ctx, index_file, commit), rid)
+
+
+def snapshot_here(ctx: Context, index_file: str | None = None, commit: bool = False) -> Snap:
+    """This worktree's state (see snapshot_agent). A worktree git is still populating is
+    not recorded (FatalError: said in one line)."""
     wt = this_worktree(ctx)
     if wt.populating:
         raise FatalError("git is still populating this worktree (`git worktree add` in "
                          "progress): it is recorded once complete")
-    return record(ctx, kind, snapshot_agent(ctx, wt, index_file, commit, unstash), rid)
+    return snapshot_agent(ctx, wt, index_file, commit)
 
 
 PENDING_AGE = 10.0  # seconds after which a hook's pending event is nobody else's to record

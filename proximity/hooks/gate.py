@@ -1,0 +1,121 @@
+"""What the commit and push gates (pre-commit, pre-push) judge: record this worktree, scan
+its pairs (each pushed commit standing in for the worktree whose work it is), fire the
+triggers, and say who must yield to whom, as a :class:`Verdict`. The stage runner
+(stages.py) calls it for both hook paths, the in-process hook and the resident service;
+this module loads the scan engine, so the snapshot stages never import it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from proximity.analysis import hunks
+from proximity.hooks.pushed import pushed_state, whose_work
+from proximity.snapshot import recorder, workspace
+from proximity.tcas import actions, pipeline
+from proximity.views import report
+
+if TYPE_CHECKING:
+    from proximity.model import Agent, Scan
+
+# the live agents (and the retired ids) with this worktree read from the index given, if any
+AgentsOf = Callable[[str | None], tuple[list["Agent"], list[str]]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a hook's judging found. ``nothing``: the push carries no work to judge
+    (deletions, tags, commits the remote has); ``notes``: lines about recording (a busy
+    ledger queued the event); ``texts``: the advisories involving the judged worktree;
+    ``yielding``: that worktree (the pushing one, or the one whose work the push
+    carries); ``must_yield``: the worktrees it must yield to; ``posted``: ids of the
+    messages this judging sent this worktree (shown as advisories already);
+    ``graph_deferred``: the import graph is being built (its channel unknown this time);
+    ``unjudged``: (guard) the siblings whose state could not be read, as (id, branch,
+    why): pairs not judged, so the guard is off against them."""
+    nothing: bool = False
+    notes: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    yielding: str | None = None
+    must_yield: tuple[str, ...] = ()
+    posted: frozenset[int] = frozenset()
+    graph_deferred: bool = False
+    unjudged: tuple[tuple[str, str | None, str], ...] = ()
+
+
+def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
+          pushed: list[tuple[str, str]] | None, agents_of: AgentsOf,
+          in_hook: bool = True, record: bool = True, unstash: str | None = None,
+          rid: str | None = None) -> Verdict:
+    """Record this worktree, scan its pairs (each pushed commit standing in for it, or for
+    the worktree that has the pushed branch checked out), fire the triggers.
+    ``agents_of(override)``: the live agents, as the caller keeps them (the in-process
+    hook snapshots every worktree now; the service keeps them warm). ``record=False``:
+    judge without recording this worktree (someone else records this very event).
+    ``unstash``: the patch of unstaged edits the hook host holds out of this worktree
+    (stash.py)."""
+    agents, retired = agents_of(override)
+    agents = unstashed(ctx, agents, unstash)
+    me = next((a for a in agents if a.id == ctx.here), None)
+    notes: list[str] = []
+    if me is not None and me.error is None and record:
+        notes = recorder.queued_note(recorder.record(ctx, kind, recorder.Snap(
+            me.id, me.path, me.branch, me.head, me.snapshot, me.tree), rid))
+    # each run: (whose state the pushed commit stands for, the agents); a branch checked
+    # out in a worktree is that worktree's work, whoever pushes it
+    runs: list[tuple[str, list[Agent]]] = [(ctx.here, agents)]
+    if me is not None and pushed is not None:
+        runs = []
+        for ref, sha in pushed:
+            owner = whose_work(ctx, agents, me, ref, sha)
+            runs.append((owner.id, [pushed_state(ctx, owner, ref, sha) if a.id == owner.id
+                                    else a for a in agents]))
+        if not runs:
+            return Verdict(nothing=True, notes=tuple(notes))
+    results = [(who, pipeline.run_scan(ctx, focus=who, agents=run, retired=retired,
+                                      in_hook=in_hook, record=i == 0,
+                                      remote=stage == "guard"))
+               for i, (who, run) in enumerate(runs)]
+
+    def weight(run: tuple[str, Scan]) -> tuple[bool, float]:  # one that must yield decides
+        who, r = run
+        mine = r.involving(who)
+        return (any(p.advisory == "resolution" and p.yielding == who for p in mine),
+                max((p.risk for p in mine), default=0.0))
+
+    who, result = max(results, key=weight)
+    posted = actions.fire(ctx, result)
+    by_id = {a.id: a for a in result.agents}
+    texts, must_yield = [], []
+    for p in result.involving(who):
+        if p.advisory == "clear" and not p.escalated:
+            continue
+        other = by_id.get(p.b if p.a == who else p.a)
+        texts.append(report.advisory_text(p, who, by_id,
+                                          hunks.of_pair(ctx.repo, p, other)))
+        if p.advisory == "resolution" and p.yielding == who:
+            must_yield.append(p.b if p.a == who else p.a)
+    # a sibling whose state could not be read is a pair not judged: the guard is off
+    # against it, and says so (it would otherwise pass as clear)
+    unjudged = tuple((a.id, a.branch, a.error) for a in result.agents
+                     if a.error is not None and a.id != who and stage == "guard")
+    return Verdict(notes=tuple(notes), texts=tuple(texts), yielding=who,
+                   must_yield=tuple(must_yield),
+                   posted=frozenset(int(m["id"]) for m in posted
+                                    if m["recipient"] == ctx.here),
+                   graph_deferred=result.graph_deferred, unjudged=unjudged)
+
+
+def unstashed(ctx: workspace.Context, agents: list[Agent], patch: str | None) -> list[Agent]:
+    """The agents with this worktree as its user has it: the unstaged edits its hook host
+    holds out while hooks run (``patch``, stash.py) put back on the state read from its
+    files (that state as it is when the patch does not apply)."""
+    me = next((a for a in agents if a.id == ctx.here), None)
+    if not patch or me is None or me.error is not None or not me.tree:
+        return agents
+    tree = ctx.repo.tree_with_patch(me.tree, patch, me.path)
+    if not tree or tree == me.tree:
+        return agents
+    back = replace(me, tree=tree, snapshot=ctx.repo.snapshot_commit(tree, me.head))
+    return [back if a.id == ctx.here else a for a in agents]
