@@ -12,6 +12,7 @@ import os
 import sys
 
 from proximity import __version__, checkargs
+from proximity.hooks.inputs import HOOK_NAMES, HookCall, parse_hook
 
 TYPE_CHECKING = False  # (not typing's: a hook never imports typing)
 if TYPE_CHECKING:
@@ -20,9 +21,6 @@ if TYPE_CHECKING:
 
     from proximity.checkargs import CheckArgs
     from proximity.thin import Fallback
-
-HOOK_STAGES = ("snapshot", "warn", "guard", "post-checkout", "post-commit", "post-merge",
-               "post-rewrite", "pre-commit", "pre-push")
 
 
 def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -83,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p, json_flag=False)
 
     p = sub.add_parser("hook", help="entry point for git hooks")
-    p.add_argument("stage", choices=HOOK_STAGES)
+    p.add_argument("stage", choices=HOOK_NAMES)
     p.add_argument("args", nargs="*")
 
     p = sub.add_parser("intend", help="declare the files (and lines) this worktree will touch")
@@ -210,30 +208,26 @@ def _started_in(args: argparse.Namespace) -> None:
         raise UsageError(f"-C {where}: {e.strerror}") from None
 
 
-def _hook_args(argv: Sequence[str]) -> argparse.Namespace | None:
-    """`proximity hook STAGE ARGS…` runs on every commit: parsed without argparse."""
-    if len(argv) >= 2 and argv[0] == "hook" and argv[1] in HOOK_STAGES:
-        from types import SimpleNamespace
-
-        return SimpleNamespace(command="hook", stage=argv[1],  # type: ignore[return-value]
-                               args=list(argv[2:]))
-    return None
-
-
-def _thin(argv: list[str], check: CheckArgs | None) -> int | Fallback:
-    """A hook or `check` answered by the resident service (thin.py), before anything
-    heavy is imported: its exit code, or what the in-process path is told."""
+def _thin_hook(call: HookCall) -> int | HookCall:
+    """A hook answered by the resident service (thin.py), before anything heavy is
+    imported: its exit code, or the call handed to the in-process hook."""
     try:
-        # lazy: `proximity --help` and every hook start without the whole package
+        # lazy: every hook starts without the whole package
         from proximity import thin
-    except Exception:  # a damaged thin path: the in-process path still answers
-        from types import SimpleNamespace
+    except Exception:  # a damaged thin path: the in-process hook still answers
+        return call
+    return thin.ask_hook(call)
 
-        return SimpleNamespace(stdin=None, service=True, record=True,  # type: ignore[return-value]
-                               rid=None)
-    if check is not None:
-        return thin.check(check)
-    return thin.run_hook(argv[1:])
+
+def _thin_check(check: CheckArgs) -> int | Fallback | None:
+    """`check` answered by the resident service (thin.py), before anything heavy is
+    imported: its exit code, or what the in-process check is told (None: nothing)."""
+    try:
+        # lazy: `proximity --help` and every check start without the whole package
+        from proximity import thin
+    except Exception:  # a damaged thin path: the in-process check still answers
+        return None
+    return thin.check(check)
 
 
 def command(name: str) -> Callable[[argparse.Namespace], int]:
@@ -252,7 +246,7 @@ def command(name: str) -> Callable[[argparse.Namespace], int]:
         case "hook":
             # lazy: a hook's in-process path (only when the service did not answer)
             from proximity.commands import hook
-            return hook.run
+            return hook.run_parsed
         case "snapshot":
             # lazy: recording a worktree's state
             from proximity.commands import snapshot
@@ -316,35 +310,39 @@ def command(name: str) -> Callable[[argparse.Namespace], int]:
     raise ValueError(f"no command {name!r}")
 
 
-def main(argv: Sequence[str] | None = None, fallback: Fallback | None = None) -> int:
-    """``fallback``: the hook script's boot asked the service already (thin.run_hook)."""
+def main(argv: Sequence[str] | None = None, handed: HookCall | None = None) -> int:
+    """``handed``: the hook script's boot asked the service already (thin.run_hook)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _hook_args(argv)
+    call = parse_hook(argv[1:]) if argv[:1] == ["hook"] else None
     check = checkargs.parse(argv[1:]) if argv[:1] == ["check"] else None
-    if fallback is None and (args is not None or check is not None):
-        got = _thin(argv, check)
+    told: Fallback | None = None
+    if call is not None:
+        got = handed if handed is not None else _thin_hook(call)
         if isinstance(got, int):
             return got
-        fallback = got
-    if args is None and check is None:
-        args = build_parser().parse_args(argv)
+        call = got
+    elif check is not None:
+        asked = _thin_check(check)
+        if isinstance(asked, int):
+            return asked
+        told = asked
+    args = None if call is not None or check is not None else build_parser().parse_args(argv)
     # lazy: `proximity --help` and every hook start without the whole package
     from proximity.errors import FatalError
 
     try:
+        if call is not None:
+            # lazy: a hook's in-process path (only when the service did not answer)
+            from proximity.commands import hook
+
+            return hook.run(call)
         if check is not None:
             # lazy: the pre-edit answerer, only once the service did not answer
             from proximity.commands import check as check_command
 
-            return check_command.check(check, fallback.stdin if fallback else None)
+            return check_command.check(check, told.stdin if told else None)
         assert args is not None
         _started_in(args)
-        if args.command == "hook" and fallback is not None:
-            # lazy: a hook's in-process path (only when the service did not answer)
-            from proximity.commands import hook
-
-            return hook.run(args, fallback.stdin, fallback.service, fallback.record,
-                            fallback.rid)
         return int(command(args.command)(args))
     except FatalError as e:
         print(f"proximity: error: {e}", file=sys.stderr)

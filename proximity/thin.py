@@ -8,9 +8,10 @@ decide the block by the airspace policy — and the answer is printed as the in-
 would print it, with the same exit code.
 
 No service, a timeout, an odd answer or a case the service leaves alone (``fallback``):
-the caller runs the in-process path, told by :class:`Fallback` what was read already and
-whether the service may have recorded this very event (a request it began before the
-client gave up: see journal.claim), so nothing is recorded twice.
+the caller runs the in-process path, handed what was read already and whether the service
+may have recorded this very event (a request it began before the client gave up: see
+journal.claim), so nothing is recorded twice: for a hook, the inputs.HookCall it was
+called with, filled in; for `check`, a :class:`Fallback`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 
 from proximity import checkargs, gitfiles, knobs, layout
 from proximity.hooks import inputs, stash
-from proximity.protocol import CHECK, HOOK
+from proximity.protocol import CHECK, HOOK, STAGES
 from proximity.service import client
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
@@ -32,20 +33,15 @@ if TYPE_CHECKING:
 
 
 class Fallback:
-    """Run the in-process path. ``stdin``: what the hook read from its standard input
-    already; ``service``: it may still ask the service (False: this client did);
-    ``record``: it records the event (False: the service began recording it); ``rid``:
-    the request id the event is recorded under (the service's record of it, should one
-    come, is then the same event)."""
+    """Check in process. ``stdin``: the harness event read from standard input already."""
 
-    __slots__ = ("record", "rid", "service", "stdin")
+    __slots__ = ("stdin",)
 
-    def __init__(self, stdin: str | None = None, service: bool = True,
-                 record: bool = True, rid: str | None = None) -> None:
-        self.stdin, self.service, self.record, self.rid = stdin, service, record, rid
+    def __init__(self, stdin: str | None = None) -> None:
+        self.stdin = stdin
 
     def __repr__(self) -> str:
-        return f"Fallback(service={self.service}, record={self.record})"
+        return f"Fallback(stdin={self.stdin is not None})"
 
 
 SKIP_IN_SEQUENCE = ("post-commit", "post-checkout")
@@ -72,12 +68,17 @@ def skipped(stage: str) -> bool:
     return op is not None
 
 
-def run_hook(argv: list[str]) -> int | Fallback:
-    """`proximity hook STAGE ARGS…` (the hook script's boot and the console script):
-    skipped, answered by the service, or Fallback to the in-process hook."""
-    if skipped(argv[0]):
-        return 0
-    return hook(argv[0], argv[1:])
+def run_hook(argv: list[str]) -> int | inputs.HookCall | None:
+    """`proximity hook NAME ARGS…` (``argv``: NAME ARGS…, from the hook script's boot and
+    the console script): skipped, answered by the service (the exit code), or the call
+    handed to the in-process hook; None: NAME is no hook."""
+    call = inputs.parse_hook(argv)
+    return ask_hook(call) if call is not None else None
+
+
+def ask_hook(call: inputs.HookCall) -> int | inputs.HookCall:
+    """A parsed hook: skipped, answered by the service, or handed on (see run_hook)."""
+    return 0 if skipped(call.name) else hook(call)
 
 
 def where(start: str) -> tuple[str, str] | None:
@@ -96,33 +97,33 @@ def where(start: str) -> tuple[str, str] | None:
     return gitdir, common
 
 
-def hook(name: str, args: list[str]) -> int | Fallback:
-    """`proximity hook NAME ARGS…` through the service: the exit code, or Fallback."""
-    stage = inputs.stage_of(name)
-    stdin = inputs.read_stdin() if stage == "guard" else None
+def hook(call: inputs.HookCall) -> int | inputs.HookCall:
+    """A hook through the service: the exit code, or the call for the in-process hook."""
+    if call.stage == "guard":
+        call = call._replace(stdin=inputs.read_stdin())
     try:
-        return _hook(name, stage, args, stdin)
+        return _hook(call)
     except Exception:  # never break git: the in-process path decides
-        return Fallback(stdin)
+        return call
 
 
-def _hook(name: str, stage: str, args: list[str], stdin: str | None) -> int | Fallback:
-    if not client.enabled() or stage not in ("snapshot", "warn", "guard"):
-        return Fallback(stdin)
+def _hook(call: inputs.HookCall) -> int | inputs.HookCall:
+    stage = call.stage
+    if not client.enabled() or stage not in STAGES:
+        return call
     found = where(os.getcwd())
     if found is None:
-        return Fallback(stdin)
+        return call
     gitdir, common = found
-    pushed = inputs.pushed_refs(stdin, dict(os.environ)) if stage == "guard" else None
-    msg = hook_request(stage, gitfiles.agent_id(gitdir, common), inputs.kind_of(name, args),
-                       pushed)
+    pushed = inputs.pushed_refs(call.stdin, dict(os.environ)) if stage == "guard" else None
+    msg = hook_request(stage, gitfiles.agent_id(gitdir, common), call.kind(), pushed)
     head = gitfiles.head_commit(gitdir, common) if msg["kind"] == "commit" else None
     answer, record = client.hook(common, msg, head=head)
     if answer is None:
-        return Fallback(stdin, False, record, msg.get("rid"))
+        return call._replace(record=record, request=msg)
     for line in answer["lines"]:
         print(line, file=sys.stderr)
-    if name == "pre-commit" and os.environ.get("PROXIMITY_HOOK_SCRIPT") == "1":
+    if call.name == "pre-commit" and os.environ.get("PROXIMITY_HOOK_SCRIPT") == "1":
         leave_post_note(gitdir, answer.get("post"))
     return inputs.blocked_exit() if answer.get("block") is True else 0
 

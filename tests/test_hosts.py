@@ -102,7 +102,7 @@ def test_lefthook_without_proximity_on_path_warns_and_git_goes_on(tmp_path, monk
 
 def test_prek_post_merge_is_a_merge(tmp_path, monkeypatch):
     """prek marks a post-merge only for a squash; HEAD's reflog tells the rest."""
-    from proximity.commands.hook import _kind
+    from proximity.hooks.inputs import kind_of as _kind
 
     main, _ = make_repo(tmp_path)
     git(main, "switch", "-q", "-c", "side")

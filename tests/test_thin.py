@@ -311,9 +311,11 @@ def events_of(r: Repo, agent: str) -> list[str]:
         led.close()
 
 
-# the in-process hook as main runs it when the thin client did not ask (Fallback())
-IN_PROCESS = ("import sys\nfrom proximity.main import main\nfrom proximity.thin import "
-              "Fallback\nsys.exit(main(['hook', *sys.argv[1:]], Fallback()))")
+# the in-process hook as main runs it when the thin client did not ask (a call handed on
+# with no request)
+IN_PROCESS = ("import sys\nfrom proximity.main import main\nfrom proximity.hooks.inputs "
+              "import parse_hook\nsys.exit(main(['hook', *sys.argv[1:]], "
+              "parse_hook(sys.argv[1:])))")
 
 
 def test_the_in_process_hook_asks_the_service_the_same_one_request(pair_of_repos):

@@ -22,12 +22,7 @@ from typing import TYPE_CHECKING
 from proximity import knobs, ledger, thin
 from proximity.errors import FatalError
 from proximity.hooks import stages
-from proximity.hooks.inputs import STAGE as STAGE
-from proximity.hooks.inputs import ZERO as ZERO
-from proximity.hooks.inputs import blocked_exit as blocked_exit
-from proximity.hooks.inputs import kind_of as _kind
-from proximity.hooks.inputs import pushed_refs as pushed_refs
-from proximity.hooks.inputs import read_stdin as _read_stdin
+from proximity.hooks.inputs import HookCall, blocked_exit, pushed_refs, read_stdin
 from proximity.service import client
 from proximity.snapshot import recorder, workspace
 
@@ -42,16 +37,17 @@ def err(msg: str) -> None:
 WAIT_BUDGET = 2.0  # seconds a hook may wait, in total, for a busy ledger
 
 
-def run_here(ctx: workspace.Context, name: str, kind: str, stdin: str | None = None,
-             service: bool = True, record: bool = True, rid: str | None = None) -> int:
-    """Run the stage: asked of the resident service when it can (``service=False``: the
-    thin client asked it already; ``record=False``: the service took this very event and
-    records it; ``rid``: the request id to record it under), else here, by the same stage
-    runner the service uses. 1 when it blocks.
+def run_here(ctx: workspace.Context, call: HookCall, record: bool) -> int:
+    """Run the stage: asked of the resident service when the thin client did not ask it
+    already, else here, by the same stage runner the service uses; 1 when it blocks.
+    ``record=False``: this process records nothing (the service took this very event, or
+    the ledger is read-only).
 
-    The guard judges what is pushed, not the worktree it runs in (``stdin``: the pushed
-    refs, when already read); with sync on it syncs first and judges here."""
-    syncs = name == "guard" and ctx.cfg.sync
+    The guard judges what is pushed, not the worktree it runs in; with sync on it syncs
+    first and judges here. What the thin client asked is judged here alike, under the
+    same request id."""
+    stage = call.stage
+    syncs = stage == "guard" and ctx.cfg.sync
     if syncs:
         # lazy: only a pre-push with sync on talks to the remote
         from proximity.remote import sharing
@@ -60,17 +56,17 @@ def run_here(ctx: workspace.Context, name: str, kind: str, stdin: str | None = N
             sharing.sync(ctx, None)
         except FatalError as e:
             err(f"proximity: warning: sync skipped: {e}")
-    pushed = pushed_refs(stdin if stdin is not None else _read_stdin(), dict(os.environ)) \
-        if name == "guard" else None
-    msg = thin.hook_request(name, ctx.here, kind, pushed)
-    if rid is not None:
-        msg["rid"] = rid
-    if service and record and not syncs:  # (with sync on the service leaves the push here)
-        answer, record = client.hook(ctx.repo.common, msg)
-        if answer is not None:
-            for line in answer["lines"]:
-                err(line)
-            return 1 if answer.get("block") is True and name != "snapshot" else 0
+    msg = call.request
+    if msg is None:
+        pushed = pushed_refs(call.stdin if call.stdin is not None else read_stdin(),
+                             dict(os.environ)) if stage == "guard" else None
+        msg = thin.hook_request(stage, ctx.here, call.kind(), pushed)
+        if record and not syncs:  # (with sync on the service leaves the push here)
+            answer, record = client.hook(ctx.repo.common, msg)
+            if answer is not None:
+                for line in answer["lines"]:
+                    err(line)
+                return 1 if answer.get("block") is True and stage != "snapshot" else 0
     done = stages.run_stage(ctx, stages.Stage.of(msg, record), stages.LiveAirspace(ctx))
     for line in done.lines:
         err(line)
@@ -92,13 +88,15 @@ def off_line(stage: str, why: str) -> str:
             "`proximity doctor`), then push again")
 
 
-def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True,
-        record: bool = True, rid: str | None = None) -> int:
-    """The in-process hook. The thin client (thin.py) passes what it read and learnt:
-    ``stdin`` (pushed refs), ``service=False`` (it asked the service already) and
-    ``record=False`` (the service took this very event and records it)."""
-    stage = STAGE.get(args.stage, args.stage)
-    kind = _kind(args.stage, list(args.args))
+def run_parsed(args: argparse.Namespace) -> int:
+    """`proximity -C DIR hook NAME ARGS…` as the command line's parser read it (a global
+    option before the command): the in-process hook, asked of nobody yet."""
+    return run(HookCall(args.stage, tuple(args.args)))
+
+
+def run(call: HookCall) -> int:
+    """The in-process hook, handed what the thin client (thin.py) read and learnt."""
+    stage = call.stage
     if knobs.skip():
         return 0
     ledger.wait_budget(WAIT_BUDGET)
@@ -115,6 +113,7 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
             "skipped; git goes on)")
         return 0
     try:
+        record = call.record
         if ctx.ledger_error and stage == "guard":
             # the guard judges without the ledger (who yields is then decided without its
             # history): say what is off, not that the guard is
@@ -131,8 +130,7 @@ def run(args: argparse.Namespace, stdin: str | None = None, service: bool = True
             if stage == "snapshot":
                 return 0
             record = False  # (judged here, in process: nothing is recorded)
-        code = blocked_exit() if run_here(ctx, stage, kind, stdin, service, record, rid) \
-            else 0
+        code = blocked_exit() if run_here(ctx, call, record) else 0
         # events a killed or stopped service took and never recorded
         recorder.replay_pending(ctx.repo.common)
         return code

@@ -1,25 +1,77 @@
 """What a hook stage is and what it carries, from its arguments and environment alone.
 
-Standard library only: the hooks' thin client (thin.py) and the in-process hook
-(commands/hook.py, hooks/verdict.py) both read stages, event kinds, pushed refs and the
-block's exit code from here.
+Standard library only: the hooks' thin client (thin.py), the command line (main.py) and
+the in-process hook (commands/hook.py) all parse `proximity hook NAME ARGS…` and read
+stages, event kinds, pushed refs and the block's exit code from here; the thin client hands
+the in-process hook what it learnt as one :class:`HookCall`.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections import namedtuple
 
 from proximity import knobs
 
+TYPE_CHECKING = False  # (not typing's: the thin hook path imports this module)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import NamedTuple
+
+    from proximity.protocol import HookRequest
+
 STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "snapshot",
          "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
+# what `proximity hook NAME` accepts: a stage, or the git hook that runs it
+HOOK_NAMES = ("snapshot", "warn", "guard", *STAGE)
 ZERO = "0" * 40
 
 
 def stage_of(name: str) -> str:
     """snapshot, warn or guard for a git hook name (a stage name stays itself)."""
     return STAGE.get(name, name)
+
+
+if TYPE_CHECKING:
+    class _Call(NamedTuple):
+        name: str
+        args: tuple[str, ...]
+        stdin: str | None = None
+        record: bool = True
+        request: HookRequest | None = None
+else:  # the same fields, without importing typing on every hook
+    _Call = namedtuple("_Call", ("name", "args", "stdin", "record", "request"),
+                       defaults=(None, True, None))
+
+
+class HookCall(_Call):
+    """`proximity hook NAME ARGS…` as read (:func:`parse_hook`), and what the thin client
+    learnt asking the service, handed as one value to the in-process hook: ``stdin`` (the
+    pushed refs, read already), ``request`` (what it asked the service, which did not
+    answer: the in-process hook judges the same, under the same request id, and does not
+    ask again) and ``record`` (False: the service began recording this very event).
+    Immutable: a named tuple, since importing dataclasses would cost the thin path about
+    half its own start-up."""
+
+    __slots__ = ()
+
+    @property
+    def stage(self) -> str:
+        return stage_of(self.name)
+
+    def kind(self) -> str:
+        """The ledger event kind this hook records (see kind_of)."""
+        return kind_of(self.name, list(self.args))
+
+
+def parse_hook(argv: Sequence[str]) -> HookCall | None:
+    """``NAME ARGS…`` of `proximity hook` (what the hook script passes), parsed without
+    argparse: the thin path and the command line both read it here. None: NAME is no
+    hook (the command line's parser then says so)."""
+    if not argv or argv[0] not in HOOK_NAMES:
+        return None
+    return HookCall(argv[0], tuple(argv[1:]))
 
 
 def kind_of(stage: str, args: list[str]) -> str:
