@@ -71,7 +71,7 @@ class Hooks:
         msg = {"op": "hook", "stage": "snapshot", "agent": "main", "kind": "manual",
                "index": None, "rid": f"{self.n:024x}"}
         if self.air is not None:
-            self.air.dirty.add("main")
+            self.air.snapshots.dirty.add("main")
             answer = self.air.hook(msg, True)  # type: ignore[arg-type]
             assert "fallback" not in answer, answer
             return list(answer.get("lines") or [])

@@ -29,7 +29,7 @@ from proximity.protocol import (
     WORKER_OPS,
 )
 from proximity.service import client
-from proximity.service.scheduler import BUSY, Scheduler
+from proximity.service.scheduler import BUSY
 from proximity.service.state import Job
 from proximity.snapshot import workspace
 
@@ -44,6 +44,10 @@ if TYPE_CHECKING:
         ScanRequest,
         StatusAnswer,
     )
+    from proximity.service import fswatch
+    from proximity.service.cookies import Cookies
+    from proximity.service.scheduler import Scheduler
+    from proximity.service.state import ServiceState
 
 READ_TIMEOUT = 5.0
 
@@ -166,49 +170,57 @@ def check_request(msg: dict[str, Any]) -> CheckRequest | None:
     return req
 
 
-class Dispatch(Scheduler):
+class Dispatch:
     """One connection's requests, answered at once or handed to the worker."""
 
-    def _serve(self, conn: socket.socket) -> None:
+    def __init__(self, state: ServiceState, scheduler: Scheduler, watcher: fswatch.Watcher,
+                 cookies: Cookies) -> None:
+        self.state, self.scheduler, self.watcher, self.cookies = (state, scheduler, watcher,
+                                                                  cookies)
+
+    def serve(self, conn: socket.socket) -> None:
         with conn:
             try:
                 msg = _read_request(conn)
                 bad: Answer = {"ok": False, "error": "bad request"}
-                answer = self._answer(msg) if msg is not None else bad
+                answer = self.answer(msg) if msg is not None else bad
                 if answer is not None:
                     conn.settimeout(READ_TIMEOUT)
-                    reply = {"v": PROTOCOL, "code": self.code, **answer}
+                    reply = {"v": PROTOCOL, "code": self.state.code, **answer}
                     conn.sendall(client.marshal_reply(reply) if msg and msg.get("reply") ==
                                  MARSHAL else json.dumps(reply).encode() + b"\n")
             except OSError:
                 pass
 
-    def _answer(self, msg: dict[str, Any]) -> Answer | None:
-        self.requests += 1
-        self.last_active = time.monotonic()
+    def answer(self, msg: dict[str, Any]) -> Answer | None:
+        st, work = self.state, self.scheduler
+        st.requests += 1
+        st.last_active = time.monotonic()
         op = msg.get("op")
         if msg.get("v") != PROTOCOL:
             return {"ok": False, "error": f"protocol {msg.get('v')!r} not spoken (want "
                     f"{PROTOCOL})"}
         if op == PING:
-            ping: PingAnswer = {"ok": True, "pid": os.getpid(), "ready": self.air is not None}
+            ping: PingAnswer = {"ok": True, "pid": os.getpid(), "ready": work.air is not None}
             return ping
         if op == STATUS:
             status: StatusAnswer = {"ok": True, "status": self.status()}
             return status
         if op == SHUTDOWN:
-            self.stop.set()
+            st.stop.set()
             return {"ok": True}
-        if msg.get("code") is not None and msg.get("code") != self.code:
+        if msg.get("code") is not None and msg.get("code") != st.code:
             # a client of other code (an upgrade since this process started): this one
             # goes, the client judges in process, and its next hook starts the new code
-            self.stop.set()
-            return {"ok": False, "refused": True, "error": f"this service runs {self.code}, "
+            st.stop.set()
+            return {"ok": False, "refused": True, "error": f"this service runs {st.code}, "
                     f"the client {msg.get('code')}: exiting"}
         if op == TOUCHED:
-            if not agent_name(msg.get("agent")):
+            agent = msg.get("agent")
+            if not agent_name(agent):
                 return {"ok": False, "error": "malformed touched request"}
-            self.put(Job(TOUCHED, {"agent": msg.get("agent")}), 1)
+            assert isinstance(agent, str)
+            work.put(Job(TOUCHED, agent), 1)
             return {"ok": True}
         if op == CHECK:
             check = check_request(msg)
@@ -216,27 +228,28 @@ class Dispatch(Scheduler):
                 "ok": False, "error": "malformed check request"}
         if op not in WORKER_OPS:
             return {"ok": False, "error": f"unknown op {op!r}"}
-        self.last_request = time.monotonic()
-        req = hook_request(msg, self.common) if op == HOOK else scan_request(msg, self.common)
+        st.last_request = time.monotonic()
+        req = hook_request(msg, st.common) if op == HOOK else scan_request(msg, st.common)
         if req is None:
             return {"ok": False, "error": f"malformed {op} request"}
-        if (req["op"] == HOOK and req["stage"] == "snapshot" and self.air is not None
-                and req["agent"] in self.air.paths and self._inbox_empty(req["agent"])):
+        air = work.air
+        if (req["op"] == HOOK and req["stage"] == "snapshot" and air is not None
+                and req["agent"] in air.snapshots.paths and self._inbox_empty(req["agent"])):
             # a snapshot hook with nothing to print does not wait for its record: the
             # worker takes it in order, so the next verdict sees it
             later = req.copy()
             later["later"] = True
-            self.put(Job(HOOK, request=later), 0)
-            warned = [workspace.warning_line(w) for w in self.air.policy_warnings]
+            work.put(Job(HOOK, request=later), 0)
+            warned = [workspace.warning_line(w) for w in air.policy_warnings]
             queued: HookAnswer = {"ok": True, "lines": warned, "block": False,
                                   "queued": True}
             return queued
-        since = self.background_since
-        if req["op"] == HOOK and since is not None and self.last_request - since > BUSY:
+        since = work.background_since
+        if req["op"] == HOOK and since is not None and st.last_request - since > BUSY:
             # a long rescan (a new import graph after main moved): no hook waits on it
             return {"ok": False, "refused": True, "error": "busy"}
         job = Job(req["op"], request=req)
-        self.put(job, 0)
+        work.put(job, 0)
         budget = msg.get("budget")
         wait = float(budget) if isinstance(budget, (int, float)) else 30.0
         if not job.done.wait(max(0.0, min(wait, 600.0))):
@@ -246,7 +259,7 @@ class Dispatch(Scheduler):
 
     def _inbox_empty(self, agent: str) -> bool:
         """Whether the worktree has no undelivered message (read-only, on this thread)."""
-        return inbox.undelivered(layout.ecm_dir(self.common), agent) is False
+        return inbox.undelivered(layout.ecm_dir(self.state.common), agent) is False
 
     def _check(self, msg: CheckRequest) -> CheckAnswer:
         """`proximity check` (its CLI, a harness's pre-edit hook) on this connection's own
@@ -258,26 +271,27 @@ class Dispatch(Scheduler):
             answer = output.wire(answer_check(req), as_json)
         except Exception as e:  # the in-process check says the same error its own way
             answer = {"fallback": f"{type(e).__name__}: {e}"}
-        self.answered["check" if "fallback" not in answer else "check_fallback"] += 1
+        self.state.answered["check" if "fallback" not in answer else "check_fallback"] += 1
         answer["ok"] = True
         return answer
 
     def status(self) -> dict[str, Any]:
-        air = self.air
-        return {"pid": os.getpid(), "common": self.common,
-                "socket": layout.socket_path(self.common), "started": self.started,
-                "uptime": round(time.time() - self.started, 3), "idle_timeout": self.idle,
-                "ready": air is not None, "error": self.error or self.watcher.error,
-                "worktrees": sorted(air.paths) if air else [],
-                "watching": list(self.watcher.roots), "requests": self.requests,
-                "busy": self.working or not self.jobs.empty() or bool(self.pending),
-                "file_events": self.file_events, "scans": air.scans if air else 0,
+        st, air, watcher = self.state, self.scheduler.air, self.watcher
+        return {"pid": os.getpid(), "common": st.common,
+                "socket": layout.socket_path(st.common), "started": st.started,
+                "uptime": round(time.time() - st.started, 3), "idle_timeout": st.idle,
+                "ready": air is not None, "error": st.error or watcher.error,
+                "worktrees": sorted(air.snapshots.paths) if air else [],
+                "watching": list(watcher.roots), "requests": st.requests,
+                "busy": self.scheduler.busy(),
+                "file_events": st.file_events, "scans": air.scans if air else 0,
                 "messages_sent": air.fired if air else 0,
                 "last_scan_ms": round(air.last_scan_seconds * 1000, 1) if air else None,
-                "rss_kb": _rss_kb(), "code": self.code, "answered": dict(self.answered),
-                "git_calls": _git_calls(), "partial_snapshots": air.partials if air else 0,
-                "early_syncs": self.early_syncs, "turned_away": dict(self.turned_away),
-                "last_ms": dict(self.last_ms)}
+                "rss_kb": _rss_kb(), "code": st.code, "answered": dict(st.answered),
+                "git_calls": _git_calls(),
+                "partial_snapshots": air.snapshots.partials if air else 0,
+                "early_syncs": self.cookies.early_syncs,
+                "turned_away": dict(st.turned_away), "last_ms": dict(st.last_ms)}
 
 
 def _git_calls() -> dict[str, int]:

@@ -1,23 +1,28 @@
 """The service's one worker thread: hook requests first, then background rescans of the
-worktrees whose files changed, in quiet moments; what the watcher reported, read as jobs."""
+worktrees whose files changed, in quiet moments; what the watcher reported, read as jobs.
+The worker owns the warm airspace (``air``, once its baseline is done)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING
 
 from proximity.protocol import HOOK
 from proximity.service import fswatch
-from proximity.service.cookies import EARLY_COOKIE, Cookies, drop_old_notes
+from proximity.service.notes import PostNotes
 from proximity.service.state import Job
 from proximity.service.warm import WarmAirspace
 from proximity.snapshot import journal, recorder
 
 if TYPE_CHECKING:
     from proximity.protocol import Answer, HookAnswer, ScanAnswer
+    from proximity.service.cookies import Cookies
+    from proximity.service.state import ServiceState
 
 
 QUIET = 2.0  # seconds without a hook request before background rescans run
@@ -27,37 +32,59 @@ FILES_QUIET = 0.5  # seconds without a file event before they run (a commit foll
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
 
-class Scheduler(Cookies):
-    """The one worker thread: requests first, background rescans in quiet moments."""
+class Scheduler:
+    """The one worker thread: requests first, background rescans in quiet moments. What
+    the watcher thread hands it (pending paths, post-commit notes) is kept under the
+    state's lock."""
 
-    def _on_files(self, paths: set[str]) -> None:
+    def __init__(self, state: ServiceState, watcher: fswatch.Watcher,
+                 cookies: Cookies) -> None:
+        self.state, self.watcher, self.cookies = state, watcher, cookies
+        self.air: WarmAirspace | None = None  # the warm airspace, once its baseline is done
+        self.jobs: queue.PriorityQueue[tuple[int, int, Job]] = queue.PriorityQueue()
+        self.seq = itertools.count()
+        self.request_ready = threading.Event()
+        self.pending: set[str] = set()  # paths the watcher reported, not read yet
+        self.notes = PostNotes(state, self.put)
+        self.working = False
+        self.background_since: float | None = None  # when the running background job began
+        self.rewatched = 0
+        self.rewatch_seen = 1  # the first watch is the baseline's
+
+    def put(self, job: Job, priority: int) -> None:
+        self.jobs.put((priority, next(self.seq), job))
+        if priority == 0:
+            self.request_ready.set()  # a worker waiting for a quiet moment takes it now
+
+    def busy(self) -> bool:
+        return self.working or not self.jobs.empty() or bool(self.pending)
+
+    # -- the watcher's thread -----------------------------------------------------------
+    def on_files(self, paths: set[str]) -> None:
         """Watcher thread: hand the batch to the worker (which asks git about ignores);
         then release the sync cookies it carries (everything before them is pending)."""
+        st = self.state
         cookies = {p for p in paths if fswatch.COOKIE in p}
         paths = paths - cookies
-        self.last_active = time.monotonic()
+        st.last_active = time.monotonic()
         if paths:
-            self.last_file_event = self.last_active
-        self.file_events += len(paths)
-        with self.pending_lock:
+            st.last_file_event = st.last_active
+        st.file_events += len(paths)
+        with st.lock:
             first = not self.pending and bool(paths)
             self.pending |= paths
             for p in cookies:
-                name = os.path.basename(p)
-                ev = self.cookies.get(name)
-                if ev is not None:
-                    ev.set()
-                elif EARLY_COOKIE.fullmatch(name):
-                    self._early(name, p)
+                self.cookies.seen(os.path.basename(p), p)
         # a post-commit note only now: the batch's file changes are pending first, so
         # the commit it records is not taken from a warm state they have made stale (a
         # host that put unstaged edits back just before git ran the post-commit hook)
-        for p in cookies:
-            self._posted(p)
+        if self.air is not None:  # (the worker takes the notes it finds when it is ready)
+            for p in cookies:
+                self.notes.seen(p)
         if first:
             self.put(Job("files"), 2)
 
-    def _on_watching(self) -> None:
+    def on_watching(self) -> None:
         """Watcher thread: new roots are watched; what changed while they were not is
         found by re-reading every worktree once (not on the first start: the baseline
         reads them after the watches are in place)."""
@@ -65,12 +92,14 @@ class Scheduler(Cookies):
         if self.rewatched > 1:
             self.put(Job("rewatch"), 1)
 
+    # -- the worker's thread ------------------------------------------------------------
     def _files(self) -> set[str]:
         """The worktrees the pending file events concern (ignored paths left out)."""
         assert self.air is not None
-        with self.pending_lock:
+        snaps = self.air.snapshots
+        with self.state.lock:
             paths, self.pending = self.pending, set()
-        roots = self.air.watch_roots()
+        roots = snaps.watch_roots()
         by_wt: dict[str, list[str]] = {}
         for p in paths:
             wid = fswatch.owner(p, roots)
@@ -78,8 +107,8 @@ class Scheduler(Cookies):
                 by_wt.setdefault(wid, []).append(os.path.relpath(p, roots[wid]))
         ids = set()
         for wid, rels in by_wt.items():
-            self.air.note_files(wid, rels)
-            if self.air.in_snapshot(wid, rels):
+            snaps.note_files(wid, rels)
+            if snaps.in_snapshot(wid, rels):
                 ids.add(wid)  # a file its state holds: no need to ask git about ignores
                 continue
             try:
@@ -90,65 +119,72 @@ class Scheduler(Cookies):
                 ids.add(wid)
         return ids
 
-    def _work(self) -> None:
+    def _start(self) -> dict[str, str] | None:
+        """Warm the airspace (snapshots, caches, the import graph) with the watches in
+        place, and take what a killed service left unrecorded: its post-commit notes, its
+        hooks' pending events. The roots the watcher was started on; None: it could not
+        start (the service stops)."""
+        st = self.state
         try:
-            air = WarmAirspace(self.common)
-            air.agents_now()  # learns the worktrees (their paths are the roots)
-            started = air.watch_roots()
+            air = WarmAirspace(st.common)
+            air.snapshots.agents_now()  # learns the worktrees (their paths are the roots)
+            started = air.snapshots.watch_roots()
             self.watcher.start([*started.values()])
             self.watcher.watching.wait(10.0)
-            air.dirty |= set(air.paths)
+            air.snapshots.dirty |= set(air.snapshots.paths)
             air.baseline()
-            # what a killed service left unrecorded: its post-commit notes, its hooks'
-            # pending events
-            posts = drop_old_notes(self.common)
-            recorder.replay_pending(self.common)
+            self.notes.found()
+            recorder.replay_pending(st.common)
             self.air = air
-            if posts:
-                with self.pending_lock:
-                    self.posts[:0] = posts
-                self.put(Job("posts"), 0)
+            return started
         except Exception as e:
-            self.error = f"{type(e).__name__}: {e}"
-            print(f"proximity service: cannot start: {self.error}", file=sys.stderr)
+            st.error = f"{type(e).__name__}: {e}"
+            print(f"proximity service: cannot start: {st.error}", file=sys.stderr)
             if os.environ.get("PROXIMITY_DEBUG"):
                 import traceback
 
                 traceback.print_exc()
-            self.stop.set()
+            st.stop.set()
+            return None
+
+    def work(self) -> None:
+        """The worker thread: requests first, background rescans in quiet moments."""
+        st = self.state
+        started = self._start()
+        if started is None or self.air is None:
             return
         # the roots the watcher was started on: a worktree the baseline (or any job) found
         # since is watched from the next turn of this loop
         roots_seen = started
         replayed = time.monotonic()
-        while not self.stop.is_set():
-            roots = self.air.watch_roots()
+        while not st.stop.is_set():
+            roots = self.air.snapshots.watch_roots()
             if roots != roots_seen:
                 roots_seen = roots
                 self.watcher.set_roots(fswatch.top_roots(roots.values()))
             try:
                 prio, seq, job = self.jobs.get(timeout=0.5)
             except queue.Empty:
-                if self.early_seen:
-                    with self.pending_lock:
-                        self._prune_early()
+                if self.cookies.early_seen:
+                    with st.lock:
+                        self.cookies.prune_early()
                 if time.monotonic() - replayed > recorder.PENDING_AGE:
                     replayed = time.monotonic()
-                    recorder.replay_pending(self.common)
+                    recorder.replay_pending(st.common)
                 continue
             if job.op == "quit":
                 break
             if job.abandoned:
                 continue
             rid = job.request.get("rid") if job.request is not None else None
-            if prio == 0 and rid is not None and not journal.claim(self.common, rid):
+            if prio == 0 and rid is not None and not journal.claim(st.common, rid):
                 # the client gave up waiting and does this job in process
                 job.answer = {"ok": True, "fallback": "taken by the client"}
                 job.done.set()
                 continue
             now = time.monotonic()
-            if prio > 0 and (now - self.last_request < QUIET
-                             or now - self.last_file_event < FILES_QUIET):
+            if prio > 0 and (now - st.last_request < QUIET
+                             or now - st.last_file_event < FILES_QUIET):
                 # hooks are running (a rebase, a switch), or files are being saved (a
                 # commit may follow at once): hooks never queue behind background
                 # rescans; those wait for a quiet moment, merged into one
@@ -156,65 +192,56 @@ class Scheduler(Cookies):
                 if self.request_ready.wait(0.02):  # a hook's request came: at once
                     self.request_ready.clear()
                 continue
-            self.working = True
-            self.background_since = time.monotonic() if prio > 0 else None
-            try:
-                t0 = time.perf_counter()
-                job.answer = self._background(job) if prio > 0 else self._do(job)
-                stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
-                    else ""
-                what = f"{job.op}:{stage}" if prio == 0 else "background"
-                self.last_ms[what] = round((time.perf_counter() - t0) * 1000, 1)
-            except Exception as e:  # one bad request never takes the service down
-                job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-                if os.environ.get("PROXIMITY_DEBUG"):
-                    import traceback
-
-                    traceback.print_exc()
-            self.working = False
-            self.background_since = None
-            job.done.set()
+            self._run(prio, job)
             if prio == 0 and self.air.policy_stale():
                 self.put(Job("policy"), 1)  # read again after the hooks (reload_policy)
-        self._take_left_notes()
+        self.notes.stopping(self.air, self.settled)
+
+    def _run(self, prio: int, job: Job) -> None:
+        """One job (a request, or every queued background job at once), timed; its
+        answer set and its waiter woken."""
+        self.working = True
+        self.background_since = time.monotonic() if prio > 0 else None
+        try:
+            t0 = time.perf_counter()
+            job.answer = self._background(job) if prio > 0 else self._do(job)
+            stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
+                else ""
+            what = f"{job.op}:{stage}" if prio == 0 else "background"
+            self.state.last_ms[what] = round((time.perf_counter() - t0) * 1000, 1)
+        except Exception as e:  # one bad request never takes the service down
+            job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            if os.environ.get("PROXIMITY_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
+        self.working = False
+        self.background_since = None
+        job.done.set()
 
     def _watch_gaps(self) -> None:
         """Worker thread: after the watcher restarted (new roots, an error), what changed
         meanwhile is unknown: no snapshot may start from the paths it reported."""
         assert self.air is not None
+        snaps = self.air.snapshots
         if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \
                 or self.watcher.error:
             self.rewatch_seen = self.rewatched
-            self.air.forget_files()
-            self.air.dirty |= set(self.air.paths)  # and no kept state is known current
+            snaps.forget_files()
+            snaps.dirty |= set(snaps.paths)  # and no kept state is known current
         # a worktree no watch covers yet (found since the watcher started: its roots are
         # set at the next turn) says nothing when it changes: it is read again (else a
         # worktree added while the service started was never watched, and a commit there
         # was judged on the state it had when added)
-        for wid, path in self.air.paths.items():
+        for wid, path in snaps.paths.items():
             if not fswatch.covered(path, self.watcher.active):
-                self.air.dirty.add(wid)
-
-    def _take_left_notes(self) -> None:
-        """Stopping: the commits that post-commit notes told of (queued, or on disk and not
-        yet seen by the watcher) are recorded before the service goes. A note is durable
-        (the next hook would record it), but a stopped service writes what it holds: one
-        who counts the ledger after `service stop` finds every commit."""
-        if self.air is None:
-            return
-        left = drop_old_notes(self.common)
-        with self.pending_lock:
-            self.posts += [n for n in left if n not in self.posts]
-        try:
-            self._take_posts()
-        except Exception as e:  # the notes stay on disk for the next taker
-            print(f"proximity service: commits left for the next hook: {e}",
-                  file=sys.stderr)
+                snaps.dirty.add(wid)
 
     def _background(self, first: Job) -> Answer:
         """Every queued background job at once: re-snapshot what changed, rescan the
         pairs of the worktrees concerned, send the messages of rising advisories."""
         assert self.air is not None
+        snaps = self.air.snapshots
         self._watch_gaps()
         jobs, keep = [first], []
         while True:
@@ -229,19 +256,18 @@ class Scheduler(Cookies):
         dirty: set[str] = set()
         rescan: set[str] = set()
         for job in jobs:
-            agent = str(job.msg.get("agent") or "")
             if job.op == "files":
                 dirty |= self._files()
-            elif job.op == "touched" and agent:
-                dirty.add(agent)
-            elif job.op == "rescan" and agent:
-                rescan.add(agent)
+            elif job.op == "touched" and job.agent:
+                dirty.add(job.agent)
+            elif job.op == "rescan" and job.agent:
+                rescan.add(job.agent)
             elif job.op == "policy":
                 self.air.reload_policy()
             elif job.op == "rewatch":
-                dirty |= set(self.air.paths)
-                self.air.forget_files()
-        self.air.dirty |= dirty
+                dirty |= set(snaps.paths)
+                snaps.forget_files()
+        snaps.dirty |= dirty
         self.air.changed(dirty | rescan, dirty=False)
         for job in jobs[1:]:
             job.done.set()
@@ -249,35 +275,43 @@ class Scheduler(Cookies):
 
     def _do(self, job: Job) -> Answer:
         assert self.air is not None
+        snaps = self.air.snapshots
         req = job.request
         # a verdict may trust the warm state of a worktree only once every change made
         # before this request has been reported (then no pending event names it)
         if not self.watcher.watching.is_set() or self.watcher.error:
             # no watcher (too many directories for inotify, a vanished root): nothing
             # tells which worktree changed, so every one is read again
-            self.air.dirty |= set(self.air.paths)
+            snaps.dirty |= set(snaps.paths)
         self._watch_gaps()
         if req is not None and req["op"] == HOOK:
-            req["synced"] = req["stage"] != "snapshot" and self.sync(early=req.get("cookie"))
+            req["synced"] = req["stage"] != "snapshot" and self.cookies.sync(
+                snaps.watch_roots(), early=req.get("cookie"))
         # siblings' saves the watcher reported but no rescan has taken yet: read now
         for wid in self._files():
-            self.air.dirty.add(wid)
-            self.put(Job("rescan", {"agent": wid}), 1)  # their messages, later
-        self._take_posts()
+            snaps.dirty.add(wid)
+            self.put(Job("rescan", wid), 1)  # their messages, later
+        self.notes.take(self.air, self.settled)
         if req is None:  # (posts: taken just now)
             return {"ok": True}
         if req["op"] == HOOK:
-            # (recorded: the stage runner settled the hook's pending note)
-            answer: HookAnswer = self.air.hook(req, self._settled())
-            self.answered["hook" if "fallback" not in answer else "hook_fallback"] += 1
-            if req["kind"] == "pre-commit" and "fallback" not in answer:
-                note = self.post_note(req["agent"])
+            answer: HookAnswer = self.air.hook(req, self.settled())
+            fell = "fallback" in answer  # (recorded: the stage runner settled its note)
+            self.state.answered["hook" if not fell else "hook_fallback"] += 1
+            if req["kind"] == "pre-commit" and not fell:
+                note = self.cookies.post_note(snaps.watch_roots(), req["agent"])
                 if note is not None:
                     answer["post"] = note
-            if req["stage"] == "snapshot" and "fallback" not in answer:
+            if req["stage"] == "snapshot" and not fell:
                 # then its pairs, and any rise's messages
-                self.put(Job("rescan", {"agent": req["agent"]}), 1)
+                self.put(Job("rescan", req["agent"]), 1)
             answer["ok"] = True
             return answer
         scan: ScanAnswer = {"ok": True, "scan": self.air.scan(req)}
         return scan
+
+    def settled(self) -> bool:
+        """No file event waits to be read, and the watcher is sound."""
+        with self.state.lock:
+            settled = not self.pending
+        return settled and self.watcher.watching.is_set() and not self.watcher.error

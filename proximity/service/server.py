@@ -25,14 +25,19 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proximity import gitio, knobs, layout, owned
 from proximity.protocol import TURNED_AWAY
 from proximity.service import client, fswatch, stamp
+from proximity.service.cookies import Cookies
 from proximity.service.dispatch import READ_TIMEOUT, Dispatch
-from proximity.service.state import Job
+from proximity.service.scheduler import Scheduler
+from proximity.service.state import Job, ServiceState
 from proximity.snapshot import journal
+
+if TYPE_CHECKING:
+    from proximity.service.warm import WarmAirspace
 
 IDLE_SECONDS = 900.0  # PROXIMITY_SERVICE_IDLE overrides
 # connections served at once: each may hold a request of up to MAX_MESSAGE bytes for up
@@ -137,9 +142,9 @@ def run(common: str, idle: float | None = None) -> int:
     ino = os.stat(path).st_ino
     svc = Service(common, idle if idle is not None else idle_seconds())
     with contextlib.suppress(OSError), open(state_path(common), "w") as fh:
-        json.dump({"pid": os.getpid(), "socket": path, "started": svc.started,
+        json.dump({"pid": os.getpid(), "socket": path, "started": svc.state.started,
                    "common": common}, fh)
-    signal.signal(signal.SIGTERM, lambda *_: svc.stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: svc.state.stop.set())
     try:
         svc.serve(srv, path)
     finally:
@@ -161,23 +166,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(args[0])
 
 
-class Service(Dispatch):
-    """Socket, watcher and one worker thread that owns the airspace."""
+class Service:
+    """Socket, watcher and one worker thread, composed of parts that each own their own
+    attributes: the shared ``state``, the ``watcher``, the ``cookies`` it brings back, the
+    ``scheduler`` (the worker, which owns the warm airspace) and the ``dispatch`` of each
+    connection's requests."""
 
     def __init__(self, common: str, idle: float) -> None:
-        super().__init__(common, idle)
+        self.state = ServiceState(common, idle)
         self.watcher = fswatch.Watcher(self._on_files, self._on_watching)
+        self.cookies = Cookies(self.state, self.watcher)
+        self.scheduler = Scheduler(self.state, self.watcher, self.cookies)
+        self.dispatch = Dispatch(self.state, self.scheduler, self.watcher, self.cookies)
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    @property
+    def air(self) -> WarmAirspace | None:
+        """The warm airspace, once the worker has made it."""
+        return self.scheduler.air
+
+    # (the watcher is made before the worker it reports to: it calls back through these)
+    def _on_files(self, paths: set[str]) -> None:
+        self.scheduler.on_files(paths)
+
+    def _on_watching(self) -> None:
+        self.scheduler.on_watching()
 
     def _take(self, conn: socket.socket) -> None:
         """A new connection: served on its own thread when it is this user's and a slot is
         free; else closed at once (the client then judges in process)."""
+        turned_away = self.state.turned_away
         if client.peer_uid(conn) != os.getuid():
-            self.turned_away["other_user"] += 1
+            turned_away["other_user"] += 1
             conn.close()
             return
         if not self.slots.acquire(blocking=False):
-            self.turned_away["too_many"] += 1
+            turned_away["too_many"] += 1
             with contextlib.suppress(OSError):
                 conn.setblocking(False)  # (a fresh socket's buffer takes a line: never waits)
                 conn.send(TURNED_AWAY)
@@ -187,7 +211,7 @@ class Service(Dispatch):
 
         def serve() -> None:
             try:
-                self._serve(conn)
+                self.dispatch.serve(conn)
             finally:
                 self.slots.release()
 
@@ -202,13 +226,14 @@ class Service(Dispatch):
         """Answer requests until idle, stopped, or no longer this repository's service:
         its common dir gone or replaced (deleted and made again at the same path), or its
         socket file gone or another's (nobody can reach it then)."""
-        worker = threading.Thread(target=self._work, name="airspace", daemon=True)
+        st = self.state
+        worker = threading.Thread(target=self.scheduler.work, name="airspace", daemon=True)
         worker.start()
         srv.settimeout(0.5)
-        mine = _node(self.common), _node(sock) if sock else None
-        listing = _worktree_dirs(self.common)
+        mine = _node(st.common), _node(sock) if sock else None
+        listing = _worktree_dirs(st.common)
         swept = time.monotonic()
-        while not self.stop.is_set():
+        while not st.stop.is_set():
             try:
                 conn, _ = srv.accept()
             except TimeoutError:
@@ -218,19 +243,19 @@ class Service(Dispatch):
             if conn is not None:
                 self._take(conn)
                 continue
-            if time.monotonic() - self.last_active > self.idle:
+            if time.monotonic() - st.last_active > st.idle:
                 break
-            if _node(self.common) != mine[0] or (sock and _node(sock) != mine[1]):
+            if _node(st.common) != mine[0] or (sock and _node(sock) != mine[1]):
                 break  # (a repository made again at the same path is another one)
             if time.monotonic() - swept > 60.0:
                 swept = time.monotonic()
-                journal.forget_claims(self.common)
-            now = _worktree_dirs(self.common)
+                journal.forget_claims(st.common)
+            now = _worktree_dirs(st.common)
             if now != listing:  # a worktree was added or removed
                 listing = now
-                self.put(Job("worktrees"), 1)
-        self.stop.set()
+                self.scheduler.put(Job("worktrees"), 1)
+        st.stop.set()
         srv.close()  # new clients are refused at once and judge in process
-        self.put(Job("quit"), -1)
+        self.scheduler.put(Job("quit"), -1)
         self.watcher.stop()
         worker.join(timeout=5.0)

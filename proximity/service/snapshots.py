@@ -17,8 +17,6 @@ from proximity.model import Agent
 if TYPE_CHECKING:
     import subprocess
 
-    from proximity import gitio
-    from proximity.model import Agent
     from proximity.snapshot.workspace import Context
 
 
@@ -27,17 +25,22 @@ HASH_EARLY_MAX = 8  # files hashed while the index is checked (WarmSnapshots._ha
 
 
 class WarmSnapshots:
-    """Every live worktree's state, kept warm (the attributes are set by WarmAirspace)."""
-    ctx: Context
-    agents: dict[str, Agent]
-    paths: dict[str, str]
-    dirty: set[str]
-    known: dict[str, str]
-    start_trees: dict[str, str]
-    shadow_stat: dict[str, tuple[int, int, int] | None]
-    shadow_trees: dict[str, str]
-    touched: dict[str, set[str] | None]
-    partials: int
+    """Every live worktree's state, kept warm: part of the warm airspace (warm.py), which
+    shares its context (the repository, the policy's limits) with it."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.agents: dict[str, Agent] = {}
+        self.paths: dict[str, str] = {}  # every live worktree's id -> its directory
+        self.dirty: set[str] = set()  # worktrees whose kept state is not known current
+        self.known: dict[str, str] = {}  # snapshot commits made: "snap:tree:head" -> id
+        self.start_trees: dict[str, str] = {}  # the index tree each warm snapshot began at
+        self.shadow_stat: dict[str, tuple[int, int, int] | None] = {}
+        self.shadow_trees: dict[str, str] = {}  # the tree each shadow index holds
+        # paths the watcher reported per worktree since its shadow index was written by
+        # this service (None: not known -- the next snapshot reads the whole worktree)
+        self.touched: dict[str, set[str] | None] = {}
+        self.partials = 0  # snapshots made from the touched paths only (status, tests)
 
     def _snap(self, wt: gitio.WorktreeInfo, tree: str | Exception) -> Agent:
         """One agent from its snapshot tree: what airspace.live_agents makes."""
@@ -62,7 +65,7 @@ class WarmSnapshots:
         commit is being made from; that state is not kept). ``same_files``: a worktree
         whose files are known unchanged (a commit, no file event since): a new HEAD keeps
         its snapshot tree. ``synced``: the watcher has reported every change made before
-        this request (see service.Service.sync), so the focus keeps its warm snapshot
+        this request (see cookies.Cookies.sync), so the focus keeps its warm snapshot
         when no file of it changed and ``index`` holds the tree the warm snapshot started
         from (what `add -A` gives from either index is then the same tree).
         ``partial``: a changed worktree may be snapshotted from the paths the watcher
@@ -74,7 +77,7 @@ class WarmSnapshots:
 
         repo = self.ctx.repo
         live, retired = [], []
-        for wt in self._worktrees():
+        for wt in self.worktrees():
             if not wt.populating:  # not in the airspace until git has written it
                 (retired.append(wt.id) if wt.prunable else live.append(wt))
         self.paths = {wt.id: wt.path for wt in live}
@@ -268,7 +271,7 @@ class WarmSnapshots:
             return set()
         return {r for r in rels if self.ctx.repo.tree_has(a.tree, r)}
 
-    def _worktrees(self) -> list[gitio.WorktreeInfo]:
+    def worktrees(self) -> list[gitio.WorktreeInfo]:
         """Every worktree, from files when they say (else from git)."""
         listed = self.ctx.repo.worktrees_from_files()
         return list(self.ctx.repo.worktrees() if listed is None else listed)

@@ -1,31 +1,25 @@
-"""The resident service's shared state: what its socket, watcher and worker threads hand
-each other (the job queue, pending file events, cookies waited for, counters)."""
+"""The resident service's shared state: what its parts (cookies, scheduler, dispatch) all
+read, count and lock, and the jobs the worker is handed."""
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import os
-import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from proximity import layout, owned
-from proximity.service import fswatch, stamp
+from proximity.service import stamp
 
 if TYPE_CHECKING:
     from proximity.protocol import Answer, HookRequest, ScanRequest
-    from proximity.service.warm import WarmAirspace
 
 
 @dataclass
 class Job:
     """A request for the worker (``request``: a hook's or a scan's, read from the wire), or
-    the service's own work (``op``: files, rescan, ...; ``msg``: which worktree)."""
+    the service's own work (``op``: files, rescan, ...; ``agent``: which worktree)."""
     op: str
-    msg: dict[str, Any] = field(default_factory=dict)
+    agent: str = ""
     request: HookRequest | ScanRequest | None = None
     done: threading.Event = field(default_factory=threading.Event)
     answer: Answer | None = None
@@ -33,47 +27,24 @@ class Job:
 
 
 class ServiceState:
-    """What the service's threads share: the job queue, pending file events, cookies,
-    counters."""
-
-    watcher: fswatch.Watcher  # made by Service, whose methods it calls back
+    """What every part of the service reads or counts: the repository and its idle limit,
+    the code this process runs, when it last did what, the counters its status reports,
+    the stop signal, and the lock of what the watcher thread hands the worker (pending
+    file events, cookies, post-commit notes)."""
 
     def __init__(self, common: str, idle: float) -> None:
         self.common, self.idle = common, idle
-        self.jobs: queue.PriorityQueue[tuple[int, int, Job]] = queue.PriorityQueue()
-        self.seq = itertools.count()
         self.stop = threading.Event()
+        self.started = time.time()
+        self.code = stamp.code_stamp()  # the code this process runs (read at its start)
         self.last_active = time.monotonic()
         self.last_request = 0.0  # when the last hook or scan request came
         self.last_file_event = 0.0
-        self.started = time.time()
-        self.air: WarmAirspace | None = None
-        self.error: str | None = None
+        self.error: str | None = None  # why the warm airspace could not start
         self.requests = 0
         self.answered = dict.fromkeys(("hook", "hook_fallback", "check", "check_fallback"), 0)
         # connections closed unserved: another uid at the other end, or every slot taken
         self.turned_away = {"other_user": 0, "too_many": 0}
-        self.working = False
-        self.background_since: float | None = None  # when the running background job began
         self.file_events = 0
-        self.pending: set[str] = set()
-        self.pending_lock = threading.Lock()
-        self.request_ready = threading.Event()
-        # hook scripts' cookies back before their request: name -> (when, file identity)
-        self.early_seen: dict[str, tuple[float, tuple[int, int, int]]] = {}
-        self.early_syncs = 0  # requests synced by their hook script's cookie
-        self.cookies: dict[str, threading.Event] = {}
-        self.posts: list[str] = []  # git dir names of post-commit notes not taken yet
-        with contextlib.suppress(OSError):  # watched (inside the main checkout) from the start
-            owned.private_dir(layout.ecm_dir(common))
-            os.makedirs(layout.cookies_dir(common), exist_ok=True)
-        self.code = stamp.code_stamp()  # the code this process runs (read at its start)
-        self.rewatched = 0
-        self.rewatch_seen = 1  # the first watch is the baseline's
         self.last_ms: dict[str, float] = {}  # the last request of each kind took (ms)
-
-    # -- threads ------------------------------------------------------------------------
-    def put(self, job: Job, priority: int) -> None:
-        self.jobs.put((priority, next(self.seq), job))
-        if priority == 0:
-            self.request_ready.set()  # a worker waiting for a quiet moment takes it now
+        self.lock = threading.Lock()

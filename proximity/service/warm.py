@@ -32,9 +32,10 @@ LEVEL = {"clear": 0, "traffic": 1, "resolution": 2}
 CACHE_ENTRIES = 200_000  # per kind; past it the warm copy starts again from the ledger
 
 
-class WarmAirspace(WarmSnapshots):
-    """The warm state: one context, every worktree's last snapshot, each pair's last
-    advisory (to tell when one rises). Used from the worker thread only."""
+class WarmAirspace:
+    """The warm state: one context, every worktree's last snapshot (its ``snapshots``
+    part), each pair's last advisory (to tell when one rises). Used from the worker
+    thread only."""
 
     def __init__(self, common: str) -> None:
 
@@ -43,21 +44,11 @@ class WarmAirspace(WarmSnapshots):
         self.ctx.memo = {}  # channel results and resolvers, across scans
         if self.ctx.ledger is not None:
             self.ctx.ledger.keep_warm(CACHE_ENTRIES)
-        self.agents: dict[str, Agent] = {}
-        self.paths: dict[str, str] = {}
-        self.dirty: set[str] = set()
+        self.snapshots = WarmSnapshots(self.ctx)
         self.levels: dict[tuple[str, str], int] = {}
-        self.known: dict[str, str] = {}
         self.scans = 0
         self.fired = 0
         self.last_scan_seconds = 0.0
-        self.start_trees: dict[str, str] = {}  # the index tree each warm snapshot began at
-        self.shadow_stat: dict[str, tuple[int, int, int] | None] = {}
-        self.shadow_trees: dict[str, str] = {}  # the tree each shadow index holds
-        # paths the watcher reported per worktree since its shadow index was written by
-        # this service (None: not known -- the next snapshot reads the whole worktree)
-        self.touched: dict[str, set[str] | None] = {}
-        self.partials = 0  # snapshots made from the touched paths only (status, tests)
         self.policy_key: tuple[object, ...] = ()
         self.policy_read = 0.0
         # what the policy's reading ignored (a bad key…): every hook answered says it, as
@@ -86,7 +77,7 @@ class WarmAirspace(WarmSnapshots):
         or a git config file (repository, worktree, global, system); and, unless
         ``aged`` is False, when it is older than POLICY_MAX_AGE seconds (for files those
         include, which nothing here stats). Hooks' requests pass False: the service
-        reads an old policy again in the background, after them (service.Service)."""
+        reads an old policy again in the background, after them (scheduler.Scheduler)."""
 
         key = _policy_key(self.ctx.repo)
         now = time.monotonic()
@@ -107,15 +98,15 @@ class WarmAirspace(WarmSnapshots):
         """Whether the worktree's last ledger event is a commit at its HEAD now (a second
         post-commit note for it, or a forged one, records nothing)."""
         led = self.ctx.ledger
-        head = next((wt.head for wt in self._worktrees() if wt.id == agent), None)
+        head = next((wt.head for wt in self.snapshots.worktrees() if wt.id == agent), None)
         ev = led.last_event(agent) if led is not None else None
         return ev is not None and ev.kind == "commit" and head is not None and ev.head == head
 
     def agent_of_admin(self, admin: str) -> str | None:
         """The worktree whose git dir is named ``admin`` under the common dir's
         ``worktrees/`` ("" : the main checkout, whose git dir is the common dir)."""
-        for wt in self._worktrees():
-            if not wt.admin or wt.id not in self.paths:
+        for wt in self.snapshots.worktrees():
+            if not wt.admin or wt.id not in self.snapshots.paths:
                 continue
             if os.path.realpath(wt.admin) == os.path.realpath(self.common):
                 if admin == "":
@@ -131,11 +122,11 @@ class WarmAirspace(WarmSnapshots):
 
 
         if dirty:
-            self.dirty |= ids
+            self.snapshots.dirty |= ids
         t0 = time.perf_counter()
         self.reload_policy()
-        agents, retired = self.agents_now(partial=True)
-        ids = {i for i in ids if i in self.paths}
+        agents, retired = self.snapshots.agents_now(partial=True)
+        ids = {i for i in ids if i in self.snapshots.paths}
         if not ids:
             return 0
         focus = next(iter(ids)) if len(ids) == 1 else None
@@ -159,7 +150,7 @@ class WarmAirspace(WarmSnapshots):
         """Warm everything (snapshots, caches, the import graph) and learn the current
         advisories without sending anything: hooks already told of those."""
 
-        agents, retired = self.agents_now()
+        agents, retired = self.snapshots.agents_now()
         result = pipeline.run_scan(self.ctx, agents=agents, retired=retired, record=False)
         self.levels = {(p.a, p.b): _level(p) for p in result.pairs}
         self.scans += 1
@@ -177,9 +168,9 @@ class WarmAirspace(WarmSnapshots):
             return {"fallback": "no ledger"}
         if stage == "guard" and self.ctx.cfg.sync:
             return {"fallback": "sync is on: the pre-push hook syncs in process"}
-        if here not in self.paths:
-            self.agents_now()
-            if here not in self.paths:
+        if here not in self.snapshots.paths:
+            self.snapshots.agents_now()
+            if here not in self.snapshots.paths:
                 return {"fallback": f"unknown worktree {here!r}"}
         later = msg.get("later") is True  # nobody waits for it: the messages stay
         done = stages.run_stage(self.ctx_for(here), stages.Stage.of(msg, deliver=not later),
@@ -195,7 +186,7 @@ class WarmAirspace(WarmSnapshots):
 
         focus = msg.get("agent")
         self.reload_policy(aged=False)
-        agents, retired = self.agents_now(focus, msg.get("index"))
+        agents, retired = self.snapshots.agents_now(focus, msg.get("index"))
         result = pipeline.run_scan(self.ctx, focus=focus, agents=agents, retired=retired,
                                   record=bool(msg.get("record")))
         self.scans += 1
@@ -216,23 +207,23 @@ class _Requested:
         """This worktree's state for its snapshot hook (a commit outside any rebase/merge
         with no file event pending reuses the tree)."""
         air, here, index = self.air, self.msg["agent"], stage.index
-        admin = next((wt.admin for wt in air._worktrees() if wt.id == here), "")
+        admin = next((wt.admin for wt in air.snapshots.worktrees() if wt.id == here), "")
         own = bool(index) and own_index(admin, str(index))
         reuse = (stage.kind == "commit" and (not index or own) and self.files_settled
                  and bool(admin) and gitio.operation_in_progress(admin) is None)
-        agents, _ = air.agents_now(None if reuse else here, index,
-                                   same_files=here if reuse else None)
+        agents, _ = air.snapshots.agents_now(None if reuse else here, index,
+                                             same_files=here if reuse else None)
         me = next((a for a in agents if a.id == here), None)
         if me is None or me.error or me.tree is None:
             return None
         return recorder.Snap(me.id, me.path, me.branch, me.head, None, me.tree)
 
     def agents(self, index: str | None) -> tuple[list[Agent], list[str]]:
-        return self.air.agents_now(self.msg["agent"], index,
-                                   synced=self.msg.get("synced") is True)
+        return self.air.snapshots.agents_now(self.msg["agent"], index,
+                                             synced=self.msg.get("synced") is True)
 
     def live(self) -> set[str]:
-        return set(self.air.paths)
+        return set(self.air.snapshots.paths)
 
 
 MEMO_ENTRIES = 20_000  # kept pair results and resolvers before the memo starts again
