@@ -155,5 +155,33 @@ if TYPE_CHECKING:
         pid: int
         ready: bool  # warm: its baseline is done
 
+    class ServiceStatus(TypedDict):
+        """What the service says of itself (dispatch.Dispatch.status; `proximity service
+        status --json` shows it)."""
+        pid: int
+        common: str  # the repository's git common dir
+        socket: str
+        started: float  # when it started (time.time)
+        uptime: float  # seconds
+        idle_timeout: float  # seconds without a request before it exits
+        ready: bool  # warm: its baseline is done
+        error: str | None  # why the warm airspace or the watcher failed
+        worktrees: list[str]  # the ids of the worktrees it keeps warm
+        watching: list[str]  # the directories its watcher watches
+        requests: int
+        busy: bool  # a job running or queued, or file events not read yet
+        file_events: int
+        scans: int
+        messages_sent: int
+        last_scan_ms: float | None
+        rss_kb: int | None  # its resident memory
+        code: str  # its code stamp
+        answered: dict[str, int]  # requests answered, and left to the client, by kind
+        git_calls: dict[str, int]  # git subcommands it ran, by name
+        partial_snapshots: int  # snapshots built from the paths the watcher named
+        early_syncs: int  # requests synced by their hook script's cookie
+        turned_away: dict[str, int]  # connections closed unserved, by why
+        last_ms: dict[str, float]  # how long the last request of each kind took
+
     class StatusAnswer(Answer, total=False):
-        status: dict[str, Any]  # dispatch.Dispatch.status
+        status: ServiceStatus

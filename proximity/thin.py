@@ -26,8 +26,6 @@ from proximity.service import client
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:
-    from typing import Any
-
     from proximity.checkargs import CheckArgs
     from proximity.protocol import CheckAnswer, CheckRequest, HookRequest
 
@@ -149,7 +147,7 @@ def hook_request(stage: str, agent: str, kind: str, pushed: list[tuple[str, str]
 POST_NOTE = "proximity-post-commit"  # in the worktree's git dir; read by hooks/proximity-hook
 
 
-def leave_post_note(gitdir: str, post: Any) -> None:
+def leave_post_note(gitdir: str, post: object) -> None:
     """For the post-commit hook of this commit: an empty file named for the service's pid
     (``proximity-post-commit.<pid>``). With it the hook script tells that service of the
     commit by a file in the repository's cookies directory, without starting Python;

@@ -44,7 +44,7 @@ def stop(common: str, timeout: float = 10.0) -> bool:
     return _wait(time.monotonic() + timeout, False, common)
 
 
-def _text(state: dict[str, object]) -> str:
+def _text(state: server.ServiceReport) -> str:
     st = state.get("status")
     if state.get("refused"):
         return (f"service: not used: {state['refused']} (another user's, or a link); hooks "

@@ -97,18 +97,18 @@ def peer_uid(sock: _socket.socket) -> int | None:
 MARSHAL_VERSION = 2  # plain containers and scalars; every Python 3 reads it
 
 
-def marshal_reply(answer: dict[str, Any]) -> bytes:
+def marshal_reply(answer: dict[str, object]) -> bytes:
     """A reply for a client that asked ``"reply": "marshal"``: its length, a newline, and
     the answer in the interpreter's own builtin format (no `json` import to read it)."""
     payload = marshal.dumps(answer, MARSHAL_VERSION)
     return b"%d\n" % len(payload) + payload
 
 
-TURNED_AWAY_ANSWER: dict[str, Any] = {"v": PROTOCOL, "ok": False, "refused": True,
-                                      "error": "busy"}
+TURNED_AWAY_ANSWER: dict[str, object] = {"v": PROTOCOL, "ok": False, "refused": True,
+                                         "error": "busy"}
 
 
-def _read_reply(sock: _socket.socket, deadline: float) -> dict[str, Any] | None:
+def _read_reply(sock: _socket.socket, deadline: float) -> dict[str, object] | None:
     """The answer (``TURNED_AWAY_ANSWER``: the service turned the connection away)."""
     buf = bytearray()
     size = -1
@@ -139,7 +139,7 @@ def new_request_id() -> str:
 
 
 def exchange(common: str, msg: Request, budget: float = HOOK_BUDGET,
-             connect_timeout: float = CONNECT_TIMEOUT) -> tuple[dict[str, Any] | None, bool]:
+             connect_timeout: float = CONNECT_TIMEOUT) -> tuple[dict[str, object] | None, bool]:
     """One request, one answer (None on any problem), and whether the request reached
     the service (True: it may be working on it although no answer came in time). The
     answer is as the service sent it: the functions for each op below check its shape."""
@@ -188,7 +188,7 @@ def exchange(common: str, msg: Request, budget: float = HOOK_BUDGET,
 
 
 def request(common: str, msg: Request, budget: float = HOOK_BUDGET,
-            connect_timeout: float = CONNECT_TIMEOUT) -> dict[str, Any] | None:
+            connect_timeout: float = CONNECT_TIMEOUT) -> dict[str, object] | None:
     """One request, one answer; None on any problem."""
     return exchange(common, msg, budget, connect_timeout)[0]
 
@@ -258,13 +258,13 @@ def start(common: str) -> bool:
 
 
 def ask(common: str, msg: Request, budget: float = HOOK_BUDGET,
-        autostart: bool = True) -> dict[str, Any] | None:
+        autostart: bool = True) -> dict[str, object] | None:
     """A request to the service; when none answers, start one for next time."""
     return ask_sent(common, msg, budget, autostart)[0]
 
 
 def ask_sent(common: str, msg: Request, budget: float = HOOK_BUDGET,
-             autostart: bool = True) -> tuple[dict[str, Any] | None, bool]:
+             autostart: bool = True) -> tuple[dict[str, object] | None, bool]:
     """`ask`, and whether the request reached the service (see exchange)."""
     if not enabled():
         return None, False
@@ -324,10 +324,8 @@ def scan(common: str, focus: str | None = None, index: str | None = None,
     index file to snapshot from, e.g. the one a commit is being made from)."""
     msg: ScanRequest = {"op": SCAN, "agent": focus, "index": index}
     answer = ask(common, msg, budget)
-    if answer is None or not isinstance(answer.get("scan"), dict):
-        return None
-    result: dict[str, Any] = answer["scan"]
-    return result
+    result = answer.get("scan") if answer is not None else None
+    return result if isinstance(result, dict) else None
 
 
 def touched(common: str, here: str) -> None:

@@ -9,7 +9,8 @@ import re
 import socket
 import stat
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from proximity import gitio, layout
 from proximity.agents import output
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         HookRequest,
         PingAnswer,
         ScanRequest,
+        ServiceStatus,
         StatusAnswer,
     )
     from proximity.service import fswatch
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
 READ_TIMEOUT = 5.0
 
 
-def _read_request(conn: socket.socket) -> dict[str, Any] | None:
+def _read_request(conn: socket.socket) -> dict[str, object] | None:
     buf = bytearray()
     deadline = time.monotonic() + READ_TIMEOUT
     while b"\n" not in buf:
@@ -80,13 +82,13 @@ MAX_INDEX_BYTES = 1 << 30  # an index file past this is no index (git's own for 
 MAX_PATCH_BYTES = 256 << 20
 
 
-def agent_name(value: object) -> bool:
+def agent_name(value: object) -> TypeGuard[str]:
     """A worktree id as gitio.agent_id makes them: a name, never a path."""
     return (isinstance(value, str) and 0 < len(value) <= 255 and "/" not in value
             and "\0" not in value and value not in (".", ".."))
 
 
-def regular_file(path: object, limit: int, inside: str | None = None) -> bool:
+def regular_file(path: object, limit: int, inside: str | None = None) -> TypeGuard[str]:
     """Whether ``path`` names a regular file of this user's, at most ``limit`` bytes, and
     (``inside``) within that directory once links are resolved: what a request may name
     for the service to read (never a FIFO, a device, another user's file)."""
@@ -103,26 +105,26 @@ def regular_file(path: object, limit: int, inside: str | None = None) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and st.st_size <= limit
 
 
-def hook_request(msg: dict[str, Any], common: str) -> HookRequest | None:
+def hook_request(msg: Mapping[str, object], common: str) -> HookRequest | None:
     """A hook's request as its client sends it (thin.hook_request), read from the wire;
     None: malformed, or naming what a hook never names (an index outside the repository's
     git dir, a device, a path as its request id). (``later`` and ``synced`` are the
     service's own, never a client's.)"""
     stage, agent, kind, index = msg.get("stage"), msg.get("agent"), msg.get("kind"), \
         msg.get("index")
-    if stage not in STAGES or not agent_name(agent) or not isinstance(kind, str) \
-            or len(kind) > 32 or not (index is None or regular_file(index, MAX_INDEX_BYTES,
-                                                                     common)):
+    if not isinstance(stage, str) or stage not in STAGES or not agent_name(agent) \
+            or not isinstance(kind, str) or len(kind) > 32:
+        return None
+    if index is not None and not regular_file(index, MAX_INDEX_BYTES, common):
         return None
     rid, cookie, unstash = msg.get("rid"), msg.get("cookie"), msg.get("unstash")
     if (rid is not None and not (isinstance(rid, str) and RID.fullmatch(rid))) \
             or (cookie is not None and not (isinstance(cookie, str) and NAME.fullmatch(cookie))) \
             or (unstash is not None and not regular_file(unstash, MAX_PATCH_BYTES)):
         return None
-    assert isinstance(agent, str) and isinstance(stage, str)
     req: HookRequest = {"op": HOOK, "stage": stage, "agent": agent, "kind": kind,
                         "index": index, "allow": bool(msg.get("allow")),
-                        "unstash": unstash if isinstance(unstash, str) else None}
+                        "unstash": unstash}
     if isinstance(rid, str):
         req["rid"] = rid
     if isinstance(cookie, str):
@@ -137,14 +139,12 @@ def hook_request(msg: dict[str, Any], common: str) -> HookRequest | None:
     return req
 
 
-def scan_request(msg: dict[str, Any], common: str) -> ScanRequest | None:
+def scan_request(msg: Mapping[str, object], common: str) -> ScanRequest | None:
     """A scan's request (client.scan) read from the wire; None: malformed."""
     agent, index = msg.get("agent"), msg.get("index")
-    if not (agent is None or agent_name(agent)) or not (
-            index is None or regular_file(index, MAX_INDEX_BYTES, common)):
+    if (agent is not None and not agent_name(agent)) or (
+            index is not None and not regular_file(index, MAX_INDEX_BYTES, common)):
         return None
-    assert agent is None or isinstance(agent, str)
-    assert index is None or isinstance(index, str)
     return {"op": "scan", "agent": agent, "index": index, "record": bool(msg.get("record"))}
 
 
@@ -192,7 +192,7 @@ class Dispatch:
             except OSError:
                 pass
 
-    def answer(self, msg: dict[str, Any]) -> Answer | None:
+    def answer(self, msg: dict[str, object]) -> Answer | None:
         st, work = self.state, self.scheduler
         st.requests += 1
         st.last_active = time.monotonic()
@@ -219,7 +219,6 @@ class Dispatch:
             agent = msg.get("agent")
             if not agent_name(agent):
                 return {"ok": False, "error": "malformed touched request"}
-            assert isinstance(agent, str)
             work.put(Job(TOUCHED, agent), 1)
             return {"ok": True}
         if op == CHECK:
@@ -275,7 +274,7 @@ class Dispatch:
         answer["ok"] = True
         return answer
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ServiceStatus:
         st, air, watcher = self.state, self.scheduler.air, self.watcher
         return {"pid": os.getpid(), "common": st.common,
                 "socket": layout.socket_path(st.common), "started": st.started,
