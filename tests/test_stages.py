@@ -72,17 +72,17 @@ class Hooks:
                "index": None, "rid": f"{self.n:024x}"}
         if self.air is not None:
             self.air.snapshots.dirty.add("main")
-            answer = self.air.hook(msg, True)  # type: ignore[arg-type]
+            answer = self.air.hook(msg, True)
             assert "fallback" not in answer, answer
             return list(answer.get("lines") or [])
         assert self.ctx is not None
-        done = stages.run_stage(self.ctx, stages.Stage.of(msg),  # type: ignore[arg-type]
+        done = stages.run_stage(self.ctx, stages.Stage.of(msg),
                                 stages.LiveAirspace(self.ctx))
         assert done.recorded
         return list(done.lines)
 
     def close(self) -> None:
-        (self.air.ctx if self.air is not None else self.ctx).close()  # type: ignore[union-attr]
+        (self.air.ctx if self.air is not None else self.ctx).close()
 
 
 @pytest.fixture(params=["service", "here"])
@@ -125,7 +125,7 @@ def test_both_paths_compact_the_ledger_at_the_same_events(hooks, monkeypatch):
     else:
         from proximity.snapshot import workspace
 
-        hooks.ctx.close()  # type: ignore[union-attr]
+        hooks.ctx.close()
         hooks.ctx = workspace.open_context(str(hooks.repo), check_git=False, strict=False)
     assert hooks.snapshot() == [] and hooks.snapshot() == []  # seq 2, 3
     assert [s for s, _ in commits_of(hooks.common, "main")] == [1, 2, 3]
@@ -133,3 +133,24 @@ def test_both_paths_compact_the_ledger_at_the_same_events(hooks, monkeypatch):
     assert [s for s, _ in commits_of(hooks.common, "main")] == [3, 4]
     hooks.snapshot()
     assert [s for s, _ in commits_of(hooks.common, "main")] == [3, 4, 5]
+
+
+def test_one_parser_reads_a_hook_call_for_the_thin_path_and_the_command_line(capsys):
+    """`proximity hook NAME ARGS…` is read by one parser, whose call the thin path hands on
+    as one immutable value; a name that is no hook is left to the command line's parser,
+    which accepts exactly the same names and says what is wrong with any other."""
+    from proximity.hooks.inputs import HOOK_NAMES, parse_hook
+    from proximity.main import build_parser, main
+
+    call = parse_hook(["pre-push", "origin", "/srv/r.git"])
+    assert call is not None and call.stage == "guard" and call.args == ("origin", "/srv/r.git")
+    assert call.stdin is None and call.request is None and call.record  # nothing asked yet
+    with pytest.raises(AttributeError):
+        call.stdin = "refs/heads/x 1 refs/heads/x 0"
+    assert [parse_hook([n]).stage for n in ("post-commit", "pre-commit", "snapshot")] == \
+        ["snapshot", "warn", "snapshot"]
+    assert parse_hook(["bogus"]) is None and parse_hook([]) is None
+    assert all(build_parser().parse_args(["hook", n]).stage == n for n in HOOK_NAMES)
+    with pytest.raises(SystemExit) as stopped:
+        main(["hook", "bogus"])
+    assert stopped.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
