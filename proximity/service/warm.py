@@ -206,7 +206,7 @@ class _Requested:
     def this(self, stage: stages.Stage) -> recorder.Snap | None:
         """This worktree's state for its snapshot hook (a commit outside any rebase/merge
         with no file event pending reuses the tree)."""
-        air, here, index = self.air, self.msg["agent"], stage.index
+        air, here, index = self.air, self.msg["agent"], stage.index_file
         admin = next((wt.admin for wt in air.snapshots.worktrees() if wt.id == here), "")
         own = bool(index) and own_index(admin, str(index))
         reuse = (stage.kind == "commit" and (not index or own) and self.files_settled
