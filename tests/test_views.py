@@ -175,8 +175,16 @@ def test_demo_swarm_records_a_timeline_with_an_ra_and_a_steer_away(swarm_recordi
     first = frames[ras[0]]
     assert "RA carol~dave" in first["events"] and "steer → dave from carol" in first["events"]
     assert [p["yielding"] for p in first["pairs"] if p["advisory"] == "resolution"] == ["dave"]
-    # dave steers away: a later frame clears the pair, and dave sits elsewhere then
-    later = [f for f in frames[ras[-1] + 1:] if "clear carol~dave" in f["events"]]
+    # dave steers away: a later frame clears that pair, and dave sits elsewhere then
+    # (carol's later broken call to alice's function stays an RA to the end: facts do
+    # not fade while nothing changes)
+    pair_ras = [i for i in ras
+                if any(p["advisory"] == "resolution" and {p["a"], p["b"]} == {"carol", "dave"}
+                       for p in frames[i]["pairs"])]
+    later = [f for f in frames[pair_ras[-1] + 1:] if "clear carol~dave" in f["events"]]
+    assert any(
+        p["advisory"] == "resolution" and {p["a"], p["b"]} == {"alice", "carol"}
+        for p in frames[-1]["pairs"])
     assert later
     where = {f: {a["id"]: a["position"] for a in g["agents"]}["dave"]
              for f, g in (("ra", first), ("after", later[0]))}
