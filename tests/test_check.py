@@ -798,3 +798,12 @@ def test_what_one_process_remembers_follows_each_change(pair, capsys):
     assert out["decision"] == "deny", out
     _, out = run_check(a, "other.txt:1", capsys=capsys)
     assert out["decision"] == "allow", out
+
+
+def test_the_reason_reads_as_a_sentence_for_one_line_and_for_several(pair, capsys):
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 changed by b\n"))
+    _, one = run_check(a, "app.txt:12", capsys=capsys)
+    _, many = run_check(a, "app.txt:10-14", capsys=capsys)
+    assert "your line 12 touches that change" in one["reason"]
+    assert "your lines 10-14 touch that change" in many["reason"]

@@ -93,6 +93,11 @@ def _lines(r: Sequence[Range] | None) -> str:
     return f"line{'' if one else 's'} {fmt_ranges(list(r)) or '-'}"
 
 
+def _touch(r: Sequence[Range] | None) -> str:
+    """The verb agrees with `_lines`: one line or the whole file touches, lines touch."""
+    return "touches" if r is None or (len(r) == 1 and r[0][0] == r[0][1]) else "touch"
+
+
 def evidence(side: Side) -> list[Conflict]:
     """Every piece of evidence one sibling gives against one request."""
     out: list[Conflict] = []
@@ -127,7 +132,8 @@ def evidence(side: Side) -> list[Conflict]:
                                     RA, "conflict",
                                     f"{who} changed {path} {_lines(rs)} (live work, "
                                     f"uncommitted included); your {_lines(side.requested)} "
-                                    "touch that change: git's merge would conflict"))
+                                    f"{_touch(side.requested)} that change: git's merge "
+                                    "would conflict"))
             else:
                 g = intervals.gap(theirs, list(side.mine))
                 near = hunks.nearest(d, side.mine, 2)
