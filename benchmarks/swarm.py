@@ -58,6 +58,7 @@ each hook's latency.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -87,7 +88,18 @@ from swarm_people import (
     target,
     tool_input,
 )
-from swarm_plan import Assignment, Drawing, assign, conflict_files, git, out, run, scratch_repo
+from swarm_plan import (
+    Assignment,
+    Branch,
+    Drawing,
+    Plan,
+    assign,
+    conflict_files,
+    git,
+    out,
+    run,
+    scratch_repo,
+)
 from swarm_report import plot, report, table
 from swarm_verify import Verifier, uncompiled
 
@@ -600,6 +612,33 @@ def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
+def save_assignment(base: str, key: dict[str, object], a: Assignment) -> None:
+    """The drawn lines of work (their commits stay in ``base``'s scratch repository)."""
+    data = {"key": key, "trunk": a.trunk, "broken_alone": a.broken_alone,
+            "plans": [{"merge": p.branch.merge, "first_parent": p.branch.first_parent,
+                       "branch_commits": p.branch.commits, "commits": p.commits}
+                      for p in a.plans],
+            "conflicts": [[i, j, sorted(f)] for (i, j), f in a.conflicts.items()]}
+    with open(os.path.join(base, "assignment.json"), "w") as f:
+        json.dump(data, f)
+
+
+def saved_assignment(base: str, key: dict[str, object]) -> Assignment | None:
+    """What ``save_assignment`` kept, when it was drawn the same way (else None)."""
+    try:
+        with open(os.path.join(base, "assignment.json")) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return None
+    if data["key"] != json.loads(json.dumps(key)):
+        return None
+    plans = [Plan(Branch(p["merge"], p["first_parent"], p["branch_commits"]), p["commits"])
+             for p in data["plans"]]
+    conflicts = {(i, j): set(f) for i, j, f in data["conflicts"]}
+    print(f"lines of work reused from {base}", file=sys.stderr)
+    return Assignment(data["trunk"], plans, conflicts, data["broken_alone"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--git-dir", help="a fetched repository (bare or not)")
@@ -633,6 +672,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-sync", action="store_true",
                     help="coordinated participants do not rebase when the trunk moved")
     ap.add_argument("--keep", help="keep the repositories under this directory")
+    ap.add_argument("--plan-dir", metavar="DIR",
+                    help="keep the drawn lines of work here and reuse them when a later run "
+                         "draws the same way (so the policies of one grid cell can run apart)")
     ap.add_argument("--plot", nargs="+", metavar=("PNG", "JSON"),
                     help="draw PNG from earlier --json outputs instead of running")
     ap.add_argument("--table", nargs="+", metavar="JSON",
@@ -660,14 +702,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                       args.pool, args.tries, args.hot_files, args.hot_match)
     results = []
     try:
-        scratch = scratch_repo(git_dir, work)
+        base = os.path.abspath(args.plan_dir) if args.plan_dir else work
+        os.makedirs(base, exist_ok=True)
+        scratch = scratch_repo(git_dir, base)
         head = run(["git", "--git-dir", git_dir, "rev-parse", args.rev], work).stdout.strip()
         verifier = None
         if args.verify:
             verifier = Verifier(scratch, os.path.join(work, "verify"), args.verify,
                                 args.verify_timeout)
-        a = assign(scratch, head, args.agents, drawing, rng,
-                   verifier.lane_ok if verifier else None)
+        key = {"repository": git_dir, "head": head, "agents": args.agents, "seed": args.seed,
+               "drawing": dataclasses.asdict(drawing), "verify": args.verify}
+        a = saved_assignment(base, key)
+        if a is None:
+            a = assign(scratch, head, args.agents, drawing, rng,
+                       verifier.lane_ok if verifier else None)
+            if args.plan_dir:
+                save_assignment(base, key, a)
         humans = frozenset(random.Random(args.seed).sample(range(args.agents), args.humans))
         rules = Rules(args.stall, not args.no_post, not args.no_sync, args.land_from, humans,
                       args.verify)
