@@ -114,7 +114,9 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
     pre-commit framework and prek pass one of them as PRE_COMMIT_LOCAL_BRANCH /
     PRE_COMMIT_TO_REF / PRE_COMMIT_FROM_REF, and the others are read back from the ``git
     push`` command line (pushargs). Deletions and tags carry no work to judge; an update the remote
-    already has neither. None: nothing said what is pushed (the guard run by hand).
+    already has neither. None: nothing said what is pushed (the guard run by hand); an
+    empty stdin is git saying the push updates no ref (everything up to date: git still
+    runs the hook), so nothing to judge, never the worktree as by hand.
     """
     lines: list[list[str]] = []
     if env.get("PRE_COMMIT_TO_REF"):
@@ -134,7 +136,7 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
             return None  # not resolvable: judged as a guard run by hand (the worktree)
         lines.append([local, sha, env["PRE_COMMIT_REMOTE_BRANCH"], ZERO])
         lines += _more(env, local)
-    elif stdin_text:
+    elif stdin_text is not None:
         lines = [ln.split() for ln in stdin_text.splitlines() if ln.strip()]
     else:
         return None

@@ -1,0 +1,56 @@
+"""Landing the holder's work: right-of-way belongs to lines of work, not to the checkout
+that holds them. The person integrating merges a finished lane in the main checkout and
+pushes it; what the remote already has is never blocked; the merge check there agrees with
+the push guard.
+
+Real repositories, real worktrees, plain hooks (`proximity install`), real pushes to a
+real bare remote.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import git, pair
+from test_hooks import BASE, make_repo, run
+
+
+def held(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """x reaches line 20 first and commits; y edits it too (told to yield), then piles
+    more committed lines on it than x has: x keeps right-of-way (the standing advice)."""
+    main, _remote = make_repo(tmp_path)
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True,
+                   capture_output=True)
+    x, y = tmp_path / "x", tmp_path / "y"
+    git(main, "worktree", "add", "-q", "-b", "x", str(x))
+    git(main, "worktree", "add", "-q", "-b", "y", str(y))
+    (x / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by x\n"))
+    git(x, "commit", "-qam", "x edits line 20")
+    (y / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by y\n"))
+    run(y, sys.executable, "-m", "proximity", "snapshot")
+    more = "".join(f"y {i}\n" if 18 <= i <= 23 else f"line {i}\n" for i in range(40))
+    (y / "f.txt").write_text(more)
+    git(y, "commit", "-qam", "y piles more on line 20")
+    scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
+    p = pair(scan, "x", "y")
+    assert p["advisory"] == "resolution" and p["yielding"] == "y", p
+    assert p["priority"]["y"]["committed"] > p["priority"]["x"]["committed"]
+    return main, x, y
+
+
+def test_a_push_of_what_the_remote_has_is_never_blocked(tmp_path):
+    """x pushes its commit to the remote's main itself; the main checkout, fast-forwarded
+    to that very commit, pushes main: git has nothing to send (its pre-push hook reads no
+    ref update), and the guard passes, saying so (it judged the checkout as a guard run by
+    hand, and blocked: "this worktree must yield to 'y'")."""
+    main, x, _y = held(tmp_path)
+    ok = run(x, "git", "push", "-q", "origin", "x:main")
+    assert ok.returncode == 0, ok.stderr
+    git(main, "merge", "-q", "--ff-only", "x")
+    again = run(main, "git", "push", "origin", "main")
+    assert again.returncode == 0, again.stderr
+    assert "push blocked" not in again.stderr
+    assert "nothing to judge in this push" in again.stderr, again.stderr
