@@ -126,8 +126,8 @@ def _hook(call: inputs.HookCall) -> int | inputs.HookCall:
     return inputs.blocked_exit() if answer.get("block") is True else 0
 
 
-def hook_request(stage: str, agent: str, kind: str, pushed: list[tuple[str, str]] | None
-                 ) -> HookRequest:
+def hook_request(stage: str, agent: str, kind: str,
+                 pushed: list[tuple[str, str, str]] | None) -> HookRequest:
     """The service's one request for a hook (op ``hook``), from the hook's stage, worktree,
     event kind and pushed refs, and what its environment carries: the index being
     committed, PROXIMITY_ALLOW, the host's stashed edits, the hook script's sync cookie.

@@ -32,12 +32,12 @@ def test_pushed_refs_reads_what_the_push_carries():
             f"refs/tags/v1 {a} refs/tags/v1 {z}\n"  # a tag: no work to judge
             f"(delete) {z} refs/heads/old {b}\n"  # a deletion
             f"refs/heads/y {b} refs/heads/y {b}\n")  # the remote has it already
-    assert pushed_refs(text, {}) == [("refs/heads/x", a)]
+    assert pushed_refs(text, {}) == [("refs/heads/x", a, z)]
     assert pushed_refs(None, {}) is None
     assert pushed_refs("", {}) == []  # git's hook of a push that updates nothing
     env = {"PRE_COMMIT_TO_REF": a, "PRE_COMMIT_FROM_REF": z,
            "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/x"}
-    assert pushed_refs(None, env) == [("refs/heads/x", a)]
+    assert pushed_refs(None, env) == [("refs/heads/x", a, z)]
 
 
 def test_tag_push_branch_deletion_and_another_branch_are_never_blocked(tmp_path):

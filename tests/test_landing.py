@@ -54,3 +54,61 @@ def test_a_push_of_what_the_remote_has_is_never_blocked(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "push blocked" not in again.stderr
     assert "nothing to judge in this push" in again.stderr, again.stderr
+
+
+def test_the_main_checkout_lands_the_holders_work_fast_forward(tmp_path):
+    """The person integrating does what most teams do: in the main checkout, `git merge
+    --ff-only x`, `git push origin main`. The commit holds right-of-way under the name x:
+    it does under the name of the main checkout too (it was blocked: "this worktree must
+    yield to 'y'"). The same push again goes through; y, which must yield, stays blocked."""
+    main, _x, y = held(tmp_path)
+    git(main, "merge", "-q", "--ff-only", "x")
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+    assert git(main, "ls-remote", "origin", "refs/heads/main").stdout.split()[0] \
+        == git(main, "rev-parse", "x").stdout.strip()
+    again = run(main, "git", "push", "origin", "main")
+    assert again.returncode == 0, again.stderr
+    blocked = run(y, "git", "push", "origin", "y")
+    assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr, \
+        blocked.stderr
+
+
+def test_the_main_checkout_lands_the_holders_work_as_a_merge_commit(tmp_path):
+    """The same with `git merge --no-ff x`: the merge commit joins the holder's work to
+    the trunk and brings no line of its own; it is pushed as x's."""
+    main, _x, y = held(tmp_path)
+    git(main, "merge", "-q", "--no-ff", "-m", "land x", "x")
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+    blocked = run(y, "git", "push", "origin", "y")
+    assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
+
+
+def test_a_checkout_that_merged_the_yielding_side_is_judged_as_it(tmp_path):
+    """Landing is no way around the advice: the main checkout that merged y (which must
+    yield to x) pushes y's work, and is blocked as y; its own commit on the trunk, pushed
+    alone, is its own work and passes."""
+    main, _x, _y = held(tmp_path)
+    (main / "other.txt").write_text("integrator's own line\n")
+    git(main, "commit", "-qam", "the integrator's own change")
+    own = run(main, "git", "push", "origin", "main")
+    assert own.returncode == 0, own.stderr
+    git(main, "merge", "-q", "--no-ff", "-m", "land y", "y")
+    blocked = run(main, "git", "push", "origin", "main")
+    assert blocked.returncode != 0, blocked.stderr
+    assert "'y', whose work this push carries, must yield to 'x'" in blocked.stderr, \
+        blocked.stderr
+
+
+def test_a_checkout_that_merged_both_sides_is_judged_on_the_merge(tmp_path):
+    """The main checkout merges x, then y, resolving their conflict: the merge holds both
+    lines of work, so neither has anything left to yield to in it, and it lands."""
+    main, _x, _y = held(tmp_path)
+    git(main, "merge", "-q", "--no-ff", "-m", "land x", "x")
+    assert run(main, "git", "merge", "-q", "--no-ff", "-m", "land y", "y").returncode != 0
+    (main / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by x and y\n"))
+    git(main, "commit", "-qam", "land y (resolved)", "--no-verify")
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+

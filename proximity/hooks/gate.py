@@ -45,11 +45,11 @@ class Verdict:
 
 
 def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
-          pushed: list[tuple[str, str]] | None, agents_of: AgentsOf,
+          pushed: list[tuple[str, str, str]] | None, agents_of: AgentsOf,
           in_hook: bool = True, record: bool = True, unstash: str | None = None,
           rid: str | None = None) -> Verdict:
-    """Record this worktree, scan its pairs (each pushed commit standing in for it, or for
-    the worktree that has the pushed branch checked out), fire the triggers.
+    """Record this worktree, scan its pairs (each pushed commit standing in for the lines
+    of work it carries: pushed.whose_work), fire the triggers.
     ``agents_of(override)``: the live agents, as the caller keeps them (the in-process
     hook snapshots every worktree now; the service keeps them warm). ``record=False``:
     judge without recording this worktree (someone else records this very event).
@@ -67,10 +67,12 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     runs: list[tuple[str, list[Agent]]] = [(ctx.here, agents)]
     if me is not None and pushed is not None:
         runs = []
-        for ref, sha in pushed:
-            owner = whose_work(ctx, agents, me, ref, sha)
-            runs.append((owner.id, [pushed_state(ctx, owner, ref, sha) if a.id == owner.id
-                                    else a for a in agents]))
+        for ref, sha, old in pushed:
+            if brings_nothing(ctx, sha, old):
+                continue
+            for owner in whose_work(ctx, agents, me, ref, sha, old):
+                runs.append((owner.id, [pushed_state(ctx, owner, ref, sha)
+                                        if a.id == owner.id else a for a in agents]))
         if not runs:
             return Verdict(nothing=True, notes=tuple(notes))
     results = [(who, pipeline.run_scan(ctx, focus=who, agents=run, retired=retired,
@@ -105,6 +107,17 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                    posted=frozenset(int(m["id"]) for m in posted
                                     if m["recipient"] == ctx.here),
                    graph_deferred=result.graph_deferred, unjudged=unjudged)
+
+
+def brings_nothing(ctx: workspace.Context, sha: str, old: str) -> bool:
+    """Whether a pushed commit brings no line the remote lacks: its tree is the one the
+    remote's ref has (a merge commit of work that landed already, pushed after it)."""
+    if not old or set(old) == {"0"}:
+        return False
+    try:
+        return ctx.repo.commit_tree(sha) == ctx.repo.commit_tree(old)
+    except (KeyError, ValueError):  # the remote's commit is not here (not fetched)
+        return False
 
 
 def unstashed(ctx: workspace.Context, agents: list[Agent], patch: str | None) -> list[Agent]:

@@ -107,8 +107,10 @@ def index_override() -> str | None:
     return os.path.abspath(idx)
 
 
-def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, str]] | None:
-    """What a push carries: (local ref, local commit) of every update that brings commits.
+def pushed_refs(stdin_text: str | None, env: dict[str, str]
+                ) -> list[tuple[str, str, str]] | None:
+    """What a push carries: (local ref, local commit, the remote's commit it replaces --
+    zeros for a new ref) of every update that brings commits.
 
     pre-push gets ``<local ref> <local sha> <remote ref> <remote sha>`` lines on stdin; the
     pre-commit framework and prek pass one of them as PRE_COMMIT_LOCAL_BRANCH /
@@ -149,7 +151,7 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]) -> list[tuple[str, 
             continue
         if local_sha == remote_sha:
             continue
-        out.append((local_ref, local_sha))
+        out.append((local_ref, local_sha, remote_sha))
     return out
 
 

@@ -1,22 +1,65 @@
 """Whose work a pushed commit is: the guard judges what is pushed, each pushed commit
-standing in for the worktree whose work it carries (the one that has the branch checked out,
-else the one whose own commits it carries, else the pushing worktree), as that commit's
-state."""
+standing in for the lines of work it carries, as that commit's state: right-of-way belongs
+to the work, not to the checkout that holds it. A branch checked out in a worktree is that
+worktree's work, unless what the push brings the remote is other worktrees' commits (the
+main checkout that merged a finished lane pushes it as that lane's); a branch checked out
+nowhere is the one worktree whose own commits it carries; else the pushing worktree's."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from proximity import gitio
+
 if TYPE_CHECKING:
     from proximity.model import Agent
     from proximity.snapshot import workspace
 
 
-def whose_work(ctx: workspace.Context, agents: list[Agent], me: Agent, ref: str, sha: str
-               ) -> Agent:
-    """The worktree a pushed (ref, commit) stands in for (``me``: the pushing worktree)."""
-    return owner(agents, ref) or carrier(ctx, agents, me, sha) or me
+def whose_work(ctx: workspace.Context, agents: list[Agent], me: Agent, ref: str, sha: str,
+               old: str = "") -> list[Agent]:
+    """The worktrees a pushed (ref, commit) stands in for, each judged as that commit
+    (``me``: the pushing worktree; ``old``: the remote's commit the push replaces, empty
+    or zeros when it has none there). More than one when the push lands several lines of
+    work at once (a checkout that merged both sides): judged on the merge, as each."""
+    holder = owner(agents, ref)
+    if holder is None:
+        return [carrier(ctx, agents, me, sha) or me]
+    landed = landing(ctx, agents, holder, sha, old)
+    if not landed:
+        return [holder]
+    if own_work(ctx, sha, old, landed):
+        return [holder, *landed]  # its own commits beside theirs: judged as both
+    return landed
+
+
+def landing(ctx: workspace.Context, agents: list[Agent], holder: Agent, sha: str, old: str
+            ) -> list[Agent]:
+    """The other local worktrees whose work a push of ``holder``'s branch lands: each one's
+    HEAD is in the pushed history and not in what the remote had (``old``); the deepest
+    ones (a worktree built on another's finished work stands for both). None when the
+    remote had no such ref (what it has is not known: the branch is its holder's)."""
+    if not old or set(old) == {"0"}:
+        return []
+    repo = ctx.repo
+    found = [a for a in agents
+             if a.id != holder.id and not a.remote and a.error is None and a.head
+             and repo.is_ancestor(a.head, sha)
+             and not repo.is_ancestor(a.head, old)]
+    return [a for a in found
+            if not any(b is not a and b.head != a.head
+                       and repo.is_ancestor(str(a.head), str(b.head)) for b in found)]
+
+
+def own_work(ctx: workspace.Context, sha: str, old: str, landed: list[Agent]) -> bool:
+    """Whether the pushed history has a commit of its own beside the landed worktrees'
+    work: one, not a merge, that neither the remote (``old``) nor any of them has. (The
+    merge commits that join them are the landing itself: judged on the merge.)"""
+    heads = [str(a.head) for a in landed]
+    out = gitio.git(["rev-list", "--no-merges", "-n", "1", sha, "--not", old, *heads],
+                    cwd=ctx.repo.workdir, ok=(0, 128))
+    return out.returncode != 0 or bool(out.stdout.strip())
 
 
 def owner(agents: list[Agent], ref: str) -> Agent | None:

@@ -42,7 +42,8 @@ class Stage(NamedTuple):
     stage: str  # snapshot, warn or guard
     kind: str  # the ledger event it records (inputs.kind_of)
     index_file: str | None = None  # the index a commit is being made from
-    pushed: tuple[tuple[str, str], ...] | None = None  # guard: (ref, commit) pushed
+    # guard: (ref, commit, the remote's commit there before: zeros for a new ref) pushed
+    pushed: tuple[tuple[str, str, str], ...] | None = None
     allow: bool = False  # PROXIMITY_ALLOW=1
     unstash: str | None = None  # the hook host's patch of stashed edits (stash.py)
     rid: str | None = None  # the request id the event is recorded under
@@ -54,7 +55,7 @@ class Stage(NamedTuple):
         pushed = msg.get("pushed") if msg["stage"] == "guard" else None
         return cls(msg["stage"], msg["kind"],
                    index_file=msg.get("index") if msg["stage"] != "guard" else None,
-                   pushed=tuple((ref, sha) for ref, sha in pushed)
+                   pushed=tuple((ref, sha, old) for ref, sha, old in pushed)
                    if pushed is not None else None,
                    allow=msg.get("allow") is True, unstash=_patch(msg.get("unstash")),
                    rid=msg.get("rid"), record=record, deliver=deliver)

@@ -132,10 +132,12 @@ def hook_request(msg: Mapping[str, object], common: str) -> HookRequest | None:
     pushed = msg.get("pushed")
     if pushed is not None:
         if not isinstance(pushed, list) or not all(
-                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                isinstance(p, list) and len(p) in (2, 3) and all(isinstance(x, str) for x in p)
                 for p in pushed):
             return None
-        req["pushed"] = [(ref, sha) for ref, sha in pushed]
+        # (a client of the version before names no remote commit: not known, as for a
+        # new ref)
+        req["pushed"] = [(p[0], p[1], p[2] if len(p) == 3 else "") for p in pushed]
     return req
 
 
