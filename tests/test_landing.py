@@ -112,3 +112,56 @@ def test_a_checkout_that_merged_both_sides_is_judged_on_the_merge(tmp_path):
     landed = run(main, "git", "push", "origin", "main")
     assert landed.returncode == 0, landed.stderr
 
+
+def check_merge(where: Path, ref: str) -> dict:  # type: ignore[type-arg]
+    out = run(where, sys.executable, "-m", "proximity", "check", "--merge", ref, "--json")
+    assert out.returncode in (0, 1, 2), out.stderr
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_the_main_checkouts_merge_check_agrees_with_the_push_guard(tmp_path):
+    """x committed first on History.md; y's entry at the same place is live, uncommitted,
+    and nobody has judged the pair yet. x's own `check --merge origin/main` allows and its
+    push lands; in the main checkout `check --merge x` denied naming y ("Bring it in
+    later"): every lane that finished first waited for the ones still working on its lines
+    (a swarm gridlocked so). It now answers as the push guard does: y yields to x, so the
+    merge is asked, not denied, and the push of it lands; merging y (once committed)
+    instead is denied, as the push of it is blocked."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    (main / "History.md").write_text("History\n=======\n\n- one\n- two\n")
+    git(main, "add", "-A")
+    git(main, "commit", "-qm", "T")
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "-u", "origin", "main")
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True,
+                   capture_output=True)
+    x, y = tmp_path / "x", tmp_path / "y"
+    git(main, "worktree", "add", "-q", "-b", "x", str(x), "main")
+    git(main, "worktree", "add", "-q", "-b", "y", str(y), "main")
+    (x / "History.md").write_text("History\n=======\n\n- from x\n- one\n- two\n")
+    git(x, "commit", "-qam", "x entry")
+    (y / "History.md").write_text("History\n=======\n\n- from y\n- one\n- two\n")
+    run(y, sys.executable, "-m", "proximity", "snapshot")
+    assert check_merge(x, "origin/main")["decision"] == "allow"
+    got = check_merge(main, "x")
+    assert got["decision"] != "deny", got
+    assert {c["agent"] for c in got["conflicts"]} == {"y"} and got["decision"] == "ask", got
+    git(y, "commit", "-qam", "y entry")  # told to yield to x by its own commit hook
+    denied = check_merge(main, "y")
+    assert denied["decision"] == "deny", denied
+    assert check_merge(main, "x")["decision"] == "ask"
+    git(main, "merge", "-q", "--ff-only", "x")
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+
+
+def test_the_merge_check_of_the_holders_work_follows_the_standing_advice(tmp_path):
+    """With the advice told (y committed more on x's lines and was told to yield), the
+    main checkout's merge of x is asked, of y denied: what the guard does with each push."""
+    main, _x, _y = held(tmp_path)
+    assert check_merge(main, "x")["decision"] == "ask"
+    assert check_merge(main, "y")["decision"] == "deny"

@@ -7,17 +7,27 @@ those lines, and then exactly, by git's merge of the result with each sibling's 
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import NamedTuple
 
 from proximity import gitio
 from proximity.agents import decision
 from proximity.agents.incoming import UPSTREAM, Incoming
-from proximity.agents.precheck import check, deny_policy, edits_of, open_ledger, recorded_tree
+from proximity.agents.precheck import (
+    check,
+    deny_policy,
+    edits_of,
+    open_ledger,
+    recorded_tree,
+)
 from proximity.analysis import hunks
 from proximity.errors import FatalError, UsageError
 from proximity.gitio import SNAPSHOT_IDENT
 from proximity.model import Range
 from proximity.safetext import text
+from proximity.snapshot import workspace
+from proximity.snapshot.agents import live_agents
+from proximity.tcas import pipeline
 
 MAX_PICKS = 50  # commits of a cherry-picked range worked out, at most
 
@@ -186,27 +196,81 @@ def check_plan(start: str, plan: MergePlan, deny_on: str | None = None
         return None
     repo = gitio.Repo(start, fast=True)
     root = repo.workdir
+    lines = landing(repo, plan) if plan.joins else set()
+    steer = steered(root, lines) if lines else set()
     d = check(root, plan.targets, deny_on, cwd=root,
-              merging=plan.commit if plan.joins else None, merged=plan.tree)
+              merging=plan.commit if plan.joins else None, merged=plan.tree, steer=steer)
     if d.decision == decision.DENY:
         return d
-    found = exact_conflicts(repo, plan)
+    found = exact_conflicts(repo, plan, steer)
     if not found:
         return d
     policy = deny_policy(deny_on) if deny_on else decision.RA
     if policy == "never":
         return d
     first = found[0]
+    if first.level != decision.RA:  # only siblings that must yield to the work brought in
+        if d.decision != decision.ALLOW:
+            return d._replace(conflicts=(*d.conflicts, *found))
+        return decision.Decision(decision.ASK, first.detail, (*found, *d.conflicts))
     reason = (f"{first.detail}. Bring it in later (after they land), or coordinate with "
               "them first (`proximity inbox`)")
     return decision.Decision(decision.DENY, reason, (*found, *d.conflicts))
 
 
-def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
+def landing(repo: gitio.Repo, plan: MergePlan) -> set[str]:
+    """The sibling worktrees whose work the merge brings here: each one's HEAD is in the
+    merged history and not yet in this worktree's. Right-of-way is the work's: their
+    standing advice comes with it (the main checkout landing a finished lane holds what
+    that lane holds)."""
+    me = repo.current()
+    if not me.head or not plan.commit:
+        return set()
+    brought = gitio.git(["rev-list", plan.commit, "--not", me.head], cwd=repo.workdir,
+                        ok=(0, 128)).stdout.decode().split()
+    if not brought:
+        return set()
+    heads = set(brought)
+    return {w.id for w in repo.worktrees()
+            if w.id != me.id and not w.prunable and w.head in heads}
+
+
+def steered(start: str, holders: Collection[str]) -> set[str]:
+    """The siblings that yield to the work a merge brings in, as the push guard judges
+    it: every live worktree but the ones a holder of that work must yield to (its pairs
+    scanned as the guard scans them, the standing advice included). So the main
+    checkout's merge check agrees with the push that lands it. Empty when the scan
+    cannot be made (the advice told so far then decides alone)."""
+    try:
+        ctx = workspace.open_context(start, strict=False)
+    except (FatalError, OSError):
+        return set()
+    try:
+        agents, retired = live_agents(ctx.repo, known=None)
+        must: set[str] = set()
+        for h in sorted(holders):
+            if not any(a.id == h for a in agents):
+                continue
+            result = pipeline.run_scan(ctx, focus=h, agents=agents, retired=retired,
+                                       record=False, remote=False)
+            must |= {p.b if p.a == h else p.a for p in result.involving(h)
+                     if p.advisory == "resolution" and p.yielding == h}
+        return {a.id for a in agents} - must - set(holders) - {ctx.here}
+    except (FatalError, OSError):
+        return set()
+    finally:
+        if ctx.ledger is not None:
+            ctx.ledger.close()
+
+
+def exact_conflicts(repo: gitio.Repo, plan: MergePlan, behind: Collection[str] = ()
+                    ) -> list[decision.Conflict]:
     """git's own merge of the merge's result with each sibling's live work (a snapshot of
     its worktree now, on its HEAD): the siblings it would really conflict with, and
     where. Line evidence alone says "near" where git's merge of the whole result (a branch
-    that brings another's edits of the same lines) conflicts."""
+    that brings another's edits of the same lines) conflicts. ``behind``: the siblings
+    told to yield to the work brought in: their conflict is theirs to steer (asked, RA
+    for the rest)."""
     me = repo.current()
     head = me.head
     if not head:
@@ -232,12 +296,16 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict
             who = f"worktree {text(w.id)!r}" + (f" (branch {text(w.branch)})"
                                                  if w.branch else "")
             files = ", ".join(text(p, 200) for p in got[1][:4])
+            steer = w.id in behind
             out.append(decision.Conflict(
-                w.id, w.branch, got[1][0], (), "", decision.RA, "conflict",
+                w.id, w.branch, got[1][0], (), "", decision.TA if steer else decision.RA,
+                "conflict",
                 f"{plan.what or 'merging ' + text(plan.ref)} here would conflict with "
                 f"{who}'s live work in "
                 f"{files}{' and more' if len(got[1]) > 4 else ''} (git's merge of the "
-                "result with their work)"))
+                "result with their work)" + (f"; {text(w.id)} was told to yield to the work "
+                                              "brought in: they rebase onto it" if steer
+                                              else "")))
     finally:
         if led is not None:
             led.close()

@@ -13,7 +13,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from proximity import gitfiles, gitio, unsaved
@@ -457,10 +457,13 @@ def edits_of(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, 
 def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
           deny_on: str | None = None, cwd: str | None = None,
           merging: str | None = None, merged: str | None = None,
-          results: Mapping[str, str] | None = None) -> decision.Decision:
+          results: Mapping[str, str] | None = None,
+          steer: Collection[str] = ()) -> decision.Decision:
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
     that contains ``start`` (by merging the commit ``merging``, when given). ``results``:
-    a file's whole text after the edit, by the path given, where the harness says it."""
+    a file's whole text after the edit, by the path given, where the harness says it.
+    ``steer``: more siblings that yield here (to the work a merge brings in), beside the
+    ones told to yield to this worktree."""
     repo = gitio.Repo(start, fast=True)
     after = results or {}
     tg = [Target(relative(repo, p, cwd or start), r,
@@ -471,7 +474,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     ledger = open_ledger(repo)
     try:
         sides = gather(repo, tg, ledger, merging, merged)
-        behind = yielding_to(ledger, repo.current().id, {s.agent for s in sides})
+        behind = yielding_to(ledger, repo.current().id, {s.agent for s in sides}) | {*steer}
     finally:
         if ledger is not None:
             ledger.close()
