@@ -165,3 +165,19 @@ def test_the_merge_check_of_the_holders_work_follows_the_standing_advice(tmp_pat
     main, _x, _y = held(tmp_path)
     assert check_merge(main, "x")["decision"] == "ask"
     assert check_merge(main, "y")["decision"] == "deny"
+
+
+def test_a_rebase_onto_the_holders_work_leaves_no_stale_yield(tmp_path):
+    """y, told to yield to x, rebases onto x's work: the pair is clear, and the scan's
+    yield graph says so in the same scan (it listed "y waits for x" from the last advice
+    recorded, although the pair it had just judged was clear)."""
+    main, _x, y = held(tmp_path)
+    r = run(y, "git", "rebase", "-X", "ours", "x")  # x's lines kept; y's own on top
+    assert r.returncode == 0, r.stderr
+    scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
+    p = pair(scan, "x", "y")
+    assert p["advisory"] != "resolution" and p["yielding"] is None, p
+    assert scan["yields"] == [], scan["yields"]
+    # and it stays so: the next scan reads the advice as ended
+    again = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
+    assert again["yields"] == []

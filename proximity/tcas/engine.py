@@ -15,6 +15,7 @@ from proximity.tcas import risk
 from proximity.tcas.memo import channel_key, content_key, kept_by_content
 from proximity.tcas.pairwise import Pairwise
 from proximity.tcas.rightofway import (
+    cleared,
     contested_of,
     in_order,
     priority,
@@ -97,6 +98,8 @@ def assess(pw: Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRes
         yielding = standing(pw, a, b, base, yielding, contested, facts,
                             {a.id: pa, b.id: pb})
         yielding = in_order(facts, a.id, b.id, yielding)
+    elif not (a.remote or b.remote):
+        cleared(facts, a.id, b.id)
     return PairResult(
         a.id, b.id, r, values, adv, yielding,
         tuple(findings[:12]), base, conc, esc, per_hop, {a.id: pa, b.id: pb}, in_progress,

@@ -85,6 +85,17 @@ def in_order(facts: Facts, a: str, b: str, yielding: str) -> str:
     return yielding
 
 
+def cleared(facts: Facts, a: str, b: str) -> None:
+    """A pair judged now without a decision (clear, traffic, or one side mid-rebase):
+    whatever advice stood between them has ended, so its edge leaves the yield graph in
+    this very scan (else the scan that judged the pair clear still listed one side
+    waiting for the other, from the advice recorded before a rebase)."""
+    for x, y in ((a, b), (b, a)):
+        edges = facts.yields.get(x)
+        if edges is not None:
+            edges.discard(y)
+
+
 def reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
     """Whether ``goal`` is reached from ``start`` along the graph's edges."""
     todo, seen = [start], {start}
