@@ -181,3 +181,23 @@ def test_a_rebase_onto_the_holders_work_leaves_no_stale_yield(tmp_path):
     # and it stays so: the next scan reads the advice as ended
     again = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
     assert again["yields"] == []
+
+
+def test_the_yielding_side_is_told_the_work_landed_and_clears_once_rebased(tmp_path):
+    """When the main checkout lands x's work, y (told to yield to x) is told so in its
+    inbox; it stays blocked until it rebases onto the landed work, then its push goes
+    through."""
+    main, _x, y = held(tmp_path)
+    git(main, "merge", "-q", "--ff-only", "x")
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+    blocked = run(y, "git", "push", "origin", "y")
+    assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
+    assert "LANDED: 'x''s work (branch x) is being pushed as main from 'main'" \
+        in blocked.stderr, blocked.stderr
+    assert "git pull --rebase origin main" in blocked.stderr
+    r = run(y, "git", "pull", "-q", "--rebase", "-X", "ours", "origin", "main")
+    assert r.returncode == 0, r.stderr
+    ok = run(y, "git", "push", "origin", "y")
+    assert ok.returncode == 0, ok.stderr
+    assert "LANDED" not in ok.stderr  # told once

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from proximity.analysis import hunks
-from proximity.hooks.pushed import pushed_state, whose_work
+from proximity.errors import LedgerError
+from proximity.hooks.pushed import owner, pushed_state, whose_work
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import actions, pipeline
 from proximity.views import report
@@ -65,14 +66,18 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     # each run: (whose state the pushed commit stands for, the agents); a branch checked
     # out in a worktree is that worktree's work, whoever pushes it
     runs: list[tuple[str, list[Agent]]] = [(ctx.here, agents)]
+    lands: list[tuple[Agent, str]] = []  # (a worktree whose work lands, the ref it lands as)
     if me is not None and pushed is not None:
         runs = []
         for ref, sha, old in pushed:
             if brings_nothing(ctx, sha, old):
                 continue
-            for owner in whose_work(ctx, agents, me, ref, sha, old):
-                runs.append((owner.id, [pushed_state(ctx, owner, ref, sha)
-                                        if a.id == owner.id else a for a in agents]))
+            holder = owner(agents, ref)
+            for line in whose_work(ctx, agents, me, ref, sha, old):
+                runs.append((line.id, [pushed_state(ctx, line, ref, sha)
+                                       if a.id == line.id else a for a in agents]))
+                if holder is not None and line.id != holder.id:
+                    lands.append((line, ref))
         if not runs:
             return Verdict(nothing=True, notes=tuple(notes))
     results = [(who, pipeline.run_scan(ctx, focus=who, agents=run, retired=retired,
@@ -102,11 +107,42 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     # against it, and says so (it would otherwise pass as clear)
     unjudged = tuple((a.id, a.branch, a.error) for a in result.agents
                      if a.error is not None and a.id != who and stage == "guard")
+    if not must_yield and lands:
+        posted += landed(ctx, lands, [r for _, r in results])
     return Verdict(notes=tuple(notes), texts=tuple(texts), yielding=who,
                    must_yield=tuple(must_yield),
                    posted=frozenset(int(m["id"]) for m in posted
                                     if m["recipient"] == ctx.here),
                    graph_deferred=result.graph_deferred, unjudged=unjudged)
+
+
+def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[Scan]
+           ) -> list[dict[str, object]]:
+    """Tell every worktree that yields to a line of work this push lands (the standing
+    advice, or this judging's) that it lands: the yield ends once they rebase onto it.
+    Returns the messages posted."""
+    if ctx.ledger is None:
+        return []
+    try:
+        standing = ctx.ledger.standing_yields()
+    except LedgerError:
+        standing = []
+    posted: list[dict[str, object]] = []
+    for line, ref in lands:
+        waiting = {told for told, holder, _ in standing if holder == line.id}
+        waiting |= {p.yielding for r in scans for p in r.involving(line.id)
+                    if p.advisory == "resolution" and p.yielding and p.yielding != line.id}
+        for y in sorted(waiting - {line.id, ctx.here}):
+            msg: dict[str, object] = {
+                "type": "landed", "from": line.id, "to": y, "branch": line.branch,
+                "onto": ref.removeprefix("refs/heads/"), "by": ctx.here}
+            try:
+                mid = ctx.ledger.post(y, line.id, "landed", msg, 0.0, 0.0, 0.0)
+            except LedgerError:
+                continue
+            if mid is not None:
+                posted.append({**msg, "id": mid, "recipient": y})
+    return posted
 
 
 def brings_nothing(ctx: workspace.Context, sha: str, old: str) -> bool:

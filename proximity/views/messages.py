@@ -26,6 +26,8 @@ def sent_ago(created: object, now: float | None = None) -> str:
 
 def render(msg: dict[str, Any]) -> str:
     b = msg.get("body", msg)
+    if b.get("type", msg.get("type")) == "landed":
+        return landed(b)
     head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
         b.get("type", msg.get("type", "")), "MESSAGE")
     lines = [f"proximity inbox: {head} from {text(b.get('from'))!r} "
@@ -57,3 +59,13 @@ def render(msg: dict[str, Any]) -> str:
             lines.append(f"  your files far from them: {text(', '.join(b['elsewhere']), 400)}")
         lines.append(f"  override: {text(b.get('override'))}")
     return "\n".join(lines)
+
+
+def landed(b: dict[str, Any]) -> str:
+    """The work a worktree yielded to is landing: rebase onto it, and the yield ends."""
+    onto = text(b.get("onto"), 200)
+    return (f"proximity inbox: LANDED: {text(b.get('from'))!r}'s work (branch "
+            f"{text(b.get('branch'))}) is being pushed as {onto} from {text(b.get('by'))!r}.\n"
+            f"  you were told to yield to it: rebase onto it once it is there (`git pull "
+            f"--rebase origin {onto}`, or `git rebase` onto the landed {onto}); the yield ends "
+            "when your work is on top of theirs")
