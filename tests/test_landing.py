@@ -201,3 +201,31 @@ def test_the_yielding_side_is_told_the_work_landed_and_clears_once_rebased(tmp_p
     ok = run(y, "git", "push", "origin", "y")
     assert ok.returncode == 0, ok.stderr
     assert "LANDED" not in ok.stderr  # told once
+
+
+def test_the_resident_service_lands_the_holders_work_alike(tmp_path, monkeypatch):
+    """The same landing through the resident service (the thin client hands it the pushed
+    refs with the remote's commits): the holder's work lands from the main checkout, the
+    yielding side's does not."""
+    from test_thin import stop
+
+    from proximity.commands import service as service_cmd
+    from proximity.service.server import service_state
+
+    main, _x, y = held(tmp_path)
+    common = str(main / ".git")
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "60")
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    try:
+        assert service_cmd.start(common)
+        git(main, "merge", "-q", "--ff-only", "x")
+        landed = run(main, "git", "push", "origin", "main")
+        assert landed.returncode == 0, landed.stderr
+        blocked = run(y, "git", "push", "origin", "y")
+        assert blocked.returncode != 0 and "must yield to 'x'" in blocked.stderr, \
+            blocked.stderr
+        status = service_state(common).get("status")
+        assert isinstance(status, dict), status
+        assert status["answered"]["hook"] >= 2 and status["answered"]["hook_fallback"] == 0
+    finally:
+        stop(common)
