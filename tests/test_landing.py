@@ -229,3 +229,18 @@ def test_the_resident_service_lands_the_holders_work_alike(tmp_path, monkeypatch
         assert status["answered"]["hook"] >= 2 and status["answered"]["hook_fallback"] == 0
     finally:
         stop(common)
+
+
+def test_a_checkout_holding_a_blocked_landing_does_not_deny_the_holder(tmp_path):
+    """The main checkout merged y, which must yield to x, and its push is blocked; until it
+    lands, the merge sits in the main checkout. x editing its own contested lines was
+    denied naming the main checkout (the merge's lines are there, and no advice stood
+    between x and 'main'): x waited for the main checkout, which waited for x (a swarm
+    deadlocked so). The main checkout's unpushed work is y's: x is asked, as y yields."""
+    main, x, _y = held(tmp_path)
+    git(main, "merge", "-q", "--no-ff", "-m", "land y", "y")
+    assert run(main, "git", "push", "origin", "main").returncode != 0
+    got = json.loads(run(x, sys.executable, "-m", "proximity", "check", "f.txt:20",
+                         "--json").stdout)
+    assert got["decision"] == "ask", got
+    assert "main" in {c["agent"] for c in got["conflicts"]}, got

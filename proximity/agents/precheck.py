@@ -484,7 +484,55 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     elif files in POLICY:
         configured = POLICY[files]
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
-    return decision.decide(sides, policy, behind)
+    d = decision.decide(sides, policy, behind)
+    if d.decision != decision.DENY:
+        return d
+    # a sibling in the way may hold other worktrees' work, not its own (the main checkout
+    # that merged a lane and could not push it yet): right-of-way is that work's
+    denying = {c.agent for c in d.conflicts if c.level == decision.RA} - behind
+    more = holding_yielders(repo, repo.current().id, denying) if denying else set()
+    return decision.decide(sides, policy, behind | more) if more else d
+
+
+def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
+    """Those of ``siblings`` whose work beyond what their branch's remote-tracking ref
+    has is other worktrees' lines of work -- each one's HEAD among those commits -- of
+    which one was told to yield to this worktree: they yield here as that work does
+    (else the main checkout holding a lane's merge it may not push denied the very
+    worktree the lane yields to, and each waited for the other)."""
+    listed = repo.worktrees_from_files()
+    trees = [w for w in (repo.worktrees() if listed is None else listed) if not w.prunable]
+    candidates = [w for w in trees if w.id in siblings and w.branch and w.head]
+    if not candidates:
+        return set()
+    got = gitio.git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes"],
+                    cwd=repo.workdir, ok=(0, 128)).stdout.decode("utf-8", "replace")
+    tracking: dict[str, set[str]] = {}
+    for line in got.splitlines():
+        ref, _, sha = line.partition(" ")
+        parts = ref.split("/", 3)  # refs, remotes, <remote>, <branch>
+        if len(parts) == 4 and sha:
+            tracking.setdefault(parts[3], set()).add(sha)
+    ledger = None
+    out: set[str] = set()
+    try:
+        for w in candidates:
+            had = tracking.get(str(w.branch))
+            if not had or w.head in had:
+                continue
+            ahead = set(gitio.git(["rev-list", "--max-count=2000", str(w.head), "--not",
+                                   *sorted(had)], cwd=repo.workdir, ok=(0, 128)
+                                  ).stdout.decode().split())
+            lines = [v.id for v in trees if v.id not in (w.id, me) and v.head in ahead]
+            if not lines:
+                continue
+            ledger = ledger or open_ledger(repo)
+            if yielding_to(ledger, me, set(lines)):
+                out.add(w.id)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    return out
 
 
 # git config --get proximity.checkPolicy, kept by the state of every file git reads it
