@@ -25,10 +25,11 @@ agent asks:
 
 No objection (the hook's reply carries no decision: proximity only ever asks or denies,
 it never approves) and ask edit (asks are counted); a deny steers the participant to
-another pending edit of its own, and when none is allowed it waits (a waiting step) until
-the holder named in the deny has landed, then rebases onto the new trunk. A commit's edits
-done, it commits through the real hooks (a person: several planned commits at once). All
-its commits made, it lands in finishing order, ``--land-from``:
+another pending edit of its own, and when none is allowed it waits (a waiting step),
+asking again every ``--reask`` steps (the advice may turn its way, another of its edits
+come free), until the holder named in the deny has landed, then rebases onto the new
+trunk. A commit's edits done, it commits through the real hooks (a person: several planned
+commits at once). All its commits made, it lands in finishing order, ``--land-from``:
 
 * ``own``: from its own worktree: ``check --merge origin/main`` (proximity), fetch, rebase
   onto the trunk, push to the remote's ``main`` through the real pre-push guard;
@@ -156,6 +157,7 @@ class Rules:
     land_from: str = "own"  # own or main
     humans: frozenset[int] = frozenset()  # which participants are people
     verify: str | None = None  # CMD run on the trunk after each landing
+    reask: int = 2  # a waiting participant asks again every this many steps
 
 
 class Swarm:
@@ -504,9 +506,17 @@ class Swarm:
                         self.t.conflicts_midway += 1
                     p.state, p.holder, p.waited = "work", None, 0
                     moved = True
-                else:
+                elif p.waited % self.rules.reask != self.rules.reask - 1:
                     p.waited += 1
                     self.t.waiting_steps += 1
+                    continue
+                else:
+                    # it asks again, as an agent retries: the standing advice may have
+                    # turned its way, or another of its edits may have come free
+                    p.waited += 1
+                    if self.work(p):
+                        p.state, p.holder, p.waited = "work", None, 0
+                        moved = True
                     continue
             if p.state == "work":
                 if self.forced(p):  # the deadlock breaker's pick goes ahead
@@ -667,6 +677,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="each lane pushes its own branch, or a person merges it in the "
                          "main checkout and pushes main from there")
     ap.add_argument("--stall", type=int, default=4, help="steps without a move = deadlock")
+    ap.add_argument("--reask", type=int, default=2,
+                    help="a waiting participant asks again every this many steps")
     ap.add_argument("--max-steps", type=int, default=400)
     ap.add_argument("--no-post", action="store_true", help="skip the PostToolUse hook")
     ap.add_argument("--no-sync", action="store_true",
@@ -720,7 +732,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 save_assignment(base, key, a)
         humans = frozenset(random.Random(args.seed).sample(range(args.agents), args.humans))
         rules = Rules(args.stall, not args.no_post, not args.no_sync, args.land_from, humans,
-                      args.verify)
+                      args.verify, args.reask)
         for policy in POLICIES if args.policy == "all" else (args.policy,):
             root = os.path.join(work, policy)
             os.makedirs(root)
