@@ -23,7 +23,7 @@ BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py"))
 THIN_ALLOWED = {
     "proximity", "proximity.thin", "proximity.gitfiles", "proximity.owned", "proximity.knobs",
     "proximity.hooks", "proximity.hooks.inputs", "proximity.hooks.stash",
-    "proximity.hooks.procs",
+    "proximity.hooks.procs", "proximity.hooks.hosts",
     "proximity.service", "proximity.service.client", "proximity.protocol",
     "proximity.snapshot", "proximity.snapshot.journal", "proximity.service.stamp",
     "proximity.layout", "proximity.jsontext", "proximity.checkargs",
