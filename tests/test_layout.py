@@ -240,7 +240,7 @@ def test_the_shell_hook_recognises_the_service_as_it_is_started(tmp_path, monkey
 
     from proximity import protocol
     from proximity.commands import service as service_cmd
-    from proximity.service.server import service_state
+    from proximity.service.report import service_state
 
     hook = (ROOT / "hooks" / "proximity-hook").read_text()
     assert hook == (PKG / "assets" / "proximity-hook").read_text()  # the installed copy

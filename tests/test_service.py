@@ -21,7 +21,7 @@ from proximity import layout
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
 from proximity.service import client
-from proximity.service.server import service_state
+from proximity.service.report import service_state
 
 BASE = {"f.txt": lines(60), "g.txt": lines(40),
         "pkg/__init__.py": "",

@@ -28,7 +28,8 @@ from conftest import git, init_repo, lines, stop
 from proximity import layout, protocol
 from proximity.commands import service as service_cmd
 from proximity.service import client
-from proximity.service.server import MAX_CONNECTIONS, service_state
+from proximity.service.report import service_state
+from proximity.service.server import MAX_CONNECTIONS
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]

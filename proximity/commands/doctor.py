@@ -17,7 +17,7 @@ from proximity.policy import load_policy
 from proximity.remote import quarantine, signing
 from proximity.remote.inbound import LOCAL_NS
 from proximity.safetext import text
-from proximity.service.server import service_state
+from proximity.service.report import service_state
 
 
 def checks(repo_path: str | None) -> list[dict[str, str]]:
