@@ -88,9 +88,12 @@ PROBE_PATHS = ("f", "f.py", "src/f.py", "docs/guide/f.md", ".f", "a/b/c/d/e/f.c"
                "Makefile", "pkg/__init__.py", "x y/z-1.txt", "UPPER/CASE.RS", "-")
 TRUSTED_ONLY = ("notify", "sync", "sync_remote", "machine_id")
 POLICY_FILES = (".proximity.toml", "pyproject.toml")
+# a settings table as a file (TOML) or git config gives it: data a branch provides,
+# narrowed where each value is read
+Table = dict[str, object]
 
 
-def _coerce(name: str, value: Any, default: Any) -> Any:
+def _coerce(name: str, value: object, default: object) -> object:
     if name == "weights":
         if not isinstance(value, dict):
             raise ConfigError("[tool.proximity] weights must be a table of channel = number")
@@ -130,7 +133,7 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     return value
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """A value from a config file as a message may quote it: short, on one line, however
     long or deeply nested it is (a file is data a branch provides)."""
     import reprlib
@@ -154,10 +157,10 @@ def disarms(cfg: Config) -> str | None:
     return None
 
 
-def from_table(table: dict[str, Any]) -> Config:
+def from_table(table: Table) -> Config:
     defaults = Config()
     known = set(Config._fields)
-    changes: dict[str, Any] = {}
+    changes: dict[str, Any] = {}  # each value checked against its field's default (_coerce)
     for key, value in table.items():
         name = key.replace("-", "_")
         if name not in known:
@@ -171,7 +174,7 @@ def from_table(table: dict[str, Any]) -> Config:
     return cfg
 
 
-def _toml(data: bytes | int, where: str) -> dict[str, Any]:
+def _toml(data: bytes | int, where: str) -> Table:
     """The parsed document, refused before any parsing when it is too large or nests too
     deeply (``data`` an int: the size of a file that was not read, being too large)."""
     if sys.version_info >= (3, 11):
@@ -212,7 +215,7 @@ def _error_line(message: str, data: bytes) -> int | None:
     return None
 
 
-def table_of(name: str, data: bytes | int, where: str) -> dict[str, Any] | None:
+def table_of(name: str, data: bytes | int, where: str) -> Table | None:
     """The proximity table of one config file's content (None: the file has none);
     ``data`` an int: the size of a file too large to have been read. A pyproject.toml that
     never names proximity has no table of it, and is not parsed (another tool's large
@@ -256,11 +259,11 @@ READ_ELSEWHERE = frozenset(("checkpolicy",))
 
 
 def git_table(pairs: list[tuple[str, str]], bad: list[str] | None = None
-              ) -> dict[str, Any]:
+              ) -> Table:
     """``proximity.*`` git config entries (key, value as git prints them) as a table:
     numbers and booleans parsed, repeated keys (``exclude``) as lists, ``weights.X``.
     ``bad``: where an entry that cannot be read is dropped and said (None: it raises)."""
-    table: dict[str, Any] = {}
+    table: Table = {}
     for key, raw in pairs:
         try:
             _git_entry(table, key, raw)
@@ -271,10 +274,12 @@ def git_table(pairs: list[tuple[str, str]], bad: list[str] | None = None
     return table
 
 
-def _git_entry(table: dict[str, Any], key: str, raw: str) -> None:
+def _git_entry(table: Table, key: str, raw: str) -> None:
     parts = key.lower().split(".")
     if len(parts) == 3 and parts[1] == "weights":
-        table.setdefault("weights", {})[parts[2]] = _scalar(raw, key)
+        weights = table.setdefault("weights", {})
+        assert isinstance(weights, dict)  # (only this function writes the table)
+        weights[parts[2]] = _scalar(raw, key)
         return
     if len(parts) == 2 and parts[1] in READ_ELSEWHERE:
         return
@@ -282,14 +287,16 @@ def _git_entry(table: dict[str, Any], key: str, raw: str) -> None:
     if name is None:
         raise ConfigError(f"git config {key}: unknown proximity setting")
     if name in ("exclude", "sync_exclude"):
-        table.setdefault(name, []).append(raw)
+        globs = table.setdefault(name, [])
+        assert isinstance(globs, list)
+        globs.append(raw)
     elif isinstance(getattr(Config(), name), (bool, int, float)):
         table[name] = _scalar(raw, key)
     else:
         table[name] = raw
 
 
-def _scalar(raw: str, key: str) -> Any:
+def _scalar(raw: str, key: str) -> bool | int | float:
     low = raw.strip().lower()
     if low in ("true", "yes", "on"):
         return True
@@ -305,10 +312,10 @@ def _scalar(raw: str, key: str) -> Any:
         raise ConfigError(f"git config {key}: {raw!r} is not a number or boolean") from None
 
 
-def from_layers(policy: list[tuple[str, dict[str, Any]]], trusted: dict[str, Any]
+def from_layers(policy: list[tuple[str, Table]], trusted: Table
                 ) -> tuple[Config, list[str]]:
     """Merge policy tables (later wins) and the trusted table into one Config."""
-    merged: dict[str, Any] = {}
+    merged: Table = {}
     warnings: list[str] = []
     for where, table in policy:
         for key, value in table.items():
@@ -317,9 +324,9 @@ def from_layers(policy: list[tuple[str, dict[str, Any]]], trusted: dict[str, Any
                 warnings.append(f"{where}: '{key}' ignored: it runs or sends, so only "
                                 f"`git config proximity.{key.replace('_', '')}` may set it")
                 continue
-            if name == "weights" and isinstance(value, dict) and isinstance(
-                    merged.get("weights"), dict):
-                value = {**merged["weights"], **value}
+            before = merged.get("weights")
+            if name == "weights" and isinstance(value, dict) and isinstance(before, dict):
+                value = {**before, **value}
             merged[name] = value
         try:
             from_table(merged)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import __version__, checkargs
+from proximity import __version__, checkargs, owned
+from proximity.errors import FatalError, UsageError
 from proximity.hooks.inputs import HOOK_NAMES, HookCall, parse_hook
 
 TYPE_CHECKING = False  # (not typing's: a hook never imports typing)
@@ -167,9 +168,6 @@ def _crash_log(exc: BaseException) -> str:
     import time
     import traceback
 
-    # lazy: only a crash needs it (`proximity --help` and hooks start without it)
-    from proximity import owned
-
     d = crash_dir()
     try:
         try:
@@ -202,112 +200,49 @@ def _started_in(args: argparse.Namespace) -> None:
     try:
         os.chdir(where)
     except OSError as e:
-        # lazy: `proximity --help` and every hook start without the whole package
-        from proximity.errors import UsageError
-
         raise UsageError(f"-C {where}: {e.strerror}") from None
 
 
-def _thin_hook(call: HookCall) -> int | HookCall:
-    """A hook answered by the resident service (thin.py), before anything heavy is
-    imported: its exit code, or the call handed to the in-process hook."""
+def _thin_client() -> tuple[Callable[[HookCall], int | HookCall],
+                            Callable[[CheckArgs], int | Fallback]] | None:
+    """How the resident service's standard-library client (thin.py) asks a hook and a
+    check before anything heavy is imported; None when that path is damaged (the
+    in-process hook and check still answer)."""
     try:
-        # lazy: every hook starts without the whole package
+        # lazy: the service's client (~20 ms) is for `check` and the hooks alone
         from proximity import thin
-    except Exception:  # a damaged thin path: the in-process hook still answers
-        return call
-    return thin.ask_hook(call)
-
-
-def _thin_check(check: CheckArgs) -> int | Fallback | None:
-    """`check` answered by the resident service (thin.py), before anything heavy is
-    imported: its exit code, or what the in-process check is told (None: nothing)."""
-    try:
-        # lazy: `proximity --help` and every check start without the whole package
-        from proximity import thin
-    except Exception:  # a damaged thin path: the in-process check still answers
+    except Exception:
         return None
-    return thin.check(check)
+    return thin.ask_hook, thin.check
 
 
-def command(name: str) -> Callable[[argparse.Namespace], int]:
-    """The ``run`` of a subcommand. Each module is imported only when its command runs: a
-    command's imports are its own, so a hook or a pre-edit check never loads the scan
-    engine, and `proximity --help` loads no command at all."""
-    match name:
-        case "scan" | "status":
-            # lazy: the scan engine, its channels and the rich tables
-            from proximity.commands import scan
-            return scan.run
-        case "check":
-            # lazy: the pre-edit answerer (git and the ledger, no scan)
-            from proximity.commands import check
-            return check.run
-        case "hook":
-            # lazy: a hook's in-process path (only when the service did not answer)
-            from proximity.commands import hook
-            return hook.run_parsed
-        case "snapshot":
-            # lazy: recording a worktree's state
-            from proximity.commands import snapshot
-            return snapshot.run
-        case "intend":
-            # lazy: the ledger's intents
-            from proximity.commands import intend
-            return intend.run
-        case "inbox":
-            # lazy: the ledger's inbox and message texts
-            from proximity.commands import inbox
-            return inbox.run
-        case "mcp":
-            # lazy: the MCP server (its SDK is the heaviest import of all)
-            from proximity.commands import mcp
-            return mcp.run
-        case "lsp":
-            # lazy: the language server (pygls, lsprotocol)
-            from proximity.commands import lsp
-            return lsp.run
-        case "watch":
-            # lazy: rich's live display and the scan engine
-            from proximity.commands import watch
-            return watch.run
-        case "view":
-            # lazy: the 3-D view's embedding and its HTML
-            from proximity.commands import view
-            return view.run
-        case "demo":
-            # lazy: the demo builds repositories and runs the swarm
-            from proximity.commands import demo
-            return demo.run
-        case "ledger":
-            # lazy: the ledger's event listing
-            from proximity.commands import ledger
-            return ledger.run
-        case "doctor":
-            # lazy: every health check
-            from proximity.commands import doctor
-            return doctor.run
-        case "install":
-            # lazy: writing hook scripts
-            from proximity.commands import install
-            return install.run
-        case "uninstall":
-            # lazy: removing hook scripts
-            from proximity.commands import uninstall
-            return uninstall.run
-        case "gc":
-            # lazy: the ledger's compaction and retirement
-            from proximity.commands import gc
-            return gc.run
-        case "service":
-            # lazy: starting, stopping and asking the resident service
-            from proximity.commands import service
-            return service.run
-        case "sync":
-            # lazy: sharing snapshots through a git remote
-            from proximity.commands import sync
-            return sync.run
-    raise ValueError(f"no command {name!r}")
+def _in_process_hook(call: HookCall) -> int:
+    # lazy: the hook's own command (~260 ms to import); the table besides: ~170 ms more
+    from proximity.commands import hook
+
+    return hook.run(call)
+
+
+def _in_process_check(check: CheckArgs, told: Fallback | None) -> int:
+    # lazy: the pre-edit answerer alone (~350 ms to import); the table besides: ~230 ms more
+    from proximity.commands import check as check_command
+
+    return check_command.check(check, told.stdin if told else None)
+
+
+def _command(args: argparse.Namespace) -> int:
+    """A command as argparse read it: `check` and `hook` after a global option (``proximity
+    -C DIR check``: no fast path asked the service), any other by the table."""
+    _started_in(args)
+    if args.command == "hook":
+        return _in_process_hook(HookCall(args.stage, tuple(args.args)))
+    if args.command == "check":
+        return _in_process_check(checkargs.CheckArgs(args.paths, args.json, args.deny_on,
+                                                      args.repo, args.hook, args.merge), None)
+    # lazy: `check`, the hooks and `--help` load no other command (the table: ~800 ms)
+    from proximity.commands.table import COMMANDS
+
+    return COMMANDS[args.command](args)
 
 
 def main(argv: Sequence[str] | None = None, handed: HookCall | None = None) -> int:
@@ -316,34 +251,25 @@ def main(argv: Sequence[str] | None = None, handed: HookCall | None = None) -> i
     call = parse_hook(argv[1:]) if argv[:1] == ["hook"] else None
     check = checkargs.parse(argv[1:]) if argv[:1] == ["check"] else None
     told: Fallback | None = None
+    client = _thin_client() if (call is not None and handed is None) or check is not None else None
     if call is not None:
-        got = handed if handed is not None else _thin_hook(call)
+        got = handed if handed is not None else client[0](call) if client else call
         if isinstance(got, int):
             return got
         call = got
     elif check is not None:
-        asked = _thin_check(check)
+        asked = client[1](check) if client else None
         if isinstance(asked, int):
             return asked
         told = asked
     args = None if call is not None or check is not None else build_parser().parse_args(argv)
-    # lazy: `proximity --help` and every hook start without the whole package
-    from proximity.errors import FatalError
-
     try:
         if call is not None:
-            # lazy: a hook's in-process path (only when the service did not answer)
-            from proximity.commands import hook
-
-            return hook.run(call)
+            return _in_process_hook(call)
         if check is not None:
-            # lazy: the pre-edit answerer, only once the service did not answer
-            from proximity.commands import check as check_command
-
-            return check_command.check(check, told.stdin if told else None)
+            return _in_process_check(check, told)
         assert args is not None
-        _started_in(args)
-        return int(command(args.command)(args))
+        return _command(args)
     except FatalError as e:
         print(f"proximity: error: {e}", file=sys.stderr)
         return e.exit_code
@@ -353,7 +279,7 @@ def main(argv: Sequence[str] | None = None, handed: HookCall | None = None) -> i
         return 0
     except Exception as e:  # the one place a crash is turned into a report
         if type(e).__module__ == "sqlite3":  # any database error: the ledger, exit 4
-            # lazy: `proximity --help` and every hook start without the whole package
+            # lazy: only a database error; the ledger that raised it is loaded by then
             from proximity.ledger import diagnose
 
             err = diagnose(e)

@@ -6,12 +6,13 @@ switches the guard off in every worktree."""
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from proximity.config import (
     GIT_NAMES,
     TRUSTED_ONLY,
     Config,
+    Table,
     _coerce,
     disarms,
     from_layers,
@@ -49,7 +50,7 @@ def load_policy(committed: list[tuple[str, bytes | int]], shared: list[tuple[str
     key (unknown, or a bad value) is dropped, a file that does not parse or a layer that
     contradicts itself counts as absent; each is a warning naming where (file and line)
     and is in ``faults``."""
-    layers: list[tuple[str, dict[str, Any]]] = []
+    layers: list[tuple[str, Table]] = []
     sources: list[str] = []
     faults: list[str] = []
     texts: dict[str, str] = {}  # a committed file's content, by where: for line numbers
@@ -85,13 +86,13 @@ def load_policy(committed: list[tuple[str, bytes | int]], shared: list[tuple[str
     return Policy(cfg, sources or ["defaults"], faults + warnings, tuple(faults))
 
 
-def _checked(table: dict[str, Any], where: str, text: str | None, section: str | None,
-             faults: list[str]) -> dict[str, Any]:
+def _checked(table: Table, where: str, text: str | None, section: str | None,
+             faults: list[str]) -> Table:
     """``table`` without the keys that cannot be used (unknown, or a bad value), each
     said in ``faults`` with its line in ``text`` (the file's content) when there is one."""
     defaults = Config()
     known = set(Config._fields)
-    good: dict[str, Any] = {}
+    good: Table = {}
     for key, value in table.items():
         name = key.replace("-", "_")
         at = _at(where, text, key, section)
@@ -120,14 +121,14 @@ def _checked(table: dict[str, Any], where: str, text: str | None, section: str |
     return good
 
 
-def _lenient_layers(layers: list[tuple[str, dict[str, Any]]], trusted: dict[str, Any],
+def _lenient_layers(layers: list[tuple[str, Table]], trusted: Table,
                     faults: list[str], texts: dict[str, str]) -> tuple[Config, list[str]]:
     """from_layers, where the settings of a layer that contradict themselves or those
     below (tau_ta above tau_ra…), or that a committed file would disarm the guard with
     (config.disarms), are dropped with a fault naming their lines, instead of raising; the
     rest of that layer stands when it is sound without them. Disarming the guard is the
     local person's choice (git config, the environment, --no-verify), never a branch's."""
-    kept: list[tuple[str, dict[str, Any]]] = []
+    kept: list[tuple[str, Table]] = []
     for where, table in layers:
         said = _unsound(kept, where, table)
         if said is None:
@@ -154,7 +155,7 @@ def _lenient_layers(layers: list[tuple[str, dict[str, Any]]], trusted: dict[str,
         return Config(), []
 
 
-def _unsound(kept: list[tuple[str, dict[str, Any]]], where: str, table: dict[str, Any]
+def _unsound(kept: list[tuple[str, Table]], where: str, table: Table
              ) -> str | None:
     """What is wrong with ``table`` laid over ``kept`` (None: nothing): a contradiction,
     or, for a committed file, settings that disarm the guard."""

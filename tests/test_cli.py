@@ -30,6 +30,19 @@ def test_c_before_the_command_is_taken_as_git_takes_it(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["agent"] == "carol"
     assert main(["-C", str(tmp_path / "nowhere"), "demo"]) == 2
     assert "nowhere" in capsys.readouterr().err
+    # `check` and `hook` after a global -C: argparse reads them, no fast path asked
+    # the service, and they answer as their fast paths do
+    for argv in (["check", "--json", "-C", str(root / "carol"), "app/views.py"],
+                 ["-C", str(root / "carol"), "check", "--json", "app/views.py"]):
+        main(argv)
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[-1] == outs[-2] and outs[-1]["decision"] in ("allow", "ask", "deny"), outs
+    (root / "carol" / "app" / "views.py").write_text("# carol's edit\n")
+    assert main(["-C", str(root / "carol"), "hook", "snapshot"]) == 0
+    capsys.readouterr()
+    assert main(["ledger", "--json", "-n", "1", "-C", str(root / "carol")]) == 0
+    last = json.loads(capsys.readouterr().out)["events"][-1]
+    assert last["stream"] == "carol" and "app/views.py" in last["files"], last
 
 
 def test_the_kept_demo_blocks_bobs_push_as_the_readme_shows(tmp_path):

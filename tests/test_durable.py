@@ -20,7 +20,7 @@ from conftest import git, init_repo, lines
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
 from proximity.service import client
-from proximity.service.server import service_state
+from proximity.service.report import service_state
 from proximity.snapshot import journal
 
 PY = os.environ.get("PROXIMITY_TEST_PYTHON") or sys.executable

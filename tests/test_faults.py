@@ -888,7 +888,7 @@ def test_a_bad_setting_in_the_repository_git_config_is_dropped_not_fatal(tmp_pat
 
 def test_a_hook_the_service_answers_says_the_bad_setting_too(tmp_path, monkeypatch):
     from proximity.commands import service as service_cmd
-    from proximity.service.server import service_state
+    from proximity.service.report import service_state
 
     name, text, named = BAD_CONFIGS[0]
     main, _a, b = _committed_config(tmp_path, name, text)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import git, lines, pair
+from conftest import git, init_repo, lines, pair
 from test_hooks import BASE, collide, make_repo, run
 
 from proximity.commands.hook import pushed_refs
@@ -38,6 +38,20 @@ def test_pushed_refs_reads_what_the_push_carries():
     env = {"PRE_COMMIT_TO_REF": a, "PRE_COMMIT_FROM_REF": z,
            "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/x"}
     assert pushed_refs(None, env) == [("refs/heads/x", a, z)]
+
+
+def test_a_hosts_push_down_to_a_root_commit_is_read_from_git(tmp_path, monkeypatch):
+    """pre-commit names the local branch of a push of history down to a root commit (a new
+    remote) without its commit: git says which commit it is, and a name git cannot resolve
+    is judged as a guard run by hand (None), never read as an option."""
+    repo = init_repo(tmp_path / "r", {"f.txt": "x\n"})
+    head = git(repo, "rev-parse", "HEAD").stdout.strip()
+    branch = git(repo, "symbolic-ref", "HEAD").stdout.strip()
+    monkeypatch.chdir(repo)
+    env = {"PRE_COMMIT_LOCAL_BRANCH": branch, "PRE_COMMIT_REMOTE_BRANCH": branch}
+    assert pushed_refs(None, env) == [(branch, head)]
+    for name in ("refs/heads/none", "--all"):
+        assert pushed_refs(None, {**env, "PRE_COMMIT_LOCAL_BRANCH": name}) is None
 
 
 def test_tag_push_branch_deletion_and_another_branch_are_never_blocked(tmp_path):

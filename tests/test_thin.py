@@ -26,7 +26,7 @@ from proximity import gitio, layout
 from proximity.commands import service as service_cmd
 from proximity.ledger import Ledger
 from proximity.service import client, stamp
-from proximity.service.server import service_state
+from proximity.service.report import service_state
 from proximity.snapshot import journal
 
 BASE = {"f.txt": lines(60), "g.txt": lines(40)}

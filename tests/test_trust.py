@@ -28,7 +28,8 @@ from conftest import git, init_repo, lines, stop
 from proximity import layout, protocol
 from proximity.commands import service as service_cmd
 from proximity.service import client
-from proximity.service.server import MAX_CONNECTIONS, service_state
+from proximity.service.report import service_state
+from proximity.service.server import MAX_CONNECTIONS
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,10 +252,11 @@ def test_requests_naming_devices_fifos_or_paths_are_refused_at_once(served, tmp_
                 {"index": None, "rid": str(claim_dir / "x")},
                 {"index": None, "agent": "../../etc"},
                 {"index": None, "cookie": "../../x"}):
-        t0 = time.monotonic()
+        # answered at all (raw gives up after its socket's 10 s): a service that opened
+        # the device or the FIFO would be reading it still; "malformed" says the request
+        # was refused as it was read, before anything was opened
         answer = raw(common, {**hook, **bad})
         assert answer.get("ok") is False and "malformed" in str(answer.get("error")), bad
-        assert time.monotonic() - t0 < 2.0, bad
     assert not claim_dir.exists()
     assert raw(common, {"op": "scan", "index": "/dev/zero"}).get("ok") is False
     index_dir = Path(common) / "ecm" / "index"

@@ -116,12 +116,16 @@ def test_watch_quits_cleanly_on_ctrl_c(airspace):
     proc = subprocess.Popen([sys.executable, "-m", "proximity", "watch", "--interval", "0.5",
                              "-C", airspace], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "COLUMNS": "80"})
-    time.sleep(3)
+    assert proc.stdout is not None
+    seen = b""
+    end = time.monotonic() + 60  # interrupted once its first frame is out, however slow
+    while b"alice~bob" not in seen and time.monotonic() < end and proc.poll() is None:
+        seen += proc.stdout.readline()
+    assert b"alice~bob" in seen and proc.poll() is None, seen[-400:]
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err.decode()
     assert b"Traceback" not in err
-    assert b"alice~bob" in out
 
 
 def test_watch_without_a_terminal_prints_each_new_frame_as_plain_text(airspace):

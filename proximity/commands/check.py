@@ -19,12 +19,7 @@ from proximity.checkargs import CheckArgs
 from proximity.errors import UsageError
 
 if TYPE_CHECKING:
-    import argparse
-
-
-def run(args: argparse.Namespace) -> int:
-    return check(CheckArgs(args.paths, args.json, args.deny_on, args.repo, args.hook,
-                           args.merge))
+    pass
 
 
 def check(a: CheckArgs, stdin: str | None = None) -> int:

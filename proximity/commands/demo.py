@@ -11,6 +11,7 @@ import tempfile
 import textwrap
 
 from proximity import gitio
+from proximity.commands import install, swarm
 from proximity.commands.shop import MODELS, README, UTIL, VIEWS, write
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import pipeline
@@ -72,9 +73,6 @@ def build(root: str) -> str:
 def ready_to_push(root: str, main: str) -> None:
     """A kept demo: the hooks installed and a bare remote ``origin``, so what the README
     shows happens there (bob commits and pushes: blocked, he must yield to alice)."""
-    # lazy: only a kept demo installs anything
-    from proximity.commands import install
-
     install.install_hooks(gitio.Repo(main))
     remote = os.path.join(root, "origin.git")
     gitio.git(["init", "-q", "--bare", remote], cwd=root)
@@ -98,8 +96,6 @@ def next_steps(kept: str | None) -> list[str]:
 
 def run_swarm(args: argparse.Namespace) -> int:
     """``--swarm``: the recording is the point, so its directory is always kept."""
-    # lazy: the swarm module builds on this one's example files
-    from proximity.commands import swarm
     root = args.dir or tempfile.mkdtemp(prefix="proximity-swarm-")
     os.makedirs(root, exist_ok=True)
     out, log = swarm.run(root)

@@ -14,7 +14,10 @@ from proximity.errors import FatalError, LedgerError
 from proximity.hooks import hosts
 from proximity.ledger import FILENAME, Ledger, diagnose, integrity_says, recovery_hint
 from proximity.policy import load_policy
-from proximity.service.server import service_state
+from proximity.remote import quarantine, signing
+from proximity.remote.inbound import LOCAL_NS
+from proximity.safetext import text
+from proximity.service.report import service_state
 
 
 def checks(repo_path: str | None) -> list[dict[str, str]]:
@@ -75,11 +78,6 @@ def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     """Whose snapshots this clone holds: machines verified (signed by their pinned key),
     unsigned ones (anyone with push access could have written them), and the snapshots the
     last sync rejected. Nothing before the first `proximity sync`."""
-    # lazy: the remote modules matter only to a clone that has synced
-    from proximity.remote import quarantine, signing
-    from proximity.remote.inbound import LOCAL_NS
-    from proximity.safetext import text
-
     state = _json(os.path.join(repo.ecm_dir, quarantine.STATE))
     pins = _json(os.path.join(repo.ecm_dir, signing.PINS))
     refs = gitio.git(["for-each-ref", "--format=%(refname)", LOCAL_NS], cwd=repo.workdir

@@ -27,7 +27,7 @@ from proximity.service import client
 from proximity.snapshot import recorder, workspace
 
 if TYPE_CHECKING:
-    import argparse
+    pass
 
 
 def err(msg: str) -> None:
@@ -86,12 +86,6 @@ def off_line(stage: str, why: str) -> str:
     """The one line of a pre-push guard that could not judge: never silently off."""
     return (f"proximity: the push guard is OFF for this push: {why}; fix that (see "
             "`proximity doctor`), then push again")
-
-
-def run_parsed(args: argparse.Namespace) -> int:
-    """`proximity -C DIR hook NAME ARGS…` as the command line's parser read it (a global
-    option before the command): the in-process hook, asked of nobody yet."""
-    return run(HookCall(args.stage, tuple(args.args)))
 
 
 def run(call: HookCall) -> int:

@@ -7,6 +7,7 @@ import os
 import sys
 from importlib import resources
 
+import proximity
 from proximity import gitio
 from proximity.errors import FatalError
 from proximity.hooks import hosts
@@ -36,8 +37,6 @@ def script(python: str | None = None) -> str:
     text = text.replace(default, 'PROXIMITY_PYTHON=${PROXIMITY_PYTHON:-'
                         f'{shlex.quote(python or interpreter())}}}')
     # where this package lives: the hook's fast start (python -S) imports it from there
-    import proximity
-
     root = os.path.dirname(os.path.dirname(os.path.abspath(proximity.__file__)))
     return text.replace("\nPROXIMITY_ROOT=\n", f"\nPROXIMITY_ROOT={shlex.quote(root)}\n", 1)
 

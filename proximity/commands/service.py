@@ -9,7 +9,8 @@ import time
 
 from proximity import gitio
 from proximity.errors import FatalError
-from proximity.service import client, server
+from proximity.service import client
+from proximity.service.report import ServiceReport, service_state
 
 
 def _wait(until: float, ready: bool, common: str) -> bool:
@@ -44,7 +45,7 @@ def stop(common: str, timeout: float = 10.0) -> bool:
     return _wait(time.monotonic() + timeout, False, common)
 
 
-def _text(state: server.ServiceReport) -> str:
+def _text(state: ServiceReport) -> str:
     st = state.get("status")
     if state.get("refused"):
         return (f"service: not used: {state['refused']} (another user's, or a link); hooks "
@@ -79,14 +80,14 @@ def run(args: argparse.Namespace) -> int:
     elif args.action == "start":
         ok = start(common)
     elif args.action == "stop":
-        before = server.service_state(common)
+        before = service_state(common)
         ok = stop(common)
         if before["running"]:  # what was running, read before it is gone
             st, rec = (x if isinstance(x, dict) else {}
                        for x in (before.get("status"), before.get("recorded")))
             stopped = {"pid": st.get("pid") or rec.get("pid"), "uptime": st.get("uptime"),
                        "worktrees": st.get("worktrees")}
-    state = server.service_state(common)
+    state = service_state(common)
     if args.json:
         doc = {"action": args.action, "ok": ok, **state}
         if args.action == "stop":

@@ -108,7 +108,7 @@ class WorktreeInfo(NamedTuple):
     populating: bool = False  # git has not finished writing it (gitfiles.populating)
 
 
-def _cfg_bool(cfg: Any, key: str, default: bool) -> bool:
+def _cfg_bool(cfg: pygit2.Config, key: str, default: bool) -> bool:
     try:
         return bool(cfg.get_bool(key)) if key in cfg else default
     except (ValueError, KeyError, _pygit2().GitError):

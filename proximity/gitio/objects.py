@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from proximity import owned
+from proximity import model, owned
 from proximity.configlimits import MAX_CONFIG_BYTES
 from proximity.errors import FatalError
 from proximity.gitio.base import LARGE_STUB, RepoCore, _pygit2
@@ -19,16 +19,11 @@ LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pac
 if TYPE_CHECKING:
     import pygit2
 
-    from proximity import model
-
 
 _TREE = 0o040000  # a tree entry's mode
 
 
 def _kind(mode: int) -> str:
-    # lazy: model costs every snapshot hook, and only listing changes needs it
-    from proximity import model
-
     if mode == 0o120000:
         return model.SYMLINK
     if mode == 0o160000:
@@ -37,9 +32,6 @@ def _kind(mode: int) -> str:
 
 
 def _changes(repo: Objects, diff: Any, max_bytes: int) -> Iterator[model.FileChange]:
-    # lazy: see _kind
-    from proximity import model
-
     for i, delta in enumerate(diff.deltas):
         status = delta.status_char()
         if status not in "ADMRT":

@@ -26,8 +26,10 @@ a pre-push that did not judge says the push guard is off.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+from proximity import gitfiles
+
+TYPE_CHECKING = False  # (not typing's: the thin hook path imports this module)
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -118,9 +120,6 @@ def framework_merge(env: Mapping[str, str], cwd: str) -> bool:
     if env.get("PRE_COMMIT") != "1" or env.get("PRE_COMMIT_CHECKOUT_TYPE") \
             or env.get("PRE_COMMIT_REWRITE_COMMAND"):
         return False
-    # lazy: this module is on the thin hook path; only a framework's merge needs it
-    from proximity import gitfiles
-
     admin = gitfiles.find_git_dir(cwd)
     if admin is None:
         return False

@@ -13,6 +13,7 @@ import sys
 from collections import namedtuple
 
 from proximity import knobs
+from proximity.hooks import hosts
 
 TYPE_CHECKING = False  # (not typing's: the thin hook path imports this module)
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "
          "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
 # what `proximity hook NAME` accepts: a stage, or the git hook that runs it
 HOOK_NAMES = ("snapshot", "warn", "guard", *STAGE)
-ZERO = "0" * 40
 
 
 def stage_of(name: str) -> str:
@@ -93,9 +93,6 @@ def kind_of(stage: str, args: list[str]) -> str:
 
 def _framework_merge() -> bool:
     """pre-commit or prek running a snapshot from git's post-merge hook (hosts.py)."""
-    # lazy: this module is on the thin hook path (standard library only until needed)
-    from proximity.hooks import hosts
-
     return hosts.framework_merge(os.environ, os.getcwd())
 
 
@@ -120,24 +117,15 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]
     empty stdin is git saying the push updates no ref (everything up to date: git still
     runs the hook), so nothing to judge, never the worktree as by hand.
     """
-    lines: list[list[str]] = []
-    if env.get("PRE_COMMIT_TO_REF"):
-        lines.append([env.get("PRE_COMMIT_LOCAL_BRANCH", ""), env["PRE_COMMIT_TO_REF"],
-                      env.get("PRE_COMMIT_REMOTE_BRANCH", ""),
-                      env.get("PRE_COMMIT_FROM_REF", ZERO)])
-        lines += _more(env, lines[0][0])
-    elif env.get("PRE_COMMIT_LOCAL_BRANCH") and env.get("PRE_COMMIT_REMOTE_BRANCH"):
-        # pre-commit's push of history down to a root commit (a new remote, or one with
-        # none of it): the local ref is named, its commit is not
-        # lazy: this module is on the thin hook path (standard library only until needed)
-        from proximity import gitio
+    if env.get("PRE_COMMIT_TO_REF") or (env.get("PRE_COMMIT_LOCAL_BRANCH")
+                                        and env.get("PRE_COMMIT_REMOTE_BRANCH")):
+        # (this module is on the thin hook path: the standard library only)
+        # lazy: a host's pre-push alone reads the push's command line and asks git
+        from proximity.hooks import pushargs
 
-        local = env["PRE_COMMIT_LOCAL_BRANCH"]
-        sha = gitio.commit_of(local, os.getcwd())
-        if sha is None:
+        lines = pushargs.host_lines(env, os.getcwd())
+        if lines is None:
             return None  # not resolvable: judged as a guard run by hand (the worktree)
-        lines.append([local, sha, env["PRE_COMMIT_REMOTE_BRANCH"], ZERO])
-        lines += _more(env, local)
     elif stdin_text is not None:
         lines = [ln.split() for ln in stdin_text.splitlines() if ln.strip()]
     else:
@@ -153,16 +141,6 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]
             continue
         out.append((local_ref, local_sha, remote_sha))
     return out
-
-
-def _more(env: dict[str, str], told: str) -> list[list[str]]:
-    """The other refs of a push whose host passed the hook only one (``told``): read
-    back from the ``git push`` command line (pushargs)."""
-    # lazy: this module is on the thin hook path (standard library only until needed)
-    from proximity.hooks import pushargs
-
-    full = told if told.startswith("refs/") else f"refs/heads/{told}"
-    return pushargs.more_lines(env, os.getcwd(), {told, full})
 
 
 def read_stdin() -> str | None:

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import os
 
+from proximity.errors import FatalError
+from proximity.hooks import procs
+
 TYPE_CHECKING = False  # (not typing's: the thin client imports this module)
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -131,13 +134,31 @@ def _long(name: str) -> str | None:
 def from_ancestors(pid: int | None = None) -> Push | None:
     """The push of the nearest ``git`` process that runs this one (the pre-push hook's),
     or None."""
-    # lazy: read from the thin hook path: git only when a command line needs it
-    from proximity.hooks import procs
-
     for p in procs.ancestors(os.getpid() if pid is None else pid):
         if p.argv and os.path.basename(p.argv[0]) in (b"git", b"git.exe"):
             return parse([a.decode("utf-8", "surrogateescape") for a in p.argv])
     return None
+
+
+def host_lines(env: Mapping[str, str], cwd: str) -> list[list[str]] | None:
+    """Pre-push lines of a push a hook host (pre-commit, prek) passed its hook as
+    PRE_COMMIT_LOCAL_BRANCH / PRE_COMMIT_TO_REF / PRE_COMMIT_FROM_REF, the others read back
+    from the ``git push`` command line; None when the host names a ref without its commit
+    that git cannot resolve (judged as a guard run by hand: the worktree)."""
+    if env.get("PRE_COMMIT_TO_REF"):
+        told = env.get("PRE_COMMIT_LOCAL_BRANCH", "")
+        first = [told, env["PRE_COMMIT_TO_REF"], env.get("PRE_COMMIT_REMOTE_BRANCH", ""),
+                 env.get("PRE_COMMIT_FROM_REF", ZERO)]
+    else:
+        # pre-commit's push of history down to a root commit (a new remote, or one with
+        # none of it): the local ref is named, its commit is not
+        told = env["PRE_COMMIT_LOCAL_BRANCH"]
+        sha = _commit_of(told, cwd)
+        if sha is None:
+            return None
+        first = [told, sha, env["PRE_COMMIT_REMOTE_BRANCH"], ZERO]
+    full = told if told.startswith("refs/") else f"refs/heads/{told}"
+    return [first, *more_lines(env, cwd, {told, full})]
 
 
 def more_lines(env: Mapping[str, str], cwd: str, told: set[str],
@@ -218,18 +239,13 @@ def _resolve(spec: str, refs: dict[str, str], current: str | None) -> list[tuple
 def _refs(cwd: str) -> tuple[dict[str, str], str | None] | None:
     """Every local branch and tag and remote-tracking ref (name -> commit), and the
     current branch; None if git cannot say."""
-    # lazy: read from the thin hook path: git only when a command line needs it
-    from proximity import gitio
-    from proximity.errors import FatalError
-
-    try:
-        out = gitio.git(["for-each-ref", "--format=%(HEAD) %(objectname) %(refname)",
-                         "refs/heads", "refs/remotes", "refs/tags"], cwd=cwd)
-    except (FatalError, OSError):
+    out = _git(["for-each-ref", "--format=%(HEAD) %(objectname) %(refname)", "refs/heads",
+                "refs/remotes", "refs/tags"], cwd)
+    if out is None:
         return None
     refs: dict[str, str] = {}
     current = None
-    for line in out.stdout.decode("utf-8", "surrogateescape").splitlines():
+    for line in out[1].decode("utf-8", "surrogateescape").splitlines():
         mark, rest = line[:1], line[2:]  # %(HEAD) is "*" or " "
         sha, _, name = rest.partition(" ")
         refs[name] = sha
@@ -241,18 +257,13 @@ def _refs(cwd: str) -> tuple[dict[str, str], str | None] | None:
 def _config(cwd: str, remote: str) -> tuple[list[str], str]:
     """The remote's configured push refspecs and ``push.default`` -- and, as the second
     value's stand-in when unset, "simple" if ``remote`` is a configured remote, "" if not."""
-    # lazy: read from the thin hook path: git only when a command line needs it
-    from proximity import gitio
-    from proximity.errors import FatalError
-
-    try:
-        out = gitio.git(["config", "-z", "--get-regexp",
-                         r"^(push\.default|remote\..*\.(url|push))$"], cwd=cwd, ok=(0, 1))
-    except (FatalError, OSError):
+    out = _git(["config", "-z", "--get-regexp", r"^(push\.default|remote\..*\.(url|push))$"],
+               cwd, ok=(0, 1))
+    if out is None:
         return [], ""
     specs: list[str] = []
     default, configured = "", False
-    for item in out.stdout.decode("utf-8", "surrogateescape").split("\0"):
+    for item in out[1].decode("utf-8", "surrogateescape").split("\0"):
         key, _, value = item.partition("\n")
         if key == "push.default":
             default = value
@@ -267,11 +278,28 @@ def _config(cwd: str, remote: str) -> tuple[list[str], str]:
 
 def _contains(cwd: str, tip: str, sha: str) -> bool:
     """Whether ``sha`` is ``tip`` or one of its ancestors (False when git cannot say)."""
-    # lazy: read from the thin hook path: git only when a command line needs it
+    if sha == tip:
+        return True
+    out = _git(["merge-base", "--is-ancestor", sha, tip], cwd, ok=(0, 1, 128))
+    return out is not None and out[0] == 0
+
+
+def _commit_of(ref: str, cwd: str) -> str | None:
+    """The commit a local ref names (never read as an option), or None."""
+    out = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+               cwd, ok=(0, 1, 128))
+    sha = out[1].decode("ascii", "replace").strip() if out is not None and out[0] == 0 else ""
+    return sha if len(sha) in (40, 64) else None
+
+
+def _git(args: list[str], cwd: str, ok: tuple[int, ...] = (0,)) -> tuple[int, bytes] | None:
+    """git's exit code and output, None when git cannot run."""
+    # (the thin hook path reads this module: the standard library only)
+    # lazy: git's runner (and libgit2: ~110 ms) only when a push names more than its host said
     from proximity import gitio
-    from proximity.errors import FatalError
 
     try:
-        return gitio.is_ancestor_cli(sha, tip, cwd)
+        out = gitio.git(args, cwd=cwd, ok=ok)
     except (FatalError, OSError):
-        return False
+        return None
+    return out.returncode, out.stdout

@@ -22,6 +22,7 @@ from proximity.config import disarms
 from proximity.errors import LedgerError
 from proximity.safetext import text
 from proximity.snapshot import journal, recorder
+from proximity.snapshot.agents import live_agents
 from proximity.views import messages
 
 if TYPE_CHECKING:
@@ -106,9 +107,6 @@ class LiveAirspace:
         return recorder.snapshot_here(self.ctx, stage.index_file)
 
     def agents(self, index: str | None) -> tuple[list[Agent], list[str]]:
-        # lazy: only judging reads the siblings; a snapshot hook never loads them
-        from proximity.snapshot.agents import live_agents
-
         return live_agents(self.ctx.repo, {self.ctx.here: index} if index else None)
 
     def live(self) -> set[str]:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import os
 import stat
 
+from proximity.hooks import procs
+
 TYPE_CHECKING = False  # (not typing's: the thin client imports this module)
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -95,9 +97,6 @@ def _ancestors(pid: int) -> dict[int, tuple[float, str]]:
     """pid -> (start time in seconds since the epoch, which host its command line names:
     "pre-commit", "prek" or "") of this process's ancestors, nearest first; empty where
     there is no /proc."""
-    # lazy: this module is on the thin hook path; /proc is read only under a host
-    from proximity.hooks import procs
-
     return {p.pid: (p.started, _host_named(p.argv)) for p in procs.ancestors(pid)}
 
 

@@ -33,7 +33,8 @@ from proximity.lsp.documents import Doc, Where
 from proximity.lsp.live import Looker
 from proximity.lsp.transport import Input, Output
 from proximity.safetext import text as shown
-from proximity.snapshot import recorder, workspace
+from proximity.snapshot import declared, recorder, workspace
+from proximity.views import messages
 
 DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
 
@@ -371,24 +372,16 @@ def run_and_tell(ls: Proximity, job: Any) -> None:
 
 
 def intend_lines(where: Where, spec: str) -> str:
-    """`proximity intend` for the lines the person chose (the MCP tool's own code)."""
-    # lazy: the MCP SDK behind the tool's code is loaded when the person first asks
-    from proximity.mcp.server import intend_tool
-
-    got = intend_tool([spec], False, where.root, where.root)
-    return (f"proximity: the other worktrees are told that {shown(got['agent'])} is taking "
-            f"{shown(spec)}")
+    """`proximity intend` for the lines the person chose (the command's own code)."""
+    here, _ = declared.declare(where.root, [spec], False)
+    return f"proximity: the other worktrees are told that {shown(here)} is taking {shown(spec)}"
 
 
 def inbox_text(where: Where) -> str:
-    # lazy: as above
-    from proximity.mcp.server import inbox_tool
-
-    got = inbox_tool(False, where.root, where.root)
-    msgs = got["messages"]
+    here, msgs = declared.inbox(where.root)
     if not msgs:
-        return f"proximity: {shown(got['agent'])}: no new messages"
-    return "\n\n".join(str(m["text"]) for m in msgs)
+        return f"proximity: {shown(here)}: no new messages"
+    return "\n\n".join(messages.render(m) for m in msgs)
 
 
 def quiet_logging() -> None:

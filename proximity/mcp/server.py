@@ -21,10 +21,10 @@ from proximity import __version__, checkargs
 from proximity.agents import output
 from proximity.agents.answer import CheckRequest, answer, of_specs
 from proximity.analysis import hunks
-from proximity.analysis.intervals import bounded_specs, parse_intent
+from proximity.analysis.intervals import bounded_specs
 from proximity.errors import FatalError
 from proximity.model import last_commit
-from proximity.snapshot import recorder, workspace
+from proximity.snapshot import declared, workspace
 from proximity.tcas import pipeline
 from proximity.views import messages, report
 
@@ -92,31 +92,13 @@ def status_tool(repo: str | None, default: str) -> dict[str, Any]:
 
 def intend_tool(paths: list[str], clear: bool, repo: str | None, default: str
                 ) -> dict[str, Any]:
-    paths = bounded_specs(paths)
-    ctx = workspace.open_context(_where(repo, default), need_ledger=True)
-    try:
-        assert ctx.ledger is not None
-        items = dict(parse_intent(s, ctx.repo.workdir) for s in paths)
-        clock: dict[str, int] = {}
-        if items or clear:
-            ev = recorder.record_here(ctx, "intent")
-            clock = ev.clock if ev else {}
-        ctx.ledger.set_intents(ctx.here, items, clock, clear=clear)
-        current = ctx.ledger.intents().get(ctx.here, {})
-    finally:
-        ctx.close()
-    return {"agent": ctx.here, "intents": {p: r for p, (r, _) in current.items()}}
+    here, current = declared.declare(_where(repo, default), paths, clear)
+    return {"agent": here, "intents": current}
 
 
 def inbox_tool(include_delivered: bool, repo: str | None, default: str) -> dict[str, Any]:
-    ctx = workspace.open_context(_where(repo, default), need_ledger=True)
-    try:
-        assert ctx.ledger is not None
-        msgs = (ctx.ledger.messages(ctx.here, 50) if include_delivered
-                else ctx.ledger.take(ctx.here))
-    finally:
-        ctx.close()
-    return {"agent": ctx.here, "messages": [{**m, "text": messages.render(m)} for m in msgs]}
+    here, msgs = declared.inbox(_where(repo, default), 50 if include_delivered else 0)
+    return {"agent": here, "messages": [{**m, "text": messages.render(m)} for m in msgs]}
 
 
 def build(default: str) -> Any:

@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from proximity import gitio, owned
 from proximity.errors import FatalError
@@ -42,6 +42,20 @@ def default_remote(ctx: Context) -> str:
     raise FatalError("no remote to sync with: name one (`proximity sync REMOTE`)")
 
 
+class Change(TypedDict):
+    """A path whose snapshot differs from HEAD, as it leaves the machine."""
+    path: str
+    size: int  # bytes
+    status: str  # git's letter: A, M, D or T
+
+
+class Held(TypedDict):
+    """A path that never leaves the machine, and why (outgoing.reason)."""
+    path: str
+    size: int
+    reason: str
+
+
 class Outgoing(NamedTuple):
     """One worktree's snapshot as it would leave the machine."""
     worktree: str
@@ -50,8 +64,8 @@ class Outgoing(NamedTuple):
     head: str | None
     subject: str
     tree: str  # the filtered tree (the live tree when nothing is withheld)
-    changes: list[dict[str, Any]]  # what differs from HEAD: path, size, status
-    withheld: list[dict[str, Any]]  # path, size, reason (never leaves)
+    changes: list[Change]  # what differs from HEAD
+    withheld: list[Held]  # what never leaves
 
 
 def outgoing(ctx: Context, machine: str, *, write: bool = True) -> list[Outgoing]:
@@ -70,7 +84,7 @@ def outgoing(ctx: Context, machine: str, *, write: bool = True) -> list[Outgoing
 
 
 def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = True
-                  ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+                  ) -> tuple[str, list[Change], list[Held]]:
     """(tree to publish, published changes, withheld paths) for one live tree: its
     differences from HEAD, minus what outgoing.reason withholds (built in a temporary
     index, never the user's)."""
@@ -85,8 +99,8 @@ def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = Tr
             entries.append((f[0], f[1], f[2], f[3], f[4][:1],
                             name.decode("utf-8", "surrogateescape")))
     sizes = _sizes(ctx, [e[3] for e in entries if e[4] != "D"])
-    changes: list[dict[str, Any]] = []
-    withheld: list[dict[str, Any]] = []
+    changes: list[Change] = []
+    withheld: list[Held] = []
     edits: list[str] = []
     for old_mode, _new_mode, old_oid, new_oid, status, path in entries:
         size = sizes.get(new_oid, 0)

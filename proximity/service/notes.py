@@ -53,7 +53,7 @@ class PostNotes:
     def take(self, air: WarmAirspace, settled: Callable[[], bool]) -> None:
         """Worker thread: record the commits the notes told of, in their order, before the
         request at hand (a push right after its commit finds it recorded). ``settled``:
-        whether no file event waits to be read (Scheduler.settled)."""
+        whether no file event waits to be read (Changes.settled)."""
         common = self.state.common
         with self.state.lock:
             names, self.names = self.names, []

@@ -1,6 +1,7 @@
 """The service's one worker thread: hook requests first, then background rescans of the
-worktrees whose files changed, in quiet moments; what the watcher reported, read as jobs.
-The worker owns the warm airspace (``air``, once its baseline is done)."""
+worktrees whose files changed, in quiet moments; what the watcher reported (its
+``changes``) read as jobs. The worker owns the warm airspace (``air``, once its baseline
+is done)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from proximity.protocol import HOOK
 from proximity.service import fswatch
+from proximity.service.changes import Changes
 from proximity.service.notes import PostNotes
 from proximity.service.state import Job
 from proximity.service.warm import WarmAirspace
@@ -44,12 +46,10 @@ class Scheduler:
         self.jobs: queue.PriorityQueue[tuple[int, int, Job]] = queue.PriorityQueue()
         self.seq = itertools.count()
         self.request_ready = threading.Event()
-        self.pending: set[str] = set()  # paths the watcher reported, not read yet
+        self.changes = Changes(state, watcher)
         self.notes = PostNotes(state, self.put)
         self.working = False
         self.background_since: float | None = None  # when the running background job began
-        self.rewatched = 0
-        self.rewatch_seen = 1  # the first watch is the baseline's
 
     def put(self, job: Job, priority: int) -> None:
         self.jobs.put((priority, next(self.seq), job))
@@ -57,7 +57,7 @@ class Scheduler:
             self.request_ready.set()  # a worker waiting for a quiet moment takes it now
 
     def busy(self) -> bool:
-        return self.working or not self.jobs.empty() or bool(self.pending)
+        return self.working or not self.jobs.empty() or bool(self.changes.pending)
 
     # -- the watcher's thread -----------------------------------------------------------
     def on_files(self, paths: set[str]) -> None:
@@ -71,8 +71,7 @@ class Scheduler:
             st.last_file_event = st.last_active
         st.file_events += len(paths)
         with st.lock:
-            first = not self.pending and bool(paths)
-            self.pending |= paths
+            first = self.changes.add(paths)
             for p in cookies:
                 self.cookies.seen(os.path.basename(p), p)
         # a post-commit note only now: the batch's file changes are pending first, so
@@ -88,37 +87,10 @@ class Scheduler:
         """Watcher thread: new roots are watched; what changed while they were not is
         found by re-reading every worktree once (not on the first start: the baseline
         reads them after the watches are in place)."""
-        self.rewatched += 1
-        if self.rewatched > 1:
+        if self.changes.rewatch():
             self.put(Job("rewatch"), 1)
 
     # -- the worker's thread ------------------------------------------------------------
-    def _files(self) -> set[str]:
-        """The worktrees the pending file events concern (ignored paths left out)."""
-        assert self.air is not None
-        snaps = self.air.snapshots
-        with self.state.lock:
-            paths, self.pending = self.pending, set()
-        roots = snaps.watch_roots()
-        by_wt: dict[str, list[str]] = {}
-        for p in paths:
-            wid = fswatch.owner(p, roots)
-            if wid is not None:
-                by_wt.setdefault(wid, []).append(os.path.relpath(p, roots[wid]))
-        ids = set()
-        for wid, rels in by_wt.items():
-            snaps.note_files(wid, rels)
-            if snaps.in_snapshot(wid, rels):
-                ids.add(wid)  # a file its state holds: no need to ask git about ignores
-                continue
-            try:
-                skip = fswatch.ignored(roots[wid], rels)
-            except Exception:
-                skip = set()
-            if any(r not in skip for r in rels):
-                ids.add(wid)
-        return ids
-
     def _start(self) -> dict[str, str] | None:
         """Warm the airspace (snapshots, caches, the import graph) with the watches in
         place, and take what a killed service left unrecorded: its post-commit notes, its
@@ -195,7 +167,7 @@ class Scheduler:
             self._run(prio, job)
             if prio == 0 and self.air.policy_stale():
                 self.put(Job("policy"), 1)  # read again after the hooks (reload_policy)
-        self.notes.stopping(self.air, self.settled)
+        self.notes.stopping(self.air, self.changes.settled)
 
     def _run(self, prio: int, job: Job) -> None:
         """One job (a request, or every queued background job at once), timed; its
@@ -219,30 +191,12 @@ class Scheduler:
         self.background_since = None
         job.done.set()
 
-    def _watch_gaps(self) -> None:
-        """Worker thread: after the watcher restarted (new roots, an error), what changed
-        meanwhile is unknown: no snapshot may start from the paths it reported."""
-        assert self.air is not None
-        snaps = self.air.snapshots
-        if self.rewatched != self.rewatch_seen or not self.watcher.watching.is_set() \
-                or self.watcher.error:
-            self.rewatch_seen = self.rewatched
-            snaps.forget_files()
-            snaps.dirty |= set(snaps.paths)  # and no kept state is known current
-        # a worktree no watch covers yet (found since the watcher started: its roots are
-        # set at the next turn) says nothing when it changes: it is read again (else a
-        # worktree added while the service started was never watched, and a commit there
-        # was judged on the state it had when added)
-        for wid, path in snaps.paths.items():
-            if not fswatch.covered(path, self.watcher.active):
-                snaps.dirty.add(wid)
-
     def _background(self, first: Job) -> Answer:
         """Every queued background job at once: re-snapshot what changed, rescan the
         pairs of the worktrees concerned, send the messages of rising advisories."""
         assert self.air is not None
         snaps = self.air.snapshots
-        self._watch_gaps()
+        self.changes.gaps(snaps)
         jobs, keep = [first], []
         while True:
             try:
@@ -257,7 +211,7 @@ class Scheduler:
         rescan: set[str] = set()
         for job in jobs:
             if job.op == "files":
-                dirty |= self._files()
+                dirty |= self.changes.worktrees(snaps)
             elif job.op == "touched" and job.agent:
                 dirty.add(job.agent)
             elif job.op == "rescan" and job.agent:
@@ -283,19 +237,19 @@ class Scheduler:
             # no watcher (too many directories for inotify, a vanished root): nothing
             # tells which worktree changed, so every one is read again
             snaps.dirty |= set(snaps.paths)
-        self._watch_gaps()
+        self.changes.gaps(snaps)
         if req is not None and req["op"] == HOOK:
             req["synced"] = req["stage"] != "snapshot" and self.cookies.sync(
                 snaps.watch_roots(), early=req.get("cookie"))
         # siblings' saves the watcher reported but no rescan has taken yet: read now
-        for wid in self._files():
+        for wid in self.changes.worktrees(snaps):
             snaps.dirty.add(wid)
             self.put(Job("rescan", wid), 1)  # their messages, later
-        self.notes.take(self.air, self.settled)
+        self.notes.take(self.air, self.changes.settled)
         if req is None:  # (posts: taken just now)
             return {"ok": True}
         if req["op"] == HOOK:
-            answer: HookAnswer = self.air.hook(req, self.settled())
+            answer: HookAnswer = self.air.hook(req, self.changes.settled())
             fell = "fallback" in answer  # (recorded: the stage runner settled its note)
             self.state.answered["hook" if not fell else "hook_fallback"] += 1
             if req["kind"] == "pre-commit" and not fell:
@@ -309,9 +263,3 @@ class Scheduler:
             return answer
         scan: ScanAnswer = {"ok": True, "scan": self.air.scan(req)}
         return scan
-
-    def settled(self) -> bool:
-        """No file event waits to be read, and the watcher is sound."""
-        with self.state.lock:
-            settled = not self.pending
-        return settled and self.watcher.watching.is_set() and not self.watcher.error

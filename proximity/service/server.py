@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from proximity import gitio, knobs, layout, owned
 from proximity.protocol import TURNED_AWAY
@@ -55,37 +55,6 @@ def lock_path(common: str) -> str:
 
 def state_path(common: str) -> str:
     return layout.service_state(common)
-
-
-class ServiceReport(TypedDict):
-    """What `doctor` and `proximity service status` report of a repository's service."""
-    running: bool  # a service holds the repository's lock
-    socket: str
-    socket_exists: bool
-    enabled: bool  # not turned off (PROXIMITY_SERVICE=0)
-    recorded: object  # the state file it wrote as it started (JSON), or None
-    status: object  # its own status (protocol.ServiceStatus) when it answers, else None
-    stale_socket: bool  # a socket left by a killed one
-    refused: str | None  # why the socket's place is not ours
-
-
-def service_state(common: str) -> ServiceReport:
-    """What `doctor` and `proximity service status` report: running or not, where its
-    socket is, and (when it answers) its own status."""
-    sock = layout.socket_path(common)
-    running, exists = client._alive(common), os.path.exists(sock)
-    recorded: object
-    try:
-        with open(state_path(common)) as fh:
-            recorded = json.load(fh)
-    except (OSError, ValueError):
-        recorded = None
-    answer = client.request(common, {"op": "status"}, budget=1.0) if running else None
-    return {"running": running, "socket": sock, "socket_exists": exists,
-            "enabled": client.enabled(), "recorded": recorded,
-            "status": answer.get("status") if answer else None,
-            "stale_socket": exists and not running,
-            "refused": client.untrusted_socket(sock)}
 
 
 def _bind(common: str, path: str) -> socket.socket:

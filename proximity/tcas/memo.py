@@ -4,6 +4,7 @@ commit), and resolvers and reaches kept on bounded shelves."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from proximity import gitio
@@ -13,13 +14,15 @@ RESOLVERS = 3  # resolvers the resident service keeps (each holds every path of 
 
 
 REACHES = 64  # agents' reaches it keeps (each holds its part of the graph)
+Key = tuple[Hashable, ...]  # what a result is kept by: compared and hashed, never read
 
 
-def memo_get(memo: dict[Any, Any] | None, kind: str, key: Any) -> Any:
+def memo_get(memo: dict[Any, Any] | None, kind: str, key: Hashable) -> Any:
     return None if memo is None else memo.get(kind, {}).get(key)
 
 
-def memo_put(memo: dict[Any, Any] | None, kind: str, key: Any, value: Any, most: int) -> None:
+def memo_put(memo: dict[Any, Any] | None, kind: str, key: Hashable, value: object,
+             most: int) -> None:
     """Keep ``value`` in the memo's bounded shelf ``kind`` (the oldest go first)."""
     if memo is None:
         return
@@ -30,9 +33,9 @@ def memo_put(memo: dict[Any, Any] | None, kind: str, key: Any, value: Any, most:
 
 
 def channel_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | None,
-                 base_tree: str, agents: list[Agent], facts: Facts) -> tuple[Any, ...]:
+                 base_tree: str, agents: list[Agent], facts: Facts) -> Key:
     """Everything the channels read of one pair (their caches are keyed by content)."""
-    def state(x: Agent) -> tuple[Any, ...]:
+    def state(x: Agent) -> Key:
         return (x.id, x.tree, x.snapshot, x.head, x.branch, x.operation, x.remote, x.machine,
                 x.error)
 
@@ -43,19 +46,19 @@ def channel_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | 
 
 
 def content_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | None,
-                 base_tree: str, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+                 base_tree: str, key: Key) -> Key | None:
     """The pair's channel inputs by content: both trees and the merge base, not the
     commits the states sit on (see kept_by_content). None: local states only."""
     if a.remote or b.remote or not (a.head and b.head and a.snapshot and b.snapshot):
         return None
-    def state(x: Agent) -> tuple[Any, ...]:
+    def state(x: Agent) -> Key:
         return (x.id, x.tree, x.operation, x.error)
 
     return ("pair-content", state(a), state(b), base, base_tree, work_key(wa), work_key(wb),
             key[-2], key[-1])
 
 
-def kept_by_content(repo: gitio.Repo, memo: dict[Any, Any], content: tuple[Any, ...],
+def kept_by_content(repo: gitio.Repo, memo: dict[Any, Any], content: Key,
                      a: Agent, b: Agent) -> Any:
     """The channel results of the same trees over the same merge bases, judged with one
     side's HEAD a step back: the state a pre-commit judged (tree on the old HEAD) is the
@@ -75,7 +78,7 @@ def kept_by_content(repo: gitio.Repo, memo: dict[Any, Any], content: tuple[Any, 
     return None
 
 
-def work_key(w: WorkingSet) -> tuple[Any, ...]:
+def work_key(w: WorkingSet) -> Key:
     """A working set's weights and intents as a key (its files follow from the trees)."""
     return (tuple(sorted(w.weights.items())),
             tuple(sorted((p, r) for p, r in w.intents.items())),

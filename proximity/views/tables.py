@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from proximity.model import Scan
 from proximity.safetext import text
 from proximity.views import report
 
+if TYPE_CHECKING:  # (rich itself loads when a table is drawn)
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
 STYLE = {"clear": "green", "traffic": "yellow", "resolution": "bold red"}
 
 
-def console(file: Any = None, width: int | None = None) -> Any:
+def console(file: IO[str] | None = None, width: int | None = None) -> Console:
     from rich.console import Console
 
     return Console(file=file or sys.stdout, width=width, no_color="NO_COLOR" in os.environ,
@@ -32,7 +37,7 @@ def bar(risk: float, width: int = 10, plain: bool = False) -> str:
     return ("#" * n + "." * (width - n)) if plain else ("█" * n + "░" * (width - n))
 
 
-def _table(title: str, plain: bool) -> Any:
+def _table(title: str, plain: bool) -> Table:
     """A rich table; ``plain`` (a pipe or a file, not a terminal): ASCII borders, so the
     output reads the same through grep, a log or a CI console that is not UTF-8."""
     from rich import box
@@ -41,7 +46,7 @@ def _table(title: str, plain: bool) -> Any:
     return Table(title=title, expand=False, box=box.ASCII if plain else box.HEAVY_HEAD)
 
 
-def agents_table(scan: Scan, plain: bool = False) -> Any:
+def agents_table(scan: Scan, plain: bool = False) -> Table:
     t = _table("agents", plain)
     for col in ("agent", "branch", "changed", "clock", "path"):
         t.add_column(col, overflow="fold")
@@ -57,7 +62,7 @@ def agents_table(scan: Scan, plain: bool = False) -> Any:
     return t
 
 
-def pairs_table(scan: Scan, plain: bool = False) -> Any:
+def pairs_table(scan: Scan, plain: bool = False) -> Table:
     t = _table("pairs", plain)
     for col in ("pair", "risk", "advisory", "yields", "channels"):
         t.add_column(col, overflow="fold")
@@ -71,7 +76,7 @@ def pairs_table(scan: Scan, plain: bool = False) -> Any:
     return t
 
 
-def status(scan: Scan, con: Any) -> None:
+def status(scan: Scan, con: Console) -> None:
     plain = not con.is_terminal
     con.print(agents_table(scan, plain))
     con.print(pairs_table(scan, plain))
@@ -103,7 +108,7 @@ def trend(values: list[float]) -> str:
 
 
 def frame(scan: Scan, history: dict[tuple[str, str], list[float]],
-          messages: list[dict[str, Any]], width: int = 80) -> Any:
+          messages: list[dict[str, Any]], width: int = 80) -> Panel:
     """One frame of the control pane, laid out for ``width`` columns (80 at least)."""
     from rich.console import Group
     from rich.panel import Panel
