@@ -49,7 +49,7 @@ def test_a_hosts_push_down_to_a_root_commit_is_read_from_git(tmp_path, monkeypat
     branch = git(repo, "symbolic-ref", "HEAD").stdout.strip()
     monkeypatch.chdir(repo)
     env = {"PRE_COMMIT_LOCAL_BRANCH": branch, "PRE_COMMIT_REMOTE_BRANCH": branch}
-    assert pushed_refs(None, env) == [(branch, head)]
+    assert pushed_refs(None, env) == [(branch, head, "0" * 40)]  # a new ref: zeros
     for name in ("refs/heads/none", "--all"):
         assert pushed_refs(None, {**env, "PRE_COMMIT_LOCAL_BRANCH": name}) is None
 

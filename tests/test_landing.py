@@ -210,7 +210,7 @@ def test_the_resident_service_lands_the_holders_work_alike(tmp_path, monkeypatch
     from test_thin import stop
 
     from proximity.commands import service as service_cmd
-    from proximity.service.server import service_state
+    from proximity.service.report import service_state
 
     main, _x, y = held(tmp_path)
     common = str(main / ".git")
