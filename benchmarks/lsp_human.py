@@ -108,6 +108,8 @@ class Human:
         """didOpen (the file's text unless given); when it was sent."""
         text = (self.root / rel).read_text() if text is None else text
         self._versions[rel], self._texts[rel] = 1, text
+        with self._cond:  # (what was published before it was closed is gone)
+            self._diags.pop(self.uri(rel), None)
         t = time.monotonic()
         self.notify("textDocument/didOpen", {"textDocument": {
             "uri": self.uri(rel), "languageId": "plaintext", "version": 1, "text": text}})
@@ -125,6 +127,14 @@ class Human:
 
     def save(self, rel: str) -> None:
         (self.root / rel).write_text(self._texts[rel])
+        self.notify("textDocument/didSave", {"textDocument": {"uri": self.uri(rel)}})
+
+    def text(self, rel: str) -> str | None:
+        """The open document's text (None: not open)."""
+        return self._texts.get(rel)
+
+    def saved(self, rel: str) -> None:
+        """didSave of a file the person's editor wrote itself (the caller did)."""
         self.notify("textDocument/didSave", {"textDocument": {"uri": self.uri(rel)}})
 
     def close(self, rel: str) -> None:
