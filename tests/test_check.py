@@ -851,3 +851,20 @@ def test_an_edit_typed_in_an_editor_merges_from_its_shared_buffer(pair):
         assert got.decision == want, got
         held = os.path.join(scratch.directory(), hashlib.sha1(text.encode()).hexdigest())
         assert not os.path.exists(held)  # merged from the buffer itself
+
+
+def test_the_siblings_rewritten_headers_are_read_once_per_recorded_state(pair):
+    """The editor asks for the siblings' rewritten definition headers whenever a sibling
+    moves: asked again with nothing moved, no git runs; a new recorded state is read."""
+    sp, a, b = pair
+    sp.write(b, "lib.py", LIB.replace("def total(n):", "def total(n, rate):"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    first = precheck.signatures(str(a))
+    assert [(w, s.name, s.header) for w, _, s in first] == [
+        ("b", "total", "def total(n, rate):")]
+    before = dict(gitio.CALLS)
+    assert precheck.signatures(str(a)) == first
+    assert before == gitio.CALLS
+    sp.write(b, "lib.py", LIB.replace("def total(n):", "def total(n, rate=1):"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    assert [s.header for _, _, s in precheck.signatures(str(a))] == ["def total(n, rate=1):"]

@@ -345,23 +345,30 @@ def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]
     sibling's changed signature may break, wherever the call is."""
     repo = gitio.Repo(start, fast=True)
     me = repo.current()
-    siblings = [w for w in repo.worktrees()
+    listed = repo.worktrees_from_files()  # (no `git worktree list`, as the check's own)
+    siblings = [w for w in (repo.worktrees() if listed is None else listed)
                 if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
     if not siblings:
         return []
     heads = sorted({w.head for w in siblings if w.head})
-    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in heads]
-                           ) if me.head else [None] * len(heads)
-    base_of = {h: (out.decode().strip() or None) if out else None
-               for h, out in zip(heads, found, strict=True)}
+    asked = [h for h in heads if me.head and (me.head, h) not in BASES]
+    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in asked])
+    remember(BASES, {(me.head, h): (out.decode().strip() or None)
+                     for h, out in zip(asked, found, strict=True) if out is not None})
+    base_of = {h: BASES.get((me.head, h)) for h in heads}
     ledger = open_ledger(repo)
     try:
         states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
     finally:
         if ledger is not None:
             ledger.close()
-    texts = gitio.git_many([(gitio.tree_diff_args(base_of.get(w.head or ""), states[w.id]),
-                             repo.workdir) for w in siblings])
+    # (two trees' diff never changes: kept by the pair of ids, as the symbol evidence's)
+    pairs = {w.id: (base_of.get(w.head or ""), states[w.id]) for w in siblings}
+    todo = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
+    fresh = dict(zip(todo, gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir)
+                                           for b, t in todo]), strict=True))
+    remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
+    texts = [TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id])) for w in siblings]
     return [(w.id, w.branch, sig) for w, raw in zip(siblings, texts, strict=True)
             for sig in definitions.changed_signatures((raw or b"").decode("utf-8", "replace"))]
 
