@@ -279,7 +279,7 @@ class Swarm:
         stop = [d for d in shown if d.severity in ("Error", "Warning")]
         if not stop:
             return "allow", None
-        editor.change(e.path, buffer_text(current) or "")  # taken back, as on disk
+        editor.close(e.path)  # taken back: closed unsaved, the file on disk is as it was
         self.reason = stop[0].message
         return "deny", stop[0].source
 
@@ -293,10 +293,9 @@ class Swarm:
         """A person's turn starts with saving what they typed in the last one: each file
         written as the edit's change carried onto what the worktree holds now (a rebase
         may have moved it), the editor told (didSave: its server records the worktree's
-        state, the buffer stops being shared; the document stays open, as a person's tabs
-        do, until their work lands), the worktree recorded here as well (so the
-        next check sees it whatever the server's timing), and the commits made that are
-        ready."""
+        state, the buffer stops being shared) and the file closed, the worktree recorded
+        here as well (so the next check sees it whatever the server's timing), and the
+        commits made that are ready."""
         if not p.typed:
             return
         editor = self.editors.get(p.name)
@@ -313,6 +312,7 @@ class Swarm:
             if text != editor.text(e.path):
                 editor.change(e.path, text)  # the buffer holds what was written
             editor.saved(e.path)
+            editor.close(e.path)  # (each open file is judged again at every sibling's move)
         p.typed = []
         self.proximity(["snapshot"], p.wt)
         self.commit_ready(p)

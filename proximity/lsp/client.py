@@ -47,6 +47,7 @@ class Editor:
         self.logs: list[str] = []
         self._versions: dict[str, int] = {}
         self._texts: dict[str, str] = {}
+        self._open: set[str] = set()  # uris of the open documents
         self._next = 0
         threading.Thread(target=self._read, daemon=True).start()
         self.request("initialize", {"processId": os.getpid(), "capabilities": {},
@@ -91,6 +92,8 @@ class Editor:
             with self._cond:
                 if msg.get("method") == "textDocument/publishDiagnostics":
                     p = msg["params"]
+                    if p.get("version") is None and p["uri"] in self._open:
+                        continue  # the clearing of an earlier close: the document reopened
                     self._diags[p["uri"]] = (p.get("version"), [_plain(d) for d in
                                                                   p["diagnostics"]], now)
                 elif msg.get("method") == "window/logMessage":
@@ -111,6 +114,7 @@ class Editor:
         self._versions[rel], self._texts[rel] = 1, text
         with self._cond:  # (what was published before it was closed is gone)
             self._diags.pop(self.uri(rel), None)
+            self._open.add(self.uri(rel))
         t = time.monotonic()
         self.notify("textDocument/didOpen", {"textDocument": {
             "uri": self.uri(rel), "languageId": "plaintext", "version": 1, "text": text}})
@@ -140,6 +144,8 @@ class Editor:
 
     def close(self, rel: str) -> None:
         self.notify("textDocument/didClose", {"textDocument": {"uri": self.uri(rel)}})
+        with self._cond:
+            self._open.discard(self.uri(rel))
         self._versions.pop(rel, None)
         self._texts.pop(rel, None)
 
