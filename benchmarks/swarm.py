@@ -142,6 +142,7 @@ class Tally:
     push_block_log: list[dict[str, Any]] = field(default_factory=list)
     forced: int = 0
     editor_looks: int = 0  # a person's edits judged through their `proximity lsp` session
+    editor_ms: dict[str, Any] = field(default_factory=dict)  # ... typed -> diagnostics shown
     editor_unanswered: int = 0  # ... for which the editor showed nothing in time
     # an agent's check that denied or asked naming a person who had typed lines unsaved
     unsaved_seen: int = 0
@@ -184,6 +185,7 @@ class Swarm:
         self.landings = 0
         self.reason = ""  # the last check's reason, kept with a deny
         self.check_ms: list[float] = []
+        self.look_ms: list[float] = []  # (the editor's share of check_ms)
         self.hook_log = os.path.join(root, "hooks.log")
         self.memory = ServiceMemory(os.path.join(self.repo, ".git"))
         self.trunk_ok = True  # the verification passed on the trunk as it stands
@@ -272,6 +274,7 @@ class Swarm:
         start = time.perf_counter()
         shown = diagnostics(editor, e.path, current, new)
         self.check_ms.append((time.perf_counter() - start) * 1000)
+        self.look_ms.append(self.check_ms[-1])
         self.t.editor_looks += 1
         if shown is None:
             self.t.editor_unanswered += 1
@@ -683,6 +686,7 @@ class Swarm:
         self.t.peak_service_rss_mb = self.memory.peak_mb
         self.t.check_ms = summary(self.check_ms)
         self.t.check_p95_ms = percentile(self.check_ms, 95)
+        self.t.editor_ms = summary(self.look_ms)
         hooks = hook_times(self.hook_log)
         self.t.hook_ms = {name: summary(xs) for name, xs in sorted(hooks.items())}
         self.t.hook_p95_ms = percentile([x for xs in hooks.values() for x in xs], 95)
