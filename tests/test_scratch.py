@@ -45,3 +45,20 @@ def test_the_directory_is_removed_when_the_process_ends(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out and not os.path.exists(out)
+
+
+def test_a_directory_left_by_a_process_that_is_gone_is_removed_by_the_next(tmp_path):
+    """A process that ended without its exit handlers (killed, ``os._exit``: the editor's
+    server when its editor vanished) leaves its directory; the next one removes it, and
+    leaves a running process's alone."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    left = tmp_path / f"{scratch.PREFIX}{gone}-abc"
+    left.mkdir()
+    (left / "blob").write_bytes(b"x")
+    mine = tmp_path / f"{scratch.PREFIX}{os.getpid()}-def"
+    mine.mkdir()
+    other = tmp_path / "proximity-files-notapid"
+    other.mkdir()
+    scratch.sweep(str(tmp_path))
+    assert not left.exists() and mine.exists() and other.exists()

@@ -4,9 +4,11 @@ server) diffs each keystroke's buffer against the same base blob: the blob is wr
 named by its content, in one private directory this process made, and used again; making
 and removing a temporary directory per check cost more than the file writes on a busy disk.
 
-The directory is this process's alone (``mkdtemp``: 0700) and removed at exit. A file not
-used for ``STALE`` seconds is removed once the directory holds more than ``FILES``: a
-check in flight only uses files it touched a moment ago, so none is removed under it.
+The directory is this process's alone (``mkdtemp``: 0700, its pid in the name) and removed
+at exit; one whose process ended without that (killed, or gone by ``os._exit``) is removed
+by the next process that makes its own. A file not used for ``STALE`` seconds is removed
+once the directory holds more than ``FILES``: a check in flight only uses files it touched a
+moment ago, so none is removed under it.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
 
+PREFIX = "proximity-files-"
 FILES = 256  # files kept before the stale ones are removed
 STALE = 60.0  # seconds since a file was last used before it may be removed
 
@@ -32,7 +36,8 @@ def directory() -> str:
     """This process's scratch directory (made on first use; a forked child makes its own)."""
     with _LOCK:
         if not _DIR or _PID[0] != os.getpid():
-            _DIR[:] = [tempfile.mkdtemp(prefix="proximity-files-")]
+            sweep(tempfile.gettempdir())
+            _DIR[:] = [tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")]
             _PID[:] = [os.getpid()]
             atexit.register(shutil.rmtree, _DIR[0], True)
         return _DIR[0]
@@ -65,6 +70,33 @@ def same_file(data: bytes, path: str) -> bool:
             return f.read() == data
     except OSError:
         return False
+
+
+def sweep(parent: str) -> None:
+    """Remove the directories in ``parent`` that processes of this user left when they
+    ended without removing them (their pid no longer runs)."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(PREFIX):].split("-", 1)[0]
+        path = os.path.join(parent, name)
+        with contextlib.suppress(OSError, ValueError):
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or _alive(int(pid)):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # (another user's process: not ours to judge gone)
+    return pid > 0
 
 
 def _tidy(d: str) -> None:
