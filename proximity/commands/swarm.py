@@ -25,11 +25,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from proximity import gitio
 from proximity.commands import shop, view
-from proximity.lsp.client import Editor
+from proximity.lsp.client import Editor, Shown
 from proximity.snapshot import workspace
 from proximity.tcas import pipeline
 
@@ -199,7 +199,7 @@ def swarm(root: str) -> list[str]:
     return log
 
 
-def shown_on(editor: Editor, plan: Plan, text: str) -> list[dict[str, Any]]:
+def shown_on(editor: Editor, plan: Plan, text: str) -> list[Shown]:
     """Type ``plan`` into the open buffer (whose text is ``text``): the Warnings and
     Errors the editor then shows on the plan's lines."""
     editor.change(plan.path, plan.edit(text))

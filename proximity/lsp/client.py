@@ -25,10 +25,23 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
-Diags = list[dict[str, Any]]
+
+
+class Shown(TypedDict):
+    """One diagnostic as the editor shows it."""
+
+    line: int  # 1-based
+    severity: str  # error | warning | info | hint
+    message: str
+    code: object  # the evidence (conflict, intent, symbol…)
+    agent: str | None  # the sibling worktree it names
+
+
+Diags = list[Shown]
+Json = dict[str, object]
 
 
 class Editor:
@@ -43,7 +56,7 @@ class Editor:
                                      stderr=subprocess.DEVNULL, env=dict(env or os.environ))
         self._cond = threading.Condition()
         self._diags: dict[str, tuple[int | None, Diags, float]] = {}
-        self._replies: dict[int, Any] = {}
+        self._replies: dict[int, object] = {}
         self.logs: list[str] = []
         self._versions: dict[str, int] = {}
         self._texts: dict[str, str] = {}
@@ -55,16 +68,16 @@ class Editor:
         self.notify("initialized", {})
 
     # -- the wire -----------------------------------------------------------------------
-    def _send(self, msg: dict[str, Any]) -> None:
+    def _send(self, msg: Json) -> None:
         body = json.dumps({"jsonrpc": "2.0", **msg}).encode()
         assert self.proc.stdin is not None
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         self.proc.stdin.flush()
 
-    def notify(self, method: str, params: Any) -> None:
+    def notify(self, method: str, params: object) -> None:
         self._send({"method": method, "params": params})
 
-    def request(self, method: str, params: Any) -> Any:
+    def request(self, method: str, params: object) -> object:
         with self._cond:
             self._next += 1
             rid = self._next
@@ -191,8 +204,16 @@ class Editor:
         self.stop()
 
 
-def _plain(d: dict[str, Any]) -> dict[str, Any]:
-    return {"line": d["range"]["start"]["line"] + 1,
-            "severity": SEVERITY.get(d.get("severity", 1), "error"),
-            "message": d.get("message", ""), "code": d.get("code"),
-            "agent": (d.get("data") or {}).get("agent")}
+def _plain(d: object) -> Shown:
+    """A published diagnostic as kept (what it lacks: line 1, an error, no agent)."""
+    got = d if isinstance(d, dict) else {}
+    rng = got.get("range")
+    start = rng.get("start") if isinstance(rng, dict) else None
+    line = start.get("line") if isinstance(start, dict) else None
+    severity = got.get("severity", 1)
+    data = got.get("data")
+    agent = data.get("agent") if isinstance(data, dict) else None
+    return {"line": (line if isinstance(line, int) else 0) + 1,
+            "severity": SEVERITY.get(severity if isinstance(severity, int) else 1, "error"),
+            "message": str(got.get("message", "")), "code": got.get("code"),
+            "agent": None if agent is None else str(agent)}
