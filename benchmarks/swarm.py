@@ -17,9 +17,12 @@ Claude Code ``MultiEdit`` of the changed hunks where the file is text, else ``Wr
 agent asks:
 
 * ``proximity``: ``proximity check --hook claude`` with the PreToolUse JSON (and, after the
-  edit, ``--hook claude-post``, as the documented settings run it); a person reads the
-  diagnostics on the lines they are about to change (a Warning or an Error: as a deny), and
-  their save records the worktree (``proximity snapshot``), as the editor's server does;
+  edit, ``--hook claude-post``, as the documented settings run it); a person types the
+  change in their editor, a real ``proximity lsp`` session (``lsp_human.py``), and reads the
+  diagnostics published on the typed lines (a Warning or an Error: they take it back, as a
+  deny); what they keep stays unsaved until their next turn, live work every agent's check
+  sees, then is saved (didSave: the server records the worktree, as does ``proximity
+  snapshot`` here) and committed;
 * ``reservations``: denied while another live (not yet landed) participant changed the file;
 * ``none``: always allowed.
 
@@ -76,13 +79,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lsp_human import Human
 from swarm_measure import ServiceMemory, hook_times, percentile, shim_hooks, summary
 from swarm_people import (
     AGENT,
     HUMAN,
     Edit,
     Participant,
-    changed_lines,
+    buffer_text,
     diagnostics,
     edits_of,
     read,
@@ -137,6 +141,11 @@ class Tally:
     push_blocks: int = 0
     push_block_log: list[dict[str, Any]] = field(default_factory=list)
     forced: int = 0
+    editor_looks: int = 0  # a person's edits judged through their `proximity lsp` session
+    editor_ms: dict[str, Any] = field(default_factory=dict)  # ... typed -> diagnostics shown
+    editor_unanswered: int = 0  # ... for which the editor showed nothing in time
+    # an agent's check that denied or asked naming a person who had typed lines unsaved
+    unsaved_seen: int = 0
     deny_log: list[dict[str, Any]] = field(default_factory=list)
     peak_service_rss_mb: float | None = None
     check_p95_ms: float | None = None
@@ -171,10 +180,12 @@ class Swarm:
         self.remote = os.path.join(root, "remote.git")
         self.env = {"PROXIMITY_SERVICE_IDLE": "120"}
         self.people: list[Participant] = []
+        self.editors: dict[str, Human] = {}  # each person's editor session, while working
         self.finished: list[Participant] = []
         self.landings = 0
         self.reason = ""  # the last check's reason, kept with a deny
         self.check_ms: list[float] = []
+        self.look_ms: list[float] = []  # (the editor's share of check_ms)
         self.hook_log = os.path.join(root, "hooks.log")
         self.memory = ServiceMemory(os.path.join(self.repo, ".git"))
         self.trunk_ok = True  # the verification passed on the trunk as it stands
@@ -253,19 +264,69 @@ class Swarm:
 
     def look(self, p: Participant, e: Edit, current: bytes | None,
              new: bytes | None) -> tuple[str, str | None]:
-        """A person about to change lines: a Warning or an Error on them is a deny."""
+        """A person types the change in their editor: a Warning or an Error on the typed
+        lines makes them take it back (a deny); else the text stays typed, unsaved."""
         if self.policy == "none":
             return "allow", None
         if self.policy == "reservations":
             return self.reserved(p, e)
+        editor = self.editor(p)
         start = time.perf_counter()
-        shown = diagnostics(self.proximity, p.wt, e.path, changed_lines(current, new), new)
+        shown = diagnostics(editor, e.path, current, new)
         self.check_ms.append((time.perf_counter() - start) * 1000)
+        self.look_ms.append(self.check_ms[-1])
+        self.t.editor_looks += 1
+        if shown is None:
+            self.t.editor_unanswered += 1
+            return "allow", None
         stop = [d for d in shown if d.severity in ("Error", "Warning")]
         if not stop:
             return "allow", None
+        editor.close(e.path)  # taken back: closed unsaved, the file on disk is as it was
         self.reason = stop[0].message
         return "deny", stop[0].source
+
+    def editor(self, p: Participant) -> Human:
+        """The person's editor: a `proximity lsp` session rooted at their worktree."""
+        if p.name not in self.editors:
+            self.editors[p.name] = Human(p.wt, sys.executable, {**os.environ, **self.env})
+        return self.editors[p.name]
+
+    def save(self, p: Participant) -> None:
+        """A person's turn starts with saving what they typed in the last one: each file
+        written as the edit's change carried onto what the worktree holds now (a rebase
+        may have moved it), the editor told (didSave: its server records the worktree's
+        state, the buffer stops being shared) and the file closed, the worktree recorded
+        here as well (so the next check sees it whatever the server's timing), and the
+        commits made that are ready."""
+        if not p.typed:
+            return
+        editor = self.editors.get(p.name)
+        for e in p.typed:
+            path = os.path.join(p.wt, e.path)
+            new = target(self.scratch, p.plan, e, read(path))
+            self.write(p, e, path, new)
+            if editor is None or editor.text(e.path) is None:
+                continue
+            text = buffer_text(new)
+            if new is None or text is None:
+                editor.close(e.path)  # deleted, or not text: nothing left to show
+                continue
+            if text != editor.text(e.path):
+                editor.change(e.path, text)  # the buffer holds what was written
+            editor.saved(e.path)
+            editor.close(e.path)  # (each open file is judged again at every sibling's move)
+        p.typed = []
+        self.proximity(["snapshot"], p.wt)
+        self.commit_ready(p)
+
+    def close_editor(self, p: Participant) -> None:
+        editor = self.editors.pop(p.name, None)
+        if editor is not None:
+            editor.stop()
+
+    def unsaved_of(self, name: str | None) -> bool:
+        return any(o.name == name and o.typed for o in self.people)
 
     def event(self, p: Participant, e: Edit, current: bytes | None,
               new: bytes | None) -> dict[str, Any]:
@@ -289,6 +350,11 @@ class Swarm:
                                 "reason": self.reason if self.policy == "proximity" else ""})
 
     def work(self, p: Participant) -> bool:
+        editing = self.policy == "proximity" and p.human  # through the editor's server
+        if editing:
+            self.save(p)
+            if p.state != "work":
+                return True
         # the trunk moved: rebase before editing on, as a coordinated participant does,
         # since neither a reservation nor the check sees work that already landed
         if self.rules.sync and self.policy != "none" and p.synced != self.landings and \
@@ -306,6 +372,7 @@ class Swarm:
             ev = self.event(p, e, current, new)
             decision, holder = self.look(p, e, current, new) if p.human else \
                 self.ask(p, e, ev)
+            self.t.unsaved_seen += decision != "allow" and self.unsaved_of(holder)
             if decision == "deny":
                 self.denied(p, e, holder)
                 first_holder = first_holder or holder or "?"
@@ -316,13 +383,14 @@ class Swarm:
             p.state, p.holder = "wait", first_holder
             self.t.waiting_steps += 1
             return False
+        if editing:  # typed, unsaved until their next turn: live work the agents see
+            p.typed = [e for e, *_ in made]
+            return True
         for e, path, new, ev in made:
             self.write(p, e, path, new)
             if self.policy == "proximity" and self.rules.post and not p.human:
                 self.proximity(["check", "--hook", "claude-post"], p.wt,
                                json.dumps({**ev, "hook_event_name": "PostToolUse"}))
-        if self.policy == "proximity" and p.human:
-            self.proximity(["snapshot"], p.wt)  # the save, as the editor's server records it
         self.commit_ready(p)
         return True
 
@@ -470,6 +538,7 @@ class Swarm:
         if onto is None:
             return False
         self.judge(p, onto, self.repo if self.rules.land_from == "main" else p.wt)
+        self.close_editor(p)
         p.state = "landed"
         self.t.landed += 1
         self.landings += 1
@@ -537,6 +606,10 @@ class Swarm:
         return moved
 
     def force(self, p: Participant) -> bool:
+        if p.typed:  # (a person saves what they typed first)
+            self.save(p)
+            p.waited = 0
+            return True
         e = p.eligible()[0]
         path = os.path.join(p.wt, e.path)
         current = read(path)
@@ -593,6 +666,8 @@ class Swarm:
         """Stop the service (it writes what it holds), count the commits the ledger lost,
         and sum up what proximity itself cost."""
         self.memory.sample()
+        for p in self.people:
+            self.close_editor(p)
         self.proximity(["service", "stop"], self.repo)
         db = os.path.join(self.repo, ".git", "ecm", "ledger.sqlite3")
         seen: dict[str, int] = {}
@@ -611,6 +686,7 @@ class Swarm:
         self.t.peak_service_rss_mb = self.memory.peak_mb
         self.t.check_ms = summary(self.check_ms)
         self.t.check_p95_ms = percentile(self.check_ms, 95)
+        self.t.editor_ms = summary(self.look_ms)
         hooks = hook_times(self.hook_log)
         self.t.hook_ms = {name: summary(xs) for name, xs in sorted(hooks.items())}
         self.t.hook_p95_ms = percentile([x for xs in hooks.values() for x in xs], 95)

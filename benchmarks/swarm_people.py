@@ -6,22 +6,22 @@ commit. A person edits in bigger steps: several files between two saves, a commi
 several planned commits, a turn every other step; and before changing lines they read the
 diagnostics their editor shows on them: a Warning or an Error there makes them edit
 elsewhere or wait, as a deny does for an agent. The editor route is one function,
-:func:`diagnostics`; until a language-server client drives it, it asks ``proximity check
-PATH:LINES --json`` (the same answerer the editor's server uses) and turns the answer into
-the diagnostics an editor would show on those lines.
+:func:`diagnostics`: a real ``proximity lsp`` session per person (``lsp_human.Human``, a
+language-server client over stdio) opens the file, sends the typed text unsaved and reads the
+diagnostics published for it; the text stays unsaved until the person's next turn, live work
+every agent's check sees.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_human import Human
 from swarm_plan import Plan, blob, out
 
 
@@ -61,6 +61,7 @@ class Participant:
     touched: set[str] = field(default_factory=set)
     shas: list[str] = field(default_factory=list)
     synced: int = 0  # landings on the trunk when it last rebased
+    typed: list[Edit] = field(default_factory=list)  # a person's unsaved edits (the editor)
 
     @property
     def human(self) -> bool:
@@ -166,23 +167,6 @@ def tool_input(path: str, current: bytes | None, new: bytes | None) -> dict[str,
     return {"tool_name": "MultiEdit", "tool_input": {"file_path": path, "edits": edits}}
 
 
-def changed_lines(current: bytes | None, new: bytes | None) -> list[tuple[int, int]]:
-    """The lines of the file as it is (1-based, inclusive) that the change replaces; an
-    insertion is the lines either side of it. Empty: the whole file (new, deleted, binary)."""
-    if current is None or new is None:
-        return []
-    a, b = _lines(current), _lines(new)
-    if a is None or b is None or not a:
-        return []
-    found = []
-    for op, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            continue
-        lo, hi = (max(1, i1), min(len(a), i1 + 1)) if i1 == i2 else (i1 + 1, i2)
-        found.append((lo, hi))
-    return found
-
-
 # -- the editor route ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Diagnostic:
@@ -193,34 +177,58 @@ class Diagnostic:
     message: str
 
 
-Proximity = Callable[[list[str], str], "subprocess.CompletedProcess[str]"]
-SEVERITY = {"ra": "Error", "ta": "Warning"}
+SEVERITY = {"error": "Error", "warning": "Warning", "info": "Information", "hint": "Hint"}
 
 
-def diagnostics(proximity: Proximity, wt: str, path: str, lines: list[tuple[int, int]],
-                buffer: bytes | None) -> list[Diagnostic]:
-    """What the person's editor shows on ``lines`` of ``path`` (relative to the worktree
-    ``wt``) as they start changing them into ``buffer`` (the unsaved text; None: the file
-    goes). The stand-in for a language-server client: the check the server answers from,
-    asked about those lines, its conflicts placed on them (an RA an Error, traffic a
-    Warning, anything else Information); the buffer is not sent, as the check reads lines.
-    Swapping in a real client (``proximity lsp`` over stdio: didOpen, didChange with
-    ``buffer``, then the publishDiagnostics whose ranges meet ``lines``) is this function
-    alone."""
-    spec = [f"{path}:{lo}-{hi}" for lo, hi in lines] or [path]
-    p = proximity(["check", "--json", *spec], wt)
+def buffer_text(data: bytes | None) -> str | None:
+    """The text an editor holds for ``data`` (None: the file goes, an emptied buffer is
+    how that looks in an editor); None when it is not text an editor sends (binary)."""
+    if data is None:
+        return ""
+    if b"\0" in data:
+        return None
     try:
-        answer = json.loads(p.stdout)
-    except ValueError:
-        return []  # no answer: the editor shows nothing (the server never blocks a person)
-    lo = min((r[0] for r in lines), default=1)
-    hi = max((r[1] for r in lines), default=1)
+        return data.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def typed_lines(current: bytes | None, new: bytes | None) -> list[tuple[int, int]]:
+    """The lines of the buffer after the change (1-based, inclusive) that the change
+    wrote; a deletion is the lines either side of where it was. Empty: the whole buffer."""
+    a = _lines(current) if current is not None else None
+    b = _lines(new) if new is not None else None
+    if a is None or b is None or not a or not b:
+        return []
     found = []
-    for c in answer.get("conflicts", []) if isinstance(answer, dict) else []:
-        level = str(c.get("level", ""))
-        severity = SEVERITY.get(level, "Information")
-        if answer.get("decision") == "deny" and level == "ra":
-            severity = "Error"
-        found.append(Diagnostic(lo, hi, severity, str(c.get("agent", "?")),
-                                str(c.get("detail", ""))[:300]))
+    for op, _, _, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op != "equal":
+            found.append((max(1, j1), min(len(b), j1 + 1)) if j1 == j2 else (j1 + 1, j2))
     return found
+
+
+def diagnostics(editor: Human, path: str, current: bytes | None, new: bytes | None
+                ) -> list[Diagnostic] | None:
+    """What the person's editor shows on the lines they type as they change ``path``
+    (relative to the editor's worktree) from ``current`` into ``new`` (None: they empty
+    it, to delete it), from a real ``proximity lsp`` session: didOpen with the file's text
+    (unless it is open), didChange to the new text (unsaved: from then on every sibling's
+    check reads it as this worktree's live work), then the publishDiagnostics for that
+    very version, those on the typed lines kept (a whole-file change: all of them). None:
+    the editor showed nothing in time, or cannot hold the file (binary): the person goes
+    on, as a server that cannot judge never blocks a person."""
+    before, after = buffer_text(current) or "", buffer_text(new)
+    if after is None:
+        return None
+    if editor.text(path) is None:
+        editor.open(path, before)
+    editor.change(path, after)
+    try:
+        shown, _when = editor.diagnostics(path)
+    except TimeoutError:
+        return None
+    where = typed_lines(current, new)
+    return [Diagnostic(d["line"], d["line"], SEVERITY.get(d["severity"], "Information"),
+                       str(d.get("agent") or "?"), str(d["message"])[:300])
+            for d in shown if not where or any(lo - 1 <= d["line"] <= hi + 1
+                                                for lo, hi in where)]

@@ -1,11 +1,14 @@
-"""Regenerate the README pictures from the demo: `status` and the 3-D view (needs Chromium).
+"""Regenerate the README pictures from the demo: `status`, the 3-D view, and the recorded
+timeline of `demo --swarm` at its first resolution advisory (needs Chromium).
 
     python docs/make_pictures.py
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rich.console import Console
 
-from proximity.commands import demo, view
+from proximity.commands import demo, swarm, view
 from proximity.snapshot import workspace
 from proximity.tcas import pipeline
 from proximity.views import tables
@@ -29,6 +32,21 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 def shoot(exe: str, url: str, out: str, size: str, profile: str) -> None:
     subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", f"--window-size={size}",
                     f"--screenshot={out}", url], check=True, capture_output=True)
+
+
+def timeline(exe: str, tmp: str) -> str:
+    """`demo --swarm`'s recording, photographed at its first resolution advisory."""
+    page, _log = swarm.run(os.path.join(tmp, "swarm"))
+    with open(page) as f:
+        blob = re.search(r'<script type="application/json" id="data">(.*?)</script>',
+                         f.read(), re.S)
+    assert blob
+    frames = json.loads(blob.group(1).replace("<\\/", "</"))["timeline"]
+    ra = next(i for i, f in enumerate(frames)
+              if any(p["advisory"] == "resolution" for p in f["pairs"]))
+    out = os.path.join(HERE, "timeline.png")
+    shoot(exe, f"file://{page}#t={ra}", out, "1200,760", os.path.join(tmp, "p3"))
+    return out
 
 
 def main() -> int:
@@ -56,9 +74,10 @@ def main() -> int:
               os.path.join(tmp, "p1"))
         shoot(exe, "file://" + page, os.path.join(HERE, "view.png"), "1200,640",
               os.path.join(tmp, "p2"))
+        recorded = timeline(exe, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(os.path.join(HERE, "status.png"), os.path.join(HERE, "view.png"))
+    print(os.path.join(HERE, "status.png"), os.path.join(HERE, "view.png"), recorded)
     return 0
 
 

@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the scan as JSON")
     p.add_argument("--keep", action="store_true", help="keep the demo repository")
     p.add_argument("--swarm", action="store_true",
-                   help="four agents edit it step by step through the hooks and check; "
+                   help="four agents edit it step by step through the hooks and check, "
+                        "a person through proximity lsp; "
                         "writes the recording (view.html with its timeline) and keeps it")
 
     p = sub.add_parser("snapshot", help="record this worktree's working state in the ledger")

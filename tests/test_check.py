@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import git, lines
 
-from proximity.agents import decision, edits
+from proximity import gitio, unsaved
+from proximity.agents import decision, edits, precheck, scratch
 from proximity.agents.answer import CheckRequest, answer
 from proximity.agents.harnesses import claude
 from proximity.agents.harnesses.base import Edits
@@ -807,3 +809,62 @@ def test_the_reason_reads_as_a_sentence_for_one_line_and_for_several(pair, capsy
     _, many = run_check(a, "app.txt:10-14", capsys=capsys)
     assert "your line 12 touches that change" in one["reason"]
     assert "your lines 10-14 touch that change" in many["reason"]
+
+
+def test_a_symbols_uses_are_read_once_per_recorded_state_and_answer_alike(pair, capsys):
+    """A process that answers many checks (the service, the editor's server) asks the same
+    question at every keystroke in a definition: the sibling's uses of it are found once per
+    recorded state (no git, the same answer), and found again when that state moves."""
+    sp, a, b = pair
+    sp.write(b, "report.py", "from lib import total\n\nprint(total(4))\n")
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    first = answer(CheckRequest(str(a), (edits.Edit(str(a / "lib.py"), ((4, 5),), None),)))
+    before = dict(gitio.CALLS)
+    again = answer(CheckRequest(str(a), (edits.Edit(str(a / "lib.py"), ((4, 5),), None),)))
+    assert again == first and first.decision == "ask"
+    assert before == gitio.CALLS  # nothing asked of git the second time
+    assert [k for k in precheck.USES if k[1:] == (("total",), "lib.py")]
+    sp.write(b, "report.py", "from lib import total\n\nprint(total(4))\nprint(total(5))\n")
+    assert main(["snapshot", "-C", str(b)]) == 0
+    moved = answer(CheckRequest(str(a), (edits.Edit(str(a / "lib.py"), ((4, 5),), None),)))
+    (c,) = [c for c in moved.conflicts if c.evidence == "symbol"]
+    assert "+print(total(5))" in c.hunk or "+print(total(4))" in c.hunk
+
+
+def test_an_edit_typed_in_an_editor_merges_from_its_shared_buffer(pair):
+    """The edit's result, when the editor already shares it as the buffer, is merged from
+    that very file (nothing written for it): the same change as the sibling's is allowed,
+    another change of that line denied, as from a harness's Write."""
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 = 2.5\n"))
+    path = str(a / "app.txt")
+    common = git(a, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+    ecm = os.path.join(common, "ecm")
+    for text, want in ((APP.replace("line 12\n", "line 12 = 2.5\n"), "allow"),
+                       (APP.replace("line 12\n", "line 12 = 3.5\n"), "deny")):
+        unsaved.write(ecm, "a", "app.txt", text.encode())
+        try:
+            got = answer(CheckRequest(str(a), (edits.Edit(path, ((12, 12),), text),)))
+        finally:
+            unsaved.remove(ecm, "a", "app.txt")
+        assert got.decision == want, got
+        held = os.path.join(scratch.directory(), hashlib.sha1(text.encode()).hexdigest())
+        assert not os.path.exists(held)  # merged from the buffer itself
+
+
+def test_the_siblings_rewritten_headers_are_read_once_per_recorded_state(pair):
+    """The editor asks for the siblings' rewritten definition headers whenever a sibling
+    moves: asked again with nothing moved, no git runs; a new recorded state is read."""
+    sp, a, b = pair
+    sp.write(b, "lib.py", LIB.replace("def total(n):", "def total(n, rate):"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    first = precheck.signatures(str(a))
+    assert [(w, s.name, s.header) for w, _, s in first] == [
+        ("b", "total", "def total(n, rate):")]
+    before = dict(gitio.CALLS)
+    assert precheck.signatures(str(a)) == first
+    assert before == gitio.CALLS
+    sp.write(b, "lib.py", LIB.replace("def total(n):", "def total(n, rate=1):"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    assert [s.header for _, _, s in precheck.signatures(str(a))] == ["def total(n, rate=1):"]

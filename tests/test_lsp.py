@@ -394,3 +394,29 @@ async def test_a_call_a_siblings_changed_signature_breaks_is_marked_with_the_new
     other = open_doc(client, a / "lib.py")
     (info,) = await diagnostics(client, other, bool)
     assert info.severity == types.DiagnosticSeverity.Information and info.range.start.line == 3
+
+
+def test_a_judgement_asked_for_again_since_is_skipped(work):  # type: ignore[no-untyped-def]
+    """While the worker is busy, a document asked for at each sibling's move queues one
+    judgement that counts, not one per move: a queued judgement older than the document's
+    last is skipped (its buffer is not even shared), the last one is made."""
+    from proximity.lsp import documents, server
+
+    _sp, a, _b = work
+    ls = server.build()
+    path = str((a / "app.txt").resolve())
+    doc = documents.Doc(uri(a / "app.txt"), path, documents.where_of(path), 1)
+    ls.docs[doc.uri] = doc
+    typed = APP.replace("line 12\n", "line 12 by the person\n")
+    common = git(a, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+    shared = os.path.join(common, "ecm", "unsaved")
+    doc.asked = 2
+    ls.judgement(doc, 1, typed, asked=1)
+    assert not doc.shared
+    assert not os.path.isdir(shared) or not os.listdir(shared)
+    assert doc.seen is None  # nothing asked
+    ls.judgement(doc, 1, typed, asked=2)
+    try:
+        assert doc.shared and doc.seen is not None and doc.seen[0] == typed
+    finally:
+        documents.unshare(doc)

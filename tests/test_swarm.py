@@ -143,3 +143,9 @@ def test_hot_swarm_with_people_tests_at_landing_and_the_main_checkout(tmp_path, 
         assert r["conflicts_at_landing"] == 0
         assert r["check_p95_ms"] > 0 and r["check_ms"]["n"] >= 3
         assert r["peak_service_rss_mb"] > 0
+        # the person edits through a real `proximity lsp` session: every look answered,
+        # and an agent's check named them while their typed lines were still unsaved
+        assert r["editor_looks"] >= 1 and r["editor_unanswered"] == 0
+        assert r["editor_ms"]["n"] == r["editor_looks"]
+        assert r["unsaved_seen"] >= 1
+        assert any(d["holder"] == "h0" for d in r["deny_log"] if d["agent"].startswith("a"))

@@ -3,6 +3,7 @@ headless Chromium."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -161,16 +162,18 @@ def swarm_recording(tmp_path_factory):
     """One run of `demo --swarm` (it commits through real hooks: some seconds) for the
     tests that read its recording."""
     root = tmp_path_factory.mktemp("swarm")
-    assert main(["demo", "--swarm", "--json", "--dir", str(root)]) == 0
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        assert main(["demo", "--swarm", "--json", "--dir", str(root)]) == 0
     out = root / "view.html"
     blob = re.search(r'<script type="application/json" id="data">(.*?)</script>',
                      out.read_text(), re.S)
     assert blob
-    return out, json.loads(blob.group(1).replace("<\\/", "</"))
+    return out, json.loads(blob.group(1).replace("<\\/", "</")), json.loads(said.getvalue())
 
 
 def test_demo_swarm_records_a_timeline_with_an_ra_and_a_steer_away(swarm_recording):
-    _, data = swarm_recording
+    _, data, _ = swarm_recording
     frames = data["timeline"]
     assert 1 < len(frames) <= 500
     ras = [i for i, f in enumerate(frames)
@@ -195,6 +198,23 @@ def test_demo_swarm_records_a_timeline_with_an_ra_and_a_steer_away(swarm_recordi
     assert where["ra"] and where["after"] and where["ra"] != where["after"]
 
 
+def test_demo_swarm_has_a_person_editing_through_the_editors_server(swarm_recording):
+    """erin edits in her editor (a real `proximity lsp` session): the Error it shows on
+    the line bob changed makes her type elsewhere; bob's check is denied by her lines
+    while they are unsaved; her save and commit are in the recording."""
+    _, data, said = swarm_recording
+    steps = said["steps"]
+    typed = next(s for s in steps if "erin types lib/util.py:5" in s)
+    assert "the editor shows an error from bob" in typed and typed.endswith("unsaved")
+    after = steps[steps.index(typed) + 1]
+    assert "bob asks check lib/util.py:1" in after and "deny (erin's work there)" in after
+    assert any("erin saves lib/util.py" in s and s.endswith("commits") for s in steps)
+    frames = data["timeline"]
+    assert "erin" in {a["id"] for a in frames[-1]["agents"]}
+    moved = [a["position"] for f in frames for a in f["agents"] if a["id"] == "erin"]
+    assert moved[0] != moved[-1]  # her commit moved her in the airspace
+
+
 def test_json_has_no_timeline_without_history_and_with_no_timeline(airspace, capsys):
     assert main(["view", "--json", "--no-timeline", "-C", airspace]) == 0
     assert json.loads(capsys.readouterr().out)["timeline"] == []
@@ -214,7 +234,7 @@ def _state(exe: str, url: str, profile) -> dict:
 @pytest.mark.browser
 def test_timeline_moments_render_differently_in_headless_chromium(swarm_recording, tmp_path):
     exe = chromium_or_skip()
-    out, data = swarm_recording
+    out, data, _ = swarm_recording
     frames = data["timeline"]
     assert "http://" not in out.read_text() and "https://" not in out.read_text()
     ra = next(i for i, f in enumerate(frames)

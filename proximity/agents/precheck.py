@@ -9,15 +9,13 @@ new code uses (its last recorded state: a tree-to-tree diff).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
-import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from proximity import gitfiles, gitio, unsaved
-from proximity.agents import decision, definitions
+from proximity.agents import decision, definitions, scratch
 from proximity.analysis import hunks
 from proximity.analysis.intervals import MAX_PATH_BYTES
 from proximity.checkargs import DENY_ON
@@ -102,13 +100,15 @@ def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | N
 # What a process that answers many checks (the resident service) learns once: parsed
 # diffs of a worktree's file against a base blob, by the file's content (a sibling's file
 # is diffed once per state); base blobs and merge bases, by commit (they never change); a
-# sibling's recorded work against its base, by the two trees (each worktree's staged
-# moves are kept by its index file: renames). Each table is cleared past ENTRIES.
+# sibling's recorded work against its base, by the two trees, and the uses it makes of
+# names, by the trees and the names (each worktree's staged moves are kept by its index
+# file: renames). Each table is cleared past ENTRIES.
 DIFFS: dict[tuple[str, str | None, str, bytes | None], hunks.FileDiff | None] = {}
 DIFF_ENTRIES = 4096
 BLOBS: dict[tuple[str | None, str], bytes | None] = {}
 BASES: dict[tuple[str | None, str], str | None] = {}
 TREE_DIFFS: dict[tuple[str | None, str], bytes] = {}
+USES: dict[tuple[tuple[str | None, str], tuple[str, ...], str], tuple[decision.Use, ...]] = {}
 ENTRIES = 2048
 K = TypeVar("K")
 V = TypeVar("V")
@@ -252,17 +252,13 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                     continue
                 todo.append((key, wpath, base, p, rel, live))
                 keys.append(ck)
-    with (tempfile.TemporaryDirectory(prefix="proximity-check-") if todo
-          else contextlib.nullcontext("")) as tmp:
-        olds: dict[tuple[str | None, str], str] = {}
-        for n, ((b, p), data) in enumerate(base_blob.items()):
-            if data is not None and any(t[2] == b and t[3] == p for t in todo):
-                olds[b, p] = os.path.join(tmp, f"{n}.base")
-                with open(olds[b, p], "wb") as f:
-                    f.write(data)
-        texts = gitio.git_many([(gitio.file_diff_args(
-            olds.get((base, p), os.devnull), live if os.path.exists(live) else os.devnull),
-            wpath) for _, wpath, base, p, _rel, live in todo])
+    # the base blobs as files (git diffs files): kept by content, so a buffer typed into
+    # is diffed against the same file every time
+    olds = {(b, p): scratch.holding(data) for (b, p), data in base_blob.items()
+            if data is not None and any(t[2] == b and t[3] == p for t in todo)}
+    texts = gitio.git_many([(gitio.file_diff_args(
+        olds.get((base, p), os.devnull), live if os.path.exists(live) else os.devnull),
+        wpath) for _, wpath, base, p, _rel, live in todo])
     if len(DIFFS) + len(todo) > DIFF_ENTRIES:
         DIFFS.clear()
     for (key, wpath, base, p, rel, live), text, ck in zip(todo, texts, keys, strict=True):
@@ -296,9 +292,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         fresh = dict(zip(asked_trees, more, strict=True))
         remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
         for w in siblings:  # (two trees' diff never changes: kept by the pair of ids)
-            raw = TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id]))
-            diff_text = (raw or b"").decode("utf-8", "replace")
-            uses[w.id] = {t.path: tuple(definitions.new_uses(diff_text, defined[t.path], t.path))
+            uses[w.id] = {t.path: new_uses(pairs[w.id], fresh, defined[t.path], t.path)
                           for t in targets if defined[t.path]}
     intents = _intents(ledger)
     out = []
@@ -320,7 +314,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # 4. an edit whose result the harness gave, on lines a sibling changed too: git's own
     # three-way merge of the file says whether they collide (the same change made on both
     # sides merges cleanly: a swarm's two bumps of one dependency are not a conflict)
-    jobs = [(i, base_blob[bases[s.agent], s.path], t.result, lives[s.agent, s.path])
+    jobs = [(i, base_blob[bases[s.agent], s.path], t.result, lives[s.agent, s.path],
+             lives.get(("", s.path)))
             for i, s in enumerate(out) for t in targets
             if t.path == s.path and t.result is not None
             and any(c.evidence == "conflict" for c in decision.evidence(s))]
@@ -329,29 +324,51 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     return out
 
 
+def new_uses(pair: tuple[str | None, str], fresh: Mapping[tuple[str | None, str], bytes | None],
+             names: list[str], path: str) -> tuple[decision.Use, ...]:
+    """definitions.new_uses of ``names`` (defined in ``path``) in the sibling's recorded
+    work, the diff of the trees ``pair``; kept by the two trees and the names (the person
+    typing in one definition asks the same question at every keystroke)."""
+    key = (pair, tuple(names), path)
+    if key in USES:
+        return USES[key]
+    raw = TREE_DIFFS.get(pair, fresh.get(pair))
+    found = tuple(definitions.new_uses((raw or b"").decode("utf-8", "replace"), names, path))
+    if raw is not None:
+        remember(USES, {key: found})
+    return found
+
+
 def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]]:
     """Each sibling's rewritten definition headers (its work as last recorded, against
     the pair's merge base): (worktree id, branch, signature). The evidence for a call that a
     sibling's changed signature may break, wherever the call is."""
     repo = gitio.Repo(start, fast=True)
     me = repo.current()
-    siblings = [w for w in repo.worktrees()
+    listed = repo.worktrees_from_files()  # (no `git worktree list`, as the check's own)
+    siblings = [w for w in (repo.worktrees() if listed is None else listed)
                 if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
     if not siblings:
         return []
     heads = sorted({w.head for w in siblings if w.head})
-    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in heads]
-                           ) if me.head else [None] * len(heads)
-    base_of = {h: (out.decode().strip() or None) if out else None
-               for h, out in zip(heads, found, strict=True)}
+    asked = [h for h in heads if me.head and (me.head, h) not in BASES]
+    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in asked])
+    remember(BASES, {(me.head, h): (out.decode().strip() or None)
+                     for h, out in zip(asked, found, strict=True) if out is not None})
+    base_of = {h: BASES.get((me.head, h)) for h in heads}
     ledger = open_ledger(repo)
     try:
         states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
     finally:
         if ledger is not None:
             ledger.close()
-    texts = gitio.git_many([(gitio.tree_diff_args(base_of.get(w.head or ""), states[w.id]),
-                             repo.workdir) for w in siblings])
+    # (two trees' diff never changes: kept by the pair of ids, as the symbol evidence's)
+    pairs = {w.id: (base_of.get(w.head or ""), states[w.id]) for w in siblings}
+    todo = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
+    fresh = dict(zip(todo, gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir)
+                                           for b, t in todo]), strict=True))
+    remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
+    texts = [TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id])) for w in siblings]
     return [(w.id, w.branch, sig) for w, raw in zip(siblings, texts, strict=True)
             for sig in definitions.changed_signatures((raw or b"").decode("utf-8", "replace"))]
 
@@ -371,26 +388,24 @@ def joined(ranges: tuple[Range, ...], own: hunks.FileDiff | None) -> tuple[Range
     return tuple(sorted(out))
 
 
-def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str]], cwd: str
-           ) -> dict[int, str]:
+def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str, str | None]],
+           cwd: str) -> dict[int, str]:
     """``git merge-file`` of (base blob, this file after the edit, the sibling's file on
-    disk), per job: "same" when the merge is this side's result (they made no change this
+    disk; this side's live file, which may already hold the edit's result: an editor's
+    shared buffer), per job: "same" when the merge is this side's result (they made no change this
     edit does not make too), "clean" when it merges cleanly otherwise; a conflicted (or
     unreadable) merge is left out."""
     jobs = [j for j in jobs if j[2] is not None and os.path.isfile(j[3])]
     if not jobs:
         return {}
-    with tempfile.TemporaryDirectory(prefix="proximity-merge-") as tmp:
-        args = []
-        for n, (_, base, result, theirs) in enumerate(jobs):
-            for name, data in (("base", base or b""), ("mine", result or b"")):
-                with open(os.path.join(tmp, f"{n}.{name}"), "wb") as f:
-                    f.write(data)
-            args.append((gitio.merge_file_args(os.path.join(tmp, f"{n}.mine"),
-                                               os.path.join(tmp, f"{n}.base"), theirs), cwd))
-        got = gitio.git_many(args, ok=(0,))
+    args = []
+    for _, base, result, theirs, live in jobs:
+        mine = live if live and scratch.same_file(result or b"", live) \
+            else scratch.holding(result or b"")
+        args.append((gitio.merge_file_args(mine, scratch.holding(base or b""), theirs), cwd))
+    got = gitio.git_many(args, ok=(0,))
     return {i: "same" if merged == result else "clean"
-            for (i, _, result, _), merged in zip(jobs, got, strict=True) if merged is not None}
+            for (i, _, result, _, _), merged in zip(jobs, got, strict=True) if merged is not None}
 
 
 def renames(pairs: Sequence[tuple[str, str | None]]

@@ -102,7 +102,8 @@ def run_swarm(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"recording": out, "steps": log}, indent=2))
         return 0
-    print(f"swarm of {', '.join(swarm.AGENTS)} on the shop in {root}:")
+    print(f"swarm of {', '.join(swarm.AGENTS)} (agents) and {', '.join(swarm.PEOPLE)} "
+          f"(in an editor) on the shop in {root}:")
     print("\n".join(log))
     print(f"\nthe recording (play it in a browser): {out}")
     return 0

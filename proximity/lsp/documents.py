@@ -43,6 +43,7 @@ class Doc:
     said: str | None = None  # the last reason logged for not judging it
     stale: bool = True  # the siblings' picture must be asked again (not only typed over)
     seen: tuple[str, list[Finding]] | None = None  # the text the siblings' lines are for
+    asked: int = 0  # judgements asked for so far (the worker runs only the last one queued)
     # the definitions siblings rewrote the header of: (worktree, branch, signature)
     signatures: list[tuple[str, str | None, Signature]] = field(default_factory=list)
 

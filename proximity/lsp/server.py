@@ -93,15 +93,21 @@ class Proximity(LanguageServer):
         if doc is None:
             return
         text = self.workspace.get_text_document(uri).source
-        self.worker.submit(self.judgement, doc, doc.version, text)
+        doc.asked += 1
+        self.worker.submit(self.judgement, doc, doc.version, text, doc.asked)
 
-    def judgement(self, doc: Doc, version: int, text: str) -> None:
-        """On the worker: share the buffer, ask, and hand the findings to the loop."""
+    def judgement(self, doc: Doc, version: int, text: str, asked: int = 0) -> None:
+        """On the worker: share the buffer, ask, and hand the findings to the loop. A
+        judgement asked for again since (``asked`` is not the document's last) is skipped:
+        while the worker is busy (siblings moving, every open file asked again at each
+        move) the queue holds one judgement per document, not one per move."""
         why: str | None = None
         found: list[judge.Finding] = []
         try:
             if self.docs.get(doc.uri) is not doc:
                 return  # closed meanwhile
+            if asked and asked != doc.asked:
+                return  # a later judgement of this document is queued
             why = documents.unjudged(doc, text)
             if why is None:
                 assert doc.path is not None and doc.where is not None

@@ -1,0 +1,115 @@
+"""Files for git's file-level commands (``diff --no-index``, ``merge-file``), which read
+paths, not bytes. A process that answers many checks (the resident service, the editor's
+server) diffs each keystroke's buffer against the same base blob: the blob is written once,
+named by its content, in one private directory this process made, and used again; making
+and removing a temporary directory per check cost more than the file writes on a busy disk.
+
+The directory is this process's alone (``mkdtemp``: 0700, its pid in the name) and removed
+at exit; one whose process ended without that (killed, or gone by ``os._exit``) is removed
+by the next process that makes its own. A file not used for ``STALE`` seconds is removed
+once the directory holds more than ``FILES``: a check in flight only uses files it touched a
+moment ago, so none is removed under it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+import threading
+import time
+
+PREFIX = "proximity-files-"
+FILES = 256  # files kept before the stale ones are removed
+STALE = 60.0  # seconds since a file was last used before it may be removed
+
+_LOCK = threading.RLock()  # (a check's two questions may run on two threads)
+_DIR: list[str] = []  # the directory, once made (and the pid that made it)
+_PID: list[int] = []
+
+
+def directory() -> str:
+    """This process's scratch directory (made on first use; a forked child makes its own)."""
+    with _LOCK:
+        if not _DIR or _PID[0] != os.getpid():
+            sweep(tempfile.gettempdir())
+            _DIR[:] = [tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")]
+            _PID[:] = [os.getpid()]
+            atexit.register(shutil.rmtree, _DIR[0], True)
+        return _DIR[0]
+
+
+def holding(data: bytes) -> str:
+    """A file whose content is ``data`` (named by it: written once, then found)."""
+    with _LOCK:  # (never removed as stale between being found and being used)
+        d = directory()
+        path = os.path.join(d, hashlib.sha1(data).hexdigest())
+        try:
+            os.utime(path)  # used now: not stale
+            return path
+        except FileNotFoundError:
+            pass
+        tmp = f"{path}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        _tidy(d)
+        return path
+
+
+def same_file(data: bytes, path: str) -> bool:
+    """Whether the file at ``path`` holds exactly ``data`` (a size check before reading)."""
+    try:
+        if os.stat(path).st_size != len(data):
+            return False
+        with open(path, "rb") as f:
+            return f.read() == data
+    except OSError:
+        return False
+
+
+def sweep(parent: str) -> None:
+    """Remove the directories in ``parent`` that processes of this user left when they
+    ended without removing them (their pid no longer runs)."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(PREFIX):].split("-", 1)[0]
+        path = os.path.join(parent, name)
+        with contextlib.suppress(OSError, ValueError):
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or _alive(int(pid)):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # (another user's process: not ours to judge gone)
+    return pid > 0
+
+
+def _tidy(d: str) -> None:
+    """Remove the stale files once there are more than FILES."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    if len(names) <= FILES:
+        return
+    old = time.time() - STALE
+    for name in names:
+        path = os.path.join(d, name)
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_mtime < old:
+                os.unlink(path)
