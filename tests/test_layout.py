@@ -223,8 +223,9 @@ def test_the_thin_path_reaches_only_the_client_and_the_protocol():
         if not path.exists():
             path = ROOT / rel / "__init__.py"
         todo += [m for m, _ in imports_of(path)
-                 if m not in seen and (name, m) not in THIN_DEFERRED and ((ROOT / Path(*m.split("."))).with_suffix(".py").exists()
-                                       or (ROOT / Path(*m.split(".")) / "__init__.py").exists())]
+                 if m not in seen and (name, m) not in THIN_DEFERRED
+                 and ((ROOT / Path(*m.split("."))).with_suffix(".py").exists()
+                      or (ROOT / Path(*m.split(".")) / "__init__.py").exists())]
     assert seen <= THIN_ALLOWED, sorted(seen - THIN_ALLOWED)
 
 
