@@ -63,6 +63,13 @@ def service_lock(common: str) -> str:
     return os.path.join(ecm_dir(common), "service.lock")
 
 
+def store_dir(ecm: str) -> str:
+    """The private object store of live work (gitio/store.py): a bare repository whose
+    objects borrow the repository's; snapshots and their pins live there, never in
+    ``.git/objects`` or the repository's refs."""
+    return os.path.join(ecm, "store")
+
+
 def machine_id(ecm: str) -> str:
     return os.path.join(ecm, "machine-id")
 

@@ -91,6 +91,8 @@ class Agent:
     started: float | None = None  # order of the first ledger event, same for every reader
     subject: str = ""  # last commit subject
     error: str | None = None  # why the working state could not be read
+    # why only the committed state (HEAD) is judged: the live changes could not be read
+    unread: str | None = None
     operation: str | None = None  # a git operation in progress (rebase, merge, ...)
 
 

@@ -48,6 +48,18 @@ def git(cwd: str | Path, *args: str, check: bool = True, env: dict[str, str] | N
                           check=check, env={**os.environ, **(env or {})})
 
 
+def live_objects(repo: str | Path) -> dict[str, str]:
+    """The environment in which a test's git reads what proximity wrote for live work
+    (snapshot trees and their blobs): the private object store beside the ledger."""
+    common = subprocess.run(["git", "rev-parse", "--path-format=absolute",
+                             "--git-common-dir"], cwd=repo, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    path = os.path.join(common, "ecm", "store", "objects")
+    # (git's list is ':'-separated: a path holding one is C-quoted)
+    quoted = '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return {"GIT_ALTERNATE_OBJECT_DIRECTORIES": quoted if ":" in path else path}
+
+
 def init_repo(path: Path, files: dict[str, str]) -> Path:
     """A new repository at ``path`` with ``files`` committed as "base"."""
     path.mkdir(parents=True, exist_ok=True)

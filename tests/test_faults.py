@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HOLD_LEDGER, git, init_repo, lines, stop
+from conftest import HOLD_LEDGER, git, init_repo, lines, live_objects, stop
 
 from proximity import gitio
 
@@ -315,14 +315,17 @@ def test_a_cherry_pick_range_records_its_last_step_only(tmp_path):
 
 
 def _objects_bytes(repo: Path) -> int:
+    """Every object's bytes: the repository's and the private store's of live work."""
     total = 0
-    for root, _dirs, files in os.walk(repo / ".git" / "objects"):
-        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    for top in (repo / ".git" / "objects", repo / ".git" / "ecm" / "store" / "objects"):
+        for root, _dirs, files in os.walk(top):
+            total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
     return total
 
 
 def _largest_object(repo: Path) -> int:
-    out = git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectsize)").stdout
+    out = git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectsize)",
+              env=live_objects(repo)).stdout
     return max(int(x) for x in out.split())
 
 
@@ -345,7 +348,7 @@ def test_a_growing_200_mb_untracked_file_is_never_hashed(tmp_path):
     assert _largest_object(main) < 1_000_000
     # still visible: the snapshot holds a stub naming size and mtime, kind "large"
     ev = next(e for e in events(main) if e["stream"] == "main" and e["kind"] == "commit")
-    stub = git(main, "show", f"{ev['tree']}:dump.bin").stdout
+    stub = git(main, "show", f"{ev['tree']}:dump.bin", env=live_objects(main)).stdout
     assert stub.startswith(gitio.LARGE_STUB) and "size=202" in stub, stub
     scan = run(main, PY, "-m", "proximity", "scan", "--json")
     assert scan.returncode == 0, scan.stderr
@@ -603,9 +606,14 @@ def test_snapshot_objects_do_not_pile_up_loose(tmp_path):
     repo = g.Repo(str(main))
     packed = repo.pack_loose_objects(limit=1)
     assert packed >= 300
-    loose = git(main, "count-objects", "-v").stdout
+    store = main / ".git" / "ecm" / "store"  # where live work's objects go
+    loose = git(main, "--git-dir", str(store), "count-objects", "-v").stdout
     assert "\ncount: 0\n" in "\n" + loose, loose
+    assert git(main, "--git-dir", str(store), "fsck", "--connectivity-only").returncode == 0
     assert git(main, "fsck", "--connectivity-only").returncode == 0
+    # and none of them went into the repository's own objects
+    blob = git(main, "hash-object", "u7.txt").stdout.strip()
+    assert git(main, "cat-file", "-e", blob, check=False).returncode != 0
 
 
 def test_the_ledger_does_not_grow_per_commit_with_untracked_files(tmp_path):
@@ -947,6 +955,55 @@ def test_a_push_that_must_yield_stays_blocked_when_the_ledger_cannot_be_written(
     s = _in_namespace(setup, main, PY, "-m", "proximity", "scan")  # a command reads it too
     assert s.returncode == 0 and "RESOLUTION" in s.stdout, (s.stdout, s.stderr)
     assert fault in s.stderr and "nothing is recorded" in s.stderr, s.stderr
+
+
+# -- a full disk: the verdict never depends on free space ----------------------------------
+
+
+@needs_mounts
+@pytest.mark.parametrize("service", ["0", "1"])
+def test_a_push_that_must_yield_stays_blocked_on_a_full_disk(tmp_path, service):
+    """The repository's file system full, the sibling with live changes that only a
+    write could snapshot: its objects go to a scratch store on a file system with room,
+    so the pair stays a resolution advisory and the push that must yield stays blocked,
+    with one line saying recording is off; `check`, `scan` and the service (running
+    before the disk filled) agree, `doctor` names the full disk, and nothing is left in
+    the temporary directory."""
+    import json
+
+    main, _ = hooked_repo(tmp_path)
+    a, b = _conflicting_pair(main, tmp_path)
+    (a / "u.txt").write_text("untracked, never written before\n")
+    (a / "g.txt").write_text(lines(10, "g") + "and a live edit\n")
+    dot_git, save, scratch = main / ".git", tmp_path / "saved-git", tmp_path / "tmp"
+    scratch.mkdir()
+    size = sum(p.stat().st_size for p in dot_git.rglob("*") if p.is_file())
+    mount = (f"cp -a {dot_git} {save}; mount -t tmpfs -o size={size // 1024 + 2048}k tmpfs "
+             f"{dot_git}; cp -a {save}/. {dot_git}/")
+    fill = f"dd if=/dev/zero of={dot_git}/fill bs=4k 2>/dev/null || true"
+    prox = f"{PY} -m proximity"
+    script = "; ".join([
+        f"{prox} service start >/dev/null 2>&1" if service == "1" else "true", fill,
+        "git push -q origin feat/b; echo push=$?",
+        *(f"{prox} {cmd} --json {arg} >{tmp_path}/{cmd}.json 2>/dev/null"
+          for cmd, arg in (("scan", ""), ("check", "f.txt:10"), ("doctor", ""))),
+        f"{prox} service stop >/dev/null 2>&1 || true",
+        f"ls -A {scratch} | grep objects | sed 's/^/left=/'"])
+    r = _in_namespace(mount, b, "env", f"PROXIMITY_SERVICE={service}",
+                      "PROXIMITY_SERVICE_IDLE=60", f"TMPDIR={scratch}", "sh", "-c", script)
+    assert "push=1" in r.stdout, (r.stdout, r.stderr)
+    assert "push blocked" in r.stderr and "RESOLUTION ADVISORY" in r.stderr, r.stderr
+    said = [ln for ln in r.stderr.splitlines() if "recording is off" in ln]
+    assert len(said) == 1 and "full" in said[0], r.stderr
+    assert "Traceback" not in r.stderr and "OFF" not in r.stderr, r.stderr
+    said = {k: json.loads((tmp_path / f"{k}.json").read_text()) for k in
+            ("scan", "check", "doctor")}
+    pairs = {(p["a"], p["b"]): p for p in said["scan"]["pairs"]}
+    assert pairs[("wt-a", "wt-b")]["advisory"] == "resolution", pairs
+    assert said["check"]["decision"] == "deny", said["check"]
+    disk = next(c for c in said["doctor"]["checks"] if c["check"] == "disk")
+    assert disk["status"] == "fail" and "full" in disk["detail"], disk
+    assert "left=" not in r.stdout, r.stdout  # no scratch store outlives its process
 
 
 def test_a_guard_that_cannot_judge_says_it_is_off_in_one_line(tmp_path, monkeypatch, capsys):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, lines
+from conftest import git, lines, live_objects
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = lines(40)
@@ -136,7 +136,8 @@ def commit_styles(main: Path, tmp_path: Path) -> None:
     # (events keep only what changed since the stream's previous one: the snapshot tree
     # is where the whole working state lives)
     last_c = next(e for e in evs if e["stream"] == "wt-c")
-    assert "n2.txt" in git(main, "ls-tree", "--name-only", last_c["tree"]).stdout.split()
+    assert "n2.txt" in git(main, "ls-tree", "--name-only", last_c["tree"],
+                           env=live_objects(main)).stdout.split()
 
 
 def test_plain_hooks_end_to_end(tmp_path):

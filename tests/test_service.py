@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Space, git, lines
+from conftest import Space, git, lines, live_objects
 
 from proximity import layout
 from proximity.commands import service as service_cmd
@@ -309,8 +309,8 @@ def test_a_worktree_added_while_the_service_runs_is_judged_on_its_files(space, s
         finally:
             led.close()
         assert pre and pre[0].tree, (i, pre)  # the state judged holds the new file
-        assert git(sp.main, "cat-file", "-e", f"{pre[0].tree}:new{i}.py",
-                   check=False).returncode == 0, (i, pre)
+        assert git(sp.main, "cat-file", "-e", f"{pre[0].tree}:new{i}.py", check=False,
+                   env=live_objects(sp.main)).returncode == 0, (i, pre)
     assert client._alive(common)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git, lines
+from conftest import git, lines, live_objects
 
 from proximity import gitio
 
@@ -133,8 +133,9 @@ def test_unstaged_work_stashed_by_the_host_is_judged_and_recorded(
             assert "f.txt" in e["files"], e  # changed since HEAD: not reverted
         if e["kind"] in ("pre-commit", "commit"):
             tree = e["tree"]
-            blob = git(framework, "rev-parse", f"{tree}:f.txt").stdout.strip()
-            assert git(framework, "cat-file", "blob", blob).stdout == mine
+            env = live_objects(framework)
+            blob = git(framework, "rev-parse", f"{tree}:f.txt", env=env).stdout.strip()
+            assert git(framework, "cat-file", "blob", blob, env=env).stdout == mine
 
 
 def test_the_hosts_patch_is_found_by_its_process_only(tmp_path: Path) -> None:
@@ -226,7 +227,7 @@ def test_a_patch_is_applied_only_on_the_state_it_was_made_from(tmp_path: Path) -
     rewritten = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=main,
                                input=b"rewritten by a hook\n", capture_output=True,
                                check=True).stdout.decode().strip()
-    new_bin = git(main, "rev-parse", f"{live}:bin.dat").stdout.strip()
+    new_bin = git(main, "rev-parse", f"{live}:bin.dat", env=live_objects(main)).stdout.strip()
     read = tree_with(stashed, f_txt=rewritten)
     assert repo.tree_with_patch(read, str(patch), str(main)) == tree_with(
         stashed, f_txt=rewritten, bin_dat=new_bin)

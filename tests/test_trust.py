@@ -362,3 +362,74 @@ def test_a_ledger_directory_that_is_a_link_is_refused(tmp_path):
     assert r.returncode != 0 and "symbolic link" in r.stderr, r.stderr
     assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755
     assert not any(elsewhere.iterdir())
+
+
+HUNT = r"""
+import os, subprocess, sys, zlib
+top, token = sys.argv[1], sys.argv[2].encode()
+found = []
+for d, _dirs, files in os.walk(top):
+    for name in files:
+        path = os.path.join(d, name)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue  # not readable by this user: nothing leaks from it
+        try:
+            data += zlib.decompress(data)  # a loose object
+        except zlib.error:
+            pass
+        if token in data:
+            found.append(path)
+for git_dir in sys.argv[3:]:  # every object git can read there, packed ones included
+    p = subprocess.run(["git", "-c", "safe.directory=*", "--git-dir", git_dir, "cat-file",
+                        "--batch-all-objects", "--batch"], capture_output=True)
+    if token in p.stdout:
+        found.append(git_dir + " (git cat-file)")
+print("\n".join(found) or "nothing")
+"""
+
+
+@needs_uids
+@pytest.mark.parametrize("service", ["0", "1"])
+def test_an_untracked_private_file_is_never_readable_by_another_user(shared, service):
+    """An untracked, not ignored file of mode 0600 is hashed by every snapshot (the
+    in-process hooks, `scan`, `check`, the service) into the private object store under
+    the ledger, never into the repository's objects where the user's umask (022) and
+    `git gc`'s packs would hand it to every other user."""
+    token = f"TOKEN-{os.urandom(8).hex()}"
+    remote = shared / "remote.git"
+    git(shared, "init", "-q", "--bare", str(remote))
+    main = init_repo(shared / "main", {"f.txt": BASE})
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "origin", "main")
+    assert subprocess.run([PY, "-m", "proximity", "install"], cwd=main).returncode == 0
+    git(main, "worktree", "add", "-q", "-b", "feat/b", str(shared / "wt-b"))
+    secret = main / "token.txt"
+    secret.write_text(token + "\n")
+    secret.chmod(0o600)
+    env = {**os.environ, "PROXIMITY_SERVICE": service, "PROXIMITY_SERVICE_IDLE": "30"}
+    common = str((main / ".git").resolve())
+    steps = ["umask 022",
+             "echo more >>f.txt && git commit -qam edit",  # pre-commit, post-commit hooks
+             f"{PY} -m proximity scan >/dev/null", f"{PY} -m proximity check f.txt:2 >/dev/null",
+             "git push -q origin main", "git gc -q --prune=now",  # the user's own gc too
+             f"{PY} -m proximity gc >/dev/null"]
+    try:
+        r = subprocess.run(["sh", "-c", " && ".join(steps)], cwd=main, env=env,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    finally:
+        if service == "1":
+            service_cmd.stop(common)
+    hunt = as_uid(ATTACKER, PY, "-c", HUNT, str(shared), token, str(main / ".git"),
+                  str(remote), cwd="/")
+    assert hunt.returncode == 0, hunt.stderr
+    assert hunt.stdout.strip() == "nothing", hunt.stdout
+    store = main / ".git" / "ecm" / "store"
+    blob = git(main, "hash-object", str(secret)).stdout.strip()
+    assert git(main, "cat-file", "-e", blob, check=False,
+               env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(store / "objects")}
+               ).returncode == 0  # it was snapshotted: the store holds it
+    assert git(main, "cat-file", "-e", blob, check=False).returncode != 0  # the repo never

@@ -68,7 +68,8 @@ def _plan(repo: gitio.Repo, head: str, ref: str, commit: str, result: tuple[str,
           joins: bool, what: str) -> MergePlan:
     tree, conflicts = result
     diff = gitio.git(["diff", "--no-color", "--no-ext-diff", "-M", "-U0", head, tree],
-                     cwd=repo.workdir).stdout.decode("utf-8", "surrogateescape")
+                     cwd=repo.workdir, env=repo.objects_env()
+                     ).stdout.decode("utf-8", "surrogateescape")
     change = {p: d for p, d in hunks.parse(diff).items()
               if d.hunks or d.new_file or d.binary}  # a pure rename changes no line
     return MergePlan(ref, commit, tree, edits_of(change), conflicts, joins, what)
@@ -277,7 +278,8 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan, behind: Collection[str] =
         return []
     parents = ["-p", head, "-p", plan.commit] if plan.joins else ["-p", head]
     merged = gitio.git(["commit-tree", plan.tree, *parents, "-m", "proximity merge check"],
-                       cwd=repo.workdir, env=SNAPSHOT_IDENT).stdout.decode().strip()
+                       cwd=repo.workdir, env={**repo.objects_env(), **SNAPSHOT_IDENT}
+                       ).stdout.decode().strip()
     led = open_ledger(repo)
     out: list[decision.Conflict] = []
     try:

@@ -196,7 +196,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     after_merge: dict[str, dict[str, hunks.FileDiff]] = {}
     if merged and moved:
         texts = gitio.git_many([(["diff", "--no-color", "--no-ext-diff", "-M", "-U0", b, merged,
-                                  "--", *paths], repo.workdir) for b in sorted(moved)])
+                                  "--", *paths], repo.workdir) for b in sorted(moved)],
+                               env=repo.objects_env())  # (the merge's tree is in the store)
         after_merge = {b: hunks.parse((t or b"").decode("utf-8", "replace"))
                        for b, t in zip(sorted(moved), texts, strict=True)}
     if me.head:
@@ -288,7 +289,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS},
                              key=str)
         more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir)
-                               for b, t in asked_trees])
+                               for b, t in asked_trees],
+                              env=repo.objects_env())  # (recorded trees: the store)
         fresh = dict(zip(asked_trees, more, strict=True))
         remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
         for w in siblings:  # (two trees' diff never changes: kept by the pair of ids)

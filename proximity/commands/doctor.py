@@ -64,6 +64,7 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
                     f"{recovery_hint(path)}")
         except (LedgerError, sqlite3.Error) as e:
             add("ledger", False, str(diagnose(e, path)))
+    out.extend(disk_checks(repo))
     out.extend(hook_checks(repo))
     out.extend(service_checks(repo.common))
     out.extend(remote_checks(repo))
@@ -72,6 +73,24 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
             add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
                 "(`git worktree prune` and `proximity gc` clean it up)")
     return out
+
+
+def disk_checks(repo: gitio.Repo) -> list[dict[str, str]]:
+    """Room for the ledger and the object store of live work (both under the common
+    dir's ecm/): a full or read-only disk stops recording, never judging, and is said
+    whether or not the service runs (the service's open ledger may still take writes)."""
+    import tempfile
+
+    why = repo.store.full_reason()
+    if why is not None:
+        return [{"check": "disk", "status": "fail",
+                 "detail": f"{why}: nothing is recorded, and each hook writes the objects it "
+                           f"judges to a scratch store in {tempfile.gettempdir()} (the guard "
+                           "still judges); free some space"}]
+    free = repo.store.free()
+    return [{"check": "disk", "status": "ok",
+             "detail": f"{repo.ecm_dir}: " + (f"{free // (1 << 20)} MiB free"
+                                              if free is not None else "free space unknown")}]
 
 
 def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:

@@ -1,4 +1,5 @@
-"""`proximity gc`: compact the ledger, retire removed worktrees, drop their refs."""
+"""`proximity gc`: compact the ledger, retire removed worktrees, drop their pins, and prune
+the private object store of live work (store.py) down to what live worktrees need."""
 
 from __future__ import annotations
 
@@ -20,18 +21,22 @@ def run(args: argparse.Namespace) -> int:
         with progress.phases("gc") as say:
             say("compacting the ledger")
             stats = ctx.ledger.gc(ctx.cfg.retain_events, live)
+            say("pruning the object store of live work")
+            names = {gitio.safe_name(x) for x in live}
+            kept = gitio.store_gc(ctx.repo.store, names, ctx.repo.shadow_trees(names))
+        # pins the repository itself once held (snapshots are pinned in the store now)
         dropped = []
         refs = [r for r in ctx.repo.pg.references if r.startswith(REF_PREFIX)]
-        kept = {gitio.safe_name(x) for x in live}
-        with progress.bar("dropping retired worktrees' refs", len(refs)) as tick:
+        with progress.bar("dropping old pins", len(refs)) as tick:
             for ref in refs:
                 tick(1)
-                if ref[len(REF_PREFIX):] not in kept:
-                    with contextlib.suppress(Exception):
-                        ctx.repo.pg.references.delete(ref)
-                        dropped.append(ref)
-        stats["refs"] = len(dropped)
+                with contextlib.suppress(Exception):
+                    ctx.repo.pg.references.delete(ref)
+                    dropped.append(ref)
+        stats["refs"] = len(dropped) + kept["pins"]
+        stats["objects"] = kept["objects"]
         stats["scratch"] = len(gitio.sweep_scratch(ctx.repo.ecm_dir))  # a killed writer's
+        stats["scratch"] += gitio.sweep_scratch_stores()
     finally:
         ctx.close()
     if args.json:

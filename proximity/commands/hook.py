@@ -23,6 +23,7 @@ from proximity import knobs, ledger, thin
 from proximity.errors import FatalError
 from proximity.hooks import stages
 from proximity.hooks.inputs import HookCall, blocked_exit, pushed_refs, read_stdin
+from proximity.hooks.stages import recording_off_line
 from proximity.service import client
 from proximity.snapshot import recorder, workspace
 
@@ -71,15 +72,6 @@ def run_here(ctx: workspace.Context, call: HookCall, record: bool) -> int:
     for line in done.lines:
         err(line)
     return 1 if done.block else 0
-
-
-def recording_off_line(stage: str, why: str) -> str:
-    """The one line of a hook whose ledger can be read but not written."""
-    if stage == "snapshot":
-        return f"proximity: warning: recording is off: {why}"
-    what = "push" if stage == "guard" else "commit"
-    return (f"proximity: warning: recording is off for this {what}, the guard still judges "
-            f"from what it can read: {why}")
 
 
 def off_line(stage: str, why: str) -> str:

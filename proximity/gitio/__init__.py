@@ -59,6 +59,8 @@ from proximity.gitio.run import (
     untracked,
 )
 from proximity.gitio.snapshots import OVERLAY_MAX, Snapshots
+from proximity.gitio.store import gc as store_gc
+from proximity.gitio.store import quote_path, refused_write, sweep_scratch_stores
 
 
 class Repo(Snapshots, Results, Patches, History):
@@ -72,6 +74,7 @@ __all__ = [
     "commit_of", "common_dir", "file_diff_args", "find_git_dir", "git", "git_finish",
     "git_many", "git_start", "git_version", "is_ancestor_cli", "live_diff_args",
     "merge_file_args", "new_file_diff", "operation_in_progress", "policy_inputs",
-    "populating", "reap", "require_git", "safe_name", "steps_left", "sweep_scratch",
-    "time_limit", "tree_diff", "tree_diff_args", "untracked", "worktree_id",
+    "populating", "quote_path", "reap", "refused_write", "require_git", "safe_name",
+    "steps_left", "store_gc", "sweep_scratch", "sweep_scratch_stores", "time_limit",
+    "tree_diff", "tree_diff_args", "untracked", "worktree_id",
 ]

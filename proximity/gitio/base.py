@@ -4,11 +4,13 @@ own CLI where git's behaviour is the truth (through ``run``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import subprocess
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from proximity import layout, owned
 from proximity.errors import NotARepository
@@ -21,6 +23,9 @@ from proximity.gitfiles import (
     worktree_id,
 )
 from proximity.gitio.run import git
+from proximity.gitio.store import ObjectStore, refused_write
+
+T = TypeVar("T")
 
 MEMO_ENTRIES = 4096  # results a Repo keeps (see Repo._remember)
 
@@ -147,6 +152,10 @@ class RepoCore:
         if not os.path.isdir(start):
             raise NotARepository(f"{start}: no such directory")
         self._pg: pygit2.Repository | None = None
+        self._pg_alts: set[str] = set()  # object stores added to _pg's reads
+        self._pgw: pygit2.Repository | None = None  # writing into the store (_writer)
+        self._pgw_target = ""
+        self._store: ObjectStore | None = None
         self.memo: dict[tuple[Any, ...], Any] = {}  # results keyed by object ids
         if fast and self._discover(start):
             return
@@ -209,8 +218,79 @@ class RepoCore:
         """The pygit2 repository, opened on first use (a snapshot hook never needs it)."""
         if self._pg is None:
             self._pg = _pygit2().Repository(self.gitdir)
+            self._pg_alts = set()
+            self._see()
         assert self._pg is not None
         return self._pg
+
+    # -- the objects of live work (see store.py) ----------------------------------------
+    @property
+    def store(self) -> ObjectStore:
+        """Where this process writes objects for live work (never ``.git/objects``)."""
+        if self._store is None:
+            self._store = ObjectStore(self.common, self.ecm_dir)
+        return self._store
+
+    def objects_env(self, need: int = 0, choose: bool = False) -> dict[str, str]:
+        """The environment of a git process that reads or writes live objects (snapshot
+        trees, merges of them): writes go to the object store, reads see it too.
+        ``choose``: pick where writes go anew, for about ``need`` bytes."""
+        env = self.store.env(need, choose)
+        self._see()
+        return env
+
+    def _git(self, args: Sequence[str], cwd: str | None = None,
+             env: Mapping[str, str] | None = None, **kw: Any
+             ) -> subprocess.CompletedProcess[bytes]:
+        """``git`` in this repository (or ``cwd``) with the object store's environment."""
+        return git(args, cwd=cwd or self.workdir, env={**self.objects_env(), **(env or {})},
+                   **kw)
+
+    def _see(self) -> None:
+        """Let libgit2 read every object store this process wrote to."""
+        if self._pg is None:
+            return
+        for d in self.store.read_dirs():
+            if d not in self._pg_alts:
+                self._pg.odb.add_disk_alternate(d)
+                self._pg_alts.add(d)
+
+    def _writer(self) -> Any:
+        """A libgit2 handle whose writes go to the object store's current target (and
+        that reads everything ``pg`` reads)."""
+        target = self.store.current()
+        if self._pgw is None or self._pgw_target != target:
+            pygit2 = _pygit2()
+            w = pygit2.Repository(self.gitdir)
+            odb = pygit2.Odb(target)  # (its info/alternates: the store, the repository's)
+            for d in self.store.read_dirs():
+                if d != target:
+                    odb.add_disk_alternate(d)
+            w.set_odb(odb)
+            self._pgw, self._pgw_target = w, target
+        self._see()
+        return self._pgw
+
+    def _write_live(self, fn: Callable[[], T], need: int = 0) -> T:
+        """``fn()`` writing objects of about ``need`` bytes where they go now (the store,
+        or the scratch store while the store has no room); when the write was refused
+        all the same (a full or read-only disk), once more in the scratch store: what a
+        snapshot cannot write where it should it writes elsewhere, never judging less
+        for want of a write."""
+        self.store.target(need)
+        try:
+            return fn()
+        except Exception as e:
+            if not refused_write(str(e)) or not self.store.elsewhere(str(e)):
+                raise
+        self._see()
+        return fn()
+
+    def close(self) -> None:
+        """Remove what this process alone used (the scratch object store, if any)."""
+        if self._store is not None:
+            self._store.close()
+        self._pgw = None
 
     @property
     def ecm_dir(self) -> str:
@@ -394,18 +474,14 @@ class RepoCore:
             self.memo[key] = value
 
     def pin(self, ref: str, commit: str) -> None:
-        try:
-            if _read(os.path.join(self.common, ref)).strip() == commit:
-                return  # pinned already
-        except OSError:
-            pass
-        if self.warm():
-            try:  # libgit2 writes the loose ref under its lock, as update-ref does
-                self.pg.references.create(ref, commit, force=True)
-                return
-            except (ValueError, _pygit2().GitError):
-                pass
-        git(["update-ref", ref, commit], cwd=self.workdir)
+        """Keep a snapshot's objects through the object store's gc: a ref of the store,
+        never of the repository (whose `git gc` and fsck must never meet objects it does
+        not hold). A snapshot written to a scratch store goes with this process: no pin."""
+        if self.store.current() != self.store.objects:
+            return
+        # (failing, the next recorded event pins again; within the gc's grace nothing goes)
+        with contextlib.suppress(OSError, ValueError):
+            self.store.pin(ref, commit)
 
     def _remembered(self, kind: str, x: str, y: str) -> Any:
         """A remembered result for the unordered pair (x, y) (None: not remembered)."""

@@ -7,10 +7,10 @@ import os
 from typing import TYPE_CHECKING, cast
 
 from proximity.gitio.base import RepoCore, _pygit2
+from proximity.gitio.run import EMPTY_TREE, is_ancestor_cli
 
 if TYPE_CHECKING:
     import pygit2
-from proximity.gitio.run import EMPTY_TREE, git, is_ancestor_cli
 
 SOLE_BASE_WALK = 500  # commits walked per side to tell that a merge base is the only one
 
@@ -35,7 +35,7 @@ class History(RepoCore):
                 return [ln.split()[1].decode() for ln in head if ln.startswith(b"parent ")]
         except (OSError, zlib.error, IndexError):
             pass
-        out = git(["rev-list", "--parents", "-n", "1", commit], cwd=self.workdir).stdout
+        out = self._git(["rev-list", "--parents", "-n", "1", commit]).stdout
         return out.decode().split()[1:]
 
     # -- history ------------------------------------------------------------------------

@@ -168,12 +168,12 @@ def _walk_delta(old: Any, new: Any, prefix: str, out: dict[str, tuple[str, str]]
 class Objects(RepoCore):
     """Objects: trees, blobs, their differences, and git's merge of two trees."""
     def pack_loose_objects(self, limit: int = 0) -> int:
-        """Pack the repository's loose objects once there are many (snapshots write them
-        on every commit; left loose they pile up until git warns and stops auto-gc).
-        Returns how many were packed. Never waits: one process at a time, others skip."""
+        """Pack the object store's loose objects once there are many (snapshots write
+        them on every commit; left loose they pile up). Returns how many were packed.
+        Never waits: one process at a time, others skip."""
         import fcntl
 
-        objects = os.path.join(self.common, "objects")
+        objects = self.store.objects
         limit = limit or LOOSE_LIMIT
         try:
             sample = len(os.listdir(os.path.join(objects, "17")))
@@ -199,9 +199,10 @@ class Objects(RepoCore):
                                  if len(n) in (38, 62)]
             if not oids:
                 return 0
-            git(["pack-objects", "-q", os.path.join(objects, "pack", "pack")],
-                cwd=self.common, input="\n".join(oids).encode() + b"\n")
-            git(["prune-packed", "-q"], cwd=self.common)
+            env = {"GIT_OBJECT_DIRECTORY": objects}  # (its alternates: the repository's)
+            git(["pack-objects", "-q", "--local", os.path.join(objects, "pack", "pack")],
+                cwd=self.common, env=env, input="\n".join(oids).encode() + b"\n")
+            git(["prune-packed", "-q"], cwd=self.common, env=env)
             return len(oids)
 
     def changed_paths(self, old_tree: str, new_tree: str) -> dict[str, str]:
@@ -236,8 +237,8 @@ class Objects(RepoCore):
                 result = None
         if result is None:
             result = {}
-            out = git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree],
-                      cwd=self.workdir).stdout
+            out = self._git(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree]
+                            ).stdout
             parts = out.split(b"\0")
             for meta, raw in zip(parts[0::2], parts[1::2], strict=False):
                 fields = meta.decode().split()
@@ -264,9 +265,9 @@ class Objects(RepoCore):
     def moved_diff(self, old: str | None, new: str, src: str, dst: str) -> str:
         """git's own `diff -U0` of a file moved from ``src`` to ``dst`` between two
         tree-ishes: the move and only the lines it changed (renames followed, -M)."""
-        return git(["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "-U0",
-                    old or EMPTY_TREE, new, "--", src, dst], cwd=self.workdir,
-                   ok=(0, 1)).stdout.decode("utf-8", "replace")
+        return self._git(["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M",
+                          "-U0", old or EMPTY_TREE, new, "--", src, dst],
+                         ok=(0, 1)).stdout.decode("utf-8", "replace")
 
     def tree_diff(self, old: str | None, new: str, paths: Sequence[str]) -> str:
         """The `git diff -U0` text between two tree-ishes for ``paths`` (message and
@@ -290,7 +291,7 @@ class Objects(RepoCore):
                 out.append(str(patch.text or ""))
             return "".join(out)
         except Exception:
-            return tree_diff(self.workdir, old, new, paths)
+            return tree_diff(self.workdir, old, new, paths, env=self.objects_env())
 
     def _blob_at(self, tree: pygit2.Tree, path: str) -> pygit2.Blob | None:
         """The blob at ``path`` in ``tree`` (None: absent, a directory, a submodule)."""
@@ -373,13 +374,13 @@ class Objects(RepoCore):
         are merged too, as the scan's snapshots may be)."""
         args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"]
         try:
-            proc = git([*args, a, b], cwd=self.workdir, ok=(0, 1))
+            proc = self._write_live(lambda: self._git([*args, a, b], ok=(0, 1)))
         except FatalError as e:
             if not (unrelated and "unrelated histories" in str(e)):
                 return None
             try:
-                proc = git([*args, "--allow-unrelated-histories", a, b],
-                           cwd=self.workdir, ok=(0, 1))
+                proc = self._write_live(lambda: self._git(
+                    [*args, "--allow-unrelated-histories", a, b], ok=(0, 1)))
             except FatalError:
                 return None
         parts = proc.stdout.split(b"\0")

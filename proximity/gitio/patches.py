@@ -10,7 +10,7 @@ import os
 
 from proximity.errors import FatalError
 from proximity.gitio.base import RepoCore, _pygit2
-from proximity.gitio.run import git
+from proximity.gitio.store import refused_write
 
 
 class Patches(RepoCore):
@@ -26,19 +26,27 @@ class Patches(RepoCore):
         fits = self._patch_fits(tree, patch)
         if not fits:
             return None
+        try:
+            return self._write_live(lambda: self._applied(tree, fits, cwd))
+        except (FatalError, OSError):
+            return None
+
+    def _applied(self, tree: str, fits: list[bytes], cwd: str) -> str | None:
         tmp = self._scratch("unstash")
         env = {"GIT_INDEX_FILE": tmp}
         part = f"{tmp}.patch"
         try:
             with open(part, "xb") as f:  # the fitting files' sections, in their order
                 f.write(b"".join(fits))
-            git(["read-tree", tree], cwd=cwd, env=env)
+            self._git(["read-tree", tree], cwd=cwd, env=env)
             for extra in ([], ["-c", "core.autocrlf=false"]):  # as the hosts retry it
-                if git([*extra, "apply", "--cached", "--whitespace=nowarn", "--", part],
-                       cwd=cwd, env=env, ok=(0, 1, 128)).returncode == 0:
-                    return git(["write-tree"], cwd=cwd, env=env).stdout.decode().strip()
-            return None
-        except (FatalError, OSError):
+                applied = self._git([*extra, "apply", "--cached", "--whitespace=nowarn", "--",
+                                     part], cwd=cwd, env=env, ok=(0, 1, 128))
+                if applied.returncode == 0:
+                    return str(self._git(["write-tree"], cwd=cwd, env=env
+                                         ).stdout.decode().strip())
+                if refused_write(applied.stderr.decode(errors="replace")):
+                    raise FatalError(applied.stderr.decode(errors="replace"))
             return None
         finally:
             for path in (tmp, part):

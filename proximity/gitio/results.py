@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 
 from proximity.errors import FatalError
 from proximity.gitio.objects import Objects
-from proximity.gitio.run import SNAPSHOT_IDENT, git
+from proximity.gitio.run import SNAPSHOT_IDENT
 
 Result = tuple[str, list[str]]  # (tree, the paths left conflicted)
 
@@ -28,7 +28,7 @@ class Results(Objects):
                 args = ["commit-tree", f"{tree}^{{tree}}", "-m", "proximity merge"]
                 for p in parents:
                     args += ["-p", p]
-                return git(args, cwd=self.workdir, env=SNAPSHOT_IDENT).stdout.decode().strip()
+                return self._git(args, env=SNAPSHOT_IDENT).stdout.decode().strip()
 
             root = commit(base)
             return self.merge_result(commit(ours, root), commit(theirs, root))
@@ -41,7 +41,7 @@ class Results(Objects):
         tmp = self._scratch(stem)
         env = {"GIT_INDEX_FILE": tmp}
         try:
-            git(["read-tree", head], cwd=self.workdir, env=env)
+            self._git(["read-tree", head], env=env)
             yield env
         finally:
             with contextlib.suppress(OSError):
@@ -54,8 +54,8 @@ class Results(Objects):
             with self._index_of(head, "am") as env:
                 for p in patches:
                     path = os.path.abspath(os.path.join(cwd, p))
-                    if git(["apply", "--cached", "--whitespace=nowarn", "--", path],
-                           cwd=self.workdir, env=env, ok=(0, 1, 128)).returncode != 0:
+                    if self._git(["apply", "--cached", "--whitespace=nowarn", "--", path],
+                                 env=env, ok=(0, 1, 128)).returncode != 0:
                         return None
                 return self._written(env)
         except FatalError:
@@ -69,22 +69,22 @@ class Results(Objects):
         spec = ["--", *paths]
         try:
             with self._index_of(head, "paths") as env:
-                taken = git(["ls-tree", "-r", "-z", "--full-name", source, *spec], cwd=cwd,
-                            env=env).stdout
+                taken = self._git(["ls-tree", "-r", "-z", "--full-name", source, *spec],
+                                  cwd=cwd, env=env).stdout
                 if not overlay:
-                    mine = git(["ls-files", "-z", "--full-name", *spec], cwd=cwd,
-                               env=env).stdout
+                    mine = self._git(["ls-files", "-z", "--full-name", *spec], cwd=cwd,
+                                     env=env).stdout
                     have = {e.split(b"\t", 1)[1] for e in taken.split(b"\0") if b"\t" in e}
                     gone = [p for p in mine.split(b"\0") if p and p not in have]
                     if gone:
-                        git(["update-index", "-z", "--force-remove", "--stdin"],
-                            cwd=self.workdir, env=env, input=b"\0".join(gone) + b"\0")
+                        self._git(["update-index", "-z", "--force-remove", "--stdin"],
+                                  env=env, input=b"\0".join(gone) + b"\0")
                 if taken:  # ls-tree's lines are one of the forms --index-info reads
-                    git(["update-index", "-z", "--index-info"], cwd=self.workdir, env=env,
-                        input=taken)
+                    self._git(["update-index", "-z", "--index-info"], env=env, input=taken)
                 return self._written(env)
         except FatalError:
             return None
 
     def _written(self, env: dict[str, str]) -> Result:
-        return git(["write-tree"], cwd=self.workdir, env=env).stdout.decode().strip(), []
+        # (in the private object store, as every object of work not committed here)
+        return self._git(["write-tree"], env=env).stdout.decode().strip(), []

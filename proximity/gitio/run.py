@@ -200,10 +200,11 @@ def is_ancestor_cli(anc: str, desc: str, cwd: str) -> bool:
                ok=(0, 1, 128)).returncode == 0
 
 
-def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str]) -> str:
+def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str],
+              env: Mapping[str, str] | None = None) -> str:
     """`git diff -U0` between two tree-ishes, limited to ``paths`` (Repo.tree_diff's
     answer when libgit2 cannot read the objects)."""
-    return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd,
+    return git([*DIFF_ARGS, old or EMPTY_TREE, new, "--", *paths], cwd=cwd, env=env,
                ok=(0, 1)).stdout.decode("utf-8", "replace")
 
 
@@ -211,15 +212,17 @@ _STARTED: weakref.WeakKeyDictionary[subprocess.Popen[bytes], tuple[float, str]] 
     weakref.WeakKeyDictionary()  # a started git -> (its time limit, what it runs)
 
 
-def git_start(args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
+def git_start(args: Sequence[str], cwd: str, env: Mapping[str, str] | None = None
+              ) -> subprocess.Popen[bytes]:
     """Start a git command without waiting for it (see git_finish, which waits for it
-    within its time limit as git() does, and kills it with anything it started past it)."""
+    within its time limit as git() does, and kills it with anything it started past it).
+    ``env``: added to the cleaned environment (a repository's object store, say)."""
     name = args[0] if args else ""
     CALLS[name] = CALLS.get(name, 0) + 1
     limit = time_limit(args)
     try:
         p = subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
-                             env=clean_env(), stdin=subprocess.DEVNULL,
+                             env=clean_env(env), stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     except OSError as e:
@@ -245,15 +248,15 @@ def reap(proc: subprocess.Popen[bytes]) -> None:
         _kill(proc)
 
 
-def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1)
-             ) -> list[bytes | None]:
+def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1),
+             env: Mapping[str, str] | None = None) -> list[bytes | None]:
     """Run several git commands at once (processes, not threads): stdout of each, or None
     when it failed. A check's facts come from a handful of small, independent git calls.
-    One past its time limit stops them all (GitTimeout)."""
+    One past its time limit stops them all (GitTimeout). ``env``: as git_start's."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for args, cwd in jobs:
-            procs.append(git_start(args, cwd))
+            procs.append(git_start(args, cwd, env))
         return [git_finish(p, ok) for p in procs]
     finally:
         for p in procs:

@@ -9,7 +9,7 @@ import contextlib
 import os
 import stat
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from proximity import layout
@@ -129,6 +129,22 @@ class Snapshots(Objects):
         stub naming their size and mtime instead (a change still shows). ``keep``: the
         private copy becomes the shadow (False: the shadow is left as it was).
         """
+        try:
+            return self._write_live(lambda: self._snapshot_tree(
+                wt, index_file, start_tree, from_user_index, keep))
+        except FatalError as e:
+            if from_user_index or "invalid object" not in str(e):
+                raise
+            # a shadow naming objects the store no longer holds (its gc, a scratch store
+            # gone with its process): start again from the user's index
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.ecm_dir, "index", f"{safe_name(wt.id)}.idx"))
+            return self._write_live(lambda: self._snapshot_tree(
+                wt, index_file, start_tree, True, keep))
+
+    def _snapshot_tree(self, wt: WorktreeInfo, index_file: str | None,
+                       start_tree: list[str] | None, from_user_index: bool, keep: bool
+                       ) -> str:
         user_index = index_file or os.path.join(wt.admin, "index")
         shadow_dir = layout.index_dir(self.ecm_dir)
         shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
@@ -150,21 +166,22 @@ class Snapshots(Objects):
             if start_tree is not None and src == user_index and os.path.exists(tmp):
                 # the tree of the user's index this snapshot starts from (the resident
                 # service compares a commit's index with it: see service.snapshots)
-                start_tree.append(git(["write-tree"], cwd=wt.path, env=env
-                                      ).stdout.decode().strip())  # tmp is private already
+                start_tree.append(self._git(["write-tree"], cwd=wt.path, env=env
+                                            ).stdout.decode().strip())  # tmp is private already
             large = self._large_untracked(wt, env, user_index)
             if large:
                 git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path, env=env,
                     input=b"".join(_b(p) + b"\0" for p in large))
                 specs = b"".join(b":(exclude,literal)" + _b(p) + b"\0" for p in large)
-                git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
-                     "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
-                    input=b".\0" + specs)
+                self._git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                           "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                          input=b".\0" + specs)
                 self._add_stubs(wt, env, large)
             else:
-                git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
-            tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
-            if os.path.dirname(tmp) == shadow_dir and keep:
+                self._git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env,
+                          ok=(0, 1))
+            tree = self._git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+            if os.path.dirname(tmp) == shadow_dir and keep and self._kept_objects():
                 os.replace(tmp, shadow)
             return tree
         finally:
@@ -172,6 +189,35 @@ class Snapshots(Objects):
                 os.unlink(tmp)
             with contextlib.suppress(FatalError, OSError):  # housekeeping never fails it
                 self.pack_loose_objects()
+
+    def shadow_trees(self, live: Collection[str]) -> dict[str, str]:
+        """name -> the tree each shadow index of a live worktree (``live``: their safe
+        names) holds, the objects `proximity gc` keeps for it; a retired worktree's
+        shadow, or one that names objects the store no longer has, is removed (a next
+        snapshot starts from the user's index)."""
+        d = os.path.join(self.ecm_dir, "index")
+        out: dict[str, str] = {}
+        try:
+            names = [n for n in os.listdir(d) if n.endswith(".idx") and not n.startswith(".")]
+        except OSError:
+            return out
+        for name in names:
+            shadow = os.path.join(d, name)
+            if name[:-4] in live:
+                try:
+                    out[name[:-4]] = self.index_tree(shadow, self.workdir)
+                    continue
+                except FatalError as e:
+                    if "invalid object" not in str(e):
+                        continue  # (not ours to judge: a snapshot reads it, or replaces it)
+            with contextlib.suppress(OSError):
+                os.unlink(shadow)
+        return out
+
+    def _kept_objects(self) -> bool:
+        """Whether objects go to the store now (a shadow index may name them: objects in
+        a scratch store go with this process)."""
+        return self.store.current() == self.store.objects
 
     def snapshot_paths(self, wt: WorktreeInfo, paths: Sequence[str], keep: bool) -> str:
         """The tree of `add -A` over the worktree when only ``paths`` (relative: files or
@@ -181,7 +227,8 @@ class Snapshots(Objects):
         (the resident service's watcher) and that none of ``paths`` is a large file."""
         shadow = os.path.join(layout.index_dir(self.ecm_dir), f"{safe_name(wt.id)}.idx")
         tmp = self._scratch(safe_name(wt.id), _size(shadow))  # beside the shadow, if it can
-        keep = keep and os.path.dirname(tmp) == os.path.dirname(shadow)
+        keep = keep and os.path.dirname(tmp) == os.path.dirname(shadow) and \
+            self._kept_objects()
         try:
             _copy(shadow, tmp)
             env = {"GIT_INDEX_FILE": tmp}
@@ -194,10 +241,10 @@ class Snapshots(Objects):
                 had = [q for q in out.split("\0") if q]
                 here += [p for p in gone if any(q == p or q.startswith(p + "/") for q in had)]
             if here:
-                git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
-                     "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
-                    input=b"".join(b":(literal)" + _b(p) + b"\0" for p in here))
-            tree = git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+                self._git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                           "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                          input=b"".join(b":(literal)" + _b(p) + b"\0" for p in here))
+            tree = self._git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
             if keep:
                 os.replace(tmp, shadow)
             return tree
@@ -227,7 +274,7 @@ class Snapshots(Objects):
 
     def hash_start(self, cwd: str, files: Sequence[str]) -> subprocess.Popen[bytes]:
         """`git hash-object -w -- files` started (snapshot_overlay takes its answer)."""
-        return git_start(["hash-object", "-w", "--", *files], cwd)
+        return git_start(["hash-object", "-w", "--", *files], cwd, env=self.objects_env())
 
     def _overlay(self, wt: WorktreeInfo, base_tree: str, paths: Sequence[str],
                  hashing: tuple[list[str], subprocess.Popen[bytes]] | None) -> str | None:
@@ -240,7 +287,8 @@ class Snapshots(Objects):
                                                                       False)
                     or _cfg_bool(cfg, "extensions.worktreeConfig", False)):
                 return None
-            base = self.pg[base_tree].peel(pygit2.Tree)
+            pgw = self._writer()  # (its new trees go to the object store)
+            base = pgw[base_tree].peel(pygit2.Tree)
         except (KeyError, ValueError, pygit2.GitError):
             return None
         files: list[tuple[str, int]] = []
@@ -277,7 +325,7 @@ class Snapshots(Objects):
             got = None
             if hashing is not None and hashing[0] == [p for p, _ in files]:
                 got = git_finish(hashing[1], ok=(0,))
-            out = got.split() if got is not None else git(
+            out = got.split() if got is not None else self._git(
                 ["hash-object", "-w", "--stdin-paths"], cwd=wt.path,
                 input=b"".join(_b(p) + b"\n" for p, _ in files)).stdout.split()
             if len(out) != len(files):
@@ -285,7 +333,7 @@ class Snapshots(Objects):
             for (rel, mode), oid in zip(files, out, strict=True):
                 changes[tuple(rel.split("/"))] = (oid.decode(), mode)
         try:
-            return str(_tree_with(self.pg, base, changes) or EMPTY_TREE)
+            return str(_tree_with(pgw, base, changes) or EMPTY_TREE)
         except (KeyError, ValueError, TypeError, pygit2.GitError):
             return None
 
@@ -309,14 +357,17 @@ class Snapshots(Objects):
         return tree
 
     def _index_tree(self, index_file: str, cwd: str) -> str:
+        return self._write_live(lambda: self._index_tree_once(index_file, cwd))
+
+    def _index_tree_once(self, index_file: str, cwd: str) -> str:
         # (in the temporary directory when the ledger's index directory cannot take it)
         tmp = self._scratch(os.path.basename(index_file) + ".proximity", _size(index_file)) \
             if os.path.isdir(layout.index_dir(self.ecm_dir)) else \
             f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
         try:
             _copy(index_file, tmp)
-            return git(["write-tree"], cwd=cwd, env={"GIT_INDEX_FILE": tmp}
-                       ).stdout.decode().strip()
+            return self._git(["write-tree"], cwd=cwd, env={"GIT_INDEX_FILE": tmp}
+                             ).stdout.decode().strip()
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -353,32 +404,35 @@ class Snapshots(Objects):
         lines = []
         for path, st in sorted(large.items()):
             stub = (f"{LARGE_STUB}size={st.st_size} mtime_ns={st.st_mtime_ns}\n").encode()
-            oid = git(["hash-object", "-w", "--stdin"], cwd=wt.path, env=env,
-                      input=stub).stdout.decode().strip()
+            oid = self._git(["hash-object", "-w", "--stdin"], cwd=wt.path, env=env,
+                            input=stub).stdout.decode().strip()
             mode = "100755" if st.st_mode & 0o111 else "100644"
             lines.append(f"{mode} {oid}\t".encode() + _b(path) + b"\0")
-        git(["update-index", "-z", "--index-info"], cwd=wt.path, env=env,
-            input=b"".join(lines))
+        self._git(["update-index", "-z", "--index-info"], cwd=wt.path, env=env,
+                  input=b"".join(lines))
 
     def snapshot_commit(self, tree: str, head: str | None,
                         message: str = "proximity snapshot") -> str:
         """A content-addressed commit of ``tree`` on ``head``: same state and message, same
         id (fixed identity and dates). Written in process: the very object `git
         commit-tree` writes with SNAPSHOT_IDENT (tests/test_faults.py compares them)."""
+        return self._write_live(lambda: self._snapshot_commit(tree, head, message))
+
+    def _snapshot_commit(self, tree: str, head: str | None, message: str) -> str:
         if self.warm():
             pygit2 = _pygit2()
             try:
                 sig = pygit2.Signature("proximity", "proximity@localhost", 0, 0)
-                oid = self.pg.create_commit(None, sig, sig, message + "\n",
-                                            pygit2.Oid(hex=tree),
-                                            [pygit2.Oid(hex=head)] if head else [])
+                oid = self._writer().create_commit(None, sig, sig, message + "\n",
+                                                   pygit2.Oid(hex=tree),
+                                                   [pygit2.Oid(hex=head)] if head else [])
                 return str(oid)
             except (ValueError, KeyError, pygit2.GitError):
                 pass
         args = ["commit-tree", tree, "-m", message]
         if head:
             args[2:2] = ["-p", head]
-        out = git(args, cwd=self.workdir, env=SNAPSHOT_IDENT)
+        out = self._git(args, env=SNAPSHOT_IDENT)
         return out.stdout.decode().strip()
 
 

@@ -60,7 +60,8 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     agents = unstashed(ctx, agents, unstash)
     me = next((a for a in agents if a.id == ctx.here), None)
     notes: list[str] = []
-    if me is not None and me.error is None and record:
+    if me is not None and me.error is None and me.unread is None and record \
+            and not ctx.repo.store.off():  # (a scratch store's objects go with this process)
         notes = recorder.queued_note(recorder.record(ctx, kind, recorder.Snap(
             me.id, me.path, me.branch, me.head, me.snapshot, me.tree), rid))
     # each run: (whose state the pushed commit stands for, the agents); a branch checked
@@ -161,7 +162,7 @@ def unstashed(ctx: workspace.Context, agents: list[Agent], patch: str | None) ->
     holds out while hooks run (``patch``, stash.py) put back on the state read from its
     files (that state as it is when the patch does not apply)."""
     me = next((a for a in agents if a.id == ctx.here), None)
-    if not patch or me is None or me.error is not None or not me.tree:
+    if not patch or me is None or me.error is not None or me.unread or not me.tree:
         return agents
     tree = ctx.repo.tree_with_patch(me.tree, patch, me.path)
     if not tree or tree == me.tree:

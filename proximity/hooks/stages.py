@@ -127,7 +127,9 @@ def _snapshot(ctx: Context, stage: Stage, air: Airspace) -> StageOutcome:
     ev = recorder.record(ctx, stage.kind, recorder.unstashed(ctx, snap, stage.unstash),
                          stage.rid) if snap is not None else None
     if ev is None:
-        return StageOutcome(recorded=False)
+        off = ctx.repo.store.off()  # (a full disk: the snapshot went to a scratch store)
+        return StageOutcome((recording_off_line("snapshot", off),) if off else (),
+                            recorded=False)
     journal.settle_pending(ctx.repo.common, stage.rid)
     _retention(ctx, ev, air)
     return StageOutcome(tuple(recorder.queued_note(ev)
@@ -156,7 +158,20 @@ def _judged(ctx: Context, stage: Stage, air: Airspace) -> StageOutcome:
     if verdict.graph_deferred:
         pipeline.warm_up(ctx)
     lines, block = outcome(ctx, stage, verdict)
+    off = ctx.repo.store.off()
+    if off and not ctx.recording_off:  # (a ledger that cannot be written said so already)
+        lines.insert(0, recording_off_line(stage.stage, off))
     return StageOutcome(tuple(lines), block)
+
+
+def recording_off_line(stage: str, why: str) -> str:
+    """The one line of a hook that judges but records nothing (a ledger that can be read
+    but not written; snapshots that went to a scratch store for want of room)."""
+    if stage == "snapshot":
+        return f"proximity: warning: recording is off: {why}"
+    what = "push" if stage == "guard" else "commit"
+    return (f"proximity: warning: recording is off for this {what}, the guard still judges "
+            f"from what it can read: {why}")
 
 
 def outcome(ctx: Context, stage: Stage, verdict: Verdict) -> tuple[list[str], bool]:

@@ -235,7 +235,7 @@ def _changed_paths(ctx: Context, pairs: list[tuple[str, str]]
         return {}
     heads = [f"{a} {b}\n".encode() for a, b in pairs]
     data = gitio.git(["diff-tree", "--stdin", "-r", "--name-only", "-z"], cwd=ctx.repo.workdir,
-                     input=b"".join(heads)).stdout
+                     input=b"".join(heads), env=ctx.repo.objects_env()).stdout
     out: dict[tuple[str, str], list[str]] = {p: [] for p in pairs}
     pos, i = 0, -1
     while pos < len(data):

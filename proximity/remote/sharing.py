@@ -91,7 +91,7 @@ def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = Tr
     repo, cfg = ctx.repo, ctx.cfg
     base = repo.commit_tree(head) if head else gitio.EMPTY_TREE
     raw = gitio.git(["diff-tree", "-r", "-z", "--no-renames", base, tree],
-                    cwd=repo.workdir).stdout.split(b"\0")
+                    cwd=repo.workdir, env=repo.objects_env()).stdout.split(b"\0")
     entries: list[tuple[str, str, str, str, str, str]] = []
     for info, name in zip(raw[0::2], raw[1::2], strict=False):
         f = info.decode().lstrip(":").split()
@@ -122,7 +122,7 @@ def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = Tr
     os.close(fd)
     os.unlink(tmp)  # git wants to create the index itself
     try:
-        env = {"GIT_INDEX_FILE": tmp}
+        env = {**repo.objects_env(), "GIT_INDEX_FILE": tmp}
         gitio.git(["read-tree", tree], cwd=repo.workdir, env=env)
         gitio.git(["update-index", "-z", "--index-info"], cwd=repo.workdir, env=env,
                   input="".join(e + "\0" for e in edits).encode("utf-8", "surrogateescape"))
@@ -138,7 +138,8 @@ def _sizes(ctx: Context, oids: list[str]) -> dict[str, int]:
     if not oids:
         return {}
     out = gitio.git(["cat-file", "--batch-check"], cwd=ctx.repo.workdir,
-                    input="\n".join(oids).encode() + b"\n").stdout.decode()
+                    input="\n".join(oids).encode() + b"\n", env=ctx.repo.objects_env()
+                    ).stdout.decode()
     sizes = {}
     for line in out.splitlines():
         f = line.split()
@@ -174,8 +175,11 @@ def push(ctx: Context, remote: str, machine: str, commits: dict[str, str],
         refspecs += [f":{ref}" for ref in theirs if ref not in live]
     if not refspecs:
         return {"pushed": 0, "pruned": 0}
+    # (the snapshots' objects are in the private store: this push, and only it, sends them)
     proc = gitio.git(["push", "--no-verify", "--porcelain", remote, *refspecs],
-                     cwd=ctx.repo.workdir, ok=(0, 1, 128))
+                     cwd=ctx.repo.workdir, ok=(0, 1, 128),
+                     env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": ":".join(
+                         gitio.quote_path(d) for d in ctx.repo.store.read_dirs())})
     text = (proc.stdout + proc.stderr).decode(errors="replace")
     if proc.returncode != 0:
         raise FatalError(

@@ -85,7 +85,8 @@ def signed_commit(ctx: Context, tree: str, head: str | None, message: str) -> st
     args = ["commit-tree", "-S", tree, "-m", message]
     if head:
         args[3:3] = ["-p", head]
-    proc = gitio.git(args, cwd=ctx.repo.workdir, env=SNAPSHOT_IDENT, ok=(0, 1, 128))
+    proc = gitio.git(args, cwd=ctx.repo.workdir, env={**ctx.repo.objects_env(), **SNAPSHOT_IDENT},
+                     ok=(0, 1, 128))
     if proc.returncode != 0:
         raise FatalError("could not sign the snapshot with user.signingKey: "
                          + safetext.text(proc.stderr.decode(errors="replace").strip()

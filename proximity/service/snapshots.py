@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from proximity import gitio, layout
 from proximity.errors import FatalError
 from proximity.model import Agent
+from proximity.snapshot.agents import committed_only
 
 if TYPE_CHECKING:
     import subprocess
@@ -47,7 +48,7 @@ class WarmSnapshots:
 
         repo = self.ctx.repo
         if isinstance(tree, Exception):
-            return Agent(wt.id, wt.path, wt.branch, wt.head, error=str(tree))
+            return committed_only(repo, wt, tree)
         key = f"snap:{tree}:{wt.head}"
         snap = self.known.get(key)
         if not snap or not repo.has_object(snap):
@@ -88,7 +89,7 @@ class WarmSnapshots:
         need = []
         for wt in live:
             a = self.agents.get(wt.id)
-            if (a is None or wt.id in self.dirty
+            if (a is None or wt.id in self.dirty or a.unread
                     or (a.head, a.branch, a.path) != (wt.head, wt.branch, wt.path)
                     or (wt.id == focus and not (synced and self._warm_focus(wt, index)))):
                 need.append(wt)
@@ -155,7 +156,8 @@ class WarmSnapshots:
         fresh: dict[str, Agent] = {}
         keep = next((wt for wt in need if wt.id == same_files and wt.id != focus
                      and wt.id not in stale and self.agents.get(wt.id) is not None
-                     and self.agents[wt.id].tree and not self.agents[wt.id].error), None)
+                     and self.agents[wt.id].tree and not self.agents[wt.id].error
+                     and not self.agents[wt.id].unread), None)
         if keep is not None:
             need.remove(keep)
             fresh[keep.id] = self.agents[keep.id] = self._snap(keep, self.agents[keep.id].tree
@@ -233,7 +235,7 @@ class WarmSnapshots:
         one only) or is a large file (hashed in one, a stub in the other): so `git add`
         of any files, then `git commit`, keeps it."""
         a = self.agents.get(wt.id)
-        if a is None or a.error or not a.tree:
+        if a is None or a.error or a.unread or not a.tree:
             return False
         if not index:
             return True
@@ -302,7 +304,7 @@ class WarmSnapshots:
         a = self.agents.get(wt.id)
         start = self.start_trees.get(wt.id)
         shadow = _stat(self._shadow(wt.id))
-        if (touched is None or a is None or a.error or not a.tree or not start
+        if (touched is None or a is None or a.error or a.unread or not a.tree or not start
                 or shadow is None or shadow != self.shadow_stat.get(wt.id)):
             return None
         user = index or (os.path.join(wt.admin, "index") if wt.admin else None)

@@ -214,7 +214,7 @@ class _Requested:
         agents, _ = air.snapshots.agents_now(None if reuse else here, index,
                                              same_files=here if reuse else None)
         me = next((a for a in agents if a.id == here), None)
-        if me is None or me.error or me.tree is None:
+        if me is None or me.error or me.unread or me.tree is None:
             return None
         return recorder.Snap(me.id, me.path, me.branch, me.head, None, me.tree)
 

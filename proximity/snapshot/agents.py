@@ -39,7 +39,7 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
     out = []
     for wt, tree in zip(live, trees, strict=True):
         if isinstance(tree, Exception):
-            out.append(Agent(wt.id, wt.path, wt.branch, wt.head, error=str(tree)))
+            out.append(committed_only(repo, wt, tree))
             continue
         # snapshot commits are content-addressed: the same (tree, head) has one id; a
         # cached id whose object `git gc` removed is made again
@@ -53,3 +53,19 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
                          subject=repo.subject(wt.head),
                          operation=gitio.operation_in_progress(wt.admin) if wt.admin else None))
     return out, retired
+
+
+def committed_only(repo: gitio.Repo, wt: gitio.WorktreeInfo, why: Exception) -> Agent:
+    """A worktree whose live state could not be snapshotted, judged on the work it
+    committed (its HEAD), saying what was not read: never "clear" for want of a
+    snapshot. Unreadable (``error``) only when it has no commit or that fails too."""
+    if wt.head:
+        try:
+            return Agent(wt.id, wt.path, wt.branch, wt.head, wt.head,
+                         repo.commit_tree(wt.head), subject=repo.subject(wt.head),
+                         unread=str(why),
+                         operation=gitio.operation_in_progress(wt.admin) if wt.admin
+                         else None)
+        except (FatalError, OSError, KeyError, ValueError):
+            pass
+    return Agent(wt.id, wt.path, wt.branch, wt.head, error=str(why))

@@ -102,8 +102,8 @@ def _debrief_sources(ctx: Context, head: str | None) -> list[str]:
 def record(ctx: Context, kind: str, agent: Snap, rid: str | None = None) -> Event | None:
     """Store one event for this worktree and pin its snapshot under refs/ecm/ (``rid``: the
     hook request it answers, recorded once whoever records it)."""
-    if ctx.ledger is None or agent.tree is None:
-        return None
+    if ctx.ledger is None or agent.tree is None or ctx.repo.store.off():
+        return None  # (objects in a scratch store go with this process: nothing to keep)
     # files changed since HEAD only (committed work is identified by HEAD itself);
     # git plumbing only, so a snapshot hook never loads libgit2
     files = ctx.repo.changed_paths(agent.head or gitio.EMPTY_TREE, agent.tree)

@@ -29,6 +29,7 @@ class Context:
     def close(self) -> None:
         if self.ledger is not None:
             self.ledger.close()
+        self.repo.close()
 
 
 def open_context(path: str | None = None, *, need_ledger: bool = False,

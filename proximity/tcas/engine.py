@@ -68,6 +68,9 @@ def assess(pw: Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRes
         values, findings = dict(kept[0]), list(kept[1])
     else:
         values, findings = channels.run_all(ev)
+        findings += [Finding("error", 0.0, detail=f"unknown: the live changes of {x.id!r} "
+                             f"could not be read ({x.unread}); judged on its commits")
+                     for x in (a, b) if x.unread]
         if facts.memo is not None:
             facts.memo[key] = (dict(values), tuple(findings))
             if content is not None:

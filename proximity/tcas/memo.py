@@ -37,7 +37,7 @@ def channel_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | 
     """Everything the channels read of one pair (their caches are keyed by content)."""
     def state(x: Agent) -> Key:
         return (x.id, x.tree, x.snapshot, x.head, x.branch, x.operation, x.remote, x.machine,
-                x.error)
+                x.error, x.unread)
 
     ref = next((x.head for x in agents if x.id == "main" and x.head), None) or next(
         (x.head for x in agents if x.head), None)
@@ -52,7 +52,7 @@ def content_key(a: Agent, b: Agent, wa: WorkingSet, wb: WorkingSet, base: str | 
     if a.remote or b.remote or not (a.head and b.head and a.snapshot and b.snapshot):
         return None
     def state(x: Agent) -> Key:
-        return (x.id, x.tree, x.operation, x.error)
+        return (x.id, x.tree, x.operation, x.error, x.unread)
 
     return ("pair-content", state(a), state(b), base, base_tree, work_key(wa), work_key(wb),
             key[-2], key[-1])

@@ -18,7 +18,7 @@ def agent_json(a: Agent) -> dict[str, Any]:
             "head": a.head, "snapshot": a.snapshot, "tree": a.tree, "remote": a.remote,
             "machine": a.machine or None, "clock": a.clock, "started": a.started,
             "subject": text(a.subject), "error": opt_text(a.error, 400),
-            "operation": a.operation}
+            "unread": opt_text(a.unread, 400), "operation": a.operation}
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
@@ -148,7 +148,9 @@ def scan_text(scan: Scan) -> str:
              f"({scan.seconds * 1000:.0f} ms)"]
     for a in scan.agents:
         tag = " [remote]" if a.remote else ""
-        err = f"  UNREADABLE: {text(a.error, 400)}" if a.error else ""
+        err = f"  UNREADABLE: {text(a.error, 400)}" if a.error else (
+            f"  COMMITTED WORK ONLY (live changes unread: {text(a.unread, 400)})"
+            if a.unread else "")
         op = f" ({text(a.operation)} in progress: blocks nobody until it ends)" \
             if a.operation else ""
         lines.append(f"  {text(a.id)}{tag}: {text(a.branch or '(detached)')} at "

@@ -56,7 +56,9 @@ def agents_table(scan: Scan, plain: bool = False) -> Table:
                   safe(a.branch or "(detached)"),
                   str(len(changed)) if changed else "-",
                   str(sum(a.clock.values())) if a.clock else "-",
-                  (a.error and f"[red]{safe(a.error, 400)}[/]") or safe(a.path, 400))
+                  (a.error and f"[red]{safe(a.error, 400)}[/]")
+                  or (a.unread and f"[yellow]committed work only: {safe(a.unread, 400)}[/]")
+                  or safe(a.path, 400))
     for rid in scan.retired:
         t.add_row(safe(rid), "-", "-", "-", "[dim]retired: directory gone[/]")
     return t
