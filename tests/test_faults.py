@@ -1006,6 +1006,28 @@ def test_a_push_that_must_yield_stays_blocked_on_a_full_disk(tmp_path, service):
     assert "left=" not in r.stdout, r.stdout  # no scratch store outlives its process
 
 
+def test_a_sibling_whose_live_state_cannot_be_read_is_judged_on_its_commits(tmp_path):
+    """A sibling's index that git cannot read (so no snapshot of its live state): its
+    committed work still judges, and says what was not read; never "clear"."""
+    import json
+
+    main, _ = hooked_repo(tmp_path)
+    a, b = _conflicting_pair(main, tmp_path)
+    (a / "u.txt").write_text("live work\n")
+    index = main / ".git" / "worktrees" / "wt-a" / "index"
+    index.write_bytes(b"DIRC garbage, not an index")
+    p = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+    s = run(main, PY, "-m", "proximity", "scan", "--json")
+    assert s.returncode == 0, s.stderr
+    scan = json.loads(s.stdout)
+    wt_a = next(x for x in scan["agents"] if x["id"] == "wt-a")
+    assert wt_a["error"] is None and "index" in wt_a["unread"], wt_a
+    pair = next(x for x in scan["pairs"] if {x["a"], x["b"]} == {"wt-a", "wt-b"})
+    assert pair["advisory"] == "resolution", pair
+    assert any("could not be read" in f["detail"] for f in pair["findings"]), pair
+
+
 def test_a_guard_that_cannot_judge_says_it_is_off_in_one_line(tmp_path, monkeypatch, capsys):
     """The fallback when no verdict can be computed at all: never silently off."""
     import io
