@@ -139,3 +139,61 @@ def test_equally_strong_findings_are_the_same_in_every_process():
                                     ws(*[f"pkg/user{i}.py" for i in range(8)]), 0.5, 3, 100)
     assert score == 1.0
     assert [f.path_b for f in found] == [f"pkg/user{i}.py" for i in range(5)]
+
+
+def _graph_edges(graph) -> set[tuple[str, str]]:
+    if isinstance(graph, depgraph.StoredGraph):
+        o = graph.order
+        return {(o[i], o[j]) for i, row in enumerate(graph.out_idx) for j in row}
+    return set(graph.g.edges)
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_a_commit_on_main_follows_the_graph_instead_of_building_it_again(
+        tmp_path, monkeypatch, warm):
+    """main's HEAD moves by files modified in place: the reference graph follows from the
+    last one (the resident service's, or the one the ledger keeps), edge for edge what a
+    fresh build gives; a commit that adds a file builds it again."""
+    import subprocess
+
+    from conftest import git, init_repo
+
+    from proximity import gitio
+    from proximity.config import Config
+    from proximity.ledger import TrackedDict
+    from proximity.model import Facts
+    from proximity.snapshot.agents import live_agents
+    from proximity.tcas.engine import scan
+
+    files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\n", "pkg/b.py": "X = 1\n",
+             "pkg/c.py": "from pkg import a\n", "web/x.js": "import y from './y';\n",
+             "web/y.js": "export default 1;\n", "web/z.js": "export const z = 2;\n",
+             "notes.txt": "n\n"}
+    main = init_repo(tmp_path / "main", files)
+    git(main, "worktree", "add", "-q", "-b", "w", str(tmp_path / "w"))
+    builds = []
+    real_build = depgraph.build
+    monkeypatch.setattr(depgraph, "build", lambda *a, **k: builds.append(1) or real_build(*a, **k))
+    facts = Facts(memo={} if warm else None, graph_cache=TrackedDict({}))
+    cfg = Config()
+
+    def judged(f: Facts):
+        repo = gitio.Repo(str(main))
+        agents, _ = live_agents(repo)
+        return _graph_edges(scan(repo, cfg, f, agents=agents).graph)
+
+    assert ("pkg/a.py", "pkg/b.py") in judged(facts) and len(builds) == 1
+    (main / "pkg/a.py").write_text("from pkg import c\n")
+    (main / "web/x.js").write_text("import z from './z';\n")
+    (main / "notes.txt").write_text("more\n")
+    subprocess.run(["git", "commit", "-qam", "imports change"], cwd=main, check=True)
+    followed = judged(facts)
+    assert len(builds) == 1, builds  # followed, not built
+    assert followed == judged(Facts(graph_cache=TrackedDict({}))), followed  # a fresh build
+    assert ("pkg/a.py", "pkg/c.py") in followed and ("pkg/a.py", "pkg/b.py") not in followed
+    assert ("web/x.js", "web/z.js") in followed and ("web/x.js", "web/y.js") not in followed
+    (main / "pkg/d.py").write_text("from pkg import b\n")  # a new file: resolution may change
+    git(main, "add", "pkg/d.py")
+    subprocess.run(["git", "commit", "-qm", "a new module"], cwd=main, check=True)
+    n = len(builds)
+    assert ("pkg/d.py", "pkg/b.py") in judged(facts) and len(builds) == n + 1

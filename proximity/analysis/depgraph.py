@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 
 from proximity.analysis import imports
 from proximity.analysis.languages import registry
-from proximity.analysis.resolve import Resolver, Roots, roots
+from proximity.analysis.resolve import Resolver, Roots, manifest_names, roots
 from proximity.model import Finding, WorkingSet
 
 CACHE_FORMAT = "g3"  # bump when the stored graph or import records change shape
@@ -87,6 +88,16 @@ class Graph:
 
     def fan(self, node: str) -> int:
         return int(self.g.in_degree(node)) if node in self.g else 0
+
+    def set_imports(self, src: str, dsts: Iterable[str]) -> None:
+        """What ``src`` imports, now (a file modified in place: see follow)."""
+        if src in self.g:
+            for d in list(self.g.successors(src)):
+                self.g.remove_edge(src, d)
+                self._adj.pop(d, None)
+        self._adj.pop(src, None)
+        for d in dsts:
+            self.add(src, d)
 
     def to_json(self, paths: Collection[str], roots: Mapping[str, Mapping[str, str]]
                 ) -> dict[str, object]:
@@ -220,6 +231,35 @@ def build(files: Mapping[str, str], read: Callable[[str], bytes],
             for dst in resolver.resolve(src, rec):
                 graph.add(src, dst)
     return graph, resolver
+
+
+def follows(delta: Mapping[str, tuple[str, str]], files: Collection[str]) -> bool:
+    """Whether the graph of one tree follows to a tree ``delta`` (path -> (status, new
+    blob)) away, file by file: only files of ``files`` modified in place, no module
+    manifest (go.mod…) among them. Every other file's imports then resolve as they did
+    (resolution reads the set of paths and the module roots alone), so only the modified
+    files' own edges change."""
+    manifests = manifest_names()
+    return all(st == "M" and p in files and posixpath.basename(p) not in manifests
+               for p, (st, _oid) in delta.items())
+
+
+def imports_of(changed: Mapping[str, str], read: Callable[[str], bytes],
+               cache: dict[str, list[imports.Record]], resolver: Resolver
+               ) -> dict[str, list[str]]:
+    """path -> the paths its content (``changed``: path -> blob) imports, in the tree."""
+    recs = records_for(changed, read, cache)
+    return {src: sorted({d for rec in recs.get(src, ()) for d in resolver.resolve(src, rec)
+                         if d != src}) for src in changed}
+
+
+def followed_json(data: Mapping[str, Any], new: Mapping[str, list[str]]) -> dict[str, Any]:
+    """A stored graph with the imports of some of its files replaced (see follows)."""
+    index = {p: i for i, p in enumerate(data["paths"])}
+    out = list(data["out"])
+    for src, dsts in new.items():
+        out[index[src]] = sorted(index[d] for d in dsts)
+    return {**data, "out": out}
 
 
 def edges_of(changed: Mapping[str, str], read: Callable[[str], bytes],

@@ -40,6 +40,12 @@ class Resolver:
         return fn(src, rec)
 
 
+def manifest_names() -> set[str]:
+    """The file names that declare module roots (go.mod…): a change of one may change how
+    every file's imports resolve."""
+    return {lang.manifest.file for lang in registry.LANGUAGES if lang.manifest}
+
+
 def roots(files: Mapping[str, str], read: Callable[[str], bytes]) -> Roots:
     """language -> directory -> the import path its manifest there declares (a ``files``
     path -> blob id; ``read`` a blob)."""

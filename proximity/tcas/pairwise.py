@@ -5,16 +5,21 @@ region. Every pair of the scan reads through it (the channels' ``Scope``)."""
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from proximity import gitio
 from proximity.analysis import depgraph, resolve
 from proximity.analysis.languages import registry
 from proximity.config import Config
+from proximity.errors import FatalError
 from proximity.model import Agent, Facts, FileChange, WorkingSet
 from proximity.tcas.memo import REACHES, RESOLVERS, memo_get, memo_put, work_key
 from proximity.tcas.rightofway import Contested, lines_of_work
 
 COLD_GRAPH_FILES = 2000  # parseable files above which a hook defers the first graph build
+# a reference tree's import graph: (graph, its files, module roots, the tree whose set of
+# paths its resolution read -- the same for every tree it followed to)
+GraphEntry = tuple[Any, list[str], dict[str, dict[str, str]], str]
 
 
 class Pairwise:
@@ -24,6 +29,7 @@ class Pairwise:
         self.changes: dict[tuple[str, str], list[FileChange]] = {}
         self.graph: depgraph.Graph | depgraph.StoredGraph | depgraph.Edges | None = None
         self.graph_tree = ""
+        self.since = ""  # the tree whose set of paths the graph's resolution read
         self.deferred = False
         self._resolver: resolve.Resolver | None = None
         self.paths: set[str] = set()
@@ -55,7 +61,8 @@ class Pairwise:
                           dict(self.facts.intent_weights.get(agent.id, {})))
 
     def ensure_graph(self, agents: list[Agent]) -> None:
-        """The import graph of the reference tree (main's HEAD), cached by tree id."""
+        """The import graph of the reference tree (main's HEAD), cached by tree id, and
+        followed from the last one when the tree only modified files in place."""
         if self.graph is not None:
             return
         ref = next((a for a in agents if a.id == "main" and a.head), None) or next(
@@ -64,21 +71,9 @@ class Pairwise:
         self.graph_tree = tree
         key = f"{depgraph.CACHE_FORMAT}:{tree}"
         memo = self.facts.memo
-        loaded = memo.get(("graph", key)) if memo is not None else None
-        cached = self.facts.graph_cache.get(key) if loaded is None else None
-        if cached is not None:
-            try:
-                loaded = depgraph.Graph.from_json(cached)
-            except (KeyError, IndexError, TypeError, ValueError):
-                loaded = None  # damaged or foreign cache entry: rebuild it
-        if loaded is not None:
-            if memo is not None and isinstance(loaded[0], depgraph.StoredGraph):
-                # the resident service: decoded once per tree, kept as a networkx graph
-                loaded = (depgraph.Graph.of(loaded[0]), *loaded[1:])
-                memo[("graph", key)] = loaded
-            self.graph, paths, roots = loaded
-            self.paths = set(paths)
-        else:
+        loaded = (memo.get(("graph", key)) if memo is not None else None) \
+            or self._stored(key, tree) or self._followed(tree, key)
+        if loaded is None:
             files = self.repo.files(tree) if ref else {}
             if (self.facts.defer_cold_graph and not self.facts.graph_ever_built
                     and sum(1 for p in files if registry.dialect_of(p)) > COLD_GRAPH_FILES):
@@ -86,24 +81,112 @@ class Pairwise:
                 # hook. The dependency channel is unknown this time (never "clean"); the
                 # caller starts a background warm-up.
                 self.graph, self.paths, self.roots = depgraph.Edges(), set(files), {}
+                self.since = tree
                 self.deferred = True
                 return
             with (self.facts.progress("reading every file's imports (first scan)",
                                       len(files)) if self.facts.progress is not None
                   else contextlib.nullcontext(None)) as tick:
-                self.graph, resolver = depgraph.build(files, self.repo.blob,
-                                                      self.facts.imports_cache, tick)
-            self.paths, roots = set(files), resolver.roots
-            self.facts.graph_cache.clear()
-            self.facts.graph_cache[key] = self.graph.to_json(self.paths, roots)
-        self.roots = roots
+                graph, resolver = depgraph.build(files, self.repo.blob,
+                                                 self.facts.imports_cache, tick)
+            self._store(key, {**graph.to_json(files, resolver.roots), "since": tree})
+            loaded = (graph, list(files), resolver.roots, tree)
+            self._keep(key, loaded, resolver)
+        self.graph, paths, self.roots, self.since = loaded
+        self.paths = set(paths)
+
+    def _store(self, key: str, data: dict[str, Any]) -> None:
+        """The reference tree's graph into the ledger's cache, the one kept there."""
+        self.facts.graph_cache.clear()
+        self.facts.graph_cache[key] = data
+        self.facts.graph_cache["last"] = key
+
+    def _keep(self, key: str, loaded: GraphEntry, resolver: resolve.Resolver | None = None
+              ) -> None:
+        """The resident service keeps the last reference tree's graph (a networkx graph)
+        and the resolver of its paths: the next tree's graph follows from them."""
+        memo = self.facts.memo
+        if memo is None:
+            return
+        last = memo.get(("graph-last",))
+        if last is not None and last != key:
+            memo.pop(("graph", last), None)
+        memo[("graph", key)], memo[("graph-last",)] = loaded, key
+        if resolver is not None:
+            memo[("graph-resolver",)] = (loaded[3], resolver)
+
+    def _stored(self, key: str, tree: str) -> GraphEntry | None:
+        cached = self.facts.graph_cache.get(key)
+        if cached is None:
+            return None
+        try:
+            stored, paths, roots = depgraph.Graph.from_json(cached)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            return None  # damaged or foreign cache entry: rebuild it
+        since = cached.get("since") or tree
+        if self.facts.memo is None:
+            return stored, paths, roots, since
+        # the resident service: decoded once per tree, kept as a networkx graph
+        loaded: GraphEntry = (depgraph.Graph.of(stored), paths, roots, since)
+        self._keep(key, loaded)
+        return loaded
+
+    def _followed(self, tree: str, key: str) -> GraphEntry | None:
+        """The graph of ``tree`` from the last one kept (by the resident service, else in
+        the ledger), when ``tree`` only modified files in place (depgraph.follows): a
+        commit on main costs its own files' imports, not a new graph of every file.
+        None: build it."""
+        memo = self.facts.memo
+        last = memo.get(("graph-last",)) if memo is not None else None
+        warm = last is not None
+        if not warm:
+            last = self.facts.graph_cache.get("last")
+        if not isinstance(last, str) or ":" not in last or last == key:
+            return None
+        old: Any = memo.get(("graph", last)) if warm and memo is not None else \
+            self.facts.graph_cache.get(last)
+        if old is None:
+            return None
+        try:
+            if warm:
+                graph, paths, roots, since = old
+            else:
+                order = old["paths"]
+                paths = [order[i] for i in old["files"]]
+                roots = {name: dict(dirs) for name, dirs in old["roots"].items()}
+                since = old.get("since") or last.split(":", 1)[1]
+            files = set(paths)
+            delta = self.repo.tree_delta(last.split(":", 1)[1], tree)
+            if not depgraph.follows(delta, files):
+                return None
+            kept = memo.get(("graph-resolver",)) if memo is not None else None
+            resolver = kept[1] if kept is not None and kept[0] == since else None
+            if resolver is None:
+                resolver = resolve.Resolver(files)
+                resolver.set_roots(roots)
+            new = depgraph.imports_of({p: oid for p, (_st, oid) in delta.items()},
+                                      self.repo.blob, self.facts.imports_cache, resolver)
+        except (FatalError, KeyError, IndexError, TypeError, ValueError, AttributeError):
+            return None
+        if warm:  # (the service keeps it in memory; its ledger copy stays as it was)
+            for src, dsts in new.items():
+                graph.set_imports(src, dsts)
+            loaded: GraphEntry = (graph, paths, roots, since)
+        else:
+            data = {**depgraph.followed_json(old, new), "since": since}
+            self._store(key, data)
+            stored, paths, roots = depgraph.Graph.from_json(data)
+            loaded = (stored if memo is None else depgraph.Graph.of(stored), paths, roots,
+                      since)
+        self._keep(key, loaded, resolver)
+        return loaded
 
     def resolver(self) -> resolve.Resolver:
         if self._resolver is None:
             extra = {fc.dest for fcs in self.changes.values() for fc in fcs
                      if fc.status != "D"}
             memo = self.facts.memo
-            key = ("resolver", self.graph_tree, frozenset(extra - self.paths),
+            key = ("resolver", self.since, frozenset(extra - self.paths),
                    tuple(sorted((name, tuple(sorted(dirs.items())))
                                 for name, dirs in self.roots.items())))
             kept = memo_get(memo, "resolver", key)
@@ -164,7 +247,7 @@ class Pairwise:
             for p, fc in sorted(ws.files.items()):
                 if not fc.new_oid or fc.kind != "text" or registry.dialect_of(p) is None:
                     continue  # no parser, no edges: nothing worth a cache row per commit
-                ck = f"edges:{depgraph.CACHE_FORMAT}:{self.graph_tree}:{p}:{fc.new_oid}"
+                ck = f"edges:{depgraph.CACHE_FORMAT}:{self.since}:{p}:{fc.new_oid}"
                 dsts = cache.get(ck)
                 if dsts is None:
                     dsts = [d for _, d in depgraph.edges_of(
