@@ -255,6 +255,7 @@ def test_first_hook_in_a_large_repository_defers_the_graph_to_the_background(tmp
                                                                            monkeypatch, capsys):
     import time
 
+    from proximity.errors import LedgerBusy
     from proximity.ledger import Ledger
     from proximity.tcas import pairwise
 
@@ -279,7 +280,11 @@ def test_first_hook_in_a_large_repository_defers_the_graph_to_the_background(tmp
     assert "building the import graph in the background" in capsys.readouterr().err
     ecm = str(main / ".git" / "ecm")
     for _ in range(100):  # the detached warm-up builds and stores the graph
-        led = Ledger(ecm, create=False)
+        try:  # (it may hold the write lock right now: ask again)
+            led = Ledger(ecm, create=False)
+        except LedgerBusy:
+            time.sleep(0.2)
+            continue
         try:
             if led.has_cache("graph"):
                 break
