@@ -93,6 +93,9 @@ class Agent:
     error: str | None = None  # why the working state could not be read
     # why only the committed state (HEAD) is judged: the live changes could not be read
     unread: str | None = None
+    # untracked files left out of the snapshot in bulk: (directory, how many), see
+    # gitio/bulk.py; what is tracked is always read
+    summarized: tuple[tuple[str, int], ...] = ()
     operation: str | None = None  # a git operation in progress (rebase, merge, ...)
 
 

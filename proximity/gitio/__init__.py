@@ -25,6 +25,8 @@ from proximity.gitfiles import (
     worktree_id,
 )
 from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, WorktreeInfo, sweep_scratch
+from proximity.gitio.bulk import summary_text
+from proximity.gitio.bulk import under as under_summary
 from proximity.gitio.history import SOLE_BASE_WALK, History
 from proximity.gitio.objects import LOOSE_LIMIT, policy_inputs
 from proximity.gitio.patches import Patches
@@ -75,6 +77,7 @@ __all__ = [
     "git_many", "git_start", "git_version", "is_ancestor_cli", "live_diff_args",
     "merge_file_args", "new_file_diff", "operation_in_progress", "policy_inputs",
     "populating", "quote_path", "reap", "refused_write", "require_git", "safe_name",
-    "steps_left", "store_gc", "sweep_scratch", "sweep_scratch_stores", "time_limit",
-    "tree_diff", "tree_diff_args", "untracked", "worktree_id",
+    "steps_left", "store_gc", "summary_text", "sweep_scratch", "sweep_scratch_stores",
+    "time_limit", "tree_diff", "tree_diff_args", "under_summary", "untracked",
+    "worktree_id",
 ]

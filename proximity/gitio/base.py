@@ -156,6 +156,8 @@ class RepoCore:
         self._pgw: pygit2.Repository | None = None  # writing into the store (_writer)
         self._pgw_target = ""
         self._store: ObjectStore | None = None
+        # worktree id -> the untracked groups its last snapshot summarized (bulk.py)
+        self.summaries: dict[str, dict[str, int]] = {}
         self.memo: dict[tuple[Any, ...], Any] = {}  # results keyed by object ids
         if fast and self._discover(start):
             return

@@ -17,6 +17,7 @@ from proximity.errors import FatalError
 from proximity.gitfiles import (
     safe_name,
 )
+from proximity.gitio import bulk
 from proximity.gitio.base import (
     LARGE_STUB,
     MEMO_ENTRIES,
@@ -168,18 +169,25 @@ class Snapshots(Objects):
                 # service compares a commit's index with it: see service.snapshots)
                 start_tree.append(self._git(["write-tree"], cwd=wt.path, env=env
                                             ).stdout.decode().strip())  # tmp is private already
-            large = self._large_untracked(wt, env, user_index)
-            if large:
+            others, shadow_only, theirs = self._untracked(wt, env, user_index)
+            large = self._large(wt, others | shadow_only)
+            names = {_s(raw) for raw in others | shadow_only} - set(large)
+            groups = bulk.summarize(names, map(_s, theirs))
+            self.summaries[wt.id] = groups
+            if groups:
+                self._add_summarized(wt, env, others, large, groups, theirs)
+            elif large:
                 git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path, env=env,
                     input=b"".join(_b(p) + b"\0" for p in large))
                 specs = b"".join(b":(exclude,literal)" + _b(p) + b"\0" for p in large)
                 self._git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
                            "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
                           input=b".\0" + specs)
-                self._add_stubs(wt, env, large)
             else:
                 self._git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env,
                           ok=(0, 1))
+            if large:
+                self._add_stubs(wt, env, large)
             tree = self._git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
             if os.path.dirname(tmp) == shadow_dir and keep and self._kept_objects():
                 os.replace(tmp, shadow)
@@ -372,22 +380,25 @@ class Snapshots(Objects):
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
-    def _large_untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
-                         ) -> dict[str, os.stat_result]:
-        """Untracked files (not in the user's index) larger than ``large_bytes``: new ones
-        (not in the shadow either) and the shadow's own untracked entries, which may have
-        grown since. Index reads and a walk git does anyway; no content is read."""
+    def _untracked(self, wt: WorktreeInfo, env: Mapping[str, str], user_index: str
+                   ) -> tuple[set[bytes], set[bytes], set[bytes]]:
+        """(untracked files the shadow does not hold, untracked files it holds -- which
+        may have grown or gone since --, the files the user's index tracks): index reads
+        and the walk `add -A` makes anyway."""
         def listing(args: list[str], index: str) -> set[bytes]:
             out = git(["ls-files", "-z", *args], cwd=wt.path, env={"GIT_INDEX_FILE": index},
                       ok=(0, 1)).stdout
             return {p for p in out.split(b"\0") if p}
 
         tmp_index = env["GIT_INDEX_FILE"]
-        cands = listing(["--others", "--exclude-standard"], tmp_index)
+        others = listing(["--others", "--exclude-standard"], tmp_index)
         theirs = listing([], user_index) if os.path.exists(user_index) else set()
-        if os.path.exists(tmp_index):
-            cands |= listing([], tmp_index) - theirs
-        cands -= theirs  # a large file the user has staged is theirs to hash
+        held = listing([], tmp_index) - theirs if os.path.exists(tmp_index) else set()
+        return others - theirs, held, theirs  # (a large file the user staged is theirs)
+
+    def _large(self, wt: WorktreeInfo, cands: set[bytes]) -> dict[str, os.stat_result]:
+        """Those of the untracked ``cands`` larger than ``large_bytes`` (never hashed: a
+        stub names their size and time); no content is read."""
         large: dict[str, os.stat_result] = {}
         root = os.fsencode(wt.path)
         for raw in cands:
@@ -396,8 +407,31 @@ class Snapshots(Objects):
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode) and st.st_size > self.large_bytes:
-                large[raw.decode("utf-8", "surrogateescape")] = st
+                large[_s(raw)] = st
         return large
+
+    def _add_summarized(self, wt: WorktreeInfo, env: Mapping[str, str], others: set[bytes],
+                        large: Mapping[str, os.stat_result], groups: Mapping[str, int],
+                        theirs: set[bytes]) -> None:
+        """The snapshot of a worktree with untracked files in bulk (bulk.py): tracked
+        files as `add -u` finds them (the shadow's own untracked entries included), the
+        untracked files outside the summarized groups added by name, and the groups'
+        files and the large ones out of the index. No walk of the summarized files but
+        git's own listing of them."""
+        tracked_dirs = bulk.dirs_of(_s(t) for t in theirs)
+        held = git(["ls-files", "-z"], cwd=wt.path, env=env).stdout.split(b"\0")
+        drop = [raw for raw in held if raw and raw not in theirs and (
+            _s(raw) in large or bulk.group_of(_s(raw), tracked_dirs) in groups)]
+        if drop:
+            git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path, env=env,
+                input=b"".join(raw + b"\0" for raw in drop))
+        self._git(["add", "-u", "--ignore-errors", "."], cwd=wt.path, env=env, ok=(0, 1))
+        new = [raw for raw in others if _s(raw) not in large
+               and bulk.group_of(_s(raw), tracked_dirs) not in groups]
+        if new:
+            self._git(["add", "--ignore-errors", "--pathspec-from-file=-",
+                       "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                      input=b"".join(b":(literal)" + raw + b"\0" for raw in new))
 
     def _add_stubs(self, wt: WorktreeInfo, env: Mapping[str, str],
                    large: Mapping[str, os.stat_result]) -> None:
@@ -434,6 +468,10 @@ class Snapshots(Objects):
             args[2:2] = ["-p", head]
         out = self._git(args, env=SNAPSHOT_IDENT)
         return out.stdout.decode().strip()
+
+
+def _s(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def _size(path: str) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from proximity import gitio, layout
 from proximity.errors import FatalError
 from proximity.model import Agent
-from proximity.snapshot.agents import committed_only
+from proximity.snapshot.agents import committed_only, summarized
 
 if TYPE_CHECKING:
     import subprocess
@@ -56,7 +56,8 @@ class WarmSnapshots:
             self.known[key] = snap
         return Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
                      subject=repo.subject(wt.head),
-                     operation=gitio.operation_in_progress(wt.admin) if wt.admin else None)
+                     operation=gitio.operation_in_progress(wt.admin) if wt.admin else None,
+                     summarized=summarized(repo, wt.id))
 
     def agents_now(self, focus: str | None = None, index: str | None = None,
                    same_files: str | None = None, synced: bool = False,
@@ -307,6 +308,9 @@ class WarmSnapshots:
         if (touched is None or a is None or a.error or a.unread or not a.tree or not start
                 or shadow is None or shadow != self.shadow_stat.get(wt.id)):
             return None
+        groups = self.ctx.repo.summaries.get(wt.id)
+        if groups and any(gitio.under_summary(p, groups) for p in touched):
+            return None  # (untracked files in bulk: the whole snapshot summarizes them)
         user = index or (os.path.join(wt.admin, "index") if wt.admin else None)
         user_stat = _stat(user) if user else None
         if (user and (index or (user_stat is not None and user_stat[0] > shadow[0]))

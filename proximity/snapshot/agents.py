@@ -51,8 +51,14 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
                 known[key] = snap
         out.append(Agent(wt.id, wt.path, wt.branch, wt.head, snap, tree,
                          subject=repo.subject(wt.head),
-                         operation=gitio.operation_in_progress(wt.admin) if wt.admin else None))
+                         operation=gitio.operation_in_progress(wt.admin) if wt.admin else None,
+                         summarized=summarized(repo, wt.id)))
     return out, retired
+
+
+def summarized(repo: gitio.Repo, wid: str) -> tuple[tuple[str, int], ...]:
+    """The untracked groups the worktree's last snapshot left out (gitio/bulk.py)."""
+    return tuple(sorted((repo.summaries.get(wid) or {}).items()))
 
 
 def committed_only(repo: gitio.Repo, wt: gitio.WorktreeInfo, why: Exception) -> Agent:

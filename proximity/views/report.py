@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from proximity.analysis.intervals import fmt_ranges
+from proximity.gitio.bulk import summary_text
 from proximity.model import Agent, Finding, PairResult, Scan, last_commit
 from proximity.safetext import opt_text, text
 from proximity.tcas import rightofway
@@ -18,7 +19,8 @@ def agent_json(a: Agent) -> dict[str, Any]:
             "head": a.head, "snapshot": a.snapshot, "tree": a.tree, "remote": a.remote,
             "machine": a.machine or None, "clock": a.clock, "started": a.started,
             "subject": text(a.subject), "error": opt_text(a.error, 400),
-            "unread": opt_text(a.unread, 400), "operation": a.operation}
+            "unread": opt_text(a.unread, 400), "operation": a.operation,
+            "summarized": {text(d, 4096): n for d, n in a.summarized}}
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
@@ -155,6 +157,8 @@ def scan_text(scan: Scan) -> str:
             if a.operation else ""
         lines.append(f"  {text(a.id)}{tag}: {text(a.branch or '(detached)')} at "
                      f"{text(a.path, 400)}{op}{err}")
+        if a.summarized:
+            lines.append(f"    {text(summary_text(dict(a.summarized)), 600)}")
     for rid in scan.retired:
         lines.append(f"  {text(rid)}: retired (worktree directory is gone; never blocks)")
     for p in scan.pairs:
