@@ -228,7 +228,8 @@ def _in_process_check(check: CheckArgs, told: Fallback | None) -> int:
     # lazy: the pre-edit answerer alone (~350 ms to import); the table besides: ~230 ms more
     from proximity.commands import check as check_command
 
-    return check_command.check(check, told.stdin if told else None)
+    return check_command.check(check, told.stdin if told else None,
+                               told.size if told else None)
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from typing import Any, Final, Literal, NotRequired, TypedDict
 
 PROTOCOL: Final = 1  # "v" of every request and answer
+# characters of a harness's pre-edit event a check reads (and a check request carries): a
+# 40 MB Write took seconds and hundreds of MB to judge; past this, it is allowed, saying so
+MAX_EVENT_CHARS: Final = 4 << 20
 MAX_MESSAGE: Final = 8 << 20  # bytes of one request or answer line
 
 # the service's command line is `python -m SERVICE_MODULE COMMON`; the shell hook

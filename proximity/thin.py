@@ -21,7 +21,7 @@ import sys
 
 from proximity import checkargs, gitfiles, knobs, layout
 from proximity.hooks import inputs, stash
-from proximity.protocol import CHECK, HOOK, STAGES
+from proximity.protocol import CHECK, HOOK, MAX_EVENT_CHARS, STAGES
 from proximity.service import client
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
@@ -31,12 +31,14 @@ if TYPE_CHECKING:
 
 
 class Fallback:
-    """Check in process. ``stdin``: the harness event read from standard input already."""
+    """Check in process. ``stdin``: the harness event read from standard input already;
+    ``size``: its size in characters (past MAX_EVENT_CHARS it is not kept: ``stdin`` is
+    then empty)."""
 
-    __slots__ = ("stdin",)
+    __slots__ = ("size", "stdin")
 
-    def __init__(self, stdin: str | None = None) -> None:
-        self.stdin = stdin
+    def __init__(self, stdin: str | None = None, size: int | None = None) -> None:
+        self.stdin, self.size = stdin, size
 
     def __repr__(self) -> str:
         return f"Fallback(stdin={self.stdin is not None})"
@@ -176,7 +178,9 @@ def check(a: CheckArgs) -> int | Fallback:
     event read already). Only what the service answers is sent: a harness's pre-edit
     event, or PATH specs or a merge; the rest (a post-edit event records, a mix the
     command refuses) is the in-process path's."""
-    stdin = sys.stdin.read() if a.hook is not None else None
+    stdin, size = inputs.read_event() if a.hook is not None else (None, None)
+    if size is not None and size > MAX_EVENT_CHARS:
+        return Fallback(stdin, size)  # (answered at once, never sent: agents/answer.py)
     try:
         if knobs.skip() or not client.enabled():
             return Fallback(stdin)

@@ -868,3 +868,29 @@ def test_the_siblings_rewritten_headers_are_read_once_per_recorded_state(pair):
     sp.write(b, "lib.py", LIB.replace("def total(n):", "def total(n, rate=1):"))
     assert main(["snapshot", "-C", str(b)]) == 0
     assert [s.header for _, _, s in precheck.signatures(str(a))] == ["def total(n, rate=1):"]
+
+
+@pytest.mark.parametrize("service", ["0", "1"])
+def test_a_write_past_the_size_limit_is_let_through_saying_why(pair, service, monkeypatch):
+    """A Write of megabytes (a generated file) is never read line by line before the edit
+    (a 40 MB one took 10 s and 250 MB): no objection (no decision, never allow), the reason
+    and the event's size said to the person, by the thin client and the in-process check
+    alike; the same write under the limit is judged (here: denied, b changed that file)."""
+    from proximity.protocol import MAX_EVENT_CHARS
+
+    monkeypatch.setenv("PROXIMITY_SERVICE", service)
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 b\n"))
+    big = "".join(f"generated line {i}\n" for i in range(MAX_EVENT_CHARS // 16))
+    assert len(big) > MAX_EVENT_CHARS
+    sent = event(a, "Write", {"file_path": str(a / "app.txt"), "content": big})
+    out = hook(a, "claude", sent)
+    assert set(out) == {"systemMessage"}, out  # no hookSpecificOutput: no decision
+    mib = f"{len(json.dumps(sent)) / (1 << 20):.1f} MiB"  # the event as the harness wrote it
+    assert f"not checked: the event is {mib}, over the 4 MiB limit" in out["systemMessage"], out
+    small = hook(a, "claude", event(a, "Write", {"file_path": str(a / "app.txt"),
+                                                 "content": "rewritten\n"}))
+    assert small["hookSpecificOutput"]["permissionDecision"] == "deny", small
+    out = hook(a, "gemini", {"tool_name": "write_file", "cwd": str(a),
+                             "tool_input": {"file_path": str(a / "app.txt"), "content": big}})
+    assert set(out) == {"systemMessage"} and "over the 4 MiB" in out["systemMessage"], out

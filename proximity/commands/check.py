@@ -9,7 +9,6 @@ The answer is the one answerer's (agents/answer.py), as every front end's is.
 from __future__ import annotations
 
 import os
-import sys
 from typing import TYPE_CHECKING
 
 from proximity import knobs
@@ -17,22 +16,25 @@ from proximity.agents import output
 from proximity.agents.answer import CheckRequest, answer, of_specs
 from proximity.checkargs import CheckArgs
 from proximity.errors import UsageError
+from proximity.hooks import inputs
 
 if TYPE_CHECKING:
     pass
 
 
-def check(a: CheckArgs, stdin: str | None = None) -> int:
+def check(a: CheckArgs, stdin: str | None = None, size: int | None = None) -> int:
     """The command, from its arguments however they were parsed; ``stdin``: a harness's
-    event the thin client read already (None: read it here)."""
+    event the thin client read already (None: read it here), ``size``: its size in
+    characters (inputs.read_event)."""
     cwd = os.path.abspath(a.repo or os.getcwd())
     if a.hook is not None:
         if a.specs or a.merge is not None:
             raise UsageError("--hook reads the harness's event on stdin: name no PATH and "
                              "no --merge with it")
-        req = CheckRequest(cwd, harness=a.hook, deny_on=a.deny_on,
-                           event=sys.stdin.read() if stdin is None else stdin,
-                           skip=knobs.skip())
+        if stdin is None:
+            stdin, size = inputs.read_event()
+        req = CheckRequest(cwd, harness=a.hook, deny_on=a.deny_on, event=stdin,
+                           event_size=size, skip=knobs.skip())
     elif a.merge is not None and a.specs:
         raise UsageError("--merge REF checks what the merge changes: name no PATH with it")
     else:
