@@ -1,19 +1,31 @@
-"""What each hook host costs: `git commit`, `git push` and `git switch` on the same generated
-repository with bare git, proximity's plain hooks, and proximity under the pre-commit
-framework, prek and lefthook, plus each host with an empty config (one no-op `true` hook per
-stage: the host's own overhead, proximity absent), the variants taking turns round by round;
-medians and ratios to bare git in the same run; with the resident service off (hooks judge
-in process), all variants taking turns, and on, in one block per host whose service runs on
-that host's own install of proximity (bare git taking turns with it).
+"""What each hook host costs: `git commit`, `git switch`, `git rebase` and `git push` on the
+same generated repository with bare git, proximity's plain hooks, and proximity under the
+pre-commit framework, prek and lefthook, plus each host with an empty config (one no-op
+`true` hook per stage: the host's own overhead, proximity absent), the variants taking turns
+round by round; medians and ratios to bare git in the same run; with the resident service
+off (hooks judge in process), all variants taking turns, and on, in one block per host whose
+service runs on that host's own install of proximity (bare git taking turns with it).
+
+Every variant runs twice, its output to /dev/null and captured (read from pipes to their
+end, the way agents, IDEs and CI run git: a hook that leaves a process holding git's
+stdout or stderr costs only the captured run): `captured_over_devnull` is their ratio.
 
     python benchmarks/host_cost.py --files 10000 --worktrees 8 --runs 7 --fresh-install
+    python benchmarks/host_cost.py --untracked 30000 --ops commit_untracked --runs 5 --fresh-install
 
 Every variant has its own hooks directory (`git -c core.hooksPath=DIR`), made by the host's
 own installer; pre-commit and prek build their proximity environment from this checkout's
 HEAD before timing starts; lefthook is its Go binary (LEFTHOOK_BIN, what npm, brew or go
 users run), and once more, empty, through the PyPI package's Python wrapper on PATH.
-`git commit` runs pre-commit + post-commit, `git push` pre-push (a branch that collides
-with nobody), `git switch` two post-checkouts (main -> side -> main, 50 files differ).
+`git commit` runs pre-commit + post-commit, in a linked worktree (`commit`) and in the main
+checkout (`commit_main`); `git push` pre-push, of a commit no hook saw (made with hooks off),
+from a linked worktree whose branch collides with nobody (`push`) and from the main checkout
+(`push_main`); `git switch` two post-checkouts (main -> side -> main, 50 files differ);
+`git rebase` of 10 commits (post-rewrite); both in the main checkout (`switch`, `rebase`)
+and in one more linked worktree, clean, on branches of its own (`switch_linked`,
+`rebase_linked`). ``--untracked N``: a linked worktree also holds N
+untracked files (not ignored), and `git commit` there (`commit_untracked`) is set against
+`git status` there.
 """
 
 from __future__ import annotations
@@ -30,8 +42,27 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git
-from service_cost import commit_once, prepare, push_once, settle_service, solo_worktree, switch_once
-from timing import NO_HOOKS, ROOT, Variant, interleaved, interpreter, load, save_json
+from service_cost import (
+    commit_once,
+    prepare,
+    push_once,
+    rebase_once,
+    settle_service,
+    solo_worktree,
+    switch_once,
+)
+from timing import (
+    CAPTURED,
+    NO_HOOKS,
+    ROOT,
+    Variant,
+    captured,
+    interleaved,
+    interpreter,
+    load,
+    save_json,
+)
+from timing import timed as timed_one
 
 HOOK_TYPES = ("pre-commit", "pre-push", "post-commit", "post-checkout", "post-merge",
               "post-rewrite")
@@ -116,7 +147,13 @@ def hooks_dirs(root: str, main: str, env: dict[str, str], py: str,
 
 def variants(dirs: dict[str, str], env: dict[str, str], service: bool,
              empty: bool) -> dict[str, Variant]:
-    """name -> (git's extra arguments, environment)."""
+    """name -> (git's extra arguments, environment); each also as "<name> captured"."""
+    plain = _variants(dirs, env, service, empty)
+    return {**plain, **{n + CAPTURED: v for n, v in plain.items()}}
+
+
+def _variants(dirs: dict[str, str], env: dict[str, str], service: bool,
+              empty: bool) -> dict[str, Variant]:
     e = {**env, "PROXIMITY_SERVICE": "1" if service else "0"}
     at = {name: ["-c", f"core.hooksPath={d}"] for name, d in dirs.items()}
     out: dict[str, Variant] = {"bare": (NO_HOOKS, e)}
@@ -136,7 +173,37 @@ def variants(dirs: dict[str, str], env: dict[str, str], service: bool,
 
 
 def ratios(medians: dict[str, float]) -> dict[str, float]:
-    return {n: round(s / medians["bare"], 2) for n, s in medians.items() if n != "bare"}
+    """Each variant against bare git run the same way (captured or not)."""
+    return {n: round(s / medians["bare" + (CAPTURED if captured(n) else "")], 2)
+            for n, s in medians.items() if n not in ("bare", "bare" + CAPTURED)}
+
+
+def capture_cost(medians: dict[str, float]) -> dict[str, float]:
+    """Each variant's captured run against its run to /dev/null."""
+    return {n: round(medians[n + CAPTURED] / s, 2) for n, s in medians.items()
+            if not captured(n) and n + CAPTURED in medians and s > 0}
+
+
+def summary(med: dict[str, float]) -> dict[str, Any]:
+    return {"median_s": med, "ratio_to_bare": ratios(med),
+            "captured_over_devnull": capture_cost(med)}
+
+
+def status_once(wt: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+    """`git status` in ``wt`` (what a commit there is set against)."""
+    def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
+        return timed_one(["git", *extra, "status", "--porcelain"], wt, env, captured(name))
+    return one
+
+
+def many_untracked(wt: str, n: int) -> None:
+    """``n`` untracked, not ignored files in ``wt`` (gen/dNN/fNNNN.txt, 1,000 a directory)."""
+    for i in range(n):
+        d = os.path.join(wt, "gen", f"d{i // 1000:02}")
+        if i % 1000 == 0:
+            os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{i}.txt"), "w") as f:
+            f.write(f"generated {i}\n")
 
 
 def host_python(home: str) -> str:
@@ -149,35 +216,57 @@ def host_python(home: str) -> str:
 
 
 def measure(files: int, worktrees: int, runs: int, py: str,
-            service_only: bool = False) -> dict[str, Any]:
+            service_only: bool = False, untracked: int = 0,
+            only: Sequence[str] = ()) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix="proximity-hosts-")
     try:
         main = generate(root, files, worktrees, changes=3)
         prepare(main, root)
         wt = os.path.join(root, "wt00")
         git(wt, "push", "-q", "origin", "agent0")
+        git(main, "push", "-q", "origin", "main")
         # the push: a branch that collides with nobody; wt00, which commits, collides
         solo, solo_branch = solo_worktree(root, worktrees)
+        bulk = os.path.join(root, "wt01")
+        # a clean linked worktree to switch and rebase in: branches of its own at main and
+        # side (a branch checked out in one worktree cannot be in another)
+        linked = os.path.join(root, "ops")
+        git(main, "branch", "ops-main", "main")
+        git(main, "branch", "ops-side", "side")
+        git(main, *NO_HOOKS, "worktree", "add", "-q", linked, "ops-main")
+        if untracked:
+            many_untracked(bulk, untracked)
         env = {**ENV, "PATH": os.path.dirname(py) + os.pathsep + ENV.get("PATH", ""),
                "PRE_COMMIT_HOME": os.path.join(root, "pre-commit-home"),
                "PREK_HOME": os.path.join(root, "prek-home"),
                "LEFTHOOK_BIN": lefthook_binary()}
-        dirs = hooks_dirs(root, main, env, py, [main, wt, solo])
-        for w in [main] + [os.path.join(root, f"wt{i:02}") for i in range(worktrees)]:
+        dirs = hooks_dirs(root, main, env, py, [main, wt, solo, bulk, linked])
+        for w in [main, linked] + [os.path.join(root, f"wt{i:02}") for i in range(worktrees)]:
             subprocess.run([py, "-m", "proximity", "snapshot"], cwd=w, env=env, check=True,
                            stdout=subprocess.DEVNULL)  # a warm ledger, as after a day of work
         common = os.path.join(main, ".git")
         row: dict[str, Any] = {"files": files, "worktrees": worktrees, "runs": runs,
-                               "load_before": load()}
+                               "untracked": untracked, "load_before": load()}
         ops: dict[str, Callable[..., float]] = {
-            "commit": commit_once(wt), "push": push_once(solo, solo_branch),
-            "switch": switch_once(main)}
+            "commit": commit_once(wt), "commit_main": commit_once(main),
+            "switch": switch_once(main), "rebase": rebase_once(main),
+            "switch_linked": switch_once(linked, "ops-side", "ops-main"),
+            "rebase_linked": rebase_once(linked, "rb-work-ops", "ops-main"),
+            "push": push_once(solo, solo_branch), "push_main": push_once(main, "main")}
+        if untracked:
+            ops["commit_untracked"] = commit_once(bulk)
+        if only:
+            ops = {op: one for op, one in ops.items() if op in only}
+            bare = {n: v for n, v in _variants(dirs, env, False, False).items() if n == "bare"}
+            row["status_untracked"] = interleaved(runs, {**bare, "bare" + CAPTURED:
+                                                         bare["bare"]}, status_once(bulk))
+            print("git status there: " + json.dumps(row["status_untracked"]), flush=True)
         if not service_only:
             row["service_off"] = {}
             vs = variants(dirs, env, False, empty=True)
             for op, one in ops.items():
                 med = interleaved(runs, vs, one)
-                row["service_off"][op] = {"median_s": med, "ratio_to_bare": ratios(med)}
+                row["service_off"][op] = summary(med)
                 print("service_off " + op + ": " + json.dumps(row["service_off"][op]),
                       flush=True)
         # service on: one block per host, its service run by that host's own install of
@@ -194,11 +283,11 @@ def measure(files: int, worktrees: int, runs: int, py: str,
                            env={**env, "PROXIMITY_SERVICE": "1"}, check=True,
                            stdout=subprocess.DEVNULL)
             before = [settle_service(common, hpy)]
-            vs = {"bare": every["bare"], host: every[host]}
+            vs = {n: every[n] for n in ("bare", host, "bare" + CAPTURED, host + CAPTURED)}
             row["service_on"][host] = {"python": hpy}
             for op, one in ops.items():
                 med = interleaved(runs, vs, one, before)
-                row["service_on"][host][op] = {"median_s": med, "ratio_to_bare": ratios(med)}
+                row["service_on"][host][op] = summary(med)
                 print(f"service_on {host} {op}: " + json.dumps(row["service_on"][host][op]),
                       flush=True)
             subprocess.run([hpy, "-m", "proximity", "service", "stop"], cwd=main,
@@ -219,12 +308,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--service-only", action="store_true",
                     help="only the service-on blocks (one per host)")
+    ap.add_argument("--untracked", type=int, default=0,
+                    help="untracked files in one linked worktree: `git commit` there against "
+                    "`git status` there")
     ap.add_argument("--fresh-install", action="store_true",
                     help="plain hooks and lefthook run a normal pip install in a throwaway "
                     "venv (default: this interpreter, which may be an editable install)")
+    ap.add_argument("--ops", default="",
+                    help="comma-separated: only these git commands (commit, commit_main, "
+                    "switch, rebase, switch_linked, rebase_linked, push, push_main, "
+                    "commit_untracked)")
     a = ap.parse_args(argv)
     with interpreter(a.fresh_install) as py:
-        row = measure(a.files, a.worktrees, a.runs, py, a.service_only)
+        row = measure(a.files, a.worktrees, a.runs, py, a.service_only, a.untracked,
+                      [op for op in a.ops.split(",") if op])
     print(json.dumps(row, indent=2))
     save_json(a.json, row)
     return 0

@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, git
-from timing import NO_HOOKS, interpreter, save_json, timed
+from timing import NO_HOOKS, captured, interpreter, save_json, timed
 from timing import interleaved as interleaved_variants
 
 PY = sys.executable
@@ -107,7 +107,8 @@ def commit_once(wt: str) -> Callable[[str, list[str], dict[str, str], int], floa
         with open(os.path.join(wt, "bench.txt"), "a") as f:
             f.write(f"{name} {i}\n")
         subprocess.run(["git", "add", "bench.txt"], cwd=wt, env=ENV, check=True)
-        return timed(["git", *extra, "commit", "-q", "-m", f"{name} {i}"], wt, env)
+        return timed(["git", *extra, "commit", "-q", "-m", f"{name} {i}"], wt, env,
+                     captured(name))
     return one
 
 
@@ -120,14 +121,17 @@ def commit_settled(wt: str) -> Callable[[str, list[str], dict[str, str], int], f
         for wait in SETTLE:
             wait()
         subprocess.run(["git", "add", "bench.txt"], cwd=wt, env=ENV, check=True)
-        return timed(["git", *extra, "commit", "-q", "-m", f"settled {name} {i}"], wt, env)
+        return timed(["git", *extra, "commit", "-q", "-m", f"settled {name} {i}"], wt, env,
+                     captured(name))
     return one
 
 
-def switch_once(main: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+def switch_once(main: str, there: str = "side", back: str = "main"
+                ) -> Callable[[str, list[str], dict[str, str], int], float]:
+    """`git switch` to ``there`` and back to ``back`` (50 files differ: see prepare)."""
     def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
-        s = timed(["git", *extra, "switch", "-q", "side"], main, env)
-        return s + timed(["git", *extra, "switch", "-q", "main"], main, env)
+        s = timed(["git", *extra, "switch", "-q", there], main, env, captured(name))
+        return s + timed(["git", *extra, "switch", "-q", back], main, env, captured(name))
     return one
 
 
@@ -138,7 +142,7 @@ def push_once(wt: str, branch: str) -> Callable[[str, list[str], dict[str, str],
         subprocess.run(["git", "add", "-A"], cwd=wt, env=ENV, check=True)
         subprocess.run(["git", *NO_HOOKS, "commit", "-qm", f"p {name} {i}"], cwd=wt, env=ENV,
                        check=True)
-        return timed(["git", *extra, "push", "-q", "origin", branch], wt, env)
+        return timed(["git", *extra, "push", "-q", "origin", branch], wt, env, captured(name))
     return one
 
 
@@ -152,15 +156,18 @@ def push_committed(wt: str, branch: str
         subprocess.run(["git", "add", "-A"], cwd=wt, env=ENV, check=True)
         subprocess.run(["git", *extra, "commit", "-qm", f"pc {name} {i}"], cwd=wt, env=env,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return timed(["git", *extra, "push", "-q", "origin", branch], wt, env)
+        return timed(["git", *extra, "push", "-q", "origin", branch], wt, env, captured(name))
     return one
 
 
-def rebase_once(main: str) -> Callable[[str, list[str], dict[str, str], int], float]:
+def rebase_once(main: str, work: str = "rb-work", back: str = "main"
+                ) -> Callable[[str, list[str], dict[str, str], int], float]:
+    """`git rebase` of ten commits (branch ``work``, reset to rb-tip each time) onto
+    rb-onto, then back to ``back`` (each worktree rebases a branch of its own)."""
     def one(name: str, extra: list[str], env: dict[str, str], i: int) -> float:
-        git(main, *NO_HOOKS, "checkout", "-q", "-B", "rb-work", "rb-tip")
-        s = timed(["git", *extra, "rebase", "-q", "rb-onto"], main, env)
-        git(main, *NO_HOOKS, "switch", "-q", "main")
+        git(main, *NO_HOOKS, "checkout", "-q", "-B", work, "rb-tip")
+        s = timed(["git", *extra, "rebase", "-q", "rb-onto"], main, env, captured(name))
+        git(main, *NO_HOOKS, "switch", "-q", back)
         return s
     return one
 

@@ -29,11 +29,22 @@ Variant = tuple[list[str], dict[str, str]]  # git's extra arguments, environment
 One = Callable[[str, list[str], dict[str, str], int], float]  # name, extra, env, round
 
 
-def timed(cmd: list[str], cwd: str, env: dict[str, str] | None = None) -> float:
-    """Wall seconds of one command (its output discarded; a failure raises)."""
+CAPTURED = " captured"  # a variant's name ending so runs git with its output captured
+
+
+def captured(name: str) -> bool:
+    """Whether the variant ``name`` captures git's output (see timed)."""
+    return name.endswith(CAPTURED)
+
+
+def timed(cmd: list[str], cwd: str, env: dict[str, str] | None = None,
+          capture: bool = False) -> float:
+    """Wall seconds of one command (a failure raises): its output to /dev/null, or
+    (``capture``) read from pipes to their end, as every agent, IDE and CI runs git --
+    a hook that leaves a process holding git's stdout or stderr costs only the latter."""
+    out = subprocess.PIPE if capture else subprocess.DEVNULL
     t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, env=env or ENV, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=cwd, env=env or ENV, check=True, stdout=out, stderr=out)
     return time.perf_counter() - t0
 
 
