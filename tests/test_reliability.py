@@ -168,11 +168,13 @@ def test_deleted_worktree_is_retired_and_gc_drops_its_ref(tmp_path):
     main_dir, wts = many_worktrees(tmp_path, 2)
     for w in wts:
         assert main(["snapshot", "-C", str(w)]) == 0
-    refs = git(main_dir, "for-each-ref", "refs/ecm/").stdout
+    store = str(main_dir / ".git" / "ecm" / "store")  # snapshots are pinned there
+    refs = git(main_dir, "--git-dir", store, "for-each-ref", "refs/ecm/").stdout
     assert "w00" in refs and "w01" in refs
+    assert git(main_dir, "for-each-ref", "refs/ecm/").stdout == ""  # never the repo's
     shutil.rmtree(wts[1])
     assert main(["gc", "--json", "-C", str(main_dir)]) == 0
-    assert "w01" not in git(main_dir, "for-each-ref", "refs/ecm/").stdout
+    assert "w01" not in git(main_dir, "--git-dir", store, "for-each-ref", "refs/ecm/").stdout
     led = Ledger(str(main_dir / ".git" / "ecm"), create=False)
     try:
         assert led.streams()["w01"]["retired"] is not None
