@@ -368,7 +368,9 @@ def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]
     pairs = {w.id: (base_of.get(w.head or ""), states[w.id]) for w in siblings}
     todo = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
     fresh = dict(zip(todo, gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir)
-                                           for b, t in todo]), strict=True))
+                                           for b, t in todo],
+                                          env=repo.objects_env()),  # (recorded: the store)
+                     strict=True))
     remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
     texts = [TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id])) for w in siblings]
     return [(w.id, w.branch, sig) for w, raw in zip(siblings, texts, strict=True)
