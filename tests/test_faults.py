@@ -1031,6 +1031,78 @@ def test_a_sibling_whose_live_state_cannot_be_read_is_judged_on_its_commits(tmp_
     assert any("could not be read" in f["detail"] for f in pair["findings"]), pair
 
 
+def _truncated_live_blob(main: Path, wt: Path, where: str) -> tuple[str, Path]:
+    """A live file of ``wt`` whose loose object is cut to half its length: the blob
+    staged by `git add` (in .git/objects) or written by a snapshot (in the private
+    store). (the object id, its loose file)"""
+    (wt / "big.txt").write_text("".join(f"live line {i} {i * i}\n" for i in range(20000)))
+    if where == "staged":
+        git(wt, "add", "big.txt")
+    else:
+        assert run(wt, PY, "-m", "proximity", "snapshot").returncode == 0
+    oid = git(wt, "hash-object", "big.txt").stdout.strip()
+    objects = main / ".git" / ("objects" if where == "staged" else "ecm/store/objects")
+    loose = objects / oid[:2] / oid[2:]
+    loose.chmod(0o600)
+    loose.write_bytes(loose.read_bytes()[:loose.stat().st_size // 2])
+    # git itself refuses it (libgit2 would loop forever on it, holding the GIL)
+    assert git(wt, "cat-file", "-p", oid, check=False,
+               env=live_objects(main)).returncode != 0
+    return oid, loose
+
+
+@pytest.mark.parametrize("where", ["staged", "stored"])
+def test_a_truncated_loose_object_of_a_sibling_is_named_and_wedges_nothing(tmp_path, where):
+    """A sibling's live blob whose loose file is cut short: the push the service answers,
+    the one judged in process and `scan` all finish, judge that sibling on its commits
+    (the push that must yield stays blocked) and name the object they could not read in
+    one line; the service still answers afterwards and stops on SIGTERM."""
+    import json
+    import signal
+    import time
+
+    main, _ = hooked_repo(tmp_path)
+    a, b = _conflicting_pair(main, tmp_path)
+    oid, loose = _truncated_live_blob(main, a, where)
+    fast = {"PROXIMITY_HOOK_TIMEOUT": "60"}  # (a wedge is a failure, not a stopped hook)
+    for service in ("0", "1"):
+        env = {**fast, "PROXIMITY_SERVICE": service, "PROXIMITY_SERVICE_IDLE": "120"}
+        if service == "1":
+            assert run(main, PY, "-m", "proximity", "service", "start",
+                       env=env).returncode == 0
+        p = subprocess.run(["git", "push", "-q", "origin", "feat/b"], cwd=b, text=True,
+                           capture_output=True, env={**os.environ, **env}, timeout=90)
+        assert p.returncode != 0 and "push blocked" in p.stderr, (service, p.stderr)
+        said = [ln for ln in p.stderr.splitlines() if oid[:12] in ln]
+        assert len(said) == 1 and "cut short" in said[0] and "judged on its commits" \
+            in said[0], (service, p.stderr)
+        assert "OFF" not in p.stderr and "was stopped" not in p.stderr, p.stderr
+    s = subprocess.run([PY, "-m", "proximity", "scan", "--json"], cwd=main, text=True,
+                       capture_output=True, timeout=90, env={**os.environ, **fast})
+    assert s.returncode == 0, s.stderr
+    wt_a = next(x for x in json.loads(s.stdout)["agents"] if x["id"] == "wt-a")
+    shown = os.path.join(".git", os.path.relpath(loose.parent.parent, main / ".git"))
+    assert oid[:12] in wt_a["unread"] and f"in {shown} is cut short" in wt_a["unread"], wt_a
+    # the service judged it without wedging: it answers, and a real SIGTERM stops it
+    st = run(main, PY, "-m", "proximity", "service", "status", "--json")
+    assert st.returncode == 0 and json.loads(st.stdout)["running"], st.stdout
+    pid = json.loads((main / ".git" / "ecm" / "service.json").read_text())["pid"]
+    os.kill(pid, signal.SIGTERM)
+    end = time.monotonic() + 15
+    while time.monotonic() < end and _running(pid):
+        time.sleep(0.1)
+    assert not _running(pid), "the service ignored SIGTERM"
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[-1]
+    except OSError:
+        return False
+    return not state.startswith(("Z", "X"))
+
+
 def test_a_guard_that_cannot_judge_says_it_is_off_in_one_line(tmp_path, monkeypatch, capsys):
     """The fallback when no verdict can be computed at all: never silently off."""
     import io

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from proximity import gitio, layout
 from proximity.errors import FatalError
 from proximity.model import Agent
-from proximity.snapshot.agents import committed_only, summarized
+from proximity.snapshot.agents import committed_only, readable, summarized
 
 if TYPE_CHECKING:
     import subprocess
@@ -47,6 +47,8 @@ class WarmSnapshots:
         """One agent from its snapshot tree: what airspace.live_agents makes."""
 
         repo = self.ctx.repo
+        if not isinstance(tree, Exception):
+            tree = readable(repo, wt, tree)
         if isinstance(tree, Exception):
             return committed_only(repo, wt, tree)
         key = f"snap:{tree}:{wt.head}"

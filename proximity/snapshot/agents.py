@@ -27,7 +27,7 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
 
     def tree_of(wt: gitio.WorktreeInfo) -> str | Exception:
         try:
-            return repo.snapshot_tree(wt, (index_override or {}).get(wt.id))
+            return readable(repo, wt, repo.snapshot_tree(wt, (index_override or {}).get(wt.id)))
         except (FatalError, OSError) as e:
             return e
 
@@ -54,6 +54,13 @@ def live_agents(repo: gitio.Repo, index_override: Mapping[str, str] | None = Non
                          operation=gitio.operation_in_progress(wt.admin) if wt.admin else None,
                          summarized=summarized(repo, wt.id)))
     return out, retired
+
+
+def readable(repo: gitio.Repo, wt: gitio.WorktreeInfo, tree: str) -> str | Exception:
+    """``tree``, or (an object of it libgit2 would wedge on: gitio/loose.py) why it is
+    not read: the worktree is then judged on its commits, saying so."""
+    why = repo.unreadable(tree, wt.head)
+    return FatalError(why) if why else tree
 
 
 def summarized(repo: gitio.Repo, wid: str) -> tuple[tuple[str, int], ...]:
