@@ -300,6 +300,55 @@ def measure(files: int, worktrees: int, runs: int, py: str,
         shutil.rmtree(root, ignore_errors=True)
 
 
+# each target: (git command, what it is set against, most allowed): against bare git run
+# the same way, or (status) against `git status` in the worktree of untracked files
+TARGETS = (("commit", "bare", 2.5), ("commit_main", "bare", 2.5), ("rebase", "bare", 2.0),
+           ("rebase_linked", "bare", 2.0), ("push_main", "bare", 3.0),
+           ("commit_untracked", "status", 2.0))
+
+
+def table(row: dict[str, Any]) -> str:
+    """The measured medians as text, one line per service mode, git command and variant:
+    seconds and ratio, to /dev/null and captured, captured over /dev/null, and the
+    command's target (met or missed, by the worse of the two runs)."""
+    status = row.get("status_untracked", {})
+    blocks = []
+    if "service_off" in row:
+        blocks.append(("service off (hooks judge in process)", {"": row["service_off"]}))
+    if "service_on" in row:
+        blocks.append(("service on (each host's own service)", {
+            h: {op: v for op, v in ops.items() if op != "python"}
+            for h, ops in row["service_on"].items()}))
+    out = [f"{'':16} {'variant':18} {'to /dev/null':>16} {'captured':>16} {'cap/null':>8}"
+           "  target"]
+    for title, by_host in blocks:
+        out.append(title)
+        for host, ops in by_host.items():
+            for op, got in ops.items():
+                med = got["median_s"]
+                target = next(((against, most) for t_op, against, most in TARGETS
+                               if t_op == op), None)
+                for name in med:
+                    if name.startswith("bare") or name.endswith(CAPTURED) or (
+                            host and name != host):
+                        continue
+                    cells, worst = [], 0.0
+                    for suffix in ("", CAPTURED):
+                        ref = (status.get("bare" + suffix, 0.0) if target and target[0]
+                               == "status" else med["bare" + suffix])
+                        ratio = med[name + suffix] / ref if ref else float("inf")
+                        worst = max(worst, ratio)
+                        cells.append(f"{med[name + suffix]:7.3f} {ratio:6.1f}x")
+                    cap = med[name + CAPTURED] / med[name] if med[name] else float("inf")
+                    verdict = ""
+                    if target and "empty" not in name:
+                        verdict = (f"<= {target[1]}x {target[0]}: "
+                                   f"{'met' if worst <= target[1] else 'missed'}")
+                    out.append(f"{op:16} {name:18} {cells[0]:>16} {cells[1]:>16} "
+                               f"{cap:8.2f}  {verdict}")
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="git with each hook host vs bare git")
     ap.add_argument("--files", type=int, default=10000)
@@ -318,11 +367,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="comma-separated: only these git commands (commit, commit_main, "
                     "switch, rebase, switch_linked, rebase_linked, push, push_main, "
                     "commit_untracked)")
+    ap.add_argument("--table", metavar="JSON", default=None,
+                    help="print the figures a --json run saved, with the targets, and exit")
     a = ap.parse_args(argv)
+    if a.table:
+        with open(a.table) as fh:
+            print(table(json.load(fh)))
+        return 0
     with interpreter(a.fresh_install) as py:
         row = measure(a.files, a.worktrees, a.runs, py, a.service_only, a.untracked,
                       [op for op in a.ops.split(",") if op])
     print(json.dumps(row, indent=2))
+    print(table(row))
     save_json(a.json, row)
     return 0
 
