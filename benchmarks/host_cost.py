@@ -345,7 +345,7 @@ def table(row: dict[str, Any]) -> str:
                         verdict = (f"<= {target[1]}x {target[0]}: "
                                    f"{'met' if worst <= target[1] else 'missed'}")
                     out.append(f"{op:16} {name:18} {cells[0]:>16} {cells[1]:>16} "
-                               f"{cap:8.2f}  {verdict}")
+                               f"{cap:8.2f}  {verdict}".rstrip())
     return "\n".join(out)
 
 
