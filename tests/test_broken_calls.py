@@ -106,3 +106,96 @@ def test_a_merge_whose_new_calls_still_bind_is_not_objected_to(landed, capsys):
     rc, out = check_merge(sp.main, "h", capsys)
     assert (rc, out["decision"]) == (0, "allow"), out
     assert not [c for c in out["conflicts"] if c["evidence"] == "symbol"]
+
+
+SHAPES = "class Shape:\n    def fetch(self):\n        return 0\n"
+LIB = ("def helper():\n    return 1\n\n\ndef scale(n):\n    return n\n\n\n"
+       "class Cache:\n    def fetch(self):\n        return 2\n")
+OTHER = "def helper():\n    return 3\n"
+
+
+@pytest.fixture
+def live(space):  # type: ignore[no-untyped-def]
+    """h's live work, uncommitted and recorded: helper() now needs x, scale takes an
+    optional k, Cache.fetch needs a key. other.py has a helper() of its own, shapes.py a
+    Shape with a fetch() of its own. a is about to write code calling them."""
+    sp: Space = space({"util.py": LIB, "app.py": APP, "other.py": OTHER, "shapes.py": SHAPES,
+                       "notes.py": "VALUE = 1\n"})
+    assert proximity(sp.main, "install").returncode == 0
+    a, h = sp.wt("a", "a"), sp.wt("h", "h")
+    sp.write(h, "util.py", LIB.replace("def helper():", "def helper(x):")
+             .replace("def scale(n):", "def scale(n, k=1):")
+             .replace("def fetch(self):", "def fetch(self, key):"))
+    sp.write(h, "app.py", "from util import helper\n\nhelper(1)\n")
+    assert proximity(h, "snapshot").returncode == 0
+    return sp, a, h
+
+
+def write(a: Path, name: str, content: str) -> tuple[str, str]:
+    return decision_of(claude(a, "Write", {"file_path": str(a / name), "content": content}))
+
+
+def test_a_new_call_to_a_function_a_live_sibling_changed_is_asked_with_its_signature(live):
+    _sp, a, _h = live
+    said, why = write(a, "extra.py", CALLS)
+    assert said == "ask", why
+    assert "worktree 'h'" in why and "helper(x) in util.py" in why
+    assert "the call at extra.py:3 no longer binds (missing required 'x')" in why
+    # an Edit of a file h never touched, adding the call: the same
+    said, why = decision_of(claude(a, "Edit", {
+        "file_path": str(a / "notes.py"), "old_string": "VALUE = 1\n",
+        "new_string": "from util import helper\n\nVALUE = helper()\n"}))
+    assert said == "ask" and "helper(x) in util.py" in why, why
+    # a call that fits the new signature: no objection
+    assert write(a, "extra.py", "from util import helper\n\nhelper(2)\n")[0] == "allow"
+
+
+def test_calls_that_still_bind_or_reach_another_definition_are_no_objection(live):
+    """No false alarm: a call matching both signatures, a function of the same name in
+    another module, a method of the same name on an unrelated class."""
+    _sp, a, _h = live
+    for content in ("from util import scale\n\nscale(2)\n",
+                    "from other import helper\n\nhelper()\n",
+                    "from shapes import Shape\n\nShape().fetch()\n"):
+        assert write(a, "extra.py", content) == ("allow", ""), content
+    # (the method call on the class h changed is asked)
+    said, why = write(a, "extra.py", "from util import Cache\n\nCache().fetch()\n")
+    assert said == "ask" and "fetch" in why, why
+
+
+def test_an_edit_that_calls_nothing_new_reads_no_siblings_work(live):
+    """An edit whose lines call nothing is judged as before: no objection, and the body
+    edit of a function h changed keeps its own evidence only."""
+    _sp, a, _h = live
+    said, _ = decision_of(claude(a, "Edit", {"file_path": str(a / "notes.py"),
+                                             "old_string": "VALUE = 1\n",
+                                             "new_string": "VALUE = 2\n"}))
+    assert said == "allow"
+
+
+def test_a_new_call_is_denied_when_this_worktree_must_yield_to_the_sibling(live, capsys):
+    """a's committed call of helper() makes the pair an RA with h, which reached its lines
+    first: a is told to yield (the scan's standing advice). A further new call of helper()
+    is then denied, naming the new signature."""
+    sp, a, h = live
+    sp.write(a, "first.py", CALLS)
+    sp.commit(a, "first caller")
+    rc = main(["scan", "--json", "-C", str(a)])
+    got = json.loads(capsys.readouterr().out)
+    assert rc == 0 and got["yields"] == [{"agent": "a", "waits_for": ["h"]}], got["yields"]
+    said, why = write(a, "extra.py", CALLS)
+    assert said == "deny", why
+    assert "helper(x) in util.py" in why and "told to yield to h" in why
+    del h
+
+
+def test_the_editor_and_the_mcp_check_hear_the_same(live):
+    """The editor asks with its buffer (the file after the edit): the same evidence; the
+    language server's answer is the one answerer's."""
+    from proximity.lsp.answer import ask
+
+    _sp, a, _h = live
+    got = ask(str(a / "extra.py"), None, CALLS)
+    assert got.decision == "ask" and "helper(x) in util.py" in got.reason, got
+    assert ask(str(a / "extra.py"), None, "from util import helper\n\nhelper(2)\n"
+               ).decision == "allow"

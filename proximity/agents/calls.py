@@ -7,16 +7,17 @@ changed, are judged by the very evidence the scan shows, in its words."""
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from proximity import config, gitio
-from proximity.channels import symbol
-from proximity.channels.evidence import Evidence, Result
+from proximity.agents import definitions
 from proximity.errors import ConfigError, LedgerError
 from proximity.ledger import Ledger
-from proximity.model import Agent, Facts, Finding, WorkingSet
-from proximity.tcas.pairwise import Pairwise
+from proximity.model import TEXT, Agent, Facts, FileChange, Finding, Range, WorkingSet
 
 # what breaks a call (a changed behaviour is approach evidence, never a broken contract;
 # a missing argument that arrives undefined still runs: channels/symbol.py)
@@ -42,6 +43,13 @@ def unbound(repo: gitio.Repo, ledger: Ledger | None, ours: Agent, theirs: Agent,
     repository (an edit about to be made); ``conflicted``: the paths git's merge of the
     two leaves conflicted (the merged program is judged only when there are none and both
     sides are commits)."""
+    # (the edit check imports this module for its cheap look at an edit's calls, and
+    # most edits call nothing a sibling changed: no hook pays for what it does not run)
+    # lazy: the symbol channel and the scan's memo, only when a call is judged
+    from proximity.channels import symbol
+    from proximity.channels.evidence import Evidence, Result
+    from proximity.tcas.pairwise import Pairwise
+
     try:
         cfg = config.load(repo.workdir)
     except ConfigError:
@@ -81,3 +89,84 @@ def _call_site(f: Finding) -> tuple[str, int]:
     path, ranges = f.side(False)
     return path, ranges[0][0] if ranges else 1
 
+
+
+# a call as an edit's new lines write it: a name and its opening parenthesis (a method
+# call's name too); the symbol channel decides what it binds to
+CALL = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*)\s*\(")
+WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def added(old: str | None, new: str) -> tuple[Range, ...]:
+    """The lines of ``new`` that ``old`` does not have (an edit's added and rewritten
+    lines, as a line diff pairs them; all of them for a new file). The lines both share
+    at the start and the end are left out before any diff runs: an edit is small."""
+    b = new.split("\n")
+    if old is None:
+        return ((1, len(b)),)
+    a = old.split("\n")
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    ops = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail],
+                                  autojunk=False).get_opcodes()
+    return tuple((head + j1 + 1, head + j2) for tag, _i1, _i2, j1, j2 in ops
+                 if tag in ("replace", "insert"))
+
+
+def called(text: str, ranges: Sequence[Range]) -> set[str]:
+    """The names called in those lines of ``text`` (a definition's own line is none)."""
+    rows = text.split("\n")
+    out: set[str] = set()
+    for s, e in ranges:
+        for row in rows[max(0, s - 1):e]:
+            if "(" in row and not definitions.DEF_NAME.match(row):
+                out.update(CALL.findall(row))
+    return out
+
+
+def mentioned(diff_text: str) -> set[str]:
+    """The words of a diff's changed lines and hunk headers (git names the enclosing
+    definition there): a name the diff never mentions is no definition it changed."""
+    out: set[str] = set()
+    for row in diff_text.split("\n"):
+        if (row[:1] in ("+", "-") and not row.startswith(("+++", "---"))) or \
+                row.startswith("@@"):
+            out.update(WORD.findall(row))
+    return out
+
+
+class Edited(NamedTuple):
+    """A file an edit is about to write: its base blob (None: the base has no such
+    file), its text after the edit, and the lines the edit writes there."""
+
+    path: str
+    base: bytes | None
+    result: bytes
+    lines: tuple[Range, ...]
+
+
+def new_calls(repo: gitio.Repo, ledger: Ledger | None, me: Agent, theirs: Agent,
+              base: str | None, edited: Sequence[Edited], oids: dict[bytes, str]
+              ) -> list[Broken]:
+    """The calls an edit writes that no longer bind to a definition ``theirs`` changed
+    (its work against the pair's ``base``): the scan's symbol evidence with this side's
+    new code the edit's lines alone. ``oids``: each result's blob, written already."""
+    files = {}
+    for e in edited:
+        old = blob_id(e.base) if e.base is not None else ""
+        files[e.path] = FileChange(e.path, "M" if old else "A", TEXT, (), e.lines,
+                                   old_oid=old, new_oid=oids[e.result])
+    mine = WorkingSet(files)
+    found = unbound(repo, ledger, me, theirs, base, mine=mine)
+    spans = {e.path: e.lines for e in edited}
+    return [b for b in found if b.path in spans and (
+        files[b.path].status == "A" or any(s <= b.line <= t for s, t in spans[b.path]))]
+
+
+def blob_id(data: bytes) -> str:
+    """git's id of a blob of ``data`` (the base's blob is in the object store already)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
