@@ -189,7 +189,7 @@ def test_a_new_call_is_denied_when_this_worktree_must_yield_to_the_sibling(live,
     del h
 
 
-def test_the_editor_and_the_mcp_check_hear_the_same(live):
+def test_the_editor_hears_the_same(live):
     """The editor asks with its buffer (the file after the edit): the same evidence; the
     language server's answer is the one answerer's."""
     from proximity.lsp.answer import ask
@@ -199,3 +199,21 @@ def test_the_editor_and_the_mcp_check_hear_the_same(live):
     assert got.decision == "ask" and "helper(x) in util.py" in got.reason, got
     assert ask(str(a / "extra.py"), None, "from util import helper\n\nhelper(2)\n"
                ).decision == "allow"
+
+
+def test_the_mcp_check_with_the_files_content_hears_the_same(live):
+    """MCP's `check` with the file's text after the edit: the same answer, in a real MCP
+    session; without it, the lines alone (nothing written yet) meet no objection."""
+    import anyio
+    from test_mcp import payload, session
+
+    _sp, a, _h = live
+    _init, _tools, results = anyio.run(session, str(a), [
+        ("check", {"paths": ["extra.py"], "content": CALLS}),
+        ("check", {"paths": ["extra.py"], "content": "from util import helper\n\nhelper(2)\n"}),
+        ("check", {"paths": ["extra.py", "notes.py"], "content": CALLS}),
+    ])
+    got = payload(results[0])
+    assert got["decision"] == "ask" and "helper(x) in util.py" in got["reason"], got
+    assert payload(results[1])["decision"] == "allow"
+    assert results[2].is_error and "one path" in results[2].content[0].text
