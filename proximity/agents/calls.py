@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from proximity import config, gitio
@@ -35,14 +35,23 @@ class Broken(NamedTuple):
     ra: bool
 
 
-def unbound(repo: gitio.Repo, ledger: Ledger | None, ours: Agent, theirs: Agent,
-            base: str | None, *, mine: WorkingSet | None = None,
-            conflicted: Sequence[str] = ()) -> list[Broken]:
-    """The calls that stop binding between ``ours`` and ``theirs`` (their trees against
-    ``base``), both ways. ``mine``: our side's working set when it is no tree of the
-    repository (an edit about to be made); ``conflicted``: the paths git's merge of the
-    two leaves conflicted (the merged program is judged only when there are none and both
-    sides are commits)."""
+class Pair(NamedTuple):
+    """One other side to judge against ours: its state, the pair's merge base, and our
+    side's working set when it is no tree of the repository (an edit about to be made;
+    None: our tree against that base)."""
+
+    theirs: Agent
+    base: str | None
+    mine: WorkingSet | None = None
+
+
+def unbound(repo: gitio.Repo, ledger: Ledger | None, ours: Agent, pairs: Sequence[Pair],
+            conflicted: Sequence[str] = ()) -> list[list[Broken]]:
+    """Per pair: the calls that stop binding between ``ours`` and ``theirs`` (their
+    states against the pair's base), both ways, judged as the scan judges a pair, with
+    one memo (import graph, resolver, parsed files) for all of them. ``conflicted``: the
+    paths git's merge of the two leaves conflicted (the merged program is judged only
+    when there are none and both sides are commits)."""
     # (the edit check imports this module for its cheap look at an edit's calls, and
     # most edits call nothing a sibling changed: no hook pays for what it does not run)
     # lazy: the symbol channel and the scan's memo, only when a call is judged
@@ -66,18 +75,21 @@ def unbound(repo: gitio.Repo, ledger: Ledger | None, ours: Agent, theirs: Agent,
     else:
         facts.graph_ever_built = False
     pw = Pairwise(repo, cfg, facts)
-    base_tree = repo.commit_tree(base) if base else gitio.EMPTY_TREE
-    wa = mine if mine is not None else pw.working_set(ours, base_tree)
-    wb = pw.working_set(theirs, base_tree)
-    if not wa.files or not wb.files:
-        return []
     exact = Result(1.0 if conflicted else 0.0,
                    [Finding("conflict", 1.0, p, p) for p in conflicted])
-    ev = Evidence(ours, theirs, wa, wb, base, base_tree, cfg, pw, agents=[ours, theirs],
-                  prior={"conflict": exact})
-    found = symbol.run(ev).findings
-    return [Broken(*_call_site(f), f.detail, f.score >= cfg.tau_ra)
-            for f in found if f.kind in CONTRACT]
+    out: list[list[Broken]] = []
+    for theirs, base, mine in pairs:
+        base_tree = repo.commit_tree(base) if base else gitio.EMPTY_TREE
+        wa = mine if mine is not None else pw.working_set(ours, base_tree)
+        wb = pw.working_set(theirs, base_tree)
+        if not wa.files or not wb.files:
+            out.append([])
+            continue
+        ev = Evidence(ours, theirs, wa, wb, base, base_tree, cfg, pw, agents=[ours, theirs],
+                      prior={"conflict": exact})
+        out.append([Broken(*_call_site(f), f.detail, f.score >= cfg.tau_ra)
+                    for f in symbol.run(ev).findings if f.kind in CONTRACT])
+    return out
 
 
 def _call_site(f: Finding) -> tuple[str, int]:
@@ -140,31 +152,35 @@ def mentioned(diff_text: str) -> set[str]:
 
 
 class Edited(NamedTuple):
-    """A file an edit is about to write: its base blob (None: the base has no such
-    file), its text after the edit, and the lines the edit writes there."""
+    """A file an edit is about to write: its text after the edit, and the lines the edit
+    writes there."""
 
     path: str
-    base: bytes | None
     result: bytes
     lines: tuple[Range, ...]
 
 
-def new_calls(repo: gitio.Repo, ledger: Ledger | None, me: Agent, theirs: Agent,
-              base: str | None, edited: Sequence[Edited], oids: dict[bytes, str]
-              ) -> list[Broken]:
-    """The calls an edit writes that no longer bind to a definition ``theirs`` changed
-    (its work against the pair's ``base``): the scan's symbol evidence with this side's
-    new code the edit's lines alone. ``oids``: each result's blob, written already."""
-    files = {}
-    for e in edited:
-        old = blob_id(e.base) if e.base is not None else ""
-        files[e.path] = FileChange(e.path, "M" if old else "A", TEXT, (), e.lines,
-                                   old_oid=old, new_oid=oids[e.result])
-    mine = WorkingSet(files)
-    found = unbound(repo, ledger, me, theirs, base, mine=mine)
+def new_calls(repo: gitio.Repo, ledger: Ledger | None, me: Agent,
+              others: Sequence[tuple[Agent, str | None]], edited: Sequence[Edited],
+              base_blob: Mapping[tuple[str | None, str], bytes | None],
+              oids: Mapping[bytes, str]) -> list[list[Broken]]:
+    """Per other side (its state, the pair's base): the calls an edit writes that no
+    longer bind to a definition it changed: the scan's symbol evidence with this side's
+    new code the edit's lines alone. ``base_blob``: (base, path) -> the file there (None:
+    no such file); ``oids``: each result's blob, written already."""
+    files: dict[str | None, dict[str, FileChange]] = {}
+    for _, base in others:
+        for e in edited:
+            was = base_blob.get((base, e.path))
+            old = blob_id(was) if was is not None else ""
+            files.setdefault(base, {})[e.path] = FileChange(
+                e.path, "M" if old else "A", TEXT, (), e.lines, old_oid=old,
+                new_oid=oids[e.result])
+    found = unbound(repo, ledger, me, [Pair(theirs, base, WorkingSet(dict(files[base])))
+                                       for theirs, base in others])
     spans = {e.path: e.lines for e in edited}
-    return [b for b in found if b.path in spans and (
-        files[b.path].status == "A" or any(s <= b.line <= t for s, t in spans[b.path]))]
+    return [[b for b in got if any(s <= b.line <= t for s, t in spans.get(b.path, ()))]
+            for got in found]
 
 
 def blob_id(data: bytes) -> str:

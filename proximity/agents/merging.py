@@ -238,8 +238,9 @@ def broken_calls(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
                    repo.commit_tree(plan.commit))
     led = open_ledger(repo)
     try:
-        found = calls.unbound(repo, led, ours, theirs, repo.merge_base(head, plan.commit),
-                              conflicted=plan.conflicts)
+        (found,) = calls.unbound(repo, led, ours,
+                                 [calls.Pair(theirs, repo.merge_base(head, plan.commit))],
+                                 conflicted=plan.conflicts)
     finally:
         if led is not None:
             led.close()

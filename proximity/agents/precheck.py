@@ -377,7 +377,7 @@ def _writing(targets: Sequence[Target], lives: Mapping[tuple[str, str], str]
         now = _read_bytes(lives.get(("", t.path), ""))
         result = t.result.decode("utf-8", "replace")
         if now is not None and now == t.result:
-            lines = tuple(t.ranges or ())
+            lines = tuple(t.ranges or ((1, result.count("\n") + 1),))
         else:
             lines = calls.added(None if now is None else now.decode("utf-8", "replace"),
                                 result)
@@ -401,27 +401,28 @@ def _broken_calls(repo: gitio.Repo, ledger: Ledger | None, me: gitio.WorktreeInf
     suspects = [w for w in siblings if called & calls.mentioned(works[w.id][1])]
     if not suspects:
         return {}
-    # the files after the edit, as blobs the symbol channel reads (written, as a
-    # snapshot's are: an object nothing refers to is git's to prune)
-    oids = {result: gitio.git(["hash-object", "-w", "--stdin"], cwd=repo.workdir,
-                              input=result).stdout.decode().strip()
-            for _, _, result in writing.values()}
     ours = Agent(me.id, me.path, me.branch, me.head)
+    edited = [calls.Edited(p, result, lines)
+              for p, (lines, _, result) in sorted(writing.items())]
+    try:
+        # the files after the edit, as blobs the symbol channel reads (written, as a
+        # snapshot's are: an object nothing refers to is git's to prune)
+        oids = {result: gitio.git(["hash-object", "-w", "--stdin"], cwd=repo.workdir,
+                                  input=result).stdout.decode().strip()
+                for _, _, result in writing.values()}
+        found = calls.new_calls(repo, ledger, ours, [
+            (Agent(w.id, w.path, w.branch, w.head, None, works[w.id][0]), bases[w.id])
+            for w in suspects], edited, base_blob, oids)
+    except Exception:  # the symbol machinery is optional evidence, never a failure
+        return {}
     out: dict[tuple[str, str], tuple[decision.Call, ...]] = {}
-    for w in suspects:
-        base = bases[w.id]
-        edited = [calls.Edited(p, base_blob.get((base, p)), result, lines)
-                  for p, (lines, _, result) in sorted(writing.items())]
-        theirs = Agent(w.id, w.path, w.branch, w.head, None, works[w.id][0])
-        found = calls.new_calls(repo, ledger, ours, theirs, base, edited, oids)
-        if not found:
-            continue
+    for w, got in zip(suspects, found, strict=True):
         held = None
-        if ledger is not None:
+        if got and ledger is not None:
             with contextlib.suppress(LedgerError):
                 held = ledger.held(me.id, w.id)
         must_yield = held is not None and held[0] == me.id
-        for b in found:
+        for b in got:
             out[w.id, b.path] = (*out.get((w.id, b.path), ()),
                                  decision.Call(b.path, b.line, b.detail, must_yield))
     return out
