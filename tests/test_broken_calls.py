@@ -217,3 +217,21 @@ def test_the_mcp_check_with_the_files_content_hears_the_same(live):
     assert got["decision"] == "ask" and "helper(x) in util.py" in got["reason"], got
     assert payload(results[1])["decision"] == "allow"
     assert results[2].is_error and "one path" in results[2].content[0].text
+
+
+def test_the_look_before_the_symbol_channel_finds_calls_and_changed_definitions():
+    """The cheap look that decides whether the symbol channel runs: the names an edit's
+    lines call (chains' roots too), the lines it writes, and the names a sibling's diff
+    may have redefined (a body's calls are none)."""
+    from proximity.agents import calls
+
+    assert calls.called("x = a.b.helper(1) + f()\ndef g(y):\n", [(1, 2)]) == {
+        "a", "helper", "f"}
+    assert calls.added("a\nb\nc\n", "a\nb\nnew()\nc\n") == ((3, 3),)
+    assert calls.added(None, "one\ntwo") == ((1, 2),)
+    diff = ("diff --git a/u.py b/u.py\n@@ -9 +9 @@ class Cache:\n-def helper():\n"
+            "+def helper(x):\n+    return print(x)\n+    app.run(1)\n-func (r *T) Name(a int) {\n"
+            "+  async fetch(key) {\n")
+    got = calls.defined(diff)
+    assert {"helper", "Cache", "Name", "fetch", "u"} <= got
+    assert not {"print", "run", "app", "return"} & got

@@ -7,6 +7,7 @@ changed, are judged by the very evidence the scan shows, in its words."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import re
@@ -63,18 +64,17 @@ def unbound(repo: gitio.Repo, ledger: Ledger | None, ours: Agent, pairs: Sequenc
         cfg = config.load(repo.workdir)
     except ConfigError:
         cfg = config.Config()
-    facts = Facts(defer_cold_graph=True)
-    if ledger is not None:  # the scan's caches: a file's facts are parsed once, anywhere
-        try:
+    # the scan's caches: a file's facts are parsed once, anywhere; the import graph only
+    # when a scan left it for this tree (a check never parses a whole repository: without
+    # it, the files' paths alone resolve imports, as a hook's first scan does)
+    facts = Facts(defer_cold_graph=True, graph_ever_built=False)
+    if ledger is not None:
+        with contextlib.suppress(LedgerError):
             facts.imports_cache = ledger.cache("imports")
             facts.symbols_cache = ledger.cache("symbols")
             facts.graph_cache = ledger.cache("graph")
-            facts.graph_ever_built = ledger.has_cache("graph")
-        except LedgerError:
-            pass
-    else:
-        facts.graph_ever_built = False
     pw = Pairwise(repo, cfg, facts)
+    pw.cold_files = 0
     exact = Result(1.0 if conflicted else 0.0,
                    [Finding("conflict", 1.0, p, p) for p in conflicted])
     out: list[list[Broken]] = []
@@ -103,10 +103,18 @@ def _call_site(f: Finding) -> tuple[str, int]:
 
 
 
-# a call as an edit's new lines write it: a name and its opening parenthesis (a method
-# call's name too); the symbol channel decides what it binds to
-CALL = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*)\s*\(")
+# a call as an edit's new lines write it: the name before the parenthesis and the root
+# of its chain (``mod.f(``: a moved module's name); the symbol channel decides what it
+# binds to
+CALL = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)((?:\s*\.\s*[A-Za-z_$][\w$]*)*)\s*\(")
 WORD = re.compile(r"[A-Za-z_$][\w$]*")
+# what a diff's changed line defines: a header's name before its parenthesis, after
+# nothing but words (``def f(``, ``pub fn f<``, ``async fetch(``: a method in any language;
+# not ``return f(``), or after a type's definer (``class Cache:``)
+HEADER = re.compile(r"^\s*(?:(?!(?:return|await|yield|throw|raise|if|elif|while|for|else|new"
+                    r"|not|and|or|in|assert|del|case|go|defer)\b)[\w$]+\s+)*"
+                    r"([A-Za-z_$][\w$]*)\s*[(<]")
+TYPE = re.compile(r"\b(?:class|struct|interface|type|trait|enum)\s+([A-Za-z_$][\w$]*)")
 
 
 def added(old: str | None, new: str) -> tuple[Range, ...]:
@@ -130,24 +138,34 @@ def added(old: str | None, new: str) -> tuple[Range, ...]:
 
 
 def called(text: str, ranges: Sequence[Range]) -> set[str]:
-    """The names called in those lines of ``text`` (a definition's own line is none)."""
+    """The names called in those lines of ``text``, with their chains' roots (a
+    definition's own line calls nothing)."""
     rows = text.split("\n")
     out: set[str] = set()
     for s, e in ranges:
         for row in rows[max(0, s - 1):e]:
             if "(" in row and not definitions.DEF_NAME.match(row):
-                out.update(CALL.findall(row))
+                for name, rest in CALL.findall(row):
+                    out.add(rest.rsplit(".", 1)[-1].strip() if rest else name)
+                    out.add(name)
     return out
 
 
-def mentioned(diff_text: str) -> set[str]:
-    """The words of a diff's changed lines and hunk headers (git names the enclosing
-    definition there): a name the diff never mentions is no definition it changed."""
+def defined(diff_text: str) -> set[str]:
+    """The names a diff may have changed the definition of: what its changed lines
+    define, the enclosing definitions git names in its hunk headers (a constructor's
+    class), and the words of the paths it renames or deletes (a moved module)."""
     out: set[str] = set()
     for row in diff_text.split("\n"):
-        if (row[:1] in ("+", "-") and not row.startswith(("+++", "---"))) or \
-                row.startswith("@@"):
+        if row.startswith("@@"):
+            out.update(WORD.findall(row.split("@@", 2)[-1]))
+        elif row.startswith(("rename from ", "deleted file", "diff --git ")):
             out.update(WORD.findall(row))
+        elif row[:1] in ("+", "-") and not row.startswith(("+++", "---")):
+            m = definitions.DEF_NAME.match(row[1:]) or HEADER.match(row[1:])
+            if m:
+                out.add(m.group(1))
+            out.update(TYPE.findall(row))
     return out
 
 

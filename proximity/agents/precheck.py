@@ -398,7 +398,7 @@ def _broken_calls(repo: gitio.Repo, ledger: Ledger | None, me: gitio.WorktreeInf
     if not writing:
         return {}
     called = set().union(*(names for _, names, _ in writing.values()))
-    suspects = [w for w in siblings if called & calls.mentioned(works[w.id][1])]
+    suspects = [w for w in siblings if called & calls.defined(works[w.id][1])]
     if not suspects:
         return {}
     ours = Agent(me.id, me.path, me.branch, me.head)
