@@ -150,6 +150,14 @@ def test_a_new_call_to_a_function_a_live_sibling_changed_is_asked_with_its_signa
     assert write(a, "extra.py", "from util import helper\n\nhelper(2)\n")[0] == "allow"
 
 
+def test_a_siblings_committed_signature_counts_as_its_live_one(live):
+    """h commits its helper(x) (the commit hook records it): the same ask."""
+    sp, a, h = live
+    sp.commit(h, "helper x")
+    said, why = write(a, "extra.py", CALLS)
+    assert said == "ask" and "helper(x) in util.py" in why, why
+
+
 def test_calls_that_still_bind_or_reach_another_definition_are_no_objection(live):
     """No false alarm: a call matching both signatures, a function of the same name in
     another module, a method of the same name on an unrelated class."""
@@ -192,11 +200,15 @@ def test_a_new_call_is_denied_when_this_worktree_must_yield_to_the_sibling(live,
 def test_the_editor_hears_the_same(live):
     """The editor asks with its buffer (the file after the edit): the same evidence; the
     language server's answer is the one answerer's."""
+    from proximity.lsp import judge
     from proximity.lsp.answer import ask
 
     _sp, a, _h = live
     got = ask(str(a / "extra.py"), None, CALLS)
     assert got.decision == "ask" and "helper(x) in util.py" in got.reason, got
+    # shown on the call's own line of the buffer
+    (shown,) = [f for f in judge.conflicts(got, [(1, 3)], 3) if f.evidence == "symbol"]
+    assert shown.lines == (3, 3)
     assert ask(str(a / "extra.py"), None, "from util import helper\n\nhelper(2)\n"
                ).decision == "allow"
 
@@ -235,3 +247,25 @@ def test_the_look_before_the_symbol_channel_finds_calls_and_changed_definitions(
     got = calls.defined(diff)
     assert {"helper", "Cache", "Name", "fetch", "u"} <= got
     assert not {"print", "run", "app", "return"} & got
+
+
+def test_every_harness_hears_the_same_about_a_new_call(live):
+    """The answer is shared: Codex's patch adding the file and Cursor's Write are asked
+    with the same new signature (each in its own reply format)."""
+    _sp, a, _h = live
+    patch = ("*** Begin Patch\n*** Add File: extra.py\n"
+             + "".join(f"+{ln}\n" for ln in CALLS.splitlines()) + "*** End Patch\n")
+    for name, event in (
+            ("codex", {"session_id": "s", "turn_id": "t", "transcript_path": None,
+                       "cwd": str(a), "hook_event_name": "PreToolUse", "model": "m",
+                       "permission_mode": "default", "tool_use_id": "c",
+                       "tool_name": "apply_patch", "tool_input": {"command": patch}}),
+            ("cursor", {"conversation_id": "c", "generation_id": "g", "model": "m",
+                        "cursor_version": "2.3.0", "workspace_roots": [str(a)],
+                        "hook_event_name": "preToolUse", "tool_name": "Write",
+                        "tool_use_id": "t", "cwd": str(a),
+                        "tool_input": {"file_path": str(a / "extra.py"),
+                                       "content": CALLS}})):
+        got = proximity(a, "check", "--hook", name, stdin=json.dumps(event))
+        assert got.returncode == 0, got.stderr
+        assert "helper(x) in util.py" in got.stdout, (name, got.stdout)
