@@ -98,6 +98,18 @@ def test_a_merge_that_brings_a_call_this_tree_no_longer_binds_is_denied(landed, 
     assert "the call at extra.py:3 no longer binds (missing required 'x')" in out["reason"]
 
 
+def test_a_fast_forward_that_breaks_a_call_already_in_this_tree_is_denied(landed, capsys):
+    """The swarm's way: h rebased onto the landed extra.py (git's rebase is clean) and the
+    main checkout merges h, a fast-forward: the call is in this tree already, h's change
+    breaks it. Denied in the same words."""
+    sp, _a, h = landed
+    git(h, "rebase", "-q", "main")
+    rc, out = check_merge(sp.main, "h", capsys)
+    assert (rc, out["decision"]) == (1, "deny"), out
+    assert "the call at extra.py:3 no longer binds (missing required 'x')" in out["reason"]
+    assert len([c for c in out["conflicts"] if c["evidence"] == "symbol"]) == 1
+
+
 def test_a_merge_whose_new_calls_still_bind_is_not_objected_to(landed, capsys):
     """a's call fixed to helper(2) before the merge: nothing breaks, nothing is said."""
     sp, _a, _h = landed

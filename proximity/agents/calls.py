@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 from proximity import config, gitio
 from proximity.agents import definitions
+from proximity.analysis.languages import registry
+from proximity.analysis.symbols import hazard
 from proximity.errors import ConfigError, LedgerError
 from proximity.ledger import Ledger
 from proximity.model import TEXT, Agent, Facts, FileChange, Finding, Range, WorkingSet
@@ -167,6 +169,45 @@ def defined(diff_text: str) -> set[str]:
                 out.add(m.group(1))
             out.update(TYPE.findall(row))
     return out
+
+
+MAX_CALLERS = 200  # files of a tree read for calls of what a merge redefines, at most
+
+
+def redefined(diff_text: str) -> set[str]:
+    """The names whose definition header a diff's changed lines hold (``defined`` without
+    the hunk headers' and paths' words: names worth looking for in a whole tree)."""
+    out: set[str] = set()
+    for row in diff_text.split("\n"):
+        if row[:1] in ("+", "-") and not row.startswith(("+++", "---")):
+            m = definitions.DEF_NAME.match(row[1:]) or HEADER.match(row[1:])
+            out.update([m.group(1)] if m else [])
+            out.update(TYPE.findall(row))
+    return {n for n in out if len(n) > 2 and n not in hazard.AMBIENT}
+
+
+def callers(repo: gitio.Repo, tree: str, diff_text: str, changed: set[str]) -> WorkingSet:
+    """The files of ``tree`` that name what the diff redefines and that it leaves as they
+    are, each as a whole new file (all its code is read as the reader's): a call already
+    in this tree that the change breaks (a fast-forward brings only the change)."""
+    names = sorted(redefined(diff_text))
+    if not names:
+        return WorkingSet()
+    args = ["grep", "-l", "-w", "-F", *(x for n in names for x in ("-e", n)), tree]
+    found = gitio.git(args, repo.workdir, ok=(0, 1)).stdout.decode("utf-8", "replace")
+    paths = [ln.split(":", 1)[1] for ln in found.splitlines() if ":" in ln]
+    paths = [p for p in paths if p not in changed and registry.dialect_of(p)][:MAX_CALLERS]
+    if not paths:
+        return WorkingSet()
+    listed = gitio.git(["ls-tree", "-z", tree, "--", *paths], repo.workdir
+                       ).stdout.decode("utf-8", "surrogateescape")
+    files = {}
+    for entry in listed.split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            files[path] = FileChange(path, "A", TEXT, (), (), new_oid=parts[2])
+    return WorkingSet(files)
 
 
 class Edited(NamedTuple):

@@ -236,14 +236,23 @@ def broken_calls(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
     ours = Agent(me.id, me.path, me.branch, head, head, repo.commit_tree(head))
     theirs = Agent(f"merge:{plan.ref}", "", None, plan.commit, plan.commit,
                    repo.commit_tree(plan.commit))
+    base = repo.merge_base(head, plan.commit)
+    # theirs against the base; and the calls this tree has already (a fast-forward
+    # brings only their change: a caller that came here before it, which their branch
+    # now holds too after a rebase, is none of either side's new code)
+    diff = gitio.git(["diff", "--no-color", "--no-ext-diff", "--no-renames", "-U0",
+                      base or gitio.EMPTY_TREE, plan.commit], cwd=repo.workdir
+                     ).stdout.decode("utf-8", "surrogateescape")
+    here = calls.callers(repo, head, diff, set(hunks.parse(diff)))
+    pairs = [calls.Pair(theirs, base)] + ([calls.Pair(theirs, base, here)] if here.files
+                                          else [])
     led = open_ledger(repo)
     try:
-        (found,) = calls.unbound(repo, led, ours,
-                                 [calls.Pair(theirs, repo.merge_base(head, plan.commit))],
-                                 conflicted=plan.conflicts)
+        got = calls.unbound(repo, led, ours, pairs, conflicted=plan.conflicts)
     finally:
         if led is not None:
             led.close()
+    found = list({(b.path, b.line): b for one in got for b in one}.values())
     what = plan.what or f"merging {text(plan.ref)!r}"
     return [decision.Conflict(text(plan.ref), None, b.path, ((b.line, b.line),), "",
                               decision.RA if b.ra else decision.TA, "symbol",
