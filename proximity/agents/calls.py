@@ -18,9 +18,12 @@ from proximity import config, gitio
 from proximity.agents import definitions
 from proximity.analysis.languages import registry
 from proximity.analysis.symbols import hazard
+from proximity.channels import symbol
+from proximity.channels.evidence import Evidence, Result
 from proximity.errors import ConfigError, LedgerError
 from proximity.ledger import Ledger
 from proximity.model import TEXT, Agent, Facts, FileChange, Finding, Range, WorkingSet
+from proximity.tcas.pairwise import Pairwise
 
 # what breaks a call (a changed behaviour is approach evidence, never a broken contract;
 # a missing argument that arrives undefined still runs: channels/symbol.py)
@@ -55,13 +58,6 @@ def unbound(repo: gitio.Repo, ledger: Ledger | None, ours: Agent, pairs: Sequenc
     one memo (import graph, resolver, parsed files) for all of them. ``conflicted``: the
     paths git's merge of the two leaves conflicted (the merged program is judged only
     when there are none and both sides are commits)."""
-    # (the edit check imports this module for its cheap look at an edit's calls, and
-    # most edits call nothing a sibling changed: no hook pays for what it does not run)
-    # lazy: the symbol channel and the scan's memo, only when a call is judged
-    from proximity.channels import symbol
-    from proximity.channels.evidence import Evidence, Result
-    from proximity.tcas.pairwise import Pairwise
-
     try:
         cfg = config.load(repo.workdir)
     except ConfigError:
