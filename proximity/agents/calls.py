@@ -149,10 +149,25 @@ def called(text: str, ranges: Sequence[Range]) -> set[str]:
     return out
 
 
-def defined(diff_text: str) -> set[str]:
+# what ``defined`` found, by the diff's digest: a process that answers many checks (the
+# resident service) reads each sibling's state once, not its text kept
+DEFINED: dict[bytes, frozenset[str]] = {}
+DEFINED_ENTRIES = 1024
+
+
+def defined(diff_text: str) -> frozenset[str]:
     """The names a diff may have changed the definition of: what its changed lines
     define, the enclosing definitions git names in its hunk headers (a constructor's
     class), and the words of the paths it renames or deletes (a moved module)."""
+    key = hashlib.sha1(diff_text.encode("utf-8", "surrogateescape")).digest()
+    if key not in DEFINED:
+        if len(DEFINED) >= DEFINED_ENTRIES:
+            DEFINED.clear()
+        DEFINED[key] = _defined(diff_text)
+    return DEFINED[key]
+
+
+def _defined(diff_text: str) -> frozenset[str]:
     out: set[str] = set()
     for row in diff_text.split("\n"):
         if row.startswith("@@"):
@@ -164,7 +179,7 @@ def defined(diff_text: str) -> set[str]:
             if m:
                 out.add(m.group(1))
             out.update(TYPE.findall(row))
-    return out
+    return frozenset(out)
 
 
 MAX_CALLERS = 200  # files of a tree read for calls of what a merge redefines, at most
