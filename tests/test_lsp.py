@@ -390,6 +390,9 @@ async def test_a_call_a_siblings_changed_signature_breaks_is_marked_with_the_new
     change(client, u, 2, app + "x = lib.total(4)\n")
     ds = await diagnostics(client, u, lambda d: len(d) == 2)
     assert sorted(d.range.start.line for d in ds) == [2, 3]
+    # the typed call is the check's own finding, once, in the scan's words
+    (typed,) = [d for d in ds if d.range.start.line == 3]
+    assert "the call at app.py:4 no longer binds (missing required 'rate')" in typed.message
     # in the file that defines it, their changed header is their line, not a call of ours
     other = open_doc(client, a / "lib.py")
     (info,) = await diagnostics(client, other, bool)

@@ -15,7 +15,9 @@ Evidence, per sibling worktree and path (all in the pair's base coordinates):
   on replayed real branch pairs asking on it doubled the checks that warn on pairs that
   never conflict (``benchmarks/precheck_steps.py``).
 * ``intent`` (TA): the sibling declared it will touch this file (`proximity intend`).
-* ``symbol`` (TA): a definition in the requested lines is used by the sibling's new code.
+* ``symbol`` (TA): a definition in the requested lines is used by the sibling's new code;
+  or the edit writes a call that no longer binds to a definition the sibling changed (the
+  scan's symbol evidence: their new signature), RA when this worktree must yield to them.
 
 Policy (``deny_on``): ``ra`` denies on conflict and asks on traffic (the default); ``ta``
 denies on any evidence; ``never`` only asks.
@@ -50,6 +52,17 @@ class Use(NamedTuple):
     hunk: tuple[hunks.Hunk, ...] = ()
 
 
+class Call(NamedTuple):
+    """A call the edit writes that no longer binds to a definition the sibling changed,
+    in the scan's words (``detail``: the sibling's new signature and why);
+    ``must_yield``: a standing Resolution Advisory told this worktree to yield to them."""
+
+    path: str
+    line: int
+    detail: str
+    must_yield: bool = False
+
+
 class Side(NamedTuple):
     """What one sibling worktree does to one requested path."""
 
@@ -64,6 +77,7 @@ class Side(NamedTuple):
     uses: tuple[Use, ...] = ()
     merge: str = ""  # git's merge of the file after the edit with theirs: same | clean | ""
     own: FileDiff | None = None  # this worktree's own change of the path since that base
+    calls: tuple[Call, ...] = ()  # calls the edit writes that their change leaves unbound
 
 
 class Conflict(NamedTuple):
@@ -156,6 +170,13 @@ def evidence(side: Side) -> list[Conflict]:
                             hunks.excerpt(u.hunk), TA, "symbol",
                             f"{text(u.symbol)}, defined in your {_lines(side.requested)} of "
                             f"{path}, is used by {who}'s new code at {text(u.path, 300)}:{u.line}"))
+    for c in side.calls:
+        out.append(Conflict(side.agent, side.branch, c.path, ((c.line, c.line),), "",
+                            RA if c.must_yield else TA, "symbol",
+                            f"{who} changed what your edit calls: {text(c.detail, 600)}"
+                            + ("" if not c.must_yield else
+                               f" (you were told to yield to {text(side.agent)} here)"),
+                            ((c.line, c.line),)))
     return out
 
 

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 from proximity import gitio
-from proximity.agents import decision
+from proximity.agents import calls, decision
 from proximity.agents.incoming import UPSTREAM, Incoming
 from proximity.agents.precheck import (
     check,
@@ -23,7 +23,7 @@ from proximity.agents.precheck import (
 from proximity.analysis import hunks
 from proximity.errors import FatalError, UsageError
 from proximity.gitio import SNAPSHOT_IDENT
-from proximity.model import Range
+from proximity.model import Agent, Range
 from proximity.safetext import text
 from proximity.snapshot import workspace
 from proximity.snapshot.agents import live_agents
@@ -192,10 +192,19 @@ def check_merge(start: str, ref: str, deny_on: str | None = None
 def check_plan(start: str, plan: MergePlan, deny_on: str | None = None
                ) -> decision.Decision | None:
     """The decision on the lines work brought in would change in the worktree that
-    contains ``start`` (None: it changes none)."""
+    contains ``start`` (None: it changes none), and on the calls it would leave unbound."""
     if not plan.targets:
         return None
     repo = gitio.Repo(start, fast=True)
+    policy = deny_policy(deny_on) if deny_on else decision.RA
+    d = _on_lines(repo, plan, deny_on, policy)
+    return with_broken_calls(d, broken_calls(repo, plan), policy)
+
+
+def _on_lines(repo: gitio.Repo, plan: MergePlan, deny_on: str | None, policy: str
+              ) -> decision.Decision:
+    """The lines it changes, checked like edits; then git's merge of the result with
+    each sibling's live work."""
     root = repo.workdir
     lines = landing(repo, plan) if plan.joins else set()
     steer = steered(root, lines) if lines else set()
@@ -204,10 +213,7 @@ def check_plan(start: str, plan: MergePlan, deny_on: str | None = None
     if d.decision == decision.DENY:
         return d
     found = exact_conflicts(repo, plan, steer)
-    if not found:
-        return d
-    policy = deny_policy(deny_on) if deny_on else decision.RA
-    if policy == "never":
+    if not found or policy == "never":
         return d
     first = found[0]
     if first.level != decision.RA:  # only siblings that must yield to the work brought in
@@ -217,6 +223,62 @@ def check_plan(start: str, plan: MergePlan, deny_on: str | None = None
     reason = (f"{first.detail}. Bring it in later (after they land), or coordinate with "
               "them first (`proximity inbox`)")
     return decision.Decision(decision.DENY, reason, (*found, *d.conflicts))
+
+
+def broken_calls(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
+    """The calls the merge would leave in the resulting tree that no longer bind, the call
+    on either side and the changed definition on the other: the scan's symbol evidence
+    for this worktree's HEAD and the commit merged, against their merge base (a pick, a
+    patch or a stash joins no history: not judged here)."""
+    head = gitio.commit_of("HEAD", repo.workdir)
+    if not plan.joins or not plan.commit or not head:
+        return []
+    me = repo.current()
+    ours = Agent(me.id, me.path, me.branch, head, head, repo.commit_tree(head))
+    theirs = Agent(f"merge:{plan.ref}", "", None, plan.commit, plan.commit,
+                   repo.commit_tree(plan.commit))
+    base = repo.merge_base(head, plan.commit)
+    # theirs against the base; and the calls this tree has already (a fast-forward
+    # brings only their change: a caller that came here before it, which their branch
+    # now holds too after a rebase, is none of either side's new code)
+    diff = gitio.git(["diff", "--no-color", "--no-ext-diff", "--no-renames", "-U0",
+                      base or gitio.EMPTY_TREE, plan.commit], cwd=repo.workdir
+                     ).stdout.decode("utf-8", "surrogateescape")
+    here = calls.callers(repo, head, diff, set(hunks.parse(diff)))
+    pairs = [calls.Pair(theirs, base)] + ([calls.Pair(theirs, base, here)] if here.files
+                                          else [])
+    led = open_ledger(repo)
+    try:
+        got = calls.unbound(repo, led, ours, pairs, conflicted=plan.conflicts)
+    finally:
+        if led is not None:
+            led.close()
+    found = list({(b.path, b.line): b for one in got for b in one}.values())
+    what = plan.what or f"merging {text(plan.ref)!r}"
+    return [decision.Conflict(text(plan.ref), None, b.path, ((b.line, b.line),), "",
+                              decision.RA if b.ra else decision.TA, "symbol",
+                              f"{what} would leave a call that no longer binds: "
+                              f"{text(b.detail, 600)}", ((b.line, b.line),))
+            for b in found]
+
+
+def with_broken_calls(d: decision.Decision, broken: list[decision.Conflict], policy: str
+                      ) -> decision.Decision:
+    """The decision with the calls a merge breaks: the merged tree would fail to run
+    there, whoever holds right-of-way, so the policy alone decides (ra: deny on a call
+    the scan makes an RA of, ask on the rest; ta: deny; never: ask)."""
+    if not broken:
+        return d
+    broken.sort(key=lambda c: c.level != decision.RA)
+    top = broken[0]
+    said = decision.DENY if policy == "ta" or (policy == decision.RA
+                                               and top.level == decision.RA) else decision.ASK
+    order = {decision.DENY: 0, decision.ASK: 1, decision.ALLOW: 2}
+    if order[said] >= order[d.decision]:
+        return d._replace(conflicts=(*d.conflicts, *broken))
+    reason = top.detail + (". Make the call fit the new definition first (on either side), "
+                           "then merge" if said == decision.DENY else "")
+    return decision.Decision(said, reason, (*broken, *d.conflicts))
 
 
 def landing(repo: gitio.Repo, plan: MergePlan) -> set[str]:

@@ -9,19 +9,21 @@ new code uses (its last recorded state: a tree-to-tree diff).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from proximity import gitfiles, gitio, unsaved
-from proximity.agents import decision, definitions, scratch
+from proximity.agents import calls, decision, definitions, scratch
 from proximity.analysis import hunks
 from proximity.analysis.intervals import MAX_PATH_BYTES
+from proximity.analysis.languages import registry
 from proximity.checkargs import DENY_ON
 from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
-from proximity.model import Range
+from proximity.model import Agent, Range
 
 if TYPE_CHECKING:
     from proximity.ledger import Ledger
@@ -283,6 +285,9 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     defined = {t.path: definitions.defined_at(me.path, t.path, t.ranges,
                                               lives.get(("", t.path))) for t in targets}
     uses: dict[str, dict[str, tuple[decision.Use, ...]]] = {}
+    # the edit's new lines that call something (a file after the edit, as the harness or
+    # the editor gives it): asked below whether a sibling's change leaves the call unbound
+    writing = _writing(targets, lives)
     if any(defined.values()):
         states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
         pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
@@ -296,6 +301,11 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         for w in siblings:  # (two trees' diff never changes: kept by the pair of ids)
             uses[w.id] = {t.path: new_uses(pairs[w.id], fresh, defined[t.path], t.path)
                           for t in targets if defined[t.path]}
+    # 5. a call the edit writes to a definition a sibling changed: the scan's own symbol
+    # evidence (its work as recorded against the pair's base, this side's new code the
+    # edit's lines), asked only of a sibling whose diff mentions a name the lines call
+    works = _their_work(repo, ledger, siblings, bases) if writing else {}
+    broken = _broken_calls(repo, ledger, me, siblings, bases, base_blob, writing, works)
     intents = _intents(ledger)
     out = []
     for w in siblings:
@@ -312,7 +322,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             out.append(decision.Side(
                 w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ()),
-                own=own))
+                own=own, calls=broken.get((w.id, t.path), ())))
     # 4. an edit whose result the harness gave, on lines a sibling changed too: git's own
     # three-way merge of the file says whether they collide (the same change made on both
     # sides merges cleanly: a swarm's two bumps of one dependency are not a conflict)
@@ -339,6 +349,85 @@ def new_uses(pair: tuple[str | None, str], fresh: Mapping[tuple[str | None, str]
     if raw is not None:
         remember(USES, {key: found})
     return found
+
+
+def _their_work(repo: gitio.Repo, ledger: Ledger | None, siblings: Sequence[gitio.WorktreeInfo],
+                bases: Mapping[str, str | None]) -> dict[str, tuple[str, str]]:
+    """Each sibling's work as last recorded in the ledger (hooks, PostToolUse), else its
+    committed work: (its tree, its diff against the pair's base), a tree-to-tree diff that
+    never walks a worktree (two trees' diff never changes: kept by the pair of ids)."""
+    states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
+    pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
+    asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
+    more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir) for b, t in asked_trees])
+    fresh = dict(zip(asked_trees, more, strict=True))
+    remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
+    return {w.id: (states[w.id], (TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id]))
+                                  or b"").decode("utf-8", "replace")) for w in siblings}
+
+
+def _writing(targets: Sequence[Target], lives: Mapping[tuple[str, str], str]
+             ) -> dict[str, tuple[tuple[Range, ...], set[str], bytes]]:
+    """Per edited file whose text after the edit is known: the lines the edit writes
+    (against the file as it is now; an editor's buffer that is the live file already: its
+    own lines, as asked), the names those lines call, and the text after the edit. Files
+    whose edit writes no call: left out."""
+    out = {}
+    for t in targets:
+        if t.result is None or registry.dialect_of(t.path) is None:
+            continue
+        now = _read_bytes(lives.get(("", t.path), ""))
+        result = t.result.decode("utf-8", "replace")
+        if now is not None and now == t.result:
+            lines = tuple(t.ranges or ((1, result.count("\n") + 1),))
+        else:
+            lines = calls.added(None if now is None else now.decode("utf-8", "replace"),
+                                result)
+        names = calls.called(result, lines)
+        if names:
+            out[t.path] = (lines, names, t.result)
+    return out
+
+
+def _broken_calls(repo: gitio.Repo, ledger: Ledger | None, me: gitio.WorktreeInfo,
+                  siblings: Sequence[gitio.WorktreeInfo], bases: Mapping[str, str | None],
+                  base_blob: Mapping[tuple[str | None, str], bytes | None],
+                  writing: Mapping[str, tuple[tuple[Range, ...], set[str], bytes]],
+                  works: Mapping[str, tuple[str, str]]
+                  ) -> dict[tuple[str, str], tuple[decision.Call, ...]]:
+    """(sibling, path) -> the calls the edit writes there that the sibling's recorded
+    work leaves unbound, and whether this worktree must yield to them (a standing RA)."""
+    if not writing:
+        return {}
+    called = set().union(*(names for _, names, _ in writing.values()))
+    suspects = [w for w in siblings if called & calls.defined(works[w.id][1])]
+    if not suspects:
+        return {}
+    ours = Agent(me.id, me.path, me.branch, me.head)
+    edited = [calls.Edited(p, result, lines)
+              for p, (lines, _, result) in sorted(writing.items())]
+    try:
+        # the files after the edit, as blobs the symbol channel reads (written, as a
+        # snapshot's are: an object nothing refers to is git's to prune)
+        oids = {result: gitio.git(["hash-object", "-w", "--stdin"], cwd=repo.workdir,
+                                  input=result).stdout.decode().strip()
+                for _, _, result in writing.values()}
+        found = calls.new_calls(repo, ledger, ours, [
+            (Agent(w.id, w.path, w.branch, w.head, None, works[w.id][0]), bases[w.id])
+            for w in suspects], edited, base_blob, oids)
+    except Exception:  # the symbol machinery is optional evidence, never a failure
+        return {}
+    out: dict[tuple[str, str], tuple[decision.Call, ...]] = {}
+    for w, got in zip(suspects, found, strict=True):
+        held = None
+        if got and ledger is not None:
+            with contextlib.suppress(LedgerError):
+                held = ledger.held(me.id, w.id)
+        must_yield = held is not None and held[0] == me.id
+        for b in got:
+            out[w.id, b.path] = (*out.get((w.id, b.path), ()),
+                                 decision.Call(b.path, b.line, b.detail, must_yield))
+    return out
 
 
 def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]]:

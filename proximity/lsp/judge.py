@@ -113,7 +113,10 @@ def remap(found: Sequence[Finding], old: str, new: str, buffer_lines: int) -> li
 
 def placed(c: decision.Conflict, mine: Sequence[Range]) -> list[Range]:
     """Where a conflict with the person's edit is shown: their own lines that touch the
-    sibling's (a conflict, traffic near it), else their first changed lines."""
+    sibling's (a conflict, traffic near it), the call a sibling's change leaves unbound,
+    else their first changed lines."""
+    if c.evidence == "symbol" and c.lines:
+        return list(c.lines[:1])  # a call the edit writes that their change leaves unbound
     if c.lines is not None and c.path and c.evidence in ("conflict", "near", "merges"):
         hit = sorted({m for m, _ in intervals.touching(list(mine), list(c.lines))})
         if hit:

@@ -139,8 +139,10 @@ class Proximity(LanguageServer):
             theirs = judge.remap(doc.seen[1], doc.seen[0], text, size)
         doc.seen = (text, theirs)
         calls = judge.broken_calls(doc.signatures, text, where.rel, size)  # (typed ones too)
-        return theirs + calls + judge.conflicts(edit.result() if edit else None, mine or (),
-                                                size)
+        own = judge.conflicts(edit.result() if edit else None, mine or (), size)
+        # a call the person wrote that the check found unbound is said once, in its words
+        judged = {f.lines for f in own if f.evidence == "symbol"}
+        return theirs + [c for c in calls if c.lines not in judged] + own
 
     def head_text(self, where: Where) -> str | None:
         """The file as HEAD has it (remembered per HEAD commit)."""

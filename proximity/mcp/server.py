@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -22,7 +23,7 @@ from proximity.agents import output
 from proximity.agents.answer import CheckRequest, answer, of_specs
 from proximity.analysis import hunks
 from proximity.analysis.intervals import bounded_specs
-from proximity.errors import FatalError
+from proximity.errors import FatalError, UsageError
 from proximity.model import last_commit
 from proximity.snapshot import declared, workspace
 from proximity.tcas import pipeline
@@ -44,6 +45,7 @@ Paths = Annotated[list[str], Field(
     "with 1-based line ranges: 'src/app.py:40-60', 'src/app.py:3,10-12', or 'README.md' for "
     "the whole file", min_length=1)]
 DENY_ON = f"^({'|'.join(checkargs.DENY_ON)})$"
+MAX_CONTENT = 4 << 20  # characters of a file's text after an edit (an editor's buffer's bound)
 Repo = Annotated[str | None, Field(
     description="a directory inside the worktree to act for (default: where the server runs)")]
 
@@ -54,10 +56,20 @@ def _where(repo: str | None, default: str) -> str:
     return os.path.abspath(repo or default)
 
 
-def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str
-               ) -> DecisionDoc:
-    """`check PATH…`: the one answerer's answer, as `check --json` prints it."""
-    return output.doc(answer(of_specs(_where(repo, default), paths, deny_on)))
+def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str,
+               content: str | None = None) -> DecisionDoc:
+    """`check PATH…`: the one answerer's answer, as `check --json` prints it; with
+    ``content`` (one path: the whole file after the edit, as a harness's Write gives it)
+    the edit's own text is judged too (the calls it writes, the same change on both
+    sides)."""
+    req = of_specs(_where(repo, default), paths, deny_on)
+    if content is not None:
+        if len(req.edits) != 1:
+            raise UsageError("content is the text of one file after the edit: name one path")
+        if len(content) > MAX_CONTENT:
+            raise UsageError(f"content of {len(content)} characters: at most {MAX_CONTENT}")
+        req = replace(req, edits=(req.edits[0]._replace(result=content),))
+    return output.doc(answer(req))
 
 
 def check_merge_tool(ref: str, deny_on: str | None, repo: str | None, default: str
@@ -124,8 +136,12 @@ def build(default: str) -> Any:
                   description="'ra': deny only where the merge would conflict (default), "
                   "'ta': deny on any traffic, 'never': only ask",
                   pattern=DENY_ON)] = None,
-              repo: Repo = None) -> dict[str, Any]:
-        return run_tool(check_tool, paths, deny_on, repo, default)
+              repo: Repo = None,
+              content: Annotated[str | None, Field(
+                  description="with one path: the whole file as your edit will leave it; "
+                  "the calls it writes are checked against the siblings' changed "
+                  "definitions (their new signatures)")] = None) -> dict[str, Any]:
+        return run_tool(check_tool, paths, deny_on, repo, default, content)
 
     @server.tool(description="May this worktree merge (or rebase onto) this branch now? "
                  "What the merge would bring in is checked like edits of those lines, "

@@ -39,6 +39,9 @@ class Pairwise:
         self.reaches: dict[tuple[str, str], depgraph.Reach] = {}
         self.sets: dict[tuple[str, str], WorkingSet] = {}
         self.committed: dict[tuple[str, str], dict[str, FileChange]] = {}
+        # parseable files above which a first graph build is deferred (when the facts say
+        # to defer): the pre-edit check, judging one pair in a hook, never builds one
+        self.cold_files = COLD_GRAPH_FILES
 
     def working_set(self, agent: Agent, base_tree: str) -> WorkingSet:
         """The agent's working set against one base (memoised: pairs share bases)."""
@@ -76,7 +79,7 @@ class Pairwise:
         if loaded is None:
             files = self.repo.files(tree) if ref else {}
             if (self.facts.defer_cold_graph and not self.facts.graph_ever_built
-                    and sum(1 for p in files if registry.dialect_of(p)) > COLD_GRAPH_FILES):
+                    and sum(1 for p in files if registry.dialect_of(p)) > self.cold_files):
                 # the first graph of a large repository parses every file: not inside a
                 # hook. The dependency channel is unknown this time (never "clean"); the
                 # caller starts a background warm-up.

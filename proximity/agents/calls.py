@@ -1,0 +1,258 @@
+"""Calls that stop binding, for the pre-edit check: the scan's own symbol channel
+(channels/symbol.py over analysis/symbols/hazard.py) asked about two states of the code and
+their merge base, as the scan asks it about two worktrees. A merge that would leave a call
+in the resulting tree that no longer binds (the call on either side, the changed
+definition on the other), and an edit that adds a call to a function a live sibling
+changed, are judged by the very evidence the scan shows, in its words."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from proximity import config, gitio
+from proximity.agents import definitions
+from proximity.analysis.languages import registry
+from proximity.analysis.symbols import hazard
+from proximity.channels import symbol
+from proximity.channels.evidence import Evidence, Result
+from proximity.errors import ConfigError, LedgerError
+from proximity.ledger import Ledger
+from proximity.model import TEXT, Agent, Facts, FileChange, Finding, Range, WorkingSet
+from proximity.tcas.pairwise import Pairwise
+
+# what breaks a call (a changed behaviour is approach evidence, never a broken contract;
+# a missing argument that arrives undefined still runs: channels/symbol.py)
+CONTRACT = frozenset(("incompatible-call", "incompatible-method-call", "removed-used",
+                      "module-moved"))
+
+
+class Broken(NamedTuple):
+    """One call that stops binding: where the call is, the scan's words, and whether the
+    scan would make it a Resolution Advisory on its own (its calibrated probability)."""
+
+    path: str
+    line: int
+    detail: str
+    ra: bool
+
+
+class Pair(NamedTuple):
+    """One other side to judge against ours: its state, the pair's merge base, and our
+    side's working set when it is no tree of the repository (an edit about to be made;
+    None: our tree against that base)."""
+
+    theirs: Agent
+    base: str | None
+    mine: WorkingSet | None = None
+
+
+def unbound(repo: gitio.Repo, ledger: Ledger | None, ours: Agent, pairs: Sequence[Pair],
+            conflicted: Sequence[str] = ()) -> list[list[Broken]]:
+    """Per pair: the calls that stop binding between ``ours`` and ``theirs`` (their
+    states against the pair's base), both ways, judged as the scan judges a pair, with
+    one memo (import graph, resolver, parsed files) for all of them. ``conflicted``: the
+    paths git's merge of the two leaves conflicted (the merged program is judged only
+    when there are none and both sides are commits)."""
+    try:
+        cfg = config.load(repo.workdir)
+    except ConfigError:
+        cfg = config.Config()
+    # the scan's caches: a file's facts are parsed once, anywhere; the import graph only
+    # when a scan left it for this tree (a check never parses a whole repository: without
+    # it, the files' paths alone resolve imports, as a hook's first scan does)
+    facts = Facts(defer_cold_graph=True, graph_ever_built=False)
+    if ledger is not None:
+        with contextlib.suppress(LedgerError):
+            facts.imports_cache = ledger.cache("imports")
+            facts.symbols_cache = ledger.cache("symbols")
+            facts.graph_cache = ledger.cache("graph")
+    pw = Pairwise(repo, cfg, facts)
+    pw.cold_files = 0
+    exact = Result(1.0 if conflicted else 0.0,
+                   [Finding("conflict", 1.0, p, p) for p in conflicted])
+    out: list[list[Broken]] = []
+    for theirs, base, mine in pairs:
+        base_tree = repo.commit_tree(base) if base else gitio.EMPTY_TREE
+        wa = mine if mine is not None else pw.working_set(ours, base_tree)
+        wb = pw.working_set(theirs, base_tree)
+        if not wa.files or not wb.files:
+            out.append([])
+            continue
+        ev = Evidence(ours, theirs, wa, wb, base, base_tree, cfg, pw, agents=[ours, theirs],
+                      prior={"conflict": exact})
+        out.append([Broken(*_call_site(f), f.detail, f.score >= cfg.tau_ra)
+                    for f in symbol.run(ev).findings if f.kind in CONTRACT])
+    return out
+
+
+def _call_site(f: Finding) -> tuple[str, int]:
+    """The side of a finding that holds the call (the scan's words name it: "the call at
+    PATH:LINE", "new code at PATH:LINE"); the other side holds the changed definition."""
+    for path, ranges in (f.side(False), f.side(True)):
+        if ranges and f" at {path}:{ranges[0][0]}" in f.detail:
+            return path, ranges[0][0]
+    path, ranges = f.side(False)
+    return path, ranges[0][0] if ranges else 1
+
+
+
+# a call as an edit's new lines write it: the name before the parenthesis and the root
+# of its chain (``mod.f(``: a moved module's name); the symbol channel decides what it
+# binds to
+CALL = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)((?:\s*\.\s*[A-Za-z_$][\w$]*)*)\s*\(")
+WORD = re.compile(r"[A-Za-z_$][\w$]*")
+# what a diff's changed line defines: a header's name before its parenthesis, after
+# nothing but words (``def f(``, ``pub fn f<``, ``async fetch(``: a method in any language;
+# not ``return f(``), or after a type's definer (``class Cache:``)
+HEADER = re.compile(r"^\s*(?:(?!(?:return|await|yield|throw|raise|if|elif|while|for|else|new"
+                    r"|not|and|or|in|assert|del|case|go|defer)\b)[\w$]+\s+)*"
+                    r"([A-Za-z_$][\w$]*)\s*[(<]")
+TYPE = re.compile(r"\b(?:class|struct|interface|type|trait|enum)\s+([A-Za-z_$][\w$]*)")
+
+
+def added(old: str | None, new: str) -> tuple[Range, ...]:
+    """The lines of ``new`` that ``old`` does not have (an edit's added and rewritten
+    lines, as a line diff pairs them; all of them for a new file). The lines both share
+    at the start and the end are left out before any diff runs: an edit is small."""
+    b = new.split("\n")
+    if old is None:
+        return ((1, len(b)),)
+    a = old.split("\n")
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    ops = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail],
+                                  autojunk=False).get_opcodes()
+    return tuple((head + j1 + 1, head + j2) for tag, _i1, _i2, j1, j2 in ops
+                 if tag in ("replace", "insert"))
+
+
+def called(text: str, ranges: Sequence[Range]) -> set[str]:
+    """The names called in those lines of ``text``, with their chains' roots (a
+    definition's own line calls nothing)."""
+    rows = text.split("\n")
+    out: set[str] = set()
+    for s, e in ranges:
+        for row in rows[max(0, s - 1):e]:
+            if "(" in row and not definitions.DEF_NAME.match(row):
+                for name, rest in CALL.findall(row):
+                    out.add(rest.rsplit(".", 1)[-1].strip() if rest else name)
+                    out.add(name)
+    return out
+
+
+# what ``defined`` found, by the diff's digest: a process that answers many checks (the
+# resident service) reads each sibling's state once, not its text kept
+DEFINED: dict[bytes, frozenset[str]] = {}
+DEFINED_ENTRIES = 1024
+
+
+def defined(diff_text: str) -> frozenset[str]:
+    """The names a diff may have changed the definition of: what its changed lines
+    define, the enclosing definitions git names in its hunk headers (a constructor's
+    class), and the words of the paths it renames or deletes (a moved module)."""
+    key = hashlib.sha1(diff_text.encode("utf-8", "surrogateescape")).digest()
+    if key not in DEFINED:
+        if len(DEFINED) >= DEFINED_ENTRIES:
+            DEFINED.clear()
+        DEFINED[key] = _defined(diff_text)
+    return DEFINED[key]
+
+
+def _defined(diff_text: str) -> frozenset[str]:
+    out: set[str] = set()
+    for row in diff_text.split("\n"):
+        if row.startswith("@@"):
+            out.update(WORD.findall(row.split("@@", 2)[-1]))
+        elif row.startswith(("rename from ", "deleted file", "diff --git ")):
+            out.update(WORD.findall(row))
+        elif row[:1] in ("+", "-") and not row.startswith(("+++", "---")):
+            m = definitions.DEF_NAME.match(row[1:]) or HEADER.match(row[1:])
+            if m:
+                out.add(m.group(1))
+            out.update(TYPE.findall(row))
+    return frozenset(out)
+
+
+MAX_CALLERS = 200  # files of a tree read for calls of what a merge redefines, at most
+
+
+def redefined(diff_text: str) -> set[str]:
+    """The names whose definition header a diff's changed lines hold (``defined`` without
+    the hunk headers' and paths' words: names worth looking for in a whole tree)."""
+    out: set[str] = set()
+    for row in diff_text.split("\n"):
+        if row[:1] in ("+", "-") and not row.startswith(("+++", "---")):
+            m = definitions.DEF_NAME.match(row[1:]) or HEADER.match(row[1:])
+            out.update([m.group(1)] if m else [])
+            out.update(TYPE.findall(row))
+    return {n for n in out if len(n) > 2 and n not in hazard.AMBIENT}
+
+
+def callers(repo: gitio.Repo, tree: str, diff_text: str, changed: set[str]) -> WorkingSet:
+    """The files of ``tree`` that name what the diff redefines and that it leaves as they
+    are, each as a whole new file (all its code is read as the reader's): a call already
+    in this tree that the change breaks (a fast-forward brings only the change)."""
+    names = sorted(redefined(diff_text))
+    if not names:
+        return WorkingSet()
+    args = ["grep", "-l", "-w", "-F", *(x for n in names for x in ("-e", n)), tree]
+    found = gitio.git(args, repo.workdir, ok=(0, 1)).stdout.decode("utf-8", "replace")
+    paths = [ln.split(":", 1)[1] for ln in found.splitlines() if ":" in ln]
+    paths = [p for p in paths if p not in changed and registry.dialect_of(p)][:MAX_CALLERS]
+    if not paths:
+        return WorkingSet()
+    listed = gitio.git(["ls-tree", "-z", tree, "--", *paths], repo.workdir
+                       ).stdout.decode("utf-8", "surrogateescape")
+    files = {}
+    for entry in listed.split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            files[path] = FileChange(path, "A", TEXT, (), (), new_oid=parts[2])
+    return WorkingSet(files)
+
+
+class Edited(NamedTuple):
+    """A file an edit is about to write: its text after the edit, and the lines the edit
+    writes there."""
+
+    path: str
+    result: bytes
+    lines: tuple[Range, ...]
+
+
+def new_calls(repo: gitio.Repo, ledger: Ledger | None, me: Agent,
+              others: Sequence[tuple[Agent, str | None]], edited: Sequence[Edited],
+              base_blob: Mapping[tuple[str | None, str], bytes | None],
+              oids: Mapping[bytes, str]) -> list[list[Broken]]:
+    """Per other side (its state, the pair's base): the calls an edit writes that no
+    longer bind to a definition it changed: the scan's symbol evidence with this side's
+    new code the edit's lines alone. ``base_blob``: (base, path) -> the file there (None:
+    no such file); ``oids``: each result's blob, written already."""
+    files: dict[str | None, dict[str, FileChange]] = {}
+    for _, base in others:
+        for e in edited:
+            was = base_blob.get((base, e.path))
+            old = blob_id(was) if was is not None else ""
+            files.setdefault(base, {})[e.path] = FileChange(
+                e.path, "M" if old else "A", TEXT, (), e.lines, old_oid=old,
+                new_oid=oids[e.result])
+    found = unbound(repo, ledger, me, [Pair(theirs, base, WorkingSet(dict(files[base])))
+                                       for theirs, base in others])
+    spans = {e.path: e.lines for e in edited}
+    return [[b for b in got if any(s <= b.line <= t for s, t in spans.get(b.path, ()))]
+            for got in found]
+
+
+def blob_id(data: bytes) -> str:
+    """git's id of a blob of ``data`` (the base's blob is in the object store already)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
