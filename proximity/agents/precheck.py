@@ -359,7 +359,8 @@ def _their_work(repo: gitio.Repo, ledger: Ledger | None, siblings: Sequence[giti
     states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
     pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
     asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
-    more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir) for b, t in asked_trees])
+    more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir) for b, t in asked_trees],
+                          env=repo.objects_env())  # (recorded trees: the store)
     fresh = dict(zip(asked_trees, more, strict=True))
     remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
     return {w.id: (states[w.id], (TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id]))
