@@ -894,3 +894,20 @@ def test_a_write_past_the_size_limit_is_let_through_saying_why(pair, service, mo
     out = hook(a, "gemini", {"tool_name": "write_file", "cwd": str(a),
                              "tool_input": {"file_path": str(a / "app.txt"), "content": big}})
     assert set(out) == {"systemMessage"} and "over the 4 MiB" in out["systemMessage"], out
+
+
+def test_two_recorded_changes_that_meet_do_not_deny_each_other(pair, capsys):
+    """Both sides' recorded work already meets on one line and no scan has told either to
+    yield (neither reached a commit): the side whose work on the file began first goes on
+    (asked), the later one is denied naming it -- never both denied, each waiting for the
+    other to land."""
+    sp, a, b = pair
+    sp.write(a, "app.txt", APP.replace("line 12\n", "line 12 by a\n"))
+    assert main(["snapshot", "-C", str(a)]) == 0
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 by b\n"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    _, first = run_check(a, "app.txt:12", capsys=capsys)
+    _, later = run_check(b, "app.txt:12", capsys=capsys)
+    assert first["decision"] == "ask", first["reason"]
+    assert later["decision"] == "deny" and "'a'" in later["reason"]

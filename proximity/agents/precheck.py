@@ -583,7 +583,9 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     ledger = open_ledger(repo)
     try:
         sides = gather(repo, tg, ledger, merging, merged)
-        behind = yielding_to(ledger, repo.current().id, {s.agent for s in sides}) | {*steer}
+        me = repo.current().id
+        behind = yielding_to(ledger, me, {s.agent for s in sides}) | {*steer}
+        behind |= came_later(ledger, me, sides, behind)
     finally:
         if ledger is not None:
             ledger.close()
@@ -688,6 +690,33 @@ def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:
             return set()
         if got is not None and got[0] == other:
             out.add(other)
+    return out
+
+
+def came_later(ledger: Ledger | None, me: str, sides: Sequence[decision.Side],
+               known: Collection[str]) -> set[str]:
+    """Siblings with no standing decision toward this worktree whose live work on the
+    requested files began after this worktree's own (the ledger's order, which every
+    worktree reads alike): until a scan tells one side to yield, the side that was there
+    first goes on (asked) and the later one is denied. Without it two worktrees whose
+    recorded changes already meet deny each other's every edit and wait for each other
+    to land (the scan that would decide runs at a commit neither can reach)."""
+    if ledger is None:
+        return set()
+    paths: dict[str, set[str]] = {}
+    for sd in sides:
+        if sd.agent not in known and sd.agent != me and sd.diff is not None:
+            paths.setdefault(sd.agent, set()).add(sd.path)
+    out = set()
+    try:
+        for other, files in paths.items():
+            if ledger.held(me, other) is not None:
+                continue  # a standing decision speaks (yielding_to read it)
+            mine, theirs = ledger.reached(me, sorted(files)), ledger.reached(other, sorted(files))
+            if mine is not None and theirs is not None and mine < theirs:
+                out.add(other)
+    except LedgerError:
+        return set()
     return out
 
 

@@ -236,9 +236,9 @@ def build(files: Mapping[str, str], read: Callable[[str], bytes],
 def follows(delta: Mapping[str, tuple[str, str]], files: Collection[str]) -> bool:
     """Whether the graph of one tree follows to a tree ``delta`` (path -> (status, new
     blob)) away, file by file: only files of ``files`` modified in place, no module
-    manifest (go.mod…) among them. Every other file's imports then resolve as they did
-    (resolution reads the set of paths and the module roots alone), so only the modified
-    files' own edges change."""
+    manifest (a language's file of module roots) among them. Every other file's imports
+    then resolve as they did (resolution reads the set of paths and the module roots
+    alone), so only the modified files' own edges change."""
     manifests = manifest_names()
     return all(st == "M" and p in files and posixpath.basename(p) not in manifests
                for p, (st, _oid) in delta.items())

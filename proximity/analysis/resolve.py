@@ -41,8 +41,8 @@ class Resolver:
 
 
 def manifest_names() -> set[str]:
-    """The file names that declare module roots (go.mod…): a change of one may change how
-    every file's imports resolve."""
+    """The file names that declare module roots (each language's manifest): a change of
+    one may change how every file's imports resolve."""
     return {lang.manifest.file for lang in registry.LANGUAGES if lang.manifest}
 
 
