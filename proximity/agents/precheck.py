@@ -695,12 +695,13 @@ def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:
 
 def came_later(ledger: Ledger | None, me: str, sides: Sequence[decision.Side],
                known: Collection[str]) -> set[str]:
-    """Siblings with no standing decision toward this worktree whose live work on the
-    requested files began after this worktree's own (the ledger's order, which every
-    worktree reads alike): until a scan tells one side to yield, the side that was there
-    first goes on (asked) and the later one is denied. Without it two worktrees whose
-    recorded changes already meet deny each other's every edit and wait for each other
-    to land (the scan that would decide runs at a commit neither can reach)."""
+    """Siblings with no standing decision toward this worktree whose live, uncommitted run
+    of changes on the requested files began after this worktree's own (the ledger's
+    order, which every worktree reads alike): until a scan tells one side to yield, the
+    side that was there first goes on (asked) and the later one is denied. Without it two
+    worktrees whose uncommitted changes already meet deny each other's every edit and
+    wait for each other to land (the scan that would decide runs at a commit neither can
+    reach). Committed work keeps the plain rule: an edit of its lines is denied."""
     if ledger is None:
         return set()
     paths: dict[str, set[str]] = {}
@@ -712,12 +713,20 @@ def came_later(ledger: Ledger | None, me: str, sides: Sequence[decision.Side],
         for other, files in paths.items():
             if ledger.held(me, other) is not None:
                 continue  # a standing decision speaks (yielding_to read it)
-            mine, theirs = ledger.reached(me, sorted(files)), ledger.reached(other, sorted(files))
+            mine, theirs = (live_since(ledger, x, files) for x in (me, other))
             if mine is not None and theirs is not None and mine < theirs:
                 out.add(other)
     except LedgerError:
         return set()
     return out
+
+
+def live_since(ledger: Ledger, stream: str, files: Collection[str]) -> int | None:
+    """The ledger order at which ``stream``'s present uncommitted run of changes on
+    ``files`` began (a commit ends it here), None when it has none recorded."""
+    seq = ledger.reached(stream, sorted(files))
+    last = ledger.last_event(stream)
+    return seq if seq is not None and last is not None and seq <= last.seq else None
 
 
 def open_ledger(repo: gitio.Repo) -> Ledger | None:
