@@ -911,3 +911,25 @@ def test_two_recorded_changes_that_meet_do_not_deny_each_other(pair, capsys):
     _, later = run_check(b, "app.txt:12", capsys=capsys)
     assert first["decision"] == "ask", first["reason"]
     assert later["decision"] == "deny" and "'a'" in later["reason"]
+
+
+def test_a_wait_cycle_across_files_lets_the_first_waiter_go(space, capsys):
+    """a holds uncommitted changes on x.txt, b on y.txt, and each one's next edit is on the
+    other's lines: each is denied for the other's work and neither can commit, nor land.
+    The one that was denied first goes on when it asks again (asked); the other stays
+    denied -- one order, never both waiting on each other."""
+    sp = space({"x.txt": lines(10), "y.txt": lines(10)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "x.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
+    assert main(["snapshot", "-C", str(a)]) == 0
+    sp.write(b, "y.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    _, b_first = run_check(b, "x.txt:5", capsys=capsys)
+    assert b_first["decision"] == "deny" and "'a'" in b_first["reason"]
+    _, a_first = run_check(a, "y.txt:5", capsys=capsys)
+    assert a_first["decision"] == "deny" and "'b'" in a_first["reason"]
+    _, b_again = run_check(b, "x.txt:5", capsys=capsys)
+    _, a_again = run_check(a, "y.txt:5", capsys=capsys)
+    assert b_again["decision"] == "ask", b_again["reason"]
+    assert a_again["decision"] == "deny" and "'b'" in a_again["reason"]

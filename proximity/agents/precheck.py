@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
@@ -601,8 +602,55 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     # a sibling in the way may hold other worktrees' work, not its own (the main checkout
     # that merged a lane and could not push it yet): right-of-way is that work's
     denying = {c.agent for c in d.conflicts if c.level == decision.RA} - behind
-    more = holding_yielders(repo, repo.current().id, denying) if denying else set()
-    return decision.decide(sides, policy, behind | more) if more else d
+    more = holding_yielders(repo, me, denying) if denying else set()
+    more |= waited_first(repo, me, denying - more)
+    d = decision.decide(sides, policy, behind | more) if more else d
+    if d.decision == decision.DENY:
+        waiting(repo, me, {c.agent for c in d.conflicts if c.level == decision.RA})
+    return d
+
+
+def waited_first(repo: gitio.Repo, me: str, holders: Collection[str]) -> set[str]:
+    """Holders that themselves wait on this worktree (denied for its work, asking again)
+    while it waited on them first: a wait cycle across files -- each holds uncommitted
+    changes the other's next edit meets, neither can reach the commit whose scan would
+    decide, neither lands. The one that waited first goes on (asked); the other stays
+    denied, and rebases once the first has landed."""
+    if not holders:
+        return set()
+    ledger = open_ledger(repo)
+    if ledger is None:
+        return set()
+    now, out = time.time(), set()
+    try:
+        for h in holders:
+            theirs = ledger.waits_since(h, me, now)
+            if theirs is None:
+                continue
+            mine = ledger.waits_since(me, h, now)
+            if mine is not None and (mine, me) < (theirs, h):
+                out.add(h)
+    except LedgerError:
+        return set()
+    finally:
+        ledger.close()
+    return out
+
+
+def waiting(repo: gitio.Repo, me: str, holders: Collection[str]) -> None:
+    """Record that this worktree was denied for ``holders``' work (see waited_first); a
+    ledger that cannot be written leaves the waits unrecorded, never the answer."""
+    if not holders:
+        return
+    ledger = open_ledger(repo)
+    if ledger is None:
+        return
+    try:
+        ledger.wait(me, holders, time.time())
+    except LedgerError:
+        pass
+    finally:
+        ledger.close()
 
 
 def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:

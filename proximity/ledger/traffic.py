@@ -10,6 +10,10 @@ from collections.abc import Callable, Collection, Mapping
 from proximity.ledger import clocks
 from proximity.ledger.events import Events
 
+# a wait on a holder stands while the waiter asks again and is denied within this many
+# seconds (an agent retries within one; one that stopped asking waits on nobody)
+WAIT_FRESH = 120.0
+
 
 class Traffic(Events):
     """What right-of-way and closure read: who reached contested files first, standing
@@ -54,6 +58,32 @@ class Traffic(Events):
         # first seen now: after every event so far (else a side that skipped its hooks
         # took right-of-way from its worktree-add event)
         return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]) + 1
+
+    # -- who waits on whom (the pre-edit check's denies) -----------------------------------
+    def wait(self, waiter: str, holders: Collection[str], now: float) -> None:
+        """``waiter`` was denied for ``holders``' work: since when it waits on each (an
+        earlier wait that still stands keeps its time)."""
+        with self.tx() as db:
+            db.executemany(
+                "INSERT INTO cache VALUES ('waits', ?, ?) ON CONFLICT(kind, key) DO UPDATE "
+                "SET value = CASE WHEN json_extract(value, '$[1]') >= ? THEN "
+                "json_array(json_extract(value, '$[0]'), ?) ELSE excluded.value END",
+                [(f"{waiter}\t{h}", json.dumps([now, now]), now - WAIT_FRESH, now)
+                 for h in holders])
+
+    def waits_since(self, waiter: str, holder: str, now: float) -> float | None:
+        """Since when ``waiter`` has waited on ``holder`` (asked again and denied within
+        the last WAIT_FRESH seconds each time), or None."""
+        row = self.db.execute("SELECT value FROM cache WHERE kind='waits' AND key=?",
+                              (f"{waiter}\t{holder}",)).fetchone()
+        try:
+            got = json.loads(row[0]) if row else None
+            if not isinstance(got, list) or len(got) != 2:
+                return None
+            since, last = float(got[0]), float(got[1])
+        except (ValueError, TypeError):
+            return None
+        return since if now - last <= WAIT_FRESH else None
 
     def held(self, a: str, b: str) -> tuple[str, int, int] | None:
         """The pair's standing right-of-way decision: (the side told to yield, the ledger
