@@ -898,19 +898,22 @@ def test_a_write_past_the_size_limit_is_let_through_saying_why(pair, service, mo
 
 def test_two_recorded_changes_that_meet_do_not_deny_each_other(pair, capsys):
     """Both sides' recorded work already meets on one line and no scan has told either to
-    yield (neither reached a commit): the side whose work on the file began first goes on
-    (asked), the later one is denied naming it -- never both denied, each waiting for the
-    other to land."""
+    yield (neither reached a commit): each is denied once for the other's work, then the
+    one denied first goes on when it asks again (asked) and the other stays denied --
+    never both denied, each waiting for the other to land."""
     sp, a, b = pair
     sp.write(a, "app.txt", APP.replace("line 12\n", "line 12 by a\n"))
     assert main(["snapshot", "-C", str(a)]) == 0
     sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 by b\n"))
     assert main(["snapshot", "-C", str(b)]) == 0
     capsys.readouterr()
-    _, first = run_check(a, "app.txt:12", capsys=capsys)
-    _, later = run_check(b, "app.txt:12", capsys=capsys)
-    assert first["decision"] == "ask", first["reason"]
-    assert later["decision"] == "deny" and "'a'" in later["reason"]
+    _, a_first = run_check(a, "app.txt:12", capsys=capsys)
+    _, b_first = run_check(b, "app.txt:12", capsys=capsys)
+    assert a_first["decision"] == b_first["decision"] == "deny"
+    _, a_again = run_check(a, "app.txt:12", capsys=capsys)
+    _, b_again = run_check(b, "app.txt:12", capsys=capsys)
+    assert a_again["decision"] == "ask", a_again["reason"]
+    assert b_again["decision"] == "deny" and "'a'" in b_again["reason"]
 
 
 def test_a_wait_cycle_across_files_lets_the_first_waiter_go(space, capsys):

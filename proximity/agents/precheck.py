@@ -586,7 +586,6 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
         sides = gather(repo, tg, ledger, merging, merged)
         me = repo.current().id
         behind = yielding_to(ledger, me, {s.agent for s in sides}) | {*steer}
-        behind |= came_later(ledger, me, sides, behind)
     finally:
         if ledger is not None:
             ledger.close()
@@ -739,42 +738,6 @@ def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:
         if got is not None and got[0] == other:
             out.add(other)
     return out
-
-
-def came_later(ledger: Ledger | None, me: str, sides: Sequence[decision.Side],
-               known: Collection[str]) -> set[str]:
-    """Siblings with no standing decision toward this worktree whose live, uncommitted run
-    of changes on the requested files began after this worktree's own (the ledger's
-    order, which every worktree reads alike): until a scan tells one side to yield, the
-    side that was there first goes on (asked) and the later one is denied. Without it two
-    worktrees whose uncommitted changes already meet deny each other's every edit and
-    wait for each other to land (the scan that would decide runs at a commit neither can
-    reach). Committed work keeps the plain rule: an edit of its lines is denied."""
-    if ledger is None:
-        return set()
-    paths: dict[str, set[str]] = {}
-    for sd in sides:
-        if sd.agent not in known and sd.agent != me and sd.diff is not None:
-            paths.setdefault(sd.agent, set()).add(sd.path)
-    out = set()
-    try:
-        for other, files in paths.items():
-            if ledger.held(me, other) is not None:
-                continue  # a standing decision speaks (yielding_to read it)
-            mine, theirs = (live_since(ledger, x, files) for x in (me, other))
-            if mine is not None and theirs is not None and mine < theirs:
-                out.add(other)
-    except LedgerError:
-        return set()
-    return out
-
-
-def live_since(ledger: Ledger, stream: str, files: Collection[str]) -> int | None:
-    """The ledger order at which ``stream``'s present uncommitted run of changes on
-    ``files`` began (a commit ends it here), None when it has none recorded."""
-    seq = ledger.reached(stream, sorted(files))
-    last = ledger.last_event(stream)
-    return seq if seq is not None and last is not None and seq <= last.seq else None
 
 
 def open_ledger(repo: gitio.Repo) -> Ledger | None:
