@@ -72,3 +72,18 @@ def private_file(path: str) -> None:
     except FileExistsError:
         return
     os.close(fd)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs: a directory, buffer or object store it left is
+    cleaned only once it is gone. Another user's process counts as alive (not ours to
+    judge gone); 0 and negative ids name process groups, never one process."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

@@ -69,7 +69,7 @@ def sweep(ecm_dir: str, pid: int | None = None) -> int:
     gone = 0
     for name in _names(d):
         writer = _pid(name)
-        if writer is not None and (writer == (pid or os.getpid()) or not _alive(writer)):
+        if writer is not None and (writer == (pid or os.getpid()) or not owned.alive(writer)):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(d, name))
                 gone += 1
@@ -111,7 +111,7 @@ def live(found: Listing, worktree: str, rel: str, disk: str) -> str | None:
         except OSError:
             continue
         if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid()
-                or st.st_size > MAX_BYTES or st.st_mtime_ns < on_disk or not _alive(writer)):
+                or st.st_size > MAX_BYTES or st.st_mtime_ns < on_disk or not owned.alive(writer)):
             continue
         if best is None or st.st_mtime_ns > best[0]:
             best = (st.st_mtime_ns, path)
@@ -129,12 +129,3 @@ def _pid(name: str) -> int | None:
     head, _, tail = name.rpartition(".")
     return int(tail) if head and tail.isdigit() and 0 < int(tail) < 1 << 31 else None
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # (another user's process: not ours to judge dead)
-    return True

@@ -23,6 +23,8 @@ import tempfile
 import threading
 import time
 
+from proximity import owned
+
 PREFIX = "proximity-files-"
 FILES = 256  # files kept before the stale ones are removed
 STALE = 60.0  # seconds since a file was last used before it may be removed
@@ -84,19 +86,10 @@ def sweep(parent: str) -> None:
         path = os.path.join(parent, name)
         with contextlib.suppress(OSError, ValueError):
             st = os.lstat(path)
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or _alive(int(pid)):
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or owned.alive(int(pid)):
                 continue
             shutil.rmtree(path, ignore_errors=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # (another user's process: not ours to judge gone)
-    return pid > 0
 
 
 def _tidy(d: str) -> None:

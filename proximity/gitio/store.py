@@ -306,15 +306,6 @@ def gc(store: ObjectStore, live: Iterable[str], shadows: Mapping[str, str],
     return {"pins": dropped, "objects": max(0, before - count())}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # (another user's: not ours to judge)
-    return True
-
 
 def stale_scratch_stores(now: float | None = None, alive: Mapping[int, bool] | None = None
                          ) -> list[str]:
@@ -337,7 +328,7 @@ def stale_scratch_stores(now: float | None = None, alive: Mapping[int, bool] | N
         except OSError:
             continue
         pid = int(m.group(1))
-        gone = not (alive.get(pid, True) if alive is not None else _alive(pid))
+        gone = not (alive.get(pid, True) if alive is not None else owned.alive(pid))
         if st.st_uid == os.getuid() and now - st.st_mtime > GRACE and gone:
             out.append(full)
     return out

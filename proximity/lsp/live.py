@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from proximity import layout, unsaved
+from proximity import layout, owned, unsaved
 
 Stat = tuple[int, int, int] | None
 INTERVAL = 0.2  # seconds between looks
@@ -121,7 +121,7 @@ class Looker:
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
-            if self.parent and not _alive(self.parent):
+            if self.parent and not owned.alive(self.parent):
                 self._orphaned()
                 return
             try:
@@ -131,12 +131,3 @@ class Looker:
             if moved:
                 self._changed(moved)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
