@@ -135,6 +135,7 @@ if TYPE_CHECKING:
         evidence: str  # conflict | merges | near | same-file | intent | symbol
         detail: str
         lines: list[list[int]] | None  # ``ranges`` in this worktree's file now (None: not known)
+        right_of_way: bool  # they yield to this worktree here: this side goes on, they steer
 
     class MergeDoc(TypedDict):
         """What a checked merge would bring in (`check --merge --json`'s ``merge``)."""

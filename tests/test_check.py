@@ -936,3 +936,27 @@ def test_a_wait_cycle_across_files_lets_the_first_waiter_go(space, capsys):
     _, a_again = run_check(a, "y.txt:5", capsys=capsys)
     assert b_again["decision"] == "ask", b_again["reason"]
     assert a_again["decision"] == "deny" and "'b'" in a_again["reason"]
+
+
+def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
+    """a waits on b, b on c, c on a (each holds uncommitted lines the next one's edit
+    meets): no two of them wait on each other, yet none can move. The member whose wait is
+    the oldest goes on -- asked, with the right-of-way marked -- and the other two stay
+    denied."""
+    sp = space({"x.txt": lines(10), "y.txt": lines(10), "z.txt": lines(10)})
+    a, b, c = sp.wt("a"), sp.wt("b"), sp.wt("c")
+    for wt, path in ((a, "x.txt"), (b, "y.txt"), (c, "z.txt")):
+        sp.write(wt, path, lines(10).replace("line 5\n", f"line 5 by {wt.name}\n"))
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    asks = ((a, "y.txt:5", "'b'"), (b, "z.txt:5", "'c'"), (c, "x.txt:5", "'a'"))
+    for wt, spec, holder in asks:  # each denied once, in this order: a's wait is the oldest
+        _, first = run_check(wt, spec, capsys=capsys)
+        assert first["decision"] == "deny" and holder in first["reason"], first["reason"]
+    (_, a_again), (_, b_again), (_, c_again) = (run_check(wt, spec, capsys=capsys)
+                                                for wt, spec, _ in asks)
+    assert a_again["decision"] == "ask", a_again["reason"]
+    assert [x["right_of_way"] for x in a_again["conflicts"] if x["agent"] == "b"] == [True]
+    assert b_again["decision"] == "deny" and "'c'" in b_again["reason"]
+    assert c_again["decision"] == "deny" and "'a'" in c_again["reason"]
+    assert all(not x["right_of_way"] for x in b_again["conflicts"] + c_again["conflicts"])

@@ -119,6 +119,32 @@ async def test_open_shows_the_siblings_lines_and_an_unsaved_conflict_is_an_error
 
 
 @pytest.mark.asyncio
+async def test_right_of_way_on_the_persons_lines_is_information_not_a_warning(
+        client: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
+    """A person who goes first in a wait cycle (denied for b's work before b was denied
+    for theirs) sees b's lines as their right-of-way: information to go on with, never a
+    warning they would stop at while b waits on them."""
+    sp, a, b = work
+    sp.write(a, "other.txt", lines(5).replace("line 3\n", "line 3 by a\n"))
+    for wt in (a, b):
+        subprocess.run([*SERVER[:-1], "snapshot", "-C", str(wt)], check=True,
+                       capture_output=True)
+    for wt, spec in ((a, "app.txt:12"), (b, "other.txt:3")):  # a waits first, then b
+        got = subprocess.run([*SERVER[:-1], "check", "--json", spec], cwd=wt,
+                             capture_output=True, text=True)
+        assert json.loads(got.stdout)["decision"] == "deny", got.stdout
+    u = open_doc(client, a / "app.txt")
+    change(client, u, 2, APP.replace("line 12\n", "line 12 typed by a\n"))
+    ds = await diagnostics(client, u, lambda d: any(
+        "right-of-way" in x.message for x in d))
+    assert lines_of(ds, types.DiagnosticSeverity.Error) == []
+    assert lines_of(ds, types.DiagnosticSeverity.Warning) == []
+    (mine,) = [x for x in ds if "right-of-way" in x.message]
+    assert mine.severity == types.DiagnosticSeverity.Information and mine.range.start.line == 11
+    assert "you have right-of-way here" in mine.message and "'b'" in mine.message
+
+
+@pytest.mark.asyncio
 async def test_the_same_change_as_theirs_is_not_a_conflict(client: LanguageClient,
                                                             work) -> None:  # type: ignore[no-untyped-def]
     _sp, a, _b = work

@@ -92,6 +92,9 @@ class Conflict(NamedTuple):
     # ``ranges`` as lines of this worktree's file now (where an editor shows them), for
     # evidence in the requested path; None: in another file (symbol), or not known
     lines: tuple[Range, ...] | None = None
+    # the sibling yields to this worktree here (told to, or it entered a wait cycle after
+    # this side): a collision this side goes on with, and the other steers
+    right_of_way: bool = False
 
 
 class Decision(NamedTuple):
@@ -188,7 +191,8 @@ def decide(sides: Sequence[Side], deny_on: str = "ra",
     if deny_on not in DENY_ON:
         raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(DENY_ON)})")
     found = [c for s in sides for c in evidence(s)]
-    found = [c._replace(level=TA, detail=c.detail + f" ({text(c.agent)} was told to yield to "
+    found = [c._replace(level=TA, right_of_way=True,
+                        detail=c.detail + f" ({text(c.agent)} was told to yield to "
                         "you here: you have right-of-way, they steer)")
              if c.agent in behind and c.level == RA else c for c in found]
     found.sort(key=lambda c: ({RA: 0, TA: 1}.get(c.level, 2), c.evidence != "conflict",
@@ -214,7 +218,8 @@ def decision_json(d: Decision) -> DecisionDoc:
             "conflicts": [{"agent": c.agent, "branch": c.branch, "path": c.path,
                            "ranges": [list(r) for r in c.ranges], "hunk": c.hunk,
                            "level": c.level, "evidence": c.evidence, "detail": c.detail,
-                           "lines": None if c.lines is None else [list(r) for r in c.lines]}
+                           "lines": None if c.lines is None else [list(r) for r in c.lines],
+                           "right_of_way": c.right_of_way}
                           for c in d.conflicts]}
 
 

@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from proximity import gitfiles, gitio, unsaved
-from proximity.agents import calls, decision, definitions, scratch
+from proximity.agents import calls, decision, definitions, scratch, waits
 from proximity.analysis import hunks
 from proximity.analysis.intervals import MAX_PATH_BYTES
 from proximity.analysis.languages import registry
@@ -602,54 +602,37 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     # that merged a lane and could not push it yet): right-of-way is that work's
     denying = {c.agent for c in d.conflicts if c.level == decision.RA} - behind
     more = holding_yielders(repo, me, denying) if denying else set()
-    more |= waited_first(repo, me, denying - more)
     d = decision.decide(sides, policy, behind | more) if more else d
-    if d.decision == decision.DENY:
-        waiting(repo, me, {c.agent for c in d.conflicts if c.level == decision.RA})
+    if d.decision != decision.DENY:
+        return d
+    return wait_cycles(repo, me, sides, policy, behind | more, d)
+
+
+def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
+                behind: set[str], d: decision.Decision) -> decision.Decision:
+    """A deny, given the waits: the holders whose wait cycle this worktree goes first in
+    (agents/waits.py) yield to it, and the deny that stands is recorded as this worktree's
+    wait on each holder still denying it. One ledger open; a ledger that cannot be read or
+    written leaves the waits as they are, never the answer."""
+    denying = {c.agent for c in d.conflicts if c.level == decision.RA} - behind
+    ledger = open_ledger(repo)
+    if ledger is None:
+        return d
+    now = time.time()
+    try:
+        try:
+            standing = ledger.waits(now)
+        except LedgerError:
+            standing = {}
+        first = {h for h in denying if waits.goes_first(standing, me, h)}
+        if first:
+            d = decision.decide(sides, policy, behind | first)
+        if d.decision == decision.DENY:
+            with contextlib.suppress(LedgerError):
+                ledger.wait(me, {c.agent for c in d.conflicts if c.level == decision.RA}, now)
+    finally:
+        ledger.close()
     return d
-
-
-def waited_first(repo: gitio.Repo, me: str, holders: Collection[str]) -> set[str]:
-    """Holders that themselves wait on this worktree (denied for its work, asking again)
-    while it waited on them first: a wait cycle across files -- each holds uncommitted
-    changes the other's next edit meets, neither can reach the commit whose scan would
-    decide, neither lands. The one that waited first goes on (asked); the other stays
-    denied, and rebases once the first has landed."""
-    if not holders:
-        return set()
-    ledger = open_ledger(repo)
-    if ledger is None:
-        return set()
-    now, out = time.time(), set()
-    try:
-        for h in holders:
-            theirs = ledger.waits_since(h, me, now)
-            if theirs is None:
-                continue
-            mine = ledger.waits_since(me, h, now)
-            if mine is not None and (mine, me) < (theirs, h):
-                out.add(h)
-    except LedgerError:
-        return set()
-    finally:
-        ledger.close()
-    return out
-
-
-def waiting(repo: gitio.Repo, me: str, holders: Collection[str]) -> None:
-    """Record that this worktree was denied for ``holders``' work (see waited_first); a
-    ledger that cannot be written leaves the waits unrecorded, never the answer."""
-    if not holders:
-        return
-    ledger = open_ledger(repo)
-    if ledger is None:
-        return
-    try:
-        ledger.wait(me, holders, time.time())
-    except LedgerError:
-        pass
-    finally:
-        ledger.close()
 
 
 def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:

@@ -71,19 +71,20 @@ class Traffic(Events):
                 [(f"{waiter}\t{h}", json.dumps([now, now]), now - WAIT_FRESH, now)
                  for h in holders])
 
-    def waits_since(self, waiter: str, holder: str, now: float) -> float | None:
-        """Since when ``waiter`` has waited on ``holder`` (asked again and denied within
-        the last WAIT_FRESH seconds each time), or None."""
-        row = self.db.execute("SELECT value FROM cache WHERE kind='waits' AND key=?",
-                              (f"{waiter}\t{holder}",)).fetchone()
-        try:
-            got = json.loads(row[0]) if row else None
-            if not isinstance(got, list) or len(got) != 2:
-                return None
-            since, last = float(got[0]), float(got[1])
-        except (ValueError, TypeError):
-            return None
-        return since if now - last <= WAIT_FRESH else None
+    def waits(self, now: float) -> dict[tuple[str, str], float]:
+        """Every wait that stands now: (waiter, holder) -> since when (asked again and denied
+        within the last WAIT_FRESH seconds each time)."""
+        out: dict[tuple[str, str], float] = {}
+        for key, value in self.db.execute("SELECT key, value FROM cache WHERE kind='waits'"):
+            waiter, tab, holder = str(key).partition("\t")
+            try:
+                got = json.loads(value)
+                since, last = float(got[0]), float(got[1])
+            except (ValueError, TypeError, IndexError, KeyError):
+                continue
+            if tab and now - last <= WAIT_FRESH:
+                out[(waiter, holder)] = since
+        return out
 
     def held(self, a: str, b: str) -> tuple[str, int, int] | None:
         """The pair's standing right-of-way decision: (the side told to yield, the ledger
