@@ -46,12 +46,13 @@ blocked push waits a step. Counted: landings whose rebase or merge conflicted
 landings after which the trunk is broken (``broken_at_landing``: ``--verify CMD``, the
 repository's own tests, fails where it passed before; without CMD, a changed file no longer
 compiles: ``python -m py_compile``, ``node --check``), waiting steps, the makespan, deadlocks
-(no participant moved for ``--stall`` steps; broken by letting the longest waiter go
-ahead), needless denies (the denied file is not among the files where the participant's
-planned branch and the holder's conflict under ``git merge-tree``), lost and doubled events
-(commits made with no, or more than one, ``kind='commit'`` event in the ledger), and of
-proximity itself (``swarm_measure.py``): the service's peak RSS, the pre-edit check's and
-each hook's latency.
+(no participant moved for ``--stall`` steps, or a cycle of waiters -- each waiting on the
+next's work -- stood for ``--stall`` re-asks while others moved; either broken by letting
+the longest waiter go ahead), needless denies (the denied file is not among the files
+where the participant's planned branch and the holder's conflict under ``git merge-tree``),
+lost and doubled events (commits made with no, or more than one, ``kind='commit'`` event
+in the ledger), and of proximity itself (``swarm_measure.py``): the service's peak RSS, the
+pre-edit check's and each hook's latency.
 
     python benchmarks/swarm.py --git-dir DIR --agents 10 --policy all --seed 1 \\
         --contention hot --verify CMD --humans 2 --land-from main --json OUT
@@ -128,6 +129,10 @@ class Tally:
     waiting_steps: int = 0
     makespan_steps: int = 0
     deadlocks: int = 0
+    # of those, cycles of waiters (each waiting on the next's work) that stood for --stall
+    # re-asks while others moved on: a gridlock the global stall count cannot see
+    wait_cycles: int = 0
+    cycle_log: list[dict[str, Any]] = field(default_factory=list)
     needless_denies: int = 0
     denies: int = 0
     asks: int = 0
@@ -181,6 +186,7 @@ class Swarm:
         self.env = {"PROXIMITY_SERVICE_IDLE": "120"}
         self.people: list[Participant] = []
         self.editors: dict[str, Human] = {}  # each person's editor session, while working
+        self.cycle_age: dict[frozenset[str], int] = {}  # standing wait cycles, steps stood
         self.finished: list[Participant] = []
         self.landings = 0
         self.reason = ""  # the last check's reason, kept with a deny
@@ -602,8 +608,28 @@ class Swarm:
                 else:
                     p.waited += 1
                     self.t.waiting_steps += 1
+        self.cycles()
         self.memory.sample()
         return moved
+
+    def cycles(self) -> None:
+        """Count and break the cycles of waiters: each waits on the next's work (its holder),
+        and the cycle stood for ``stall`` re-asks of its members. Each waits on one holder,
+        so a cycle is a walk that comes back; it is counted once and its longest waiter goes
+        ahead, as in a global stall."""
+        on = {p.name: p.holder for p in self.people if p.state == "wait" and p.holder}
+        standing = wait_cycles(on)
+        self.cycle_age = {c: self.cycle_age.get(c, 0) + 1 for c in standing}
+        limit = self.stall * self.rules.reask
+        for c, age in self.cycle_age.items():
+            if age != limit:
+                continue
+            self.t.deadlocks += 1
+            self.t.wait_cycles += 1
+            self.t.cycle_log.append({"step": self.t.makespan_steps, "members": sorted(c),
+                                     "holders": {n: on[n] for n in sorted(c)}})
+            p = max((q for q in self.people if q.name in c), key=lambda q: (q.waited, -q.idx))
+            p.waited, p.state, p.holder = self.stall, "work", None
 
     def force(self, p: Participant) -> bool:
         if p.typed:  # (a person saves what they typed first)
@@ -723,6 +749,19 @@ def saved_assignment(base: str, key: dict[str, object]) -> Assignment | None:
     conflicts = {(i, j): set(f) for i, j, f in data["conflicts"]}
     print(f"lines of work reused from {base}", file=sys.stderr)
     return Assignment(data["trunk"], plans, conflicts, data["broken_alone"])
+
+
+def wait_cycles(on: dict[str, str]) -> set[frozenset[str]]:
+    """The cycles of waiters, each waiting on one holder (``on``: waiter -> holder)."""
+    standing: set[frozenset[str]] = set()
+    for start in on:
+        seen, at = [start], on[start]
+        while at in on and at not in seen:
+            seen.append(at)
+            at = on[at]
+        if at == start:
+            standing.add(frozenset(seen))
+    return standing
 
 
 def main(argv: Sequence[str] | None = None) -> int:

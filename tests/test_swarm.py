@@ -149,3 +149,18 @@ def test_hot_swarm_with_people_tests_at_landing_and_the_main_checkout(tmp_path, 
         assert r["editor_ms"]["n"] == r["editor_looks"]
         assert r["unsaved_seen"] >= 1
         assert any(d["holder"] == "h0" for d in r["deny_log"] if d["agent"].startswith("a"))
+
+
+def test_the_swarm_counts_a_cycle_of_waiters_whoever_else_moves() -> None:
+    """A gridlock of three (each waiting on the next's work) is a deadlock even while the
+    rest of the swarm moves; a chain that ends in someone working is not."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from swarm import wait_cycles
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert wait_cycles({"a0": "h1", "h1": "h2", "h2": "a0", "a5": "a0"}) == {
+        frozenset({"a0", "h1", "h2"})}
+    assert wait_cycles({"a0": "h1", "h1": "h2", "h2": "a7"}) == set()
+    assert wait_cycles({"a": "b", "b": "a", "c": "d", "d": "c"}) == {
+        frozenset({"a", "b"}), frozenset({"c", "d"})}
