@@ -193,14 +193,14 @@ def test_the_yielding_side_is_told_the_work_landed_and_clears_once_rebased(tmp_p
     assert landed.returncode == 0, landed.stderr
     blocked = run(y, "git", "push", "origin", "y")
     assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
-    assert "LANDED: 'x''s work (branch x) is being pushed as main from 'main'" \
+    assert "LANDING: 'x''s work (branch x) is being pushed as main from 'main'" \
         in blocked.stderr, blocked.stderr
     assert "git pull --rebase origin main" in blocked.stderr
     r = run(y, "git", "pull", "-q", "--rebase", "-X", "ours", "origin", "main")
     assert r.returncode == 0, r.stderr
     ok = run(y, "git", "push", "origin", "y")
     assert ok.returncode == 0, ok.stderr
-    assert "LANDED" not in ok.stderr  # told once
+    assert "LANDING" not in ok.stderr  # told once
 
 
 def test_the_resident_service_lands_the_holders_work_alike(tmp_path, monkeypatch):

@@ -62,9 +62,11 @@ def render(msg: dict[str, Any]) -> str:
 
 
 def landed(b: dict[str, Any]) -> str:
-    """The work a worktree yielded to is landing: rebase onto it, and the yield ends."""
+    """The work a worktree yielded to is being pushed (the pre-push hook runs before the
+    remote takes it, so it is "landing", not yet landed): rebase onto it once it is there,
+    and the yield ends."""
     onto = text(b.get("onto"), 200)
-    return (f"proximity inbox: LANDED: {text(b.get('from'))!r}'s work (branch "
+    return (f"proximity inbox: LANDING: {text(b.get('from'))!r}'s work (branch "
             f"{text(b.get('branch'))}) is being pushed as {onto} from {text(b.get('by'))!r}.\n"
             f"  you were told to yield to it: rebase onto it once it is there (`git pull "
             f"--rebase origin {onto}`, or `git rebase` onto the landed {onto}); the yield ends "
