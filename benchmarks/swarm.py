@@ -44,8 +44,10 @@ Only the ``proximity`` policy obeys the guard (the others push with ``PROXIMITY_
 blocked push waits a step. Counted: landings whose rebase or merge conflicted
 (``conflicts_at_landing``; resolved with the lane's side, ``-X theirs``, so the run goes on),
 landings after which the trunk is broken (``broken_at_landing``: ``--verify CMD``, the
-repository's own tests, fails where it passed before; without CMD, a changed file no longer
-compiles: ``python -m py_compile``, ``node --check``), waiting steps, the makespan, deadlocks
+repository's own tests, fails where it passed before, and passes on the lane's own tip
+alone -- else ``broken_by_own_lane``: the lane broke itself, its change redone on a trunk
+that moved; without CMD, a changed file no longer compiles: ``python -m py_compile``,
+``node --check``), waiting steps, the makespan, deadlocks
 (no participant moved for ``--stall`` steps, or a cycle of waiters -- each waiting on the
 next's work -- stood for ``--stall`` re-asks while others moved; either broken by letting
 the longest waiter go ahead), needless denies (the denied file is not among the files
@@ -126,6 +128,9 @@ class Tally:
     broken_at_landing: int = 0
     broken_files: list[str] = field(default_factory=list)
     broken_log: list[dict[str, Any]] = field(default_factory=list)
+    # landings after which CMD failed, where the lane's own tip failed it alone too
+    broken_by_own_lane: int = 0
+    broken_own_log: list[dict[str, Any]] = field(default_factory=list)
     waiting_steps: int = 0
     makespan_steps: int = 0
     deadlocks: int = 0
@@ -565,9 +570,18 @@ class Swarm:
             return
         o = self.verifier.run("main", remote=self.remote)
         if self.trunk_ok and not o.ok:
-            self.t.broken_at_landing += 1
-            self.t.broken_log.append({"agent": p.name, "step": self.t.makespan_steps,
-                                      "tail": o.tail})
+            # the lane's own tip, as it landed: a lane that fails there alone broke itself
+            # (its change redone by hand on a trunk that moved under it), which is not a
+            # collision of two sides and not the swarm's doing
+            alone = self.verifier.run(self.branch_of(p.name), remote=self.repo)
+            entry = {"agent": p.name, "step": self.t.makespan_steps, "tail": o.tail,
+                     "lane_alone_ok": alone.ok}
+            if alone.ok:
+                self.t.broken_at_landing += 1
+                self.t.broken_log.append(entry)
+            else:
+                self.t.broken_by_own_lane += 1
+                self.t.broken_own_log.append({**entry, "lane_tail": alone.tail})
         self.trunk_ok = o.ok
 
     def step(self, n: int) -> bool:
