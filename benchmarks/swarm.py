@@ -163,6 +163,8 @@ class Tally:
     hook_p95_ms: float | None = None
     hook_ms: dict[str, Any] = field(default_factory=dict)
     verify_seconds: float = 0.0
+    # where each participant ended: state, whom it waited on, edits and commits left
+    final: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False  # stopped before every participant landed
     seconds: float = 0.0
 
@@ -604,7 +606,9 @@ class Swarm:
                     # turned its way, or another of its edits may have come free
                     p.waited += 1
                     if self.work(p):
-                        p.state, p.holder, p.waited = "work", None, 0
+                        if p.state == "wait":  # (its last edit may have made it ready to land)
+                            p.state, p.holder = "work", None
+                        p.waited = 0
                         moved = True
                     continue
             if p.state == "work":
@@ -706,6 +710,10 @@ class Swarm:
         """Stop the service (it writes what it holds), count the commits the ledger lost,
         and sum up what proximity itself cost."""
         self.memory.sample()
+        self.t.final = [{"name": p.name, "state": p.state, "holder": p.holder,
+                         "pending": len(p.pending), "typed": len(p.typed),
+                         "commits_left": len(p.plan.commits) - p.committed}
+                        for p in self.people]
         for p in self.people:
             self.close_editor(p)
         self.proximity(["service", "stop"], self.repo)
