@@ -1,7 +1,11 @@
 """Regenerate the README pictures from the demo: `status`, the 3-D view, and the recorded
-timeline of `demo --swarm` at its first resolution advisory (needs Chromium).
+timeline of `demo --swarm` at its first resolution advisory (needs Chromium). With
+``--swarm-repo DIR`` (the main checkout of a run of `benchmarks/swarm.py --keep`), only the
+recorded timeline of that run, at its busiest frame with a person in a resolution advisory,
+as ``docs/swarm_timeline.png``.
 
     python docs/make_pictures.py
+    python docs/make_pictures.py --swarm-repo KEEP/proximity/repo
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -37,15 +42,40 @@ def shoot(exe: str, url: str, out: str, size: str, profile: str) -> None:
 def timeline(exe: str, tmp: str) -> str:
     """`demo --swarm`'s recording, photographed at its first resolution advisory."""
     page, _log = swarm.run(os.path.join(tmp, "swarm"))
-    with open(page) as f:
-        blob = re.search(r'<script type="application/json" id="data">(.*?)</script>',
-                         f.read(), re.S)
-    assert blob
-    frames = json.loads(blob.group(1).replace("<\\/", "</"))["timeline"]
+    frames = frames_of(page)
     ra = next(i for i, f in enumerate(frames)
               if any(p["advisory"] == "resolution" for p in f["pairs"]))
     out = os.path.join(HERE, "timeline.png")
     shoot(exe, f"file://{page}#t={ra}", out, "1200,760", os.path.join(tmp, "p3"))
+    return out
+
+
+def frames_of(page: str) -> list[dict[str, Any]]:
+    with open(page) as f:
+        blob = re.search(r'<script type="application/json" id="data">(.*?)</script>',
+                         f.read(), re.S)
+    assert blob
+    frames: list[dict[str, Any]] = json.loads(blob.group(1).replace("<\\/", "</"))["timeline"]
+    return frames
+
+
+def swarm_timeline(exe: str, repo: str, tmp: str) -> str:
+    """A kept swarm run's recording (`proximity view`, the command a user runs), at the
+    frame with the most resolution advisories among those where a person (h*) is in one."""
+    page = os.path.join(tmp, "swarm.html")
+    subprocess.run([sys.executable, "-m", "proximity", "view", "--out", page], cwd=repo,
+                   check=True, capture_output=True)
+    frames = frames_of(page)
+
+    def ras(f: dict[str, Any], person: bool) -> int:
+        return sum(p["advisory"] == "resolution" and (not person or any(
+            str(p.get(k, "")).startswith("h") for k in ("a", "b"))) for p in f["pairs"])
+    best = max(range(len(frames)), key=lambda i: (ras(frames[i], True) > 0,
+                                                   ras(frames[i], False), -i))
+    out = os.path.join(HERE, "swarm_timeline.png")
+    shoot(exe, f"file://{page}#t={best}", out, "1200,760", os.path.join(tmp, "p4"))
+    print(f"frame {best} of {len(frames)}: {ras(frames[best], False)} resolution "
+          f"advisories, {ras(frames[best], True)} with a person", file=sys.stderr)
     return out
 
 
@@ -54,6 +84,13 @@ def main() -> int:
     if exe is None:
         print("needs chromium", file=sys.stderr)
         return 1
+    if sys.argv[1:2] == ["--swarm-repo"] and len(sys.argv) == 3:
+        tmp = tempfile.mkdtemp(prefix="proximity-pictures-")
+        try:
+            print(swarm_timeline(exe, sys.argv[2], tmp))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return 0
     tmp = tempfile.mkdtemp(prefix="proximity-pictures-")
     try:
         repo = demo.build(os.path.join(tmp, "demo"))
