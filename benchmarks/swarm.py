@@ -125,6 +125,7 @@ class Tally:
     conflicts_at_landing: int = 0
     conflict_files: list[str] = field(default_factory=list)
     conflicts_midway: int = 0
+    conflict_log: list[dict[str, Any]] = field(default_factory=list)  # each, and the check's word
     broken_at_landing: int = 0
     broken_files: list[str] = field(default_factory=list)
     broken_log: list[dict[str, Any]] = field(default_factory=list)
@@ -157,6 +158,7 @@ class Tally:
     # an agent's check that denied or asked naming a person who had typed lines unsaved
     unsaved_seen: int = 0
     deny_log: list[dict[str, Any]] = field(default_factory=list)
+    ask_log: list[dict[str, Any]] = field(default_factory=list)  # the asks, gone on with
     peak_service_rss_mb: float | None = None
     check_p95_ms: float | None = None
     check_ms: dict[str, Any] = field(default_factory=dict)
@@ -391,6 +393,10 @@ class Swarm:
                 first_holder = first_holder or holder or "?"
                 continue
             self.t.asks += decision == "ask"
+            if decision == "ask":
+                self.t.ask_log.append({"agent": p.name, "path": e.path, "holder": holder,
+                                       "step": self.t.makespan_steps,
+                                       "reason": self.reason[:300]})
             made.append((e, path, new, ev))
         if not made:
             p.state, p.holder = "wait", first_holder
@@ -529,16 +535,20 @@ class Swarm:
         merged = git(["merge-base", "--is-ancestor", branch, "HEAD"], main,
                      ok=(0, 1)).returncode == 0
         if not merged:  # (merged and then blocked at the push: push again)
+            said = ""
             if self.policy == "proximity" and not self.forced(p):
                 r = self.proximity(["check", "--merge", branch, "--json"], main)
                 if r.returncode == 1 and '"deny"' in r.stdout:
                     self.merge_denied(p, r.stdout)
                     return None
+                said = r.stdout[:600]
             files = conflict_files(main, "HEAD", branch)
             if git(["merge", "-q", "--no-edit", branch], main, ok=(0, 1),
                    extra=self.env).returncode:
                 self.t.conflicts_at_landing += 1
                 self.t.conflict_files += sorted(f"{p.name}:{f}" for f in files or ())
+                self.t.conflict_log.append({"agent": p.name, "step": self.t.makespan_steps,
+                                            "files": sorted(files or ()), "check": said})
                 git(["merge", "--abort"], main, ok=(0, 1, 128))
                 git(["merge", "-q", "-X", "theirs", "--no-edit", branch], main, ok=(0, 1),
                     extra=self.env)
