@@ -275,6 +275,81 @@ def test_merge_bases_derived_from_a_parent_are_gits(tmp_path: Path) -> None:
     assert not repo.is_ancestor(b1, a4) and not repo.is_ancestor(a4, a3)
 
 
+def test_several_single_parent_steps_keep_the_merge_bases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A HEAD several commits on (commits made with hooks off between two judged ones)
+    has the same merge bases as the one judged when every step has one parent and the
+    other side contains none of them; a merge on the way, a step the other side holds, or
+    a chain longer than the walk is not claimed. Every claim is `git merge-base --all`'s."""
+    path = init_repo(tmp_path / "r", {"f.txt": "f\n"})
+
+    def commit(branch: str, start: str, rel: str) -> str:
+        git(path, "checkout", "-q", "-B", branch, start)
+        (path / rel).write_text(f"{branch} {rel}\n")
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"{branch} {rel}")
+        return git(path, "rev-parse", "HEAD").stdout.strip()
+
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+    chain = [commit("a", base, "a1.txt")]
+    for i in range(2, 6):
+        chain.append(commit("a", chain[-1], f"a{i}.txt"))
+    b1 = commit("b", base, "b1.txt")
+    git(path, "merge", "-q", "--no-edit", chain[2])  # b2 holds a1..a3
+    b2 = git(path, "rev-parse", "HEAD").stdout.strip()
+    merged = commit("m", chain[-1], "m.txt")
+    git(path, "merge", "-q", "--no-edit", b1)
+    m2 = git(path, "rev-parse", "HEAD").stdout.strip()
+    after = commit("m", m2, "after.txt")
+    repo = gitio.Repo(str(path))
+
+    def bases(x: str, y: str) -> set[str]:
+        return set(git(path, "merge-base", "--all", x, y).stdout.split())
+
+    claims = {(old, new, other): repo.steps_alike(old, new, other)
+              for old in [base, *chain] for new in [*chain, merged, after]
+              for other in (b1, b2)}
+    for (old, new, other), alike in claims.items():
+        if alike:
+            assert bases(old, other) == bases(new, other), (old, new, other)
+    assert claims[(chain[0], chain[-1], b1)]  # four steps on
+    assert not claims[(chain[0], chain[-1], b2)]  # b2 holds a2 and a3
+    assert claims[(chain[3], chain[-1], b2)]  # b2 holds none of a5
+    assert not claims[(chain[0], after, b1)]  # a merge on the way
+    monkeypatch.setattr(history, "STEPS_ALIKE", 2)  # where it is read
+    assert repo.steps_alike(chain[2], chain[4], b1)
+    assert not repo.steps_alike(chain[1], chain[4], b1)
+
+
+def test_a_pair_keeps_its_merge_across_commits_made_without_hooks(tmp_path: Path) -> None:
+    """One side judged, then two commits on it (hooks off) of a file the other side never
+    touched, then judged again: git's merge is not run again, and the answer is git's."""
+    path = init_repo(tmp_path / "r", BASE)
+    base = git(path, "rev-parse", "HEAD").stdout.strip()
+
+    def commit(branch: str, start: str, rel: str, text: str) -> str:
+        git(path, "checkout", "-q", "-f", "-B", branch, start)
+        with open(path / rel, "a") as f:
+            f.write(text)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"{branch} {rel}")
+        return git(path, "rev-parse", "HEAD").stdout.strip()
+
+    hb = commit("b", base, "a.txt", "b's line\n")
+    ha = commit("a", base, "a.txt", "a's line\n")  # they conflict in a.txt
+    repo = gitio.Repo(str(path))
+    first = conflict.run(_evidence(repo, Pairwise(repo, Config(), Facts()), ha, hb))
+    assert [f.path_a for f in first.findings] == ["a.txt"]
+    for i in range(2):
+        ha = commit("a", ha, "d2/z.txt", f"step {i}\n")
+    ev = _evidence(repo, Pairwise(repo, Config(), Facts()), ha, hb)
+    before = gitio.CALLS.get("merge-tree", 0)
+    got = conflict.run(ev)
+    assert gitio.CALLS.get("merge-tree", 0) == before  # kept, not merged again
+    truth = repo.merge_conflicts(ev.a.snapshot or "", ev.b.snapshot or "")
+    assert [f.path_a for f in got.findings] == truth == ["a.txt"]
+
+
 def test_a_pair_merged_again_only_where_it_could_change(tmp_path: Path) -> None:
     """One side moves on (new live states on the same HEAD, then commits on it), the
     other stays: the last merge is reused only when the moving side has since modified

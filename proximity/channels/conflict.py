@@ -12,12 +12,12 @@ each path from the one side that changed it, which is what `merge-tree` answers 
 (tests/test_conflict_paths.py compares the two).
 
 Nor is it run again for a pair one side of which has since only modified files that the
-other side never touched, with the same merge bases (the same HEAD, or one commit on it
-the other side lacks), where those files are in the merge base or that side deleted
-nothing: git takes them from the side that changed them, and their content cannot start
-or end a rename (git pairs one side's deletions with its additions), so every other path
-merges as it did (the last merge of each pair is kept in process, for the resident
-service).
+other side never touched, with the same merge bases (the same HEAD, or single-parent
+commits on it the other side lacks: gitio.Repo.steps_alike), where those files are in
+the merge base or that side deleted nothing: git takes them from the side that changed
+them, and their content cannot start or end a rename (git pairs one side's deletions
+with its additions), so every other path merges as it did (the last merge of each pair
+is kept in process, for the resident service).
 """
 
 from __future__ import annotations

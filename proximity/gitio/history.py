@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import pygit2
 
 SOLE_BASE_WALK = 500  # commits walked per side to tell that a merge base is the only one
+STEPS_ALIKE = 32  # single-parent commits walked back from a new HEAD to the one judged
 
 
 class History(RepoCore):
@@ -117,16 +118,25 @@ class History(RepoCore):
 
     def steps_alike(self, old: str, new: str, other: str) -> bool:
         """Whether ``new`` has the same merge bases with ``other`` as ``old`` has: it is
-        ``old``, or a commit whose only parent is ``old`` that ``other`` does not contain
-        (its ancestors are then itself and ``old``'s). False when unsure."""
+        ``old``, or reaches it through at most STEPS_ALIKE single-parent commits, the
+        first of which (hence every one: containing a later one contains it) ``other``
+        does not contain. The ancestors of ``new`` are then those commits and ``old``'s,
+        and ``other`` shares none of the former. So a commit made with hooks off between
+        two judged ones, or a rebase's picks, keep a pair's merge. False when unsure."""
         if new == old:
             return True
         try:
-            c = cast("pygit2.Commit", self.pg[new])
-            return ([str(p) for p in c.parent_ids] == [old] and new != other
-                    and not self._may_contain(other, old, new))
+            child = new
+            for _ in range(STEPS_ALIKE):
+                parents = [str(p) for p in cast("pygit2.Commit", self.pg[child]).parent_ids]
+                if len(parents) != 1:
+                    return False
+                if parents[0] == old:
+                    return not self._may_contain(other, old, child)
+                child = parents[0]
         except Exception:
             return False
+        return False
 
     def _may_contain(self, other: str, parent: str, child: str) -> bool:
         """Whether ``other`` contains ``child`` (whose only parent is ``parent``): not when

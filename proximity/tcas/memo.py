@@ -65,8 +65,8 @@ def kept_by_content(repo: gitio.Repo, memo: dict[Any, Any], content: Key,
     state pushed (that tree as a commit on it), and the channels read the trees and what
     git's merge of the two states sees (their trees and merge bases; a snapshot commit
     is its tree on its HEAD). Exact: only when the other side's HEAD is the same and
-    this side's new HEAD is a commit whose only parent is the old one, not contained in
-    the other side (then both HEADs have the same merge bases with it)."""
+    this side's new HEAD reaches the old one by single-parent commits the other side does
+    not contain (then both HEADs have the same merge bases with it: Repo.steps_alike)."""
     got = memo.get(content)
     if got is None:
         return None
