@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import namedtuple
 
 from proximity import knobs
 from proximity.hooks import hosts
@@ -57,9 +56,27 @@ if TYPE_CHECKING:
         stdin: str | None = None
         record: bool = True
         request: HookRequest | None = None
-else:  # the same fields, without importing typing on every hook
-    _Call = namedtuple("_Call", ("name", "args", "stdin", "record", "request"),
-                       defaults=(None, True, None))
+else:  # the same fields, without importing typing or collections on every hook (a hook
+    # pays for collections and what it imports, ~2 ms of CPU, only for namedtuple)
+    class _Call(tuple):
+        __slots__ = ()
+        _fields = ("name", "args", "stdin", "record", "request")
+
+        def __new__(cls, name, args, stdin=None, record=True, request=None):
+            return tuple.__new__(cls, (name, args, stdin, record, request))
+
+        def _replace(self, **changes):
+            new = type(self)(*(changes.pop(f, v)
+                               for f, v in zip(self._fields, self, strict=True)))
+            if changes:
+                raise ValueError(f"unexpected field names: {sorted(changes)!r}")
+            return new
+
+        name = property(lambda self: self[0])
+        args = property(lambda self: self[1])
+        stdin = property(lambda self: self[2])
+        record = property(lambda self: self[3])
+        request = property(lambda self: self[4])
 
 
 class HookCall(_Call):
@@ -68,8 +85,8 @@ class HookCall(_Call):
     pushed refs, read already), ``request`` (what it asked the service, which did not
     answer: the in-process hook judges the same, under the same request id, and does not
     ask again) and ``record`` (False: the service began recording this very event).
-    Immutable: a named tuple, since importing dataclasses would cost the thin path about
-    half its own start-up."""
+    Immutable: a named tuple's fields, since importing dataclasses would cost the thin path
+    about half its own start-up."""
 
     __slots__ = ()
 
