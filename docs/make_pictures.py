@@ -31,7 +31,7 @@ from proximity.views import tables
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--virtual-time-budget=3000"]
+         "--hide-scrollbars", "--virtual-time-budget=10000"]
 
 
 def shoot(exe: str, url: str, out: str, size: str, profile: str) -> None:
@@ -73,7 +73,7 @@ def swarm_timeline(exe: str, repo: str, tmp: str) -> str:
     best = max(range(len(frames)), key=lambda i: (ras(frames[i], True) > 0,
                                                    ras(frames[i], False), -i))
     out = os.path.join(HERE, "swarm_timeline.png")
-    shoot(exe, f"file://{page}#t={best}", out, "1200,760", os.path.join(tmp, "p4"))
+    shoot(exe, f"file://{page}#t={best}", out, "1200,1300", os.path.join(tmp, "p4"))
     print(f"frame {best} of {len(frames)}: {ras(frames[best], False)} resolution "
           f"advisories, {ras(frames[best], True)} with a person", file=sys.stderr)
     return out
