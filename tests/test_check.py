@@ -512,6 +512,28 @@ def test_a_merge_check_counts_only_what_the_merge_will_change_against_each_sibli
     assert rc == 0 and out["decision"] == "allow", out
 
 
+def test_a_merge_that_git_would_stop_with_conflicts_here_is_never_allowed(space, capsys):
+    """The integrator's question in the main checkout: a lane that did not rebase onto work
+    landed since meets it on the same line. No sibling is in the way, but git's merge
+    itself would stop with conflicts: asked (its author rebases, or the one merging
+    resolves), naming the paths -- never "allow"."""
+    sp = space({"app.txt": APP, "other.txt": lines(5)})
+    lane = sp.wt("lane")
+    sp.write(lane, "app.txt", APP.replace("line 12\n", "line 12 by the lane\n"))
+    sp.commit(lane, "lane's change")
+    sp.write(sp.main, "app.txt", APP.replace("line 12\n", "line 12 landed first\n"))
+    sp.commit(sp.main, "landed")
+    rc, out = run_check(sp.main, "--merge", "feat/lane", capsys=capsys)
+    assert out["decision"] == "ask", out
+    assert out["merge"]["own_conflicts"] == ["app.txt"]
+    assert "conflicts with what this checkout holds in app.txt" in out["reason"]
+    assert [c["path"] for c in out["conflicts"] if c["agent"] == "feat/lane"] == ["app.txt"]
+    # once the lane rebased onto what landed, the same merge is allowed
+    git(lane, "rebase", "-q", "-X", "ours", "main")
+    rc, out = run_check(sp.main, "--merge", "feat/lane", capsys=capsys)
+    assert rc == 0 and out["decision"] == "allow", out
+
+
 def test_a_siblings_binary_change_is_seen(space, capsys):
     """A binary file a sibling changed (its live copy against the base blob: two files
     git names differently, so its diff names no path) is a change: an edit of it would

@@ -198,7 +198,33 @@ def check_plan(start: str, plan: MergePlan, deny_on: str | None = None
     repo = gitio.Repo(start, fast=True)
     policy = deny_policy(deny_on) if deny_on else decision.RA
     d = _on_lines(repo, plan, deny_on, policy)
-    return with_broken_calls(d, broken_calls(repo, plan), policy)
+    return with_own_conflicts(with_broken_calls(d, broken_calls(repo, plan), policy), plan,
+                              policy)
+
+
+def with_own_conflicts(d: decision.Decision, plan: MergePlan, policy: str
+                       ) -> decision.Decision:
+    """The paths git's merge itself would leave conflicted with this checkout's HEAD are
+    evidence too: known before anything is touched, never answered "allow" (the main
+    checkout merging a lane that did not rebase onto work landed since, a worktree merging
+    a sibling's branch that meets its own commits). Asked: the lane's author rebases, or
+    the one merging resolves."""
+    if not plan.conflicts:
+        return d
+    ref = text(plan.ref)
+    own = tuple(decision.Conflict(
+        ref, None, path, (), "", decision.TA, "conflict",
+        f"git's merge of {ref!r} into HEAD conflicts in {text(path, 300)}")
+        for path in plan.conflicts)
+    if d.decision != decision.ALLOW:
+        return d._replace(conflicts=(*d.conflicts, *own))
+    files = ", ".join(text(p, 200) for p in plan.conflicts[:4]) + (
+        f" (+{len(plan.conflicts) - 4})" if len(plan.conflicts) > 4 else "")
+    said = decision.DENY if policy == "ta" else decision.ASK
+    return decision.Decision(
+        said, f"{plan.what} conflicts with what this checkout holds in {files}: git's merge "
+        "stops there. Have its author rebase it onto this first, or resolve it here",
+        (*own, *d.conflicts))
 
 
 def _on_lines(repo: gitio.Repo, plan: MergePlan, deny_on: str | None, policy: str
