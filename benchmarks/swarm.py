@@ -37,8 +37,9 @@ commits at once). All its commits made, it lands in finishing order, ``--land-fr
 * ``own``: from its own worktree: ``check --merge origin/main`` (proximity), fetch, rebase
   onto the trunk, push to the remote's ``main`` through the real pre-push guard;
 * ``main``: a person integrating in the main checkout: fetch, ``check --merge BRANCH``
-  (proximity), ``git merge`` the lane's branch, ``git push origin main`` from there through
-  the real pre-push guard.
+  (proximity; where it says git's merge would stop with conflicts here, the lane's author
+  rebases onto the trunk first and the merge waits a step), ``git merge`` the lane's branch,
+  ``git push origin main`` from there through the real pre-push guard.
 
 Only the ``proximity`` policy obeys the guard (the others push with ``PROXIMITY_ALLOW=1``); a
 blocked push waits a step. Counted: landings whose rebase or merge conflicted
@@ -542,6 +543,19 @@ class Swarm:
                     self.merge_denied(p, r.stdout)
                     return None
                 said = r.stdout[:600]
+                if own_conflicts(r.stdout):
+                    # told the merge would stop with conflicts here: the person has the lane's
+                    # author rebase onto the trunk first (its conflicts are resolved there,
+                    # and counted as this landing's), and merges it on a later step
+                    before = out(["rev-parse", "HEAD"], p.wt)
+                    if not self.rebase(p):
+                        self.t.conflicts_at_landing += 1
+                        got = conflict_files(p.wt, before, "origin/main") or set()
+                        self.t.conflict_files += sorted(f"{p.name}:{f}" for f in got)
+                        self.t.conflict_log.append({"agent": p.name, "files": sorted(got),
+                                                    "step": self.t.makespan_steps,
+                                                    "check": said, "rebased": True})
+                    return None
             files = conflict_files(main, "HEAD", branch)
             if git(["merge", "-q", "--no-edit", branch], main, ok=(0, 1),
                    extra=self.env).returncode:
@@ -781,6 +795,15 @@ def saved_assignment(base: str, key: dict[str, object]) -> Assignment | None:
     conflicts = {(i, j): set(f) for i, j, f in data["conflicts"]}
     print(f"lines of work reused from {base}", file=sys.stderr)
     return Assignment(data["trunk"], plans, conflicts, data["broken_alone"])
+
+
+def own_conflicts(answer: str) -> list[str]:
+    """The paths a `check --merge --json` answer says git's merge itself would conflict in."""
+    try:
+        got = json.loads(answer).get("merge", {}).get("own_conflicts", [])
+    except (ValueError, AttributeError):
+        return []
+    return [str(x) for x in got] if isinstance(got, list) else []
 
 
 def wait_cycles(on: dict[str, str]) -> set[frozenset[str]]:
