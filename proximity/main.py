@@ -108,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
                    + f"; NAME{checkargs.POST} reads its after-edit event (" + ", ".join(
                        checkargs.AFTER.values()) + ") and records the worktree")
 
+    launcher_help = ("print the quickest command line running `proximity ARGS…` with this "
+                     "install (for an agent harness's hook command)")
+    p = sub.add_parser("launcher", help=launcher_help, description=launcher_help)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="what `proximity` would take, e.g. check --hook claude")
+
     mcp_help = ("Model Context Protocol server on stdio (tools: check, check_merge, status, "
                 "intend, inbox)")
     p = sub.add_parser("mcp", help=mcp_help, description=mcp_help)
@@ -247,6 +254,17 @@ def _command(args: argparse.Namespace) -> int:
     return COMMANDS[args.command](args)
 
 
+def full_site() -> None:
+    """Load ``site`` now when Python started without it (``-S``: the hook script's boot,
+    launch.py), as a plain start would have (the venv's site-packages and .pth files): the
+    in-process paths import pygit2 and the parsers from there; the service's thin client
+    needed none of it."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site
+
+        site.main()
+
+
 def main(argv: Sequence[str] | None = None, handed: HookCall | None = None) -> int:
     """``handed``: the hook script's boot asked the service already (thin.run_hook)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -264,6 +282,7 @@ def main(argv: Sequence[str] | None = None, handed: HookCall | None = None) -> i
         if isinstance(asked, int):
             return asked
         told = asked
+    full_site()
     args = None if call is not None or check is not None else build_parser().parse_args(argv)
     try:
         if call is not None:

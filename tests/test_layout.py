@@ -58,7 +58,7 @@ FLOORS: list[set[str]] = [
     {"hooks"},  # what git hooks judge and print
     {"service"},  # the resident service
     {"thin"},  # the hook's standard-library client
-    {"commands", "mcp", "lsp", "main", "__main__"},  # front ends
+    {"commands", "mcp", "lsp", "main", "__main__", "launch"},  # front ends
 ]
 SHARED_FLOORS = (0, len(FLOORS) - 1)
 

@@ -1,0 +1,33 @@
+"""``python -I -S …/proximity/launch.py check ARGS…``: the pre-edit check's quickest start,
+for an agent harness's hook command (``proximity launcher`` prints the line for this
+install). Any arguments the command line takes work the same (``launch.py scan``).
+
+The console script (``proximity check --hook NAME``) pays for Python's ``site`` and for the
+script's own imports before it asks the resident service anything: a few milliseconds of
+every edit an agent makes. Started as a file, isolated (``-I``: no PYTHON* variables, no
+user site, no worktree directory on the path) and without ``site`` (``-S``), this file
+puts the directory its package lives in on the path and runs the command line, whose thin
+client asks the service from the standard library alone; ``site`` is loaded only when the
+check goes on in process (main.full_site).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def package_parent(here: str) -> str:
+    """The directory the package at ``here`` lives in (site-packages, a source checkout)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(here)))
+
+
+if __name__ == "__main__":
+    mine = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.realpath(sys.path[0] or ".") == os.path.realpath(mine):
+        del sys.path[0]  # (started without -I: the package's modules are no top level)
+    # after the standard library, where site would put it: none of ours shadows it
+    sys.path.append(package_parent(__file__))
+    from proximity.main import main
+
+    raise SystemExit(main(sys.argv[1:]))
