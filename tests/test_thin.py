@@ -435,6 +435,40 @@ def test_worktrees_from_files_match_git(tmp_path):
     assert repo.worktrees_from_files() == repo.worktrees()
 
 
+def test_no_remote_refs_only_when_git_lists_none(tmp_path):
+    """The pre-edit check skips asking git for remote-tracking refs only when the files say
+    there are none: never while git would list one (loose, packed, or a remote's directory
+    left behind), nor where the refs are not files."""
+    main = tmp_path / "r"
+    main.mkdir()
+    git(main, "init", "-q")
+    (main / "f").write_text("1\n")
+    git(main, "add", "f")
+    git(main, "commit", "-q", "-m", "b")
+    repo = gitio.Repo(str(main))
+
+    def listed() -> str:
+        return git(main, "for-each-ref", "refs/remotes").stdout
+
+    assert repo.no_remote_refs() and listed() == ""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "origin", "HEAD:main")
+    git(main, "fetch", "-q", "origin")
+    assert listed() and not repo.no_remote_refs()  # a loose ref
+    git(main, "pack-refs", "--all")
+    assert not list((main / ".git" / "refs" / "remotes").rglob("main"))
+    assert listed() and not repo.no_remote_refs()  # packed only
+    git(main, "update-ref", "-d", "refs/remotes/origin/main")
+    assert listed() == ""  # (its directory may stay: the files cannot say, git is asked)
+    shutil.rmtree(main / ".git" / "refs" / "remotes", ignore_errors=True)
+    assert repo.no_remote_refs()
+    with open(main / ".git" / "config", "a") as f:
+        f.write("[extensions]\n\trefStorage = reftable\n")
+    assert not repo.no_remote_refs()  # refs git keeps elsewhere: only git can say
+
+
 def test_a_forced_add_of_an_ignored_file_is_in_the_commit_verdict(pair_of_repos):
     """The warm snapshot of the committing worktree is kept only when the index being
     committed cannot change what `add -A` gives: a file added with `git add -f` past an
