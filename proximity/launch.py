@@ -6,9 +6,10 @@ The console script (``proximity check --hook NAME``) pays for Python's ``site`` 
 script's own imports before it asks the resident service anything: a few milliseconds of
 every edit an agent makes. Started as a file, isolated (``-I``: no PYTHON* variables, no
 user site, no worktree directory on the path) and without ``site`` (``-S``), this file
-puts the directory its package lives in on the path and runs the command line, whose thin
-client asks the service from the standard library alone; ``site`` is loaded only when the
-check goes on in process (main.full_site).
+puts the directory its package lives in on the path and asks the service through the
+check's thin client (thincheck.py: the standard library and a few modules of ours); the
+command line and ``site`` are loaded only when the check goes on in process
+(main.full_site), handed the event read already.
 """
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ if __name__ == "__main__":
         del sys.path[0]  # (started without -I: the package's modules are no top level)
     # after the standard library, where site would put it: none of ours shadows it
     sys.path.append(package_parent(__file__))
+    # a check asks the service with the check's own thin client alone (no module of the
+    # hooks or the command line loaded); anything else, or no answer: the command line
+    args = sys.argv[1:]
+    try:
+        from proximity import checkargs, thincheck
+
+        check = checkargs.parse(args[1:]) if args[:1] == ["check"] else None
+        got = thincheck.check(check) if check is not None else None
+    except Exception:  # a damaged thin path: the command line still answers
+        got = None
+    if isinstance(got, int):
+        raise SystemExit(got)
     from proximity.main import main
 
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(args, told=got))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from proximity.checkargs import CheckArgs
-    from proximity.thin import Fallback
+    from proximity.thincheck import Fallback
 
 
 def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -265,19 +265,21 @@ def full_site() -> None:
         site.main()
 
 
-def main(argv: Sequence[str] | None = None, handed: HookCall | None = None) -> int:
-    """``handed``: the hook script's boot asked the service already (thin.run_hook)."""
+def main(argv: Sequence[str] | None = None, handed: HookCall | None = None,
+         told: Fallback | None = None) -> int:
+    """``handed``: the hook script's boot asked the service already (thin.run_hook);
+    ``told``: launch.py asked it of this check already (thincheck.check)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     call = parse_hook(argv[1:]) if argv[:1] == ["hook"] else None
     check = checkargs.parse(argv[1:]) if argv[:1] == ["check"] else None
-    told: Fallback | None = None
-    client = _thin_client() if (call is not None and handed is None) or check is not None else None
+    ask = (call is not None and handed is None) or (check is not None and told is None)
+    client = _thin_client() if ask else None
     if call is not None:
         got = handed if handed is not None else client[0](call) if client else call
         if isinstance(got, int):
             return got
         call = got
-    elif check is not None:
+    elif check is not None and told is None:
         asked = client[1](check) if client else None
         if isinstance(asked, int):
             return asked
