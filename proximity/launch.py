@@ -40,7 +40,14 @@ if __name__ == "__main__":
     except Exception:  # a damaged thin path: the command line still answers
         got = None
     if isinstance(got, int):
-        raise SystemExit(got)
+        # answered and printed: leave without the interpreter's teardown of every module
+        # loaded (1-2 ms of each check; nothing on this path registers work for the exit)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            pass  # (the harness closed its end: nobody reads the answer)
+        os._exit(got)
     from proximity.main import main
 
     raise SystemExit(main(args, told=got))
