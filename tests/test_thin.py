@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git, lines
+from conftest import git, init_repo, lines
 from test_service import edit, pid_of, wait_for
 
 from proximity import gitio, layout
@@ -439,12 +439,7 @@ def test_no_remote_refs_only_when_git_lists_none(tmp_path):
     """The pre-edit check skips asking git for remote-tracking refs only when the files say
     there are none: never while git would list one (loose, packed, or a remote's directory
     left behind), nor where the refs are not files."""
-    main = tmp_path / "r"
-    main.mkdir()
-    git(main, "init", "-q")
-    (main / "f").write_text("1\n")
-    git(main, "add", "f")
-    git(main, "commit", "-q", "-m", "b")
+    main = init_repo(tmp_path / "r", {"f": "1\n"})
     repo = gitio.Repo(str(main))
 
     def listed() -> str:
