@@ -1,6 +1,7 @@
 """``python -I -S …/proximity/launch.py check ARGS…``: the pre-edit check's quickest start,
 for an agent harness's hook command (``proximity launcher`` prints the line for this
-install). Any arguments the command line takes work the same (``launch.py scan``).
+install, which runs this file through a one-line ``-c`` program: see commands/launcher.py).
+Any arguments the command line takes work the same (``launch.py scan``).
 
 The console script (``proximity check --hook NAME``) pays for Python's ``site`` and for the
 script's own imports before it asks the resident service anything: a few milliseconds of

@@ -20,6 +20,7 @@ from test_service import edit, install_copy, services, three, wait_for
 from test_thin import client_code
 
 import proximity
+from proximity.commands import launcher as launcher_cmd
 from proximity.service import client
 
 __all__ = ["services"]  # the fixture, used by name
@@ -79,8 +80,9 @@ def test_the_launcher_answers_as_the_command_line_with_the_service_and_without(
         space, services):
     a, common = contested(space, services)
     line = launcher("check", "--json", "f.txt:12-13")
-    assert line[:3] == [sys.executable, "-I", "-S"]
-    assert line[3] == os.path.join(os.path.dirname(proximity.__file__), "launch.py")
+    assert line[:4] == [sys.executable, "-I", "-S", "-c"]
+    assert line[4] == launcher_cmd.program(
+        os.path.join(os.path.dirname(proximity.__file__), "launch.py"))
     hook = launcher("check", "--hook", "claude")
     event = json.dumps({**CLAUDE_EDIT, "cwd": str(a)})
     # in process: the launcher loads site itself (pygit2 is in site-packages)
@@ -119,7 +121,7 @@ def test_a_service_of_other_code_never_answers_the_launcher(space, services, tmp
         root = tmp_path / "checkout"
         shutil.copytree(src, root / "proximity", ignore=shutil.ignore_patterns("__pycache__"))
     line = launcher("check", "--json", "f.txt:12-13", python_path=root)
-    assert line[3] == str(root / "proximity" / "launch.py")
+    assert line[4] == launcher_cmd.program(str(root / "proximity" / "launch.py"))
     # (PYTHONPATH is for the services a client starts: the launcher itself ignores it)
     env = {"PYTHONPATH": str(root), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
     (tmp_path / "run").mkdir(mode=0o700)
@@ -157,3 +159,19 @@ def test_the_launcher_runs_any_command_line(space, services):
     assert status.returncode == 0, status.stderr
     pairs = {frozenset((p["a"], p["b"])): p for p in json.loads(status.stdout)["pairs"]}
     assert pairs[frozenset(("a", "b"))]["advisory"] == "resolution"
+
+
+def test_a_line_left_behind_by_a_removed_install_never_blocks_the_edit(tmp_path):
+    """The launcher line of an environment since deleted fails as a hook error the person
+    sees (exit 1, the file named on stderr), never with Python's exit 2 for a script it
+    cannot open, which Claude Code and Gemini CLI take as "block this call"."""
+    gone = tmp_path / "env" / "site-packages" / "proximity" / "launch.py"
+    line = [sys.executable, "-I", "-S", "-c", launcher_cmd.program(str(gone)),
+            "check", "--hook", "claude"]
+    got = subprocess.run(line, input=json.dumps(CLAUDE_EDIT), capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert got.returncode == 1 and got.stdout == ""
+    assert str(gone) in got.stderr
+    named = subprocess.run([sys.executable, "-I", "-S", str(gone)], capture_output=True,
+                           text=True, cwd=tmp_path, timeout=60)
+    assert named.returncode == 2  # (why the line is a program, not the script's path)
