@@ -16,7 +16,6 @@ from proximity.commands import (
     inbox,
     install,
     intend,
-    launcher,
     ledger,
     lsp,
     mcp,
@@ -34,5 +33,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "inbox": inbox.run, "mcp": mcp.run, "lsp": lsp.run, "watch": watch.run,
     "view": view.run, "demo": demo.run, "ledger": ledger.run, "doctor": doctor.run,
     "install": install.run, "uninstall": uninstall.run, "gc": gc.run,
-    "service": service.run, "sync": sync.run, "launcher": launcher.run,
+    "service": service.run, "sync": sync.run,
 }
