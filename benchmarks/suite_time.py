@@ -133,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         a.rev = ["HEAD"]
     runs: list[dict[str, Any]] = [{"xml": x} for x in a.report]
     keep = tempfile.mkdtemp(prefix="suite-time-")
+    os.chmod(keep, 0o755)  # the tests that act as another user read the clone
     for i, rev in enumerate(a.rev):
         work = os.path.join(keep, str(i))
         os.makedirs(work)
