@@ -135,8 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not a.rev and not a.report:
         a.rev = ["HEAD"]
     runs: list[dict[str, Any]] = [{"xml": x} for x in a.report]
-    keep = tempfile.mkdtemp(prefix="suite-time-")
-    os.chmod(keep, 0o755)  # the tests that act as another user read the clone
+    keep = tempfile.mkdtemp(prefix="suite-time-") if a.rev else ""
+    if keep:
+        os.chmod(keep, 0o755)  # the tests that act as another user read the clone
     for i, rev in enumerate(a.rev):
         work = os.path.join(keep, str(i))
         os.makedirs(work)
