@@ -20,6 +20,7 @@ import json
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -132,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args(argv)
+    # started in the background (``cmd &`` without job control) SIGINT is ignored, and an
+    # ignored signal stays ignored in every child: the tests that stop `watch` with Ctrl-C
+    # would time out. Handled here, it is the default again in the children, as in CI.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if not a.rev and not a.report:
         a.rev = ["HEAD"]
     runs: list[dict[str, Any]] = [{"xml": x} for x in a.report]
