@@ -253,6 +253,8 @@ def test_the_look_before_the_symbol_channel_finds_calls_and_changed_definitions(
         "a", "helper", "f"}
     assert calls.added("a\nb\nc\n", "a\nb\nnew()\nc\n") == ((3, 3),)
     assert calls.added(None, "one\ntwo") == ((1, 2),)
+    # a line shared at the start is never counted again at the end
+    assert calls.added("x\nx\n", "x\nx\nx\n") == ((3, 3),)
     diff = ("diff --git a/u.py b/u.py\n@@ -9 +9 @@ class Cache:\n-def helper():\n"
             "+def helper(x):\n+    return print(x)\n+    app.run(1)\n-func (r *T) Name(a int) {\n"
             "+  async fetch(key) {\n")

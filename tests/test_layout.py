@@ -337,11 +337,30 @@ def test_every_command_is_dispatched():
     paths, every other by the one table (no name spelled in a string to import)."""
     import argparse
 
+    from proximity.commands import table
     from proximity.commands.table import COMMANDS
     from proximity.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert set(sub.choices) == {*COMMANDS, "check", "hook"}
+    # a command that scans runs its own module's ``run``, loaded when it runs
+    assert set(table.scanning()) == set(table.SCANNING)
+    assert all(COMMANDS[n] is not run for n, run in table.scanning().items())
+
+
+def test_a_command_that_does_not_scan_never_loads_the_scan_engine():
+    """`snapshot`, `install`, `ledger`… start without the engine (every test and every
+    user's command pays for a process's imports); the commands that scan load it."""
+    probe = ("import sys; from proximity.commands import table; "
+             "print(sorted(m for m in ('proximity.tcas.engine', 'proximity.channels') "
+             "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", out
+    loads = probe.replace("table; ", "table; table.scanning(); ")
+    out = subprocess.run([sys.executable, "-c", loads], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "['proximity.channels', 'proximity.tcas.engine']", out
 
 
 # `Any` per 1,000 lines of code (neither blank nor a comment): each hides a seam's type from

@@ -529,8 +529,8 @@ def test_the_service_answers_a_hostile_harness_event_allow_with_the_reason(space
 
 def plant_scratch(common: str) -> tuple[list[str], list[str]]:
     """Scratch files in the ledger's index directory as a killed writer leaves them (a
-    dead pid, minutes old), and ones that must stay (a live writer's, a fresh one, the
-    shadow indexes): (names that go, names that stay)."""
+    dead pid, minutes old), and ones that must stay (a live writer's, a fresh one, one
+    naming no process, the shadow indexes): (names that go, names that stay)."""
     d = Path(common) / "ecm" / "index"
     d.mkdir(parents=True, exist_ok=True)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -539,7 +539,8 @@ def plant_scratch(common: str) -> tuple[list[str], list[str]]:
     old = time.time() - 3600
     goes = [f".a.{dead}.0badc0de", f".index.proximity.{dead}.12345678",
             f".a.{dead}.0badc0de.lock"]
-    stays = [f".a.{live}.abcdef01", f".b.{dead}.feedf00d", "a.idx", f"a.{dead}.0badc0de"]
+    stays = [f".a.{live}.abcdef01", f".b.{dead}.feedf00d", "a.idx", f"a.{dead}.0badc0de",
+             ".c.0.abcdef02"]  # (pid 0 is no writer's)
     for name in goes + stays:
         (d / name).write_bytes(b"DIRC")
         if name != f".b.{dead}.feedf00d":  # (fresh: its writer may be just gone)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from proximity import config, gitio
-from proximity.agents import definitions
+from proximity.agents import definitions, edits
 from proximity.analysis.languages import registry
 from proximity.analysis.symbols import hazard
 from proximity.channels import symbol
@@ -123,12 +123,7 @@ def added(old: str | None, new: str) -> tuple[Range, ...]:
     if old is None:
         return ((1, len(b)),)
     a = old.split("\n")
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head, tail = edits.common_ends(a, b)
     ops = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail],
                                   autojunk=False).get_opcodes()
     return tuple((head + j1 + 1, head + j2) for tag, _i1, _i2, j1, j2 in ops

@@ -58,7 +58,12 @@ def _kept(old: str, new: str) -> tuple[int, int]:
     range is then the empty one at the insertion point."""
     if old.endswith("\n") and new.endswith("\n"):  # (no line after the last newline)
         old, new = old[:-1], new[:-1]
-    a, b = old.split("\n"), new.split("\n")
+    return common_ends(old.split("\n"), new.split("\n"))
+
+
+def common_ends(a: Sequence[str], b: Sequence[str]) -> tuple[int, int]:
+    """How many lines ``a`` and ``b`` share at the start, then how many more at the end
+    (never the same line twice: the end is counted in what the start left)."""
     lead = 0
     while lead < min(len(a), len(b)) and a[lead] == b[lead]:
         lead += 1

@@ -58,22 +58,10 @@ def stale_scratch(entries: Iterable[tuple[str, float]], now: float,
     out = []
     for name, mtime in entries:
         m = SCRATCH.match(name)
-        if m and now - mtime > age and not alive(int(m.group(1))):
+        # (pid 0 is no writer's: never a reason to remove anything)
+        if m and now - mtime > age and int(m.group(1)) > 0 and not alive(int(m.group(1))):
             out.append(name)
     return out
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (another user's counts: it is not ours to judge)."""
-    if pid <= 0:
-        return True  # (no such writer: never a reason to remove anything)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def sweep_scratch(ecm_dir: str, now: float | None = None) -> list[str]:
@@ -93,7 +81,7 @@ def sweep_scratch(ecm_dir: str, now: float | None = None) -> list[str]:
     except OSError:
         return []
     removed = []
-    for name in stale_scratch(entries, time.time() if now is None else now, pid_alive):
+    for name in stale_scratch(entries, time.time() if now is None else now, owned.alive):
         try:
             os.unlink(os.path.join(d, name))
         except OSError:

@@ -117,6 +117,12 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                    graph_deferred=result.graph_deferred, unjudged=unjudged)
 
 
+def warm_up(ctx: workspace.Context) -> None:
+    """After a verdict whose import graph was deferred (``graph_deferred``): the graph
+    built by a scan in the background, as the engine starts it."""
+    pipeline.warm_up(ctx)
+
+
 def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[Scan]
            ) -> list[dict[str, object]]:
     """Tell every worktree that yields to a line of work this push lands (the standing

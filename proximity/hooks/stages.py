@@ -147,7 +147,6 @@ def _retention(ctx: Context, ev: Event, air: Airspace) -> None:
 def _judged(ctx: Context, stage: Stage, air: Airspace) -> StageOutcome:
     # lazy: judging loads the scan engine; the snapshot stages never judge
     from proximity.hooks import gate
-    from proximity.tcas import pipeline
 
     verdict = gate.judge(ctx, stage.stage, stage.kind, stage.index_file,
                          list(stage.pushed) if stage.pushed is not None else None,
@@ -156,7 +155,7 @@ def _judged(ctx: Context, stage: Stage, air: Airspace) -> StageOutcome:
     if stage.record:
         journal.settle_pending(ctx.repo.common, stage.rid)
     if verdict.graph_deferred:
-        pipeline.warm_up(ctx)
+        gate.warm_up(ctx)
     lines, block = outcome(ctx, stage, verdict)
     off = ctx.repo.store.off()
     if off and not ctx.recording_off:  # (a ledger that cannot be written said so already)
