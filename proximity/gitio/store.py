@@ -306,7 +306,6 @@ def gc(store: ObjectStore, live: Iterable[str], shadows: Mapping[str, str],
     return {"pins": dropped, "objects": max(0, before - count())}
 
 
-
 def stale_scratch_stores(now: float | None = None, alive: Mapping[int, bool] | None = None
                          ) -> list[str]:
     """Scratch stores in the temporary directory a killed process of this user left (its
