@@ -8,6 +8,7 @@ against git's own merge of the same two states every time.
 from __future__ import annotations
 
 import random
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -230,18 +231,22 @@ def test_no_sole_base_stays_none_one_step_on(tmp_path: Path,
     assert repo.sole_merge_base(longs[5], short) is None
 
 
+def commit_on(path: Path, branch: str, start: str, rel: str) -> str:
+    """A commit on ``branch`` (reset to ``start``) adding ``rel``; its id."""
+    git(path, "checkout", "-q", "-B", branch, start)
+    (path / rel).write_text(f"{branch} {rel}\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", f"{branch} {rel}")
+    return git(path, "rev-parse", "HEAD").stdout.strip()
+
+
 def test_merge_bases_derived_from_a_parent_are_gits(tmp_path: Path) -> None:
     """A new commit's merge base with another side is taken from its parent's when the
     other side lacks that parent; when the other side contains it, libgit2 is asked.
     Every answer equals `git merge-base`, and a sole base is only claimed when git has one."""
     path = init_repo(tmp_path / "r", {"f.txt": "f\n", "g.txt": "g\n"})
 
-    def commit(branch: str, start: str, rel: str) -> str:
-        git(path, "checkout", "-q", "-B", branch, start)
-        (path / rel).write_text(f"{branch} {rel}\n")
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "-m", f"{branch} {rel}")
-        return git(path, "rev-parse", "HEAD").stdout.strip()
+    commit = partial(commit_on, path)
 
     base = git(path, "rev-parse", "HEAD").stdout.strip()
     a1 = commit("a", base, "a1.txt")
@@ -283,12 +288,7 @@ def test_several_single_parent_steps_keep_the_merge_bases(
     a chain longer than the walk is not claimed. Every claim is `git merge-base --all`'s."""
     path = init_repo(tmp_path / "r", {"f.txt": "f\n"})
 
-    def commit(branch: str, start: str, rel: str) -> str:
-        git(path, "checkout", "-q", "-B", branch, start)
-        (path / rel).write_text(f"{branch} {rel}\n")
-        git(path, "add", "-A")
-        git(path, "commit", "-q", "-m", f"{branch} {rel}")
-        return git(path, "rev-parse", "HEAD").stdout.strip()
+    commit = partial(commit_on, path)
 
     base = git(path, "rev-parse", "HEAD").stdout.strip()
     chain = [commit("a", base, "a1.txt")]
