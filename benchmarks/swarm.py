@@ -519,13 +519,21 @@ class Swarm:
             if r.returncode == 1 and '"deny"' in r.stdout and not self.forced(p):
                 self.merge_denied(p, r.stdout)
                 return None
-        before = out(["rev-parse", "HEAD"], p.wt)
-        if not self.rebase(p):
-            self.t.conflicts_at_landing += 1
-            files = conflict_files(p.wt, before, "origin/main") or set()
-            self.t.conflict_files += sorted(f"{p.name}:{f}" for f in files)
+        self.rebase_to_land(p)
         onto = out(["rev-parse", "origin/main"], p.wt)
         return onto if self.push(p, p.wt, "HEAD:main") else None
+
+    def rebase_to_land(self, p: Participant, said: str = "") -> None:
+        """The lane rebased onto the trunk to land; a conflict there is this landing's
+        (counted, its files and what the merge check said, if it was asked, logged)."""
+        before = out(["rev-parse", "HEAD"], p.wt)
+        if self.rebase(p):
+            return
+        self.t.conflicts_at_landing += 1
+        files = sorted(conflict_files(p.wt, before, "origin/main") or ())
+        self.t.conflict_files += [f"{p.name}:{f}" for f in files]
+        self.t.conflict_log.append({"agent": p.name, "files": files, "step":
+                                    self.t.makespan_steps, "check": said, "rebased": True})
 
     def land_main(self, p: Participant) -> str | None:
         """A person integrating in the main checkout: merge the lane's branch, push main."""
@@ -547,14 +555,7 @@ class Swarm:
                     # told the merge would stop with conflicts here: the person has the lane's
                     # author rebase onto the trunk first (its conflicts are resolved there,
                     # and counted as this landing's), and merges it on a later step
-                    before = out(["rev-parse", "HEAD"], p.wt)
-                    if not self.rebase(p):
-                        self.t.conflicts_at_landing += 1
-                        got = conflict_files(p.wt, before, "origin/main") or set()
-                        self.t.conflict_files += sorted(f"{p.name}:{f}" for f in got)
-                        self.t.conflict_log.append({"agent": p.name, "files": sorted(got),
-                                                    "step": self.t.makespan_steps,
-                                                    "check": said, "rebased": True})
+                    self.rebase_to_land(p, said)
                     return None
             files = conflict_files(main, "HEAD", branch)
             if git(["merge", "-q", "--no-edit", branch], main, ok=(0, 1),
