@@ -68,13 +68,15 @@ def conflicts(edit: decision.Decision | None, mine: Sequence[Range], buffer_line
         for c in edit.conflicts:
             if c.level == decision.INFO:
                 continue
-            # right-of-way is this side's: shown as information (go on; they steer), never
-            # a warning a person would stop at while the other side waits on them
-            severity = INFO if c.right_of_way else ERROR \
-                if edit.decision == decision.DENY and c.level == decision.RA else WARNING
-            words = c.detail if c.right_of_way else edit.reason if c is top else c.detail
-            message = f"proximity: you have right-of-way here: {words}" if c.right_of_way \
-                else f"proximity check: {edit.decision.upper()}: {words}"
+            if c.right_of_way:
+                # this side's to go on with (they steer): information, never a warning a
+                # person would stop at while the other side waits on them
+                severity, message = INFO, f"proximity: you have right-of-way here: {c.detail}"
+            else:
+                severity = ERROR if edit.decision == decision.DENY and c.level == decision.RA \
+                    else WARNING
+                words = edit.reason if c is top else c.detail
+                message = f"proximity check: {edit.decision.upper()}: {words}"
             for rng in placed(c, mine):
                 out.append(Finding(clamp(rng, buffer_lines), severity, message, c.agent,
                                    c.branch, c.hunk, c.evidence, edit.decision))
