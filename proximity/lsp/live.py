@@ -130,4 +130,3 @@ class Looker:
                 continue
             if moved:
                 self._changed(moved)
-
