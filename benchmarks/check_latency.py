@@ -11,6 +11,9 @@ Each row's p95 is also given as a multiple of the bare interpreter's (python -I 
   check, contested       lines a sibling changed (uncommitted): deny, with its hunk
   hook claude (Edit)     the Claude Code PreToolUse hook on an Edit event on stdin
   hook codex (patch)     the Codex PreToolUse hook on an apply_patch event on stdin
+The check cases start as `python -m proximity`; three more rows start as the agent hooks'
+settings do: the console script (`proximity check --hook claude`, what docs/agents.md
+writes) and the line `proximity launcher` prints (`python -I -S …/launch.py`).
   in-process             the same check asked of the one answerer in one warm interpreter
                          (no start-up, no imports): what the resident service pays
 Each check case runs twice: answered by the resident service (started and warm before
@@ -33,7 +36,7 @@ from collections.abc import Sequence
 
 sys.path.insert(0, os.path.dirname(__file__))
 from genrepo import ENV, generate, module_paths
-from timing import interpreter, save_json
+from timing import interpreter, load, save_json
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -92,11 +95,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             "hook claude (Edit)": ([py, "-m", "proximity", "check", "--hook", "claude"], event),
             "hook codex (patch)": ([py, "-m", "proximity", "check", "--hook", "codex"], patch),
         }
+        script = [os.path.join(os.path.dirname(py), "proximity")]
+        started = {
+            "hook claude (Edit), console script": ([*script, "check", "--hook", "claude"],
+                                                   event),
+        }
+        asked = subprocess.run([py, "-m", "proximity", "launcher", "--json"],
+                               capture_output=True, text=True, check=False)
+        if asked.returncode == 0:  # (code from before `proximity launcher`: no such rows)
+            launch = json.loads(asked.stdout)["argv"]
+            started["hook claude (Edit), launcher"] = (
+                [*launch, "check", "--hook", "claude"], event)
+            started["check, contested (deny), launcher"] = (
+                [*launch, "check", "--json", f"{shared}:{n_lines - 1}-{n_lines}"], None)
         cases: dict[str, tuple[list[str], str | None, dict[str, str]]] = {
             "python -I -S -c pass": ([py, "-I", "-S", "-c", "pass"], None, env),
             "python -c pass": ([py, "-c", "pass"], None, env),
             "python -c 'import proximity'": ([py, "-c", "import proximity"], None, env),
             **{f"{k} [service]": (v[0], v[1], env) for k, v in checks.items()},
+            **{f"{k} [service]": (v[0], v[1], env) for k, v in started.items()},
             **{f"{k} [no service]": (v[0], v[1], alone) for k, v in checks.items()},
         }
         # a warm ledger (as after a day of work), then the resident service, warm
@@ -123,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise SystemExit(f"{args}: exit {out.returncode}: {out.stderr}")
         decisions = {}
         times: dict[str, list[float]] = {k: [] for k in cases}
+        load_before = load()
         for _ in range(a.runs):
             for name, (args, stdin, e) in cases.items():
                 t = time.perf_counter()
@@ -136,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     # says allow to a harness); Codex's ask is context, not a decision
                     decisions[name] = d.get("decision") or hso.get(
                         "permissionDecision") or ("ask" if hso else "allow")
+        load_after = load()
         st = json.loads(subprocess.run(status, cwd=wt, env=env, capture_output=True,
                                        text=True, check=True).stdout)
         answered = (st.get("status") or {}).get("answered")
@@ -158,13 +177,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "decision": decisions.get(k)} for k, v in times.items()}
     print(f"{a.files} files x {a.worktrees} worktrees, {a.runs} runs per case; answered by "
           f"the service: {answered}")
+    print(f"load average before the rounds: {load_before}; after: {load_after}")
     bare = rows["python -I -S -c pass"]["p95_ms"] or 1.0
     print(f"{'case':45} {'p50 ms':>8} {'p95 ms':>8} {'x bare':>7}  decision")
     for k, r in rows.items():
         print(f"{k:45} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f} {r['p95_ms'] / bare:7.2f}  "
               f"{r['decision'] or ''}")
     save_json(a.json, {"files": a.files, "worktrees": a.worktrees, "runs": a.runs,
-                       "answered": answered, "cases": rows})
+                       "answered": answered, "load": [load_before, load_after],
+                       "cases": rows})
     return 0
 
 

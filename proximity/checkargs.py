@@ -13,9 +13,13 @@ Standard library only, and light: the thin path imports it before anything else.
 
 from __future__ import annotations
 
+import sys
+
+from proximity.protocol import MAX_EVENT_CHARS
+
 TYPE_CHECKING = False  # (not typing's: the thin hook path never imports typing)
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Final, TextIO
 
 DENY_ON: Final = ("ra", "ta", "never")  # deny on a certain conflict, on any traffic, never
 
@@ -100,3 +104,19 @@ def parse(argv: list[str]) -> CheckArgs | None:
     if a.hook is not None and a.hook not in hook_names():
         return None
     return a
+
+
+def read_event(stream: TextIO | None = None) -> tuple[str, int]:
+    """A harness's event from standard input (or ``stream``) and its size in characters:
+    whole up to MAX_EVENT_CHARS; past it, the rest is read and counted, never held (the
+    harness writes it all), and the event comes back empty: too long to check, which the
+    answerer says with its size (agents/answer.py)."""
+    f = stream if stream is not None else sys.stdin
+    head = f.read(MAX_EVENT_CHARS + 1)
+    if len(head) <= MAX_EVENT_CHARS:
+        return head, len(head)
+    size = len(head)
+    del head
+    while chunk := f.read(1 << 20):
+        size += len(chunk)
+    return "", size

@@ -8,7 +8,6 @@ every variable with its range.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 
@@ -43,7 +42,7 @@ def seconds(name: str, low: float, high: float) -> float | None:
     try:
         value = float(raw)
     except ValueError:
-        value = math.nan
+        value = float("nan")  # (math's own is one more library for every hook)
     if low <= value <= high:  # (NaN is in no range)
         return value
     _warn(name, raw, f"a number of seconds from {low:g} to {high:g}", "using the default")

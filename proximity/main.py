@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from proximity.checkargs import CheckArgs
-    from proximity.thin import Fallback
+    from proximity.thincheck import Fallback
 
 
 def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -107,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "format: " + "; ".join(f"{k} ({v})" for k, v in checkargs.HARNESSES.items())
                    + f"; NAME{checkargs.POST} reads its after-edit event (" + ", ".join(
                        checkargs.AFTER.values()) + ") and records the worktree")
+
+    launcher_help = ("print the quickest command line running `proximity ARGS…` with this "
+                     "install (for an agent harness's hook command)")
+    p = sub.add_parser("launcher", help=launcher_help, description=launcher_help)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="what `proximity` would take, e.g. check --hook claude")
 
     mcp_help = ("Model Context Protocol server on stdio (tools: check, check_merge, status, "
                 "intend, inbox)")
@@ -247,23 +254,37 @@ def _command(args: argparse.Namespace) -> int:
     return COMMANDS[args.command](args)
 
 
-def main(argv: Sequence[str] | None = None, handed: HookCall | None = None) -> int:
-    """``handed``: the hook script's boot asked the service already (thin.run_hook)."""
+def full_site() -> None:
+    """Load ``site`` now when Python started without it (``-S``: the hook script's boot,
+    launch.py), as a plain start would have (the venv's site-packages and .pth files): the
+    in-process paths import pygit2 and the parsers from there; the service's thin client
+    needed none of it."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site
+
+        site.main()
+
+
+def main(argv: Sequence[str] | None = None, handed: HookCall | None = None,
+         told: Fallback | None = None) -> int:
+    """``handed``: the hook script's boot asked the service already (thin.run_hook);
+    ``told``: launch.py asked it of this check already (thincheck.check)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     call = parse_hook(argv[1:]) if argv[:1] == ["hook"] else None
     check = checkargs.parse(argv[1:]) if argv[:1] == ["check"] else None
-    told: Fallback | None = None
-    client = _thin_client() if (call is not None and handed is None) or check is not None else None
+    ask = (call is not None and handed is None) or (check is not None and told is None)
+    client = _thin_client() if ask else None
     if call is not None:
         got = handed if handed is not None else client[0](call) if client else call
         if isinstance(got, int):
             return got
         call = got
-    elif check is not None:
+    elif check is not None and told is None:
         asked = client[1](check) if client else None
         if isinstance(asked, int):
             return asked
         told = asked
+    full_site()
     args = None if call is not None or check is not None else build_parser().parse_args(argv)
     try:
         if call is not None:

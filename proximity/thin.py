@@ -1,4 +1,5 @@
-"""The thin client: hooks and `proximity check` asked of the resident service first.
+"""The thin client: hooks asked of the resident service first (`proximity check`: its own
+thin client, thincheck.py, re-exported here for the command line).
 
 Standard library only (plus the light gitfiles, hooks.inputs and service.client modules):
 the worktree, its common dir and its agent id come from files; what the hook carries (pushed
@@ -11,7 +12,7 @@ No service, a timeout, an odd answer or a case the service leaves alone (``fallb
 the caller runs the in-process path, handed what was read already and whether the service
 may have recorded this very event (a request it began before the client gave up: see
 journal.claim), so nothing is recorded twice: for a hook, the inputs.HookCall it was
-called with, filled in; for `check`, a :class:`Fallback`.
+called with, filled in; for `check`, a thincheck.Fallback.
 """
 
 from __future__ import annotations
@@ -19,29 +20,17 @@ from __future__ import annotations
 import os
 import sys
 
-from proximity import checkargs, gitfiles, knobs, layout
+from proximity import gitfiles, knobs
 from proximity.hooks import inputs, stash
-from proximity.protocol import CHECK, HOOK, MAX_EVENT_CHARS, STAGES
+from proximity.protocol import HOOK, STAGES
 from proximity.service import client
+from proximity.thincheck import Fallback, check, where
 
 TYPE_CHECKING = False  # (not typing's: this module must stay light)
 if TYPE_CHECKING:
-    from proximity.checkargs import CheckArgs
-    from proximity.protocol import CheckAnswer, CheckRequest, HookRequest
+    from proximity.protocol import HookRequest
 
-
-class Fallback:
-    """Check in process. ``stdin``: the harness event read from standard input already;
-    ``size``: its size in characters (past MAX_EVENT_CHARS it is not kept: ``stdin`` is
-    then empty)."""
-
-    __slots__ = ("size", "stdin")
-
-    def __init__(self, stdin: str | None = None, size: int | None = None) -> None:
-        self.stdin, self.size = stdin, size
-
-    def __repr__(self) -> str:
-        return f"Fallback(stdin={self.stdin is not None})"
+__all__ = ["Fallback", "ask_hook", "check", "hook", "run_hook", "where"]
 
 
 SKIP_IN_SEQUENCE = ("post-commit", "post-checkout")
@@ -79,22 +68,6 @@ def run_hook(argv: list[str]) -> int | inputs.HookCall | None:
 def ask_hook(call: inputs.HookCall) -> int | inputs.HookCall:
     """A parsed hook: skipped, answered by the service, or handed on (see run_hook)."""
     return 0 if skipped(call.name) else hook(call)
-
-
-def where(start: str) -> tuple[str, str] | None:
-    """(git dir, common dir) of the worktree at ``start``, from files; None: not a plain
-    layout, or a repository proximity has never recorded in (the in-process path sets
-    it up)."""
-    gitdir = gitfiles.find_git_dir(start)
-    if gitdir is None:
-        return None
-    gitdir = os.path.realpath(os.path.join(start, gitdir))
-    if not os.path.isdir(gitdir):
-        return None
-    common = os.path.realpath(gitfiles.common_dir(gitdir))
-    if not os.path.isdir(layout.ecm_dir(common)):
-        return None
-    return gitdir, common
 
 
 def hook(call: inputs.HookCall) -> int | inputs.HookCall:
@@ -169,56 +142,3 @@ def leave_post_note(gitdir: str, post: object) -> None:
             os.close(fd)
     except OSError:
         pass
-
-
-# -- proximity check --------------------------------------------------------------------
-def check(a: CheckArgs) -> int | Fallback:
-    """`proximity check …` (its arguments parsed by checkargs) through the service: prints
-    what the command prints and returns its exit code, or Fallback (``stdin``: a harness
-    event read already). Only what the service answers is sent: a harness's pre-edit
-    event, or PATH specs or a merge; the rest (a post-edit event records, a mix the
-    command refuses) is the in-process path's."""
-    stdin, size = inputs.read_event() if a.hook is not None else (None, None)
-    if size is not None and size > MAX_EVENT_CHARS:
-        return Fallback(stdin, size)  # (answered at once, never sent: agents/answer.py)
-    try:
-        if knobs.skip() or not client.enabled():
-            return Fallback(stdin)
-        cwd = os.path.abspath(a.repo or os.getcwd())
-        msg: CheckRequest = {"op": CHECK, "deny_on": a.deny_on, "cwd": cwd}
-        if a.hook is not None:
-            if a.specs or a.merge is not None or checkargs.is_post(a.hook):
-                return Fallback(stdin)
-            # the service parses the event (no `json` import here) and defaults its cwd
-            msg["harness"], msg["event_text"] = a.hook, stdin or ""
-        elif bool(a.specs) == (a.merge is not None):
-            return Fallback(stdin)
-        else:
-            msg["specs"], msg["json"] = a.specs, a.json
-            if a.merge is not None:
-                msg["merge"] = a.merge
-        answer = ask_check(cwd, msg)
-        if answer is None:
-            return Fallback(stdin)
-        print(answer["stdout"])
-        return answer["exit"]
-    except Exception:
-        return Fallback(stdin)
-
-
-def ask_check(start: str, msg: CheckRequest) -> CheckAnswer | None:
-    """The service's answer to one check request: what the command prints and its exit
-    code (None: absent, odd, or ``fallback``)."""
-    found = where(start) if os.path.isdir(start) else None
-    if found is None:
-        return None
-    answer = client.ask(found[1], msg, budget=CHECK_BUDGET)
-    if answer is None or "fallback" in answer:
-        return None
-    stdout, code = answer.get("stdout"), answer.get("exit")
-    if not isinstance(stdout, str) or not isinstance(code, int) or isinstance(code, bool):
-        return None
-    return {"ok": True, "stdout": stdout, "exit": code}
-
-
-CHECK_BUDGET = 1.0  # seconds a check waits for the service before checking in process

@@ -29,7 +29,7 @@ THIN_ALLOWED = {
     "proximity.errors",
     "proximity.service", "proximity.service.client", "proximity.protocol",
     "proximity.snapshot", "proximity.snapshot.journal", "proximity.service.stamp",
-    "proximity.layout", "proximity.jsontext", "proximity.checkargs",
+    "proximity.layout", "proximity.jsontext", "proximity.checkargs", "proximity.thincheck",
 }
 # imports the thin path makes only on a rare branch, each paying for itself there: a host's
 # (pre-commit, prek) pre-push whose command line names more refs than the host passed
@@ -57,8 +57,9 @@ FLOORS: list[set[str]] = [
     {"agents"},  # the pre-edit check: one answerer and the harnesses' adapters
     {"hooks"},  # what git hooks judge and print
     {"service"},  # the resident service
+    {"thincheck"},  # the check's standard-library client of the service
     {"thin"},  # the hook's standard-library client
-    {"commands", "mcp", "lsp", "main", "__main__"},  # front ends
+    {"commands", "mcp", "lsp", "main", "__main__", "launch"},  # front ends
 ]
 SHARED_FLOORS = (0, len(FLOORS) - 1)
 
@@ -89,6 +90,16 @@ def test_the_thin_hook_path_imports_only_the_standard_library(statement, flags):
     # (collections: ~2 ms of CPU a hook, for a named tuple)
     assert not foreign & {"json", "socket", "subprocess", "sqlite3", "typing", "re",
                           "collections"}, foreign
+
+
+def test_the_checks_thin_client_loads_nothing_of_the_hooks_or_the_command_line():
+    """The quickest start of a check (launch.py) asks the service through thincheck: it
+    pays for none of the hooks' modules and not for the command line's."""
+    loaded = modules_loaded_by("import proximity.thincheck")
+    ours = {m for m in loaded if m == "proximity" or m.startswith("proximity.")}
+    assert ours <= THIN_ALLOWED, sorted(ours - THIN_ALLOWED)
+    assert not {m for m in ours if m.startswith(("proximity.hooks", "proximity.thin."))
+                or m in ("proximity.thin", "proximity.main", "proximity.errors")}, ours
 
 
 def imports_of(path: Path) -> list[tuple[str, int]]:

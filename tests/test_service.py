@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -506,6 +507,48 @@ def test_two_installs_of_the_same_code_share_one_stamp(tmp_path):
     assert stamp_of(roots[1], runtime) != first
     mod.write_bytes(data)
     assert stamp_of(roots[1], runtime) == first
+
+
+def install_copy(src: Path, where: Path, change: str | None = None) -> Path:
+    """The package written into ``where``/site-packages as an installer writes it: the old
+    copy removed, every file written anew (``change``: a line added to one module, as
+    other code would differ)."""
+    site = where / "site-packages"
+    shutil.rmtree(site / "proximity", ignore_errors=True)
+    shutil.copytree(src, site / "proximity", ignore=shutil.ignore_patterns("__pycache__"))
+    if change is not None:
+        with open(site / "proximity" / "tcas" / "risk.py", "a") as f:
+            f.write(f"\n# {change}\n")
+    return site
+
+
+def test_an_installed_copy_is_known_by_its_directory_and_a_reinstall_reads_it_again(
+        tmp_path):
+    """A copy an installer wrote into site-packages has the stamp of a source checkout of
+    the same code (the content decides, so the two share one service) but is keyed by its
+    directory and its __init__.py alone; an upgrade or a reinstall of other code, which
+    writes every file anew, changes the stamp, and a reinstall of the first code brings it
+    back."""
+    import proximity
+    from proximity.service import stamp
+
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    src = Path(proximity.__file__).parent
+    checkout = tmp_path / "checkout"
+    shutil.copytree(src, checkout / "proximity", ignore=shutil.ignore_patterns("__pycache__"))
+    first = stamp_of(checkout, runtime)
+    a = install_copy(src, tmp_path / "a")
+    b = install_copy(src, tmp_path / "b")
+    assert stamp.installed_key(str(a / "proximity")) is not None
+    assert stamp.installed_key(str(checkout / "proximity")) is None
+    assert stamp_of(a, runtime) == stamp_of(b, runtime) == first
+    install_copy(src, tmp_path / "b", change="an upgrade")
+    upgraded = stamp_of(b, runtime)
+    assert upgraded != first and upgraded.startswith(proximity.__version__ + "+")
+    assert stamp_of(a, runtime) == first  # the other install keeps its own
+    install_copy(src, tmp_path / "b")
+    assert stamp_of(b, runtime) == first
 
 
 def test_the_service_answers_a_hostile_harness_event_allow_with_the_reason(space, services):

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git, lines
+from conftest import git, init_repo, lines
 from test_service import edit, pid_of, wait_for
 
 from proximity import gitio, layout
@@ -433,6 +433,35 @@ def test_worktrees_from_files_match_git(tmp_path):
     git(main, "switch", "-q", "--orphan", "unborn")
     repo = gitio.Repo(str(main))
     assert repo.worktrees_from_files() == repo.worktrees()
+
+
+def test_no_remote_refs_only_when_git_lists_none(tmp_path):
+    """The pre-edit check skips asking git for remote-tracking refs only when the files say
+    there are none: never while git would list one (loose, packed, or a remote's directory
+    left behind), nor where the refs are not files."""
+    main = init_repo(tmp_path / "r", {"f": "1\n"})
+    repo = gitio.Repo(str(main))
+
+    def listed() -> str:
+        return git(main, "for-each-ref", "refs/remotes").stdout
+
+    assert repo.no_remote_refs() and listed() == ""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "origin", "HEAD:main")
+    git(main, "fetch", "-q", "origin")
+    assert listed() and not repo.no_remote_refs()  # a loose ref
+    git(main, "pack-refs", "--all")
+    assert not list((main / ".git" / "refs" / "remotes").rglob("main"))
+    assert listed() and not repo.no_remote_refs()  # packed only
+    git(main, "update-ref", "-d", "refs/remotes/origin/main")
+    assert listed() == ""  # (its directory may stay: the files cannot say, git is asked)
+    shutil.rmtree(main / ".git" / "refs" / "remotes", ignore_errors=True)
+    assert repo.no_remote_refs()
+    with open(main / ".git" / "config", "a") as f:
+        f.write("[extensions]\n\trefStorage = reftable\n")
+    assert not repo.no_remote_refs()  # refs git keeps elsewhere: only git can say
 
 
 def test_a_forced_add_of_an_ignored_file_is_in_the_commit_verdict(pair_of_repos):

@@ -641,6 +641,8 @@ def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
     which one was told to yield to this worktree: they yield here as that work does
     (else the main checkout holding a lane's merge it may not push denied the very
     worktree the lane yields to, and each waited for the other)."""
+    if repo.no_remote_refs():
+        return set()  # no branch has a remote-tracking ref to be beyond (no git process)
     listed = repo.worktrees_from_files()
     trees = [w for w in (repo.worktrees() if listed is None else listed) if not w.prunable]
     candidates = [w for w in trees if w.id in siblings and w.branch and w.head]

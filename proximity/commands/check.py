@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from proximity import knobs
+from proximity import checkargs, knobs
 from proximity.agents import output
 from proximity.agents.answer import CheckRequest, answer, of_specs
 from proximity.checkargs import CheckArgs
 from proximity.errors import UsageError
-from proximity.hooks import inputs
 
 if TYPE_CHECKING:
     pass
@@ -25,14 +24,14 @@ if TYPE_CHECKING:
 def check(a: CheckArgs, stdin: str | None = None, size: int | None = None) -> int:
     """The command, from its arguments however they were parsed; ``stdin``: a harness's
     event the thin client read already (None: read it here), ``size``: its size in
-    characters (inputs.read_event)."""
+    characters (checkargs.read_event)."""
     cwd = os.path.abspath(a.repo or os.getcwd())
     if a.hook is not None:
         if a.specs or a.merge is not None:
             raise UsageError("--hook reads the harness's event on stdin: name no PATH and "
                              "no --merge with it")
         if stdin is None:
-            stdin, size = inputs.read_event()
+            stdin, size = checkargs.read_event()
         req = CheckRequest(cwd, harness=a.hook, deny_on=a.deny_on, event=stdin,
                            event_size=size, skip=knobs.skip())
     elif a.merge is not None and a.specs:

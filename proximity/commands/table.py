@@ -16,6 +16,7 @@ from proximity.commands import (
     inbox,
     install,
     intend,
+    launcher,
     ledger,
     lsp,
     mcp,
@@ -48,5 +49,6 @@ COMMANDS: dict[str, Run] = {
     "snapshot": snapshot.run, "intend": intend.run, "inbox": inbox.run, "mcp": mcp.run,
     "lsp": lsp.run, "ledger": ledger.run, "doctor": doctor.run, "install": install.run,
     "uninstall": uninstall.run, "gc": gc.run, "service": service.run, "sync": sync.run,
+    "launcher": launcher.run,
     **dict.fromkeys(SCANNING, _scanning),
 }

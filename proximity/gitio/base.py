@@ -392,6 +392,30 @@ class RepoCore:
                 locked=locked, populating=not gone and populating(admin, self.common)))
         return out + sorted(linked, key=lambda w: w.path)
 
+    def no_remote_refs(self) -> bool:
+        """Whether the common dir's files say there is no remote-tracking ref at all (then
+        `git for-each-ref refs/remotes` would list nothing); False whenever they cannot
+        say so (reftable, an unreadable file, a remote's directory, even an empty one)."""
+        try:
+            if "reftable" in _read(os.path.join(self.common, "config")):
+                return False
+        except OSError:
+            return False
+        try:
+            if os.listdir(os.path.join(self.common, "refs", "remotes")):
+                return False
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+        try:
+            packed = _read(os.path.join(self.common, "packed-refs"))
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return " refs/remotes/" not in packed
+
     def current(self) -> WorktreeInfo:
         """This worktree, read from its own git dir (no `git worktree list`)."""
         wid = agent_id(self.gitdir, self.common)

@@ -13,12 +13,11 @@ import sys
 
 from proximity import knobs
 from proximity.hooks import hosts
-from proximity.protocol import MAX_EVENT_CHARS
 
 TYPE_CHECKING = False  # (not typing's: the thin hook path imports this module)
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import NamedTuple, TextIO
+    from typing import NamedTuple
 
     from proximity.protocol import HookRequest
 
@@ -26,22 +25,6 @@ STAGE = {"post-checkout": "snapshot", "post-commit": "snapshot", "post-merge": "
          "post-rewrite": "snapshot", "pre-commit": "warn", "pre-push": "guard"}
 # what `proximity hook NAME` accepts: a stage, or the git hook that runs it
 HOOK_NAMES = ("snapshot", "warn", "guard", *STAGE)
-
-
-def read_event(stream: TextIO | None = None) -> tuple[str, int]:
-    """A harness's event from standard input (or ``stream``) and its size in characters:
-    whole up to MAX_EVENT_CHARS; past it, the rest is read and counted, never held (the
-    harness writes it all), and the event comes back empty: too long to check, which the
-    answerer says with its size (agents/answer.py)."""
-    f = stream if stream is not None else sys.stdin
-    head = f.read(MAX_EVENT_CHARS + 1)
-    if len(head) <= MAX_EVENT_CHARS:
-        return head, len(head)
-    size = len(head)
-    del head
-    while chunk := f.read(1 << 20):
-        size += len(chunk)
-    return "", size
 
 
 def stage_of(name: str) -> str:

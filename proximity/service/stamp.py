@@ -1,6 +1,12 @@
 """This code's identity, the code stamp every request carries: the package version, the
 interpreter's, and a hash of its modules' content (not their modification times, so two
 installs of one commit share one service). Standard library only: hooks import it.
+
+The hash is kept per install, keyed by what tells that install's code changed: for a source
+checkout (an editable install, a copy run from a directory) every module's listing, since
+any file may be edited in place; for a copy an installer wrote into site-packages, the
+package directory and its ``__init__.py``, which every installer writes anew (an upgrade,
+a reinstall of other code), so each check pays two stats instead of one per module.
 """
 
 from __future__ import annotations
@@ -30,22 +36,46 @@ def package_stamp(pkg: str, cache: str | None) -> str:
     """The stamp of the package in directory ``pkg``: its version, the interpreter's, and
     a hash of its modules' names and content. Reading every module costs a hook more than
     its request, so the content hash is kept in ``cache`` (one small file per install),
-    keyed by the modules' listing (name, size, times, inode): a hook pays for the listing
-    and one small read; an edit changes the listing and the content is read again."""
-    import zlib
+    keyed by :func:`installed_key` or, for a source checkout, the modules' listing (name,
+    size, times, inode): a hook pays for two stats or the listing, and one small read; a
+    change of the key reads the content again."""
+    key = installed_key(pkg)
+    files = module_files(pkg) if key is None else None
+    if files is not None:
+        import zlib
 
-    files = module_files(pkg)
-    listing = "\n".join([__version__, sys.version.split()[0], pkg] + [
-        f"{name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
-        for name, st in files]).encode("utf-8", "surrogateescape")
-    key = f"{zlib.crc32(listing):08x}{zlib.adler32(listing):08x}{len(files)}"
+        listing = "\n".join([__version__, sys.version.split()[0], pkg] + [
+            f"{name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+            for name, st in files]).encode("utf-8", "surrogateescape")
+        key = f"{zlib.crc32(listing):08x}{zlib.adler32(listing):08x}{len(files)}"
     note = os.path.join(cache, "stamp-" + _key(pkg)) if cache else None
-    digest = _cached(note, key) if note else None
+    digest = _cached(note, key) if note and key else None
     if digest is None:
-        digest = content_hash(pkg, [name for name, _ in files])
-        if note:
+        names = [name for name, _ in (files if files is not None else module_files(pkg))]
+        digest = content_hash(pkg, names)
+        if note and key:
             _keep(note, key, digest)
     return f"{__version__}+{sys.version.split()[0]}+{digest}"
+
+
+INSTALLED_DIRS = ("site-packages", "dist-packages")  # where installers put packages
+
+
+def installed_key(pkg: str) -> str | None:
+    """For a package an installer wrote (its directory under site-packages): the identity
+    of that directory and of its ``__init__.py`` — inode, size and times, with the
+    versions and the path — which any install, upgrade or reinstall changes (pip, uv and
+    the others write each file anew). None: a source checkout (any module may be edited
+    in place: the caller lists them all), or nothing to stat."""
+    if os.path.basename(os.path.dirname(pkg)) not in INSTALLED_DIRS:
+        return None
+    try:
+        d = os.stat(pkg)
+        i = os.stat(os.path.join(pkg, "__init__.py"))
+    except OSError:
+        return None
+    return (f"i{d.st_ino}:{d.st_mtime_ns}:{d.st_ctime_ns}:{i.st_ino}:{i.st_size}:"
+            f"{i.st_mtime_ns}:{i.st_ctime_ns}:{__version__}:{sys.version.split()[0]}")
 
 
 def module_files(pkg: str) -> list[tuple[str, os.stat_result]]:
@@ -94,10 +124,12 @@ def stamp_cache_dir() -> str | None:
 
 
 def _key(pkg: str) -> str:
-    import zlib
-
-    raw = pkg.encode("utf-8", "surrogateescape")
-    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"
+    """A file name for the install at ``pkg``: 64-bit FNV-1a of its path (no zlib to
+    load for a name)."""
+    h = 0xCBF29CE484222325
+    for byte in pkg.encode("utf-8", "surrogateescape"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
 
 
 def _cached(note: str, key: str) -> str | None:
@@ -107,7 +139,7 @@ def _cached(note: str, key: str) -> str | None:
     except OSError:
         return None
     try:
-        text = os.read(fd, 256).decode("ascii", "replace")
+        text = os.read(fd, 512).decode("ascii", "replace")
     except OSError:
         return None
     finally:
