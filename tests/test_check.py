@@ -650,6 +650,31 @@ def test_the_side_with_right_of_way_is_asked_the_side_that_yields_is_denied(pair
     assert theirs["decision"] == "deny", theirs
 
 
+def test_right_of_way_covers_the_collision_it_was_given_for_not_the_others_lines(
+        pair, capsys):
+    """The holder goes on where its change and the yielding side's meet. Lines only the
+    yielding side changed (committed, so it cannot steer off them) are a new collision,
+    where it came first: the holder's edit there is denied as anyone's, and the deny is
+    the holder's wait on them (a wait cycle with them is broken as any other)."""
+    sp, a, b = pair
+    sp.write(a, "app.txt", APP.replace("line 10\n", "line 10 a\n").replace(
+        "line 11\n", "line 11 a\n").replace("line 12\n", "line 12 a\n"))
+    sp.commit(a, "a's three lines")
+    sp.write(b, "app.txt", APP.replace("line 11\n", "line 11 b\n").replace(
+        "line 30\n", "line 30 b\n"))
+    sp.commit(b, "b's line 11, and line 30 that a never touched")
+    assert main(["scan", "-C", str(sp.main)]) == 0  # records the pair's decision
+    capsys.readouterr()
+    _, held = run_check(a, "app.txt:11", capsys=capsys)
+    assert held["decision"] == "ask" and "right-of-way" in held["reason"], held
+    _, theirs = run_check(a, "app.txt:30", capsys=capsys)
+    assert theirs["decision"] == "deny", theirs
+    assert "right-of-way" not in theirs["reason"], theirs
+    assert [c["right_of_way"] for c in theirs["conflicts"] if c["agent"] == "b"] == [False]
+    _, fresh = run_check(a, "app.txt:45", capsys=capsys)  # nobody's lines: allowed
+    assert fresh["decision"] == "allow", fresh
+
+
 def test_the_same_change_made_on_both_sides_is_not_a_conflict(pair):
     """Two agents bump the same line to the same text (two branches bumping one dependency):
     git's merge takes the change once, so the edit is allowed; a different change of that

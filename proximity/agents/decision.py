@@ -183,18 +183,24 @@ def evidence(side: Side) -> list[Conflict]:
     return out
 
 
-def decide(sides: Sequence[Side], deny_on: str = "ra",
-           behind: Collection[str] = ()) -> Decision:
+def decide(sides: Sequence[Side], deny_on: str = "ra", behind: Collection[str] = (),
+           ahead: Collection[str] = ()) -> Decision:
     """allow / ask / deny for one request, from every sibling's evidence. ``behind``: the
-    siblings told to yield to this worktree (right-of-way): their collisions are asked,
-    never denied, so the holder goes on and the yielding side steers."""
+    siblings told to yield to this worktree (right-of-way): their collisions with this
+    worktree's own change are asked, never denied, so the holder goes on and the yielding
+    side steers; an edit onto lines only they changed is a new collision, where they came
+    first, and is judged as anyone's. ``ahead``: siblings this request goes before in
+    everything (a wait cycle it is first in, work a merge brings in): asked, never denied."""
     if deny_on not in DENY_ON:
         raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(DENY_ON)})")
-    found = [c for s in sides for c in evidence(s)]
-    found = [c._replace(level=TA, right_of_way=True,
-                        detail=c.detail + f" ({text(c.agent)} was told to yield to "
-                        "you here: you have right-of-way, they steer)")
-             if c.agent in behind and c.level == RA else c for c in found]
+    found = []
+    for s in sides:
+        for c in evidence(s):
+            if c.level == RA and (c.agent in ahead or (c.agent in behind and held(s, c))):
+                c = c._replace(level=TA, right_of_way=True,
+                               detail=c.detail + f" ({text(c.agent)} was told to yield to "
+                               "you here: you have right-of-way, they steer)")
+            found.append(c)
     found.sort(key=lambda c: ({RA: 0, TA: 1}.get(c.level, 2), c.evidence != "conflict",
                               c.agent, c.path))
     if not found:
@@ -211,6 +217,23 @@ def decide(sides: Sequence[Side], deny_on: str = "ra",
         reason += (". Edit elsewhere, or coordinate with them first (`proximity inbox`, "
                    "`proximity intend`)")
     return Decision(decision, reason, tuple(found))
+
+
+def held(side: Side, c: Conflict) -> bool:
+    """Whether collision ``c`` is one this worktree's own change is in already: the
+    sibling's lines the edit hits meet lines this worktree changed before (or there are
+    no lines to tell apart). Right-of-way covers that collision, not lines the sibling
+    reached first and this worktree never changed."""
+    if c.evidence != "conflict" or c.path != side.path or side.diff is None:
+        return True
+    own = side.own
+    if own is None or not own.changed:
+        return False
+    mine = own.base_ranges()
+    if mine is None or side.diff.base_ranges() is None or not c.ranges:
+        return True
+    met = {h.base for h in hunks.contested(side.diff, mine)}
+    return any(r in met for r in c.ranges)
 
 
 def decision_json(d: Decision) -> DecisionDoc:

@@ -585,7 +585,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     try:
         sides = gather(repo, tg, ledger, merging, merged)
         me = repo.current().id
-        behind = yielding_to(ledger, me, {s.agent for s in sides}) | {*steer}
+        behind = yielding_to(ledger, me, {s.agent for s in sides})
     finally:
         if ledger is not None:
             ledger.close()
@@ -595,26 +595,28 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     elif files in POLICY:
         configured = POLICY[files]
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
-    d = decision.decide(sides, policy, behind)
+    ahead = {*steer}
+    d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY:
         return d
     # a sibling in the way may hold other worktrees' work, not its own (the main checkout
     # that merged a lane and could not push it yet): right-of-way is that work's
-    denying = {c.agent for c in d.conflicts if c.level == decision.RA} - behind
+    denying = {c.agent for c in d.conflicts if c.level == decision.RA}
     more = holding_yielders(repo, me, denying) if denying else set()
-    d = decision.decide(sides, policy, behind | more) if more else d
+    d = decision.decide(sides, policy, behind, ahead | more) if more else d
     if d.decision != decision.DENY:
         return d
-    return wait_cycles(repo, me, sides, policy, behind | more, d)
+    return wait_cycles(repo, me, sides, policy, behind, ahead | more, d)
 
 
 def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
-                behind: set[str], d: decision.Decision) -> decision.Decision:
+                behind: set[str], ahead: set[str], d: decision.Decision
+                ) -> decision.Decision:
     """A deny, given the waits: the holders whose wait cycle this worktree goes first in
     (agents/waits.py) yield to it, and the deny that stands is recorded as this worktree's
     wait on each holder still denying it. One ledger open; a ledger that cannot be read or
     written leaves the waits as they are, never the answer."""
-    denying = {c.agent for c in d.conflicts if c.level == decision.RA} - behind
+    denying = {c.agent for c in d.conflicts if c.level == decision.RA}
     ledger = open_ledger(repo)
     if ledger is None:
         return d
@@ -626,7 +628,7 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
             standing = {}
         first = {h for h in denying if waits.goes_first(standing, me, h)}
         if first:
-            d = decision.decide(sides, policy, behind | first)
+            d = decision.decide(sides, policy, behind, ahead | first)
         if d.decision == decision.DENY:
             with contextlib.suppress(LedgerError):
                 ledger.wait(me, {c.agent for c in d.conflicts if c.level == decision.RA}, now)
@@ -710,8 +712,9 @@ def config_files(repo: gitio.Repo) -> tuple[tuple[str, int, int, int] | None, ..
 def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:
     """The siblings a standing Resolution Advisory told to yield to this worktree (the
     one order every worktree reads, scan's ``yields``): this worktree holds course there,
-    so their work asks rather than denies it; two agents never deny each other into a
-    wait for the other to land."""
+    so where its own change meets theirs their work asks rather than denies it (two
+    agents never deny each other into a wait for the other to land); lines only they
+    changed stay theirs (decision.held)."""
     if ledger is None:
         return set()
     out = set()
