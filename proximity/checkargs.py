@@ -112,6 +112,8 @@ def read_event(stream: TextIO | None = None) -> tuple[str, int]:
     harness writes it all), and the event comes back empty: too long to check, which the
     answerer says with its size (agents/answer.py)."""
     f = stream if stream is not None else sys.stdin
+    if f is None:  # (started with standard input closed: no event came)
+        return "", 0
     head = f.read(MAX_EVENT_CHARS + 1)
     if len(head) <= MAX_EVENT_CHARS:
         return head, len(head)

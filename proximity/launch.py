@@ -43,11 +43,12 @@ if __name__ == "__main__":
     if isinstance(got, int):
         # answered and printed: leave without the interpreter's teardown of every module
         # loaded (1-2 ms of each check; nothing on this path registers work for the exit)
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except OSError:
-            pass  # (the harness closed its end: nobody reads the answer)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:  # (None: started with that descriptor closed)
+                    stream.flush()
+            except (OSError, ValueError):
+                pass  # (the harness closed its end: nobody reads the answer)
         os._exit(got)
     from proximity.main import main
 

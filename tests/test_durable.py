@@ -5,6 +5,7 @@ behind (a job it claimed and never recorded) recorded once by whoever comes next
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -111,6 +112,33 @@ def test_a_stopped_service_costs_one_hook_its_budget_then_is_replaced(repo):
     heads = settled_heads(repo, shas)
     for n, sha in zip((1, 2), shas, strict=True):
         assert heads.count(sha) == 1, (n, heads)
+
+
+def test_a_stopped_service_costs_one_check_its_budget_then_is_replaced(repo):
+    """The pre-edit check, not only a hook, replaces a stopped service: one check waits
+    its budget and answers in process; the service it leaves is a new one, and the next
+    check is answered by it."""
+    common = os.path.realpath(repo / ".git")
+    assert service_cmd.start(common)
+    old = recorded_pid(common)
+    os.kill(old, signal.SIGSTOP)
+    check = [PY, "-m", "proximity", "check", "--json", "f.txt:3"]
+    try:
+        first = subprocess.run(check, cwd=repo, capture_output=True, text=True, timeout=120)
+        assert first.returncode == 0 and json.loads(first.stdout)["decision"] == "allow"
+        new = recorded_pid(common)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(old, signal.SIGCONT)
+    assert new != old
+    with pytest.raises(OSError):  # the stopped one was killed, not left to hold the lock
+        for _ in range(50):
+            os.kill(old, 0)
+            time.sleep(0.1)
+    before = service_state(common)["status"]["answered"]["check"]
+    again = subprocess.run(check, cwd=repo, capture_output=True, text=True, timeout=120)
+    assert again.stdout == first.stdout
+    assert service_state(common)["status"]["answered"]["check"] == before + 1
 
 
 def test_a_job_a_killed_service_claimed_is_recorded_once_by_the_next_hook(repo):

@@ -175,3 +175,49 @@ def test_a_line_left_behind_by_a_removed_install_never_blocks_the_edit(tmp_path)
     named = subprocess.run([sys.executable, "-I", "-S", str(gone)], capture_output=True,
                            text=True, cwd=tmp_path, timeout=60)
     assert named.returncode == 2  # (why the line is a program, not the script's path)
+
+
+def test_a_launcher_line_is_printed_only_for_a_command_line_proximity_runs(tmp_path):
+    """A line that exits 2 on every call (an unknown harness, a typo) is one Claude Code
+    and Gemini CLI read as "block this call" on every edit: refused when asked, with the
+    parser's own words, and nothing printed to paste."""
+    got = subprocess.run([sys.executable, "-m", "proximity", "launcher", "check", "--hook",
+                          "claudex"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert got.returncode == 2 and got.stdout == ""
+    assert "claudex" in got.stderr and "invalid choice" in got.stderr, got.stderr
+    assert "Traceback" not in got.stderr
+
+
+def test_the_launcher_answers_with_a_standard_stream_closed(space, services):
+    """A harness that closes the hook's stdout (or never opens its stdin) gets the
+    answer's exit code, never a traceback and exit 1 from the launcher's own exit."""
+    a, _common = contested(space, services)
+    line = shlex.join(launcher("check", "--hook", "claude"))
+    event = json.dumps({**CLAUDE_EDIT, "cwd": str(a)})
+    for redirect, stdin in ((">&-", event), ("<&-", "")):
+        got = subprocess.run(["sh", "-c", f"{line} {redirect}"], cwd=a, input=stdin,
+                             capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PROXIMITY_SERVICE": "0"})
+        assert got.returncode == 0, (redirect, got.stderr)
+        assert "Traceback" not in got.stderr, (redirect, got.stderr)
+    closed_in = subprocess.run(["sh", "-c", f"{line} <&-"], cwd=a, capture_output=True,
+                               text=True, timeout=120,
+                               env={**os.environ, "PROXIMITY_SERVICE": "0"})
+    assert closed_in.stdout.strip() in ("", "{}"), closed_in.stdout  # no event: no decision
+
+
+def test_a_launch_file_cut_short_is_an_error_the_person_sees(tmp_path):
+    """launch.py always leaves by exiting with the answer's code. An emptied or truncated
+    file (an interrupted upgrade) would otherwise return, and the line would exit 0 with
+    nothing printed: every edit let through with no word. It exits 1 and says why."""
+    root = tmp_path / "copy"
+    shutil.copytree(Path(proximity.__file__).parent, root / "proximity",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "proximity" / "launch.py").write_text("")
+    line = [sys.executable, "-I", "-S", "-c",
+            launcher_cmd.program(str(root / "proximity" / "launch.py")),
+            "check", "--hook", "claude"]
+    got = subprocess.run(line, input=json.dumps(CLAUDE_EDIT), capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert got.returncode == 1 and got.stdout == ""
+    assert "launch.py ended without an answer" in got.stderr, got.stderr

@@ -14,20 +14,43 @@ person sees, the edit let through (as a missing ``proximity`` on PATH, exit 127,
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import shlex
 
 import proximity
 from proximity.commands.install import interpreter
+from proximity.errors import UsageError
 
 
 def program(path: str) -> str:
     """The ``-c`` program that runs the launch.py at ``path`` as the main module (its
     path written as a JSON string, which Python reads alike, so the shell's single quotes
-    hold it whole)."""
+    hold it whole). launch.py always leaves by exiting; a file that returns (emptied or
+    cut short by an interrupted upgrade) ends in exit 1 and says so, never a silent 0
+    that would let every edit through unchecked."""
     return (f"__file__=f={json.dumps(path)};"
-            'exec(compile(open(f,"rb").read(),f,"exec"))')
+            'exec(compile(open(f,"rb").read(),f,"exec"));'
+            'raise SystemExit("proximity: "+f+" ended without an answer: reinstall proximity")')
+
+
+def refusal(args: list[str]) -> str | None:
+    """Why ``proximity ARGS…`` would be refused as bad usage (None: it parses): the
+    command line's own parser, its message."""
+    from proximity.main import build_parser
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            build_parser().parse_args(args)
+    except SystemExit as e:
+        if not e.code:
+            return None  # (help, a version: printed, exit 0)
+        last = (err.getvalue().strip().splitlines() or ["bad usage"])[-1]
+        return last.partition(": error: ")[2] or last
+    return None
 
 
 def argv(args: list[str]) -> list[str]:
@@ -38,7 +61,13 @@ def argv(args: list[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     rest = list(args.args)
-    words = argv(rest[1:] if rest[:1] == ["--"] else rest)
+    rest = rest[1:] if rest[:1] == ["--"] else rest
+    refused = refusal(rest)
+    if refused:
+        # a line that exits 2 on every call is one a harness reads as "block every edit"
+        raise UsageError(f"`proximity {shlex.join(rest)}` is not a command line proximity "
+                         f"runs ({refused}): no launcher line printed")
+    words = argv(rest)
     if args.json:
         print(json.dumps({"command": shlex.join(words), "argv": words}))
     else:

@@ -269,7 +269,11 @@ def ask_sent(common: str, msg: Request, budget: float = HOOK_BUDGET,
     if not enabled():
         return None, False
     answer, sent = exchange(common, msg, budget)
-    if answer is None and autostart and not _alive(common):
+    if answer is None and sent and replace_stopped(common):
+        # a stopped service (SIGSTOP, a debugger) costs one request its budget, not every
+        # request from now on, whichever client asked (a hook, a check, the editor)
+        start(common)
+    elif answer is None and autostart and not _alive(common):
         start(common)
     return answer, sent
 
@@ -301,9 +305,7 @@ def hook(common: str, msg: HookRequest, budget: float = HOOK_BUDGET,
     journal.note_pending(common, msg, head)
     answer, sent = ask_sent(common, msg, budget)
     if answer is None:  # whoever claims the request first records it (none: the service)
-        rid = msg.get("rid")
-        if sent and replace_stopped(common):
-            start(common)
+        rid = msg.get("rid")  # (a stopped service was replaced by ask_sent)
         return None, not sent or (rid is not None and journal.claim(common, rid))
     lines = answer.get("lines")
     if "fallback" in answer or not isinstance(lines, list) \
