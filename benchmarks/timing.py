@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,11 +65,21 @@ def interleaved(runs: int, variants: Mapping[str, Variant], one: One,
 
 
 def fresh_install(where: str) -> str:
-    """A throwaway venv with a normal (non-editable) `pip install .`: what users run."""
+    """A throwaway venv with a normal (non-editable) `pip install .`: what users run.
+    Installed from a copy of the checkout's tracked files as they are: setuptools builds
+    in the source tree, and a ``build/`` left there by an earlier install would put
+    modules since deleted into this one (another code stamp than the checkout's)."""
+    src = os.path.join(where, "src")
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        if os.path.isfile(os.path.join(ROOT, rel)):
+            os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, rel), os.path.join(src, rel))
     venv = os.path.join(where, "venv")
     subprocess.run([sys.executable, "-m", "venv", venv], check=True)
     py = os.path.join(venv, "bin", "python")
-    subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", ROOT],
+    subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", src],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return py
 

@@ -8,8 +8,9 @@ difference).
 The file is run by a one-line ``-c`` program rather than named as the script: Python exits
 2 when it cannot open a script, and Claude Code and Gemini CLI read a hook's exit 2 as
 "block this call", so a line left behind by a moved or deleted environment would stop
-every edit. Here it fails with exit 1 and the file's name on stderr: a hook error the
-person sees, the edit let through (as a missing ``proximity`` on PATH, exit 127, is)."""
+every edit. Here it fails with exit 1 and the file's name on stderr (the interpreter
+gone: the shell's exit 127): a hook error the person sees, the edit let through. For the
+same reason no line is printed for a command line the parser refuses."""
 
 from __future__ import annotations
 
