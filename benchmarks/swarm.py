@@ -37,7 +37,8 @@ a holder, it sets its uncommitted change of every file where git's merge of the 
 trees conflicts aside (the file back as its last commit has it, those edits queued again
 and left until the holder's work has landed), as the message asks of the side that yields
 (``steered``, ``steer_log``). A commit's edits done, it commits through the real hooks (a
-person: several planned commits at once). All its commits made, it lands in finishing order, ``--land-from``:
+person: several planned commits at once). All its commits made, it lands in finishing
+order, ``--land-from``:
 
 * ``own``: from its own worktree: ``check --merge origin/main`` (proximity), fetch, rebase
   onto the trunk, push to the remote's ``main`` through the real pre-push guard;

@@ -114,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="what `proximity` would take, e.g. check --hook claude")
+    p.set_defaults(refusal=refusal)  # (the launcher asks this parser; it cannot import it)
 
     mcp_help = ("Model Context Protocol server on stdio (tools: check, check_merge, status, "
                 "intend, inbox)")
@@ -209,6 +210,24 @@ def _started_in(args: argparse.Namespace) -> None:
         os.chdir(where)
     except OSError as e:
         raise UsageError(f"-C {where}: {e.strerror}") from None
+
+
+def refusal(args: Sequence[str]) -> str | None:
+    """Why ``proximity ARGS…`` would be refused as bad usage, in the parser's words (None:
+    it parses; help and a version print and exit 0)."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            build_parser().parse_args(list(args))
+    except SystemExit as e:
+        if not e.code:
+            return None
+        last = (err.getvalue().strip().splitlines() or ["bad usage"])[-1]
+        return last.partition(": error: ")[2] or last
+    return None
 
 
 def _thin_client() -> tuple[Callable[[HookCall], int | HookCall],

@@ -15,8 +15,6 @@ same reason no line is printed for a command line the parser refuses."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import shlex
@@ -37,23 +35,6 @@ def program(path: str) -> str:
             'raise SystemExit("proximity: "+f+" ended without an answer: reinstall proximity")')
 
 
-def refusal(args: list[str]) -> str | None:
-    """Why ``proximity ARGS…`` would be refused as bad usage (None: it parses): the
-    command line's own parser, its message."""
-    from proximity.main import build_parser
-
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            build_parser().parse_args(args)
-    except SystemExit as e:
-        if not e.code:
-            return None  # (help, a version: printed, exit 0)
-        last = (err.getvalue().strip().splitlines() or ["bad usage"])[-1]
-        return last.partition(": error: ")[2] or last
-    return None
-
-
 def argv(args: list[str]) -> list[str]:
     """The launcher's command line for ``proximity ARGS…``."""
     here = os.path.dirname(os.path.abspath(proximity.__file__))
@@ -63,7 +44,7 @@ def argv(args: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     rest = list(args.args)
     rest = rest[1:] if rest[:1] == ["--"] else rest
-    refused = refusal(rest)
+    refused = args.refusal(rest)
     if refused:
         # a line that exits 2 on every call is one a harness reads as "block every edit"
         raise UsageError(f"`proximity {shlex.join(rest)}` is not a command line proximity "
