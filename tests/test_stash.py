@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import git, lines, live_objects
 
-from proximity import gitio
+from proximity import gitio, layout
 
 BIN = os.path.dirname(sys.executable)
 BASE = lines(40)
@@ -136,6 +136,82 @@ def test_unstaged_work_stashed_by_the_host_is_judged_and_recorded(
             env = live_objects(framework)
             blob = git(framework, "rev-parse", f"{tree}:f.txt", env=env).stdout.strip()
             assert git(framework, "cat-file", "blob", blob, env=env).stdout == mine
+
+
+# a hook host's post-commit stage as pre-commit's staged_files_only runs it: the unstaged
+# edits saved as a patch named for this process, taken out, the hook run, then put back by
+# `git apply`, which removes each file before it writes it again. Here f.txt stays removed
+# until the commit's event is in the ledger (at most 20 s), then is written again with the
+# edit: a record the service reads after the hook returned is read in that window.
+HOST = """#!/bin/sh
+patch="$PRE_COMMIT_HOME/patch$(date +%s)-$$"
+git diff-index --binary --no-color --no-ext-diff "$(git write-tree)" -- > "$patch"
+git checkout -- .
+PRE_COMMIT=1 proximity hook snapshot
+rm f.txt
+"$PY" -c "$AWAIT" "$LEDGER" "$(git rev-parse HEAD)"
+git checkout -- f.txt && git apply --whitespace=nowarn "$patch"
+"""
+AWAIT = """import sqlite3, sys, time
+end = time.monotonic() + 20
+while time.monotonic() < end:
+    try:
+        db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=1)
+        if db.execute("select 1 from events where kind = 'commit' and head = ?",
+                      (sys.argv[2],)).fetchone():
+            break
+        db.close()
+    except sqlite3.Error:
+        pass
+    time.sleep(0.05)
+"""
+
+
+def test_a_commit_is_recorded_before_the_host_puts_the_stashed_edits_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service records a post-commit hook's commit before the hook returns when the
+    host holds unstaged edits out: once it returns the host rewrites those files, and a
+    record read then held f.txt deleted (a sibling would read "b deleted f.txt")."""
+    monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path / "pc-home"))
+    monkeypatch.setenv("PROXIMITY_SERVICE", "1")
+    (tmp_path / "pc-home").mkdir()
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    (main / "f.txt").write_text(BASE)
+    (main / "other.txt").write_text(lines(10, "other"))
+    git(main, "add", "-A")
+    git(main, "commit", "-q", "-m", "base")
+    b = tmp_path / "wt-b"
+    git(main, "worktree", "add", "-q", "-b", "feat/b", str(b))
+    host = tmp_path / "bin" / "pre-commit"  # (its command line names the host)
+    host.parent.mkdir()
+    host.write_text(HOST)
+    host.chmod(0o755)
+    hook = main / ".git" / "hooks" / "post-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f'#!/bin/sh\nexec "{host}"\n')
+    hook.chmod(0o755)
+    started = run(main, sys.executable, "-m", "proximity", "service", "start")
+    assert started.returncode == 0, started.stdout + started.stderr
+    mine = BASE.replace("line 20\n", "line 20 by b\n")
+    (b / "f.txt").write_text(mine)
+    (b / "other.txt").write_text(lines(10, "other") + "more\n")
+    git(b, "add", "other.txt")
+    r = run(b, "git", "commit", "-qm", "b: other.txt only",
+            env={"PY": sys.executable, "AWAIT": AWAIT,
+                 "LEDGER": layout.ledger_path(layout.ecm_dir(str(main / ".git")))})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (b / "f.txt").read_text() == mine, r.stdout + r.stderr  # put back by the host
+    head = git(b, "rev-parse", "HEAD").stdout.strip()
+    commit = [e for e in ledger(main, "wt-b") if e["kind"] == "commit" and e["head"] == head]
+    assert len(commit) == 1, commit
+    assert "f.txt" in commit[0]["files"], commit  # the edit, not HEAD's f.txt
+    env = live_objects(main)
+    blob = git(main, "rev-parse", f"{commit[0]['tree']}:f.txt", env=env, check=False)
+    assert blob.returncode == 0, f"f.txt recorded deleted: {commit[0]}"
+    assert git(main, "cat-file", "blob", blob.stdout.strip(), env=env).stdout == mine
 
 
 def test_the_hosts_patch_is_found_by_its_process_only(tmp_path: Path) -> None:

@@ -235,9 +235,13 @@ class Dispatch:
             return {"ok": False, "error": f"malformed {op} request"}
         air = work.air
         if (req["op"] == HOOK and req["stage"] == "snapshot" and air is not None
-                and req["agent"] in air.snapshots.paths and self._inbox_empty(req["agent"])):
+                and not req.get("unstash") and req["agent"] in air.snapshots.paths
+                and self._inbox_empty(req["agent"])):
             # a snapshot hook with nothing to print does not wait for its record: the
-            # worker takes it in order, so the next verdict sees it
+            # worker takes it in order, so the next verdict sees it. Not one whose host
+            # holds unstaged edits out (``unstash``): once it returns the host writes them
+            # back (`git apply` removes each file, then creates it), and a record read
+            # then held a file deleted or half written
             later = req.copy()
             later["later"] = True
             work.put(Job(HOOK, request=later), 0)
