@@ -31,14 +31,8 @@ it never approves) and ask edit (asks are counted); a deny steers the participan
 another pending edit of its own, and when none is allowed it waits (a waiting step),
 asking again every ``--reask`` steps (the advice may turn its way, another of its edits
 come free), until the holder named in the deny has landed, then rebases onto the new
-trunk. Under ``proximity`` each participant also reads its messages at the start of each
-step (``proximity inbox``, and what its PostToolUse hook handed it): told to STEER AWAY from
-a holder, it sets its uncommitted change of every file where git's merge of the two live
-trees conflicts aside (the file back as its last commit has it, those edits queued again
-and left until the holder's work has landed), as the message asks of the side that yields
-(``steered``, ``steer_log``). A commit's edits done, it commits through the real hooks (a
-person: several planned commits at once). All its commits made, it lands in finishing
-order, ``--land-from``:
+trunk. A commit's edits done, it commits through the real hooks (a person: several planned
+commits at once). All its commits made, it lands in finishing order, ``--land-from``:
 
 * ``own``: from its own worktree: ``check --merge origin/main`` (proximity), fetch, rebase
   onto the trunk, push to the remote's ``main`` through the real pre-push guard;
