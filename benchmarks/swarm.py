@@ -66,7 +66,6 @@ pre-edit check's and each hook's latency.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -115,7 +114,6 @@ from swarm_verify import Verifier, uncompiled
 
 POLICIES = ("none", "reservations", "proximity")
 HOLDER = re.compile(r"worktree '([^']+)'")
-STEER = re.compile(r"STEER AWAY from '([^']+)'")
 
 
 @dataclass
@@ -162,9 +160,6 @@ class Tally:
     unsaved_seen: int = 0
     deny_log: list[dict[str, Any]] = field(default_factory=list)
     ask_log: list[dict[str, Any]] = field(default_factory=list)  # the asks, gone on with
-    # STEER AWAY obeyed: a file's uncommitted change set aside until its holder landed
-    steered: int = 0
-    steer_log: list[dict[str, Any]] = field(default_factory=list)
     peak_service_rss_mb: float | None = None
     check_p95_ms: float | None = None
     check_ms: dict[str, Any] = field(default_factory=dict)
@@ -201,7 +196,6 @@ class Swarm:
         self.env = {"PROXIMITY_SERVICE_IDLE": "120"}
         self.people: list[Participant] = []
         self.editors: dict[str, Human] = {}  # each person's editor session, while working
-        self.heard: dict[str, str] = {}  # messages its hooks handed each agent, unread yet
         self.cycle_age: dict[frozenset[str], int] = {}  # standing wait cycles, steps stood
         self.finished: list[Participant] = []
         self.landings = 0
@@ -406,8 +400,6 @@ class Swarm:
                                        "reason": self.reason[:300]})
             made.append((e, path, new, ev))
         if not made:
-            # (nothing denied, but files set aside: it waits on their holder)
-            first_holder = first_holder or next(iter(p.aside.values()), None)
             p.state, p.holder = "wait", first_holder
             self.t.waiting_steps += 1
             return False
@@ -417,56 +409,10 @@ class Swarm:
         for e, path, new, ev in made:
             self.write(p, e, path, new)
             if self.policy == "proximity" and self.rules.post and not p.human:
-                self.post(p, ev)
+                self.proximity(["check", "--hook", "claude-post"], p.wt,
+                               json.dumps({**ev, "hook_event_name": "PostToolUse"}))
         self.commit_ready(p)
         return True
-
-    def post(self, p: Participant, ev: dict[str, Any]) -> None:
-        """The PostToolUse hook after an edit: it records the worktree and hands the agent
-        its new messages, which it reads (a STEER AWAY among them is obeyed next turn)."""
-        r = self.proximity(["check", "--hook", "claude-post"], p.wt,
-                           json.dumps({**ev, "hook_event_name": "PostToolUse"}))
-        try:
-            said = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
-        except (ValueError, KeyError, TypeError):
-            return
-        if isinstance(said, str):
-            self.heard[p.name] = self.heard.get(p.name, "") + said + "\n"
-
-    def steer(self, p: Participant) -> None:
-        """Told to STEER AWAY (its inbox, or what its hooks handed it), a participant sets
-        its uncommitted change of each file where git's merge of the two live trees would
-        conflict aside: the file back as its last commit has it, those edits queued again
-        and left until the holder's work lands (its checks would deny them meanwhile),
-        then redone on top of it. The holder goes on; no conflict is left for either
-        landing. A person reads the same advisory as an Error on their lines."""
-        said = self.heard.pop(p.name, "") + self.proximity(["inbox"], p.wt).stdout
-        orders = steer_orders(said)
-        alive = {o.name for o in self.people if o.state != "landed"}
-        moved = False
-        for path, holder in orders.items():
-            if holder not in alive or path in p.aside:
-                continue
-            typed = [e for e in p.typed if e.path == path]
-            if typed:  # unsaved in the editor: the buffer closed without saving
-                p.typed = [e for e in p.typed if e.path != path]
-                editor = self.editors.get(p.name)
-                if editor is not None and editor.text(path) is not None:
-                    editor.close(path)
-            undone = p.set_aside(path, holder)
-            if undone:
-                moved = True
-                self.t.steered += 1
-                self.t.steer_log.append({"agent": p.name, "path": path, "holder": holder,
-                                         "step": self.t.makespan_steps,
-                                         "edits": len(undone)})
-                if git(["cat-file", "-e", f"HEAD:{path}"], p.wt, ok=(0, 1, 128)).returncode:
-                    with contextlib.suppress(OSError):
-                        os.remove(os.path.join(p.wt, path))
-                else:
-                    git(["checkout", "-q", "HEAD", "--", path], p.wt)
-        if moved:
-            self.proximity(["snapshot"], p.wt)
 
     def write(self, p: Participant, e: Edit, path: str, new: bytes | None) -> None:
         if new is None:
@@ -479,7 +425,6 @@ class Swarm:
         self.t.edits += 1
         p.touched.add(e.path)
         p.pending.remove(e)
-        p.written.append(e)
         p.done[e.commit] = p.done.get(e.commit, 0) + 1
 
     def commit_ready(self, p: Participant) -> None:
@@ -638,7 +583,6 @@ class Swarm:
         # a landed participant's worktree is gone, as a finished agent's is
         git(["worktree", "remove", "--force", p.wt], self.repo, ok=(0, 128), extra=self.env)
         for other in self.people:
-            other.aside = {f: h for f, h in other.aside.items() if h != p.name}
             if other.state == "wait" and other.holder in (p.name, "?"):
                 other.holder = "landed"
         return True
@@ -672,8 +616,6 @@ class Swarm:
         live = [p for p in self.people if p.state in ("work", "wait")]
         self.rng.shuffle(live)
         for p in live:
-            if self.policy == "proximity":
-                self.steer(p)
             if p.state == "wait":
                 if p.holder == "landed" or p.holder is None:
                     if not self.rebase(p):
@@ -737,18 +679,16 @@ class Swarm:
             self.save(p)
             p.waited = 0
             return True
-        todo = p.eligible(aside_too=True)
-        if not todo:
-            return False
-        e = todo[0]
-        p.aside.pop(e.path, None)  # (the deadlock breaker's pick: its file is its own again)
+        e = p.eligible()[0]
         path = os.path.join(p.wt, e.path)
         current = read(path)
         new = target(self.scratch, p.plan, e, current)
         self.t.forced += 1
         self.write(p, e, path, new)
         if self.policy == "proximity" and self.rules.post and not p.human:
-            self.post(p, self.event(p, e, current, new))
+            ev = self.event(p, e, current, new)
+            self.proximity(["check", "--hook", "claude-post"], p.wt,
+                           json.dumps({**ev, "hook_event_name": "PostToolUse"}))
         self.commit_ready(p)
         p.waited = 0
         return True
@@ -856,32 +796,6 @@ def saved_assignment(base: str, key: dict[str, object]) -> Assignment | None:
     conflicts = {(i, j): set(f) for i, j, f in data["conflicts"]}
     print(f"lines of work reused from {base}", file=sys.stderr)
     return Assignment(data["trunk"], plans, conflicts, data["broken_alone"])
-
-
-def steer_orders(said: str) -> dict[str, str]:
-    """The files STEER AWAY messages (as the inbox and the agents' hooks print them) have
-    their reader leave, each with the holder it yields to: of the files a message says
-    to avoid, those the sender touches where git's merge of the two live trees conflicts
-    (the ``conflict`` channel; a file near theirs is left as it is)."""
-    orders: dict[str, str] = {}
-    for block in said.split("proximity inbox: ")[1:]:
-        m = STEER.match(block)
-        if not m:
-            continue
-        conflicted: set[str] = set()
-        avoid: list[str] = []
-        for line in block.split("\n"):
-            if line.startswith("  they touch ") and line.endswith(")"):
-                where, _, channels = line[len("  they touch "):-1].rpartition(" (")
-                if "conflict" in channels.split(", "):
-                    conflicted.add(where.rpartition(" lines ")[0] if " lines " in where
-                                   else where)
-            elif line.startswith("  avoid: "):
-                avoid = line[len("  avoid: "):].split(", ")
-        for path in avoid:
-            if path in conflicted:
-                orders.setdefault(path, m.group(1))
-    return orders
 
 
 def own_conflicts(answer: str) -> list[str]:

@@ -164,31 +164,3 @@ def test_the_swarm_counts_a_cycle_of_waiters_whoever_else_moves() -> None:
     assert wait_cycles({"a0": "h1", "h1": "h2", "h2": "a7"}) == set()
     assert wait_cycles({"a": "b", "b": "a", "c": "d", "d": "c"}) == {
         frozenset({"a", "b"}), frozenset({"c", "d"})}
-
-
-def test_a_participant_told_to_steer_away_reads_the_files_as_the_inbox_prints_them() -> None:
-    """The swarm's participants obey STEER AWAY from the text the product prints (the inbox,
-    the agents' PostToolUse context): the files to leave are those the message says to
-    avoid where git's merge of the two live trees conflicts; a file only near theirs, and
-    any other message, is no order."""
-    from proximity.views import messages
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from swarm import steer_orders
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    steer = {"type": "steer", "from": "a3", "branch": "agent/a3", "risk": 0.93,
-             "advisory": "resolution", "last_commit": "",
-             "their_files": [{"path": "uv.lock", "ranges": [[12, 40]],
-                              "channels": ["conflict", "overlap"]},
-                             {"path": "src/a b.py", "ranges": [],
-                              "channels": ["conflict"]},
-                             {"path": "README.md", "ranges": [[3, 3]],
-                              "channels": ["approach"]}],
-             "avoid": ["README.md", "src/a b.py", "uv.lock"], "elsewhere": [],
-             "override": "PROXIMITY_ALLOW=1 git push"}
-    hold = {**steer, "type": "hold", "from": "a5", "avoid": None}
-    said = "\n".join(messages.render(m) for m in (hold, steer, {**steer, "type": "transmit"}))
-    assert steer_orders(said) == {"uv.lock": "a3", "src/a b.py": "a3"}
-    assert steer_orders(messages.render(hold)) == {}
