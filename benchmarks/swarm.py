@@ -369,7 +369,7 @@ class Swarm:
         editing = self.policy == "proximity" and p.human  # through the editor's server
         if editing:
             self.save(p)
-            if p.state != "work":
+            if p.state == "land":  # (that save made its last commit)
                 return True
         # the trunk moved: rebase before editing on, as a coordinated participant does,
         # since neither a reservation nor the check sees work that already landed
