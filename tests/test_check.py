@@ -414,12 +414,15 @@ def test_a_directory_a_path_outside_or_in_git_or_too_long_is_a_usage_error(pair,
     (a / "src").mkdir()
     errs = {}
     for spec in ("src", ".", "../b/app.txt", "app.txt:0-3", ".git/config", ".git",
-                 "x" * 5000, "src/" + "y" * 4200):
+                 "x" * 5000, "src/" + "y" * 4200, "app.txt:abc", "app.txt:12-x"):
         assert main(["check", "-C", str(a), spec]) == 2, spec
         err = capsys.readouterr().err
         assert "proximity: error:" in err
         errs[spec] = err
     assert "is a directory" in errs["src"] and "bad line range" in errs["app.txt:0-3"]
+    # a typo in the lines is not part of a file name nobody has (that would be "allow")
+    assert "bad line range 'abc'" in errs["app.txt:abc"]
+    assert "bad line range '12-x'" in errs["app.txt:12-x"]
     assert "git's own" in errs[".git/config"] and "git's own" in errs[".git"]
     assert all("at most 4096" in e for spec, e in errs.items() if len(spec) > 4096), errs
 
