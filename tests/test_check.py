@@ -531,6 +531,14 @@ def test_a_merge_that_git_would_stop_with_conflicts_here_is_never_allowed(space,
     assert out["merge"]["own_conflicts"] == ["app.txt"]
     assert "conflicts with what this checkout holds in app.txt" in out["reason"]
     assert [c["path"] for c in out["conflicts"] if c["agent"] == "feat/lane"] == ["app.txt"]
+    # a sibling working next to the lane's line asks first; git's own stop is still said
+    near = sp.wt("near")
+    sp.write(near, "app.txt", APP.replace("line 14\n", "line 14 nearby\n"))
+    rc, out = run_check(sp.main, "--merge", "feat/lane", capsys=capsys)
+    assert out["decision"] == "ask" and "'near'" in out["reason"], out
+    assert "git's merge itself stops in app.txt" in out["reason"], out
+    assert out["merge"]["own_conflicts"] == ["app.txt"]
+    sp.write(near, "app.txt", APP)
     # once the lane rebased onto what landed, the same merge is allowed
     git(lane, "rebase", "-q", "-X", "ours", "main")
     rc, out = run_check(sp.main, "--merge", "feat/lane", capsys=capsys)

@@ -216,10 +216,13 @@ def with_own_conflicts(d: decision.Decision, plan: MergePlan, policy: str
         ref, None, path, (), "", decision.TA, "conflict",
         f"git's merge of {ref!r} into HEAD conflicts in {text(path, 300)}")
         for path in plan.conflicts)
-    if d.decision != decision.ALLOW:
-        return d._replace(conflicts=(*d.conflicts, *own))
     files = ", ".join(text(p, 200) for p in plan.conflicts[:4]) + (
         f" (+{len(plan.conflicts) - 4})" if len(plan.conflicts) > 4 else "")
+    if d.decision != decision.ALLOW:
+        # (said too, not only listed: whoever merges learns git will stop before it does)
+        return d._replace(reason=f"{d.reason}; and git's merge itself stops in {files} "
+                          "against what this checkout holds: have its author rebase first",
+                          conflicts=(*d.conflicts, *own))
     said = decision.DENY if policy == "ta" else decision.ASK
     return decision.Decision(
         said, f"{plan.what} conflicts with what this checkout holds in {files}: git's merge "
