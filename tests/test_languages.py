@@ -30,6 +30,7 @@ NOT_ANALYSIS = {
     ("proximity/analysis/resolve.py", "go"):
         "set_go_mods, the name tests/test_depgraph.py calls set_roots by",
     ("proximity/service/stamp.py", ".py"): "proximity's own source files, not code it reads",
+    ("proximity/commands/launcher.py", ".py"): "proximity's own launch.py, which it runs",
     ("proximity/commands/demo.py", ".py"): "the demo's sample project",
     ("proximity/commands/swarm.py", ".py"): "the demo's sample project",
     ("proximity/config.py", ".py"): "sample paths that probe an exclude list",
