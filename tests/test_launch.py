@@ -186,6 +186,10 @@ def test_a_launcher_line_is_printed_only_for_a_command_line_proximity_runs(tmp_p
     assert got.returncode == 2 and got.stdout == ""
     assert "claudex" in got.stderr and "invalid choice" in got.stderr, got.stderr
     assert "Traceback" not in got.stderr
+    bare = subprocess.run([sys.executable, "-m", "proximity", "launcher", "--json"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert bare.returncode == 0  # no ARGS: the line alone, for a caller that adds its own
+    assert json.loads(bare.stdout)["argv"][1:4] == ["-I", "-S", "-c"]
 
 
 def test_the_launcher_answers_with_a_standard_stream_closed(space, services):

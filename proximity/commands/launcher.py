@@ -44,7 +44,7 @@ def argv(args: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     rest = list(args.args)
     rest = rest[1:] if rest[:1] == ["--"] else rest
-    refused = args.refusal(rest)
+    refused = args.refusal(rest) if rest else None  # (none: the line, ARGS added by hand)
     if refused:
         # a line that exits 2 on every call is one a harness reads as "block every edit"
         raise UsageError(f"`proximity {shlex.join(rest)}` is not a command line proximity "
