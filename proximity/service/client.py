@@ -269,11 +269,11 @@ def ask_sent(common: str, msg: Request, budget: float = HOOK_BUDGET,
     if not enabled():
         return None, False
     answer, sent = exchange(common, msg, budget)
-    if answer is None and sent and replace_stopped(common):
-        # a stopped service (SIGSTOP, a debugger) costs one request its budget, not every
-        # request from now on, whichever client asked (a hook, a check, the editor)
-        start(common)
-    elif answer is None and autostart and not _alive(common):
+    # a stopped service (SIGSTOP, a debugger) costs one request its budget, not every
+    # request from now on, whichever client asked (a hook, a check, the editor); killed,
+    # it may hold its lock a moment longer: the start is not left to _alive
+    replaced = answer is None and sent and replace_stopped(common)
+    if answer is None and autostart and (replaced or not _alive(common)):
         start(common)
     return answer, sent
 
