@@ -86,11 +86,25 @@ def recorded_pid(common: str) -> int:
     raise AssertionError("no service came up")
 
 
-def test_a_stopped_service_costs_one_hook_its_budget_then_is_replaced(repo):
+def stopped_service(repo: Path) -> tuple[str, int]:
+    """The repository's service started, then stopped with SIGSTOP: (common dir, its pid)."""
     common = os.path.realpath(repo / ".git")
     assert service_cmd.start(common)
     old = recorded_pid(common)
     os.kill(old, signal.SIGSTOP)
+    return common, old
+
+
+def assert_killed(pid: int) -> None:
+    """The stopped service was killed, not left to hold the lock."""
+    with pytest.raises(OSError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
+
+
+def test_a_stopped_service_costs_one_hook_its_budget_then_is_replaced(repo):
+    common, old = stopped_service(repo)
     try:
         t0 = time.monotonic()
         assert commit(repo, 1).returncode == 0
@@ -103,10 +117,7 @@ def test_a_stopped_service_costs_one_hook_its_budget_then_is_replaced(repo):
         with contextlib.suppress(OSError):
             os.kill(old, signal.SIGCONT)
     assert new != old
-    with pytest.raises(OSError):  # the stopped one was killed, not left to hold the lock
-        for _ in range(50):
-            os.kill(old, 0)
-            time.sleep(0.1)
+    assert_killed(old)
     assert second < first, (first, second)
     shas = [git(repo, "rev-parse", f"HEAD~{2 - n}").stdout.strip() for n in (1, 2)]
     heads = settled_heads(repo, shas)
@@ -118,10 +129,7 @@ def test_a_stopped_service_costs_one_check_its_budget_then_is_replaced(repo):
     """The pre-edit check, not only a hook, replaces a stopped service: one check waits
     its budget and answers in process; the service it leaves is a new one, and the next
     check is answered by it."""
-    common = os.path.realpath(repo / ".git")
-    assert service_cmd.start(common)
-    old = recorded_pid(common)
-    os.kill(old, signal.SIGSTOP)
+    common, old = stopped_service(repo)
     check = [PY, "-m", "proximity", "check", "--json", "f.txt:3"]
     try:
         first = subprocess.run(check, cwd=repo, capture_output=True, text=True, timeout=120)
@@ -131,10 +139,7 @@ def test_a_stopped_service_costs_one_check_its_budget_then_is_replaced(repo):
         with contextlib.suppress(OSError):
             os.kill(old, signal.SIGCONT)
     assert new != old
-    with pytest.raises(OSError):  # the stopped one was killed, not left to hold the lock
-        for _ in range(50):
-            os.kill(old, 0)
-            time.sleep(0.1)
+    assert_killed(old)
     before = service_state(common)["status"]["answered"]["check"]
     again = subprocess.run(check, cwd=repo, capture_output=True, text=True, timeout=120)
     assert again.stdout == first.stdout
