@@ -217,7 +217,8 @@ def host_python(home: str) -> str:
 
 def measure(files: int, worktrees: int, runs: int, py: str,
             service_only: bool = False, untracked: int = 0,
-            only: Sequence[str] = ()) -> dict[str, Any]:
+            only: Sequence[str] = (),
+            hosts: Sequence[str] = ("plain", *HOSTS)) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix="proximity-hosts-")
     try:
         main = generate(root, files, worktrees, changes=3)
@@ -277,7 +278,7 @@ def measure(files: int, worktrees: int, runs: int, py: str,
         pythons = {"plain": py, "lefthook": py,
                    "pre-commit": host_python(env["PRE_COMMIT_HOME"]),
                    "prek": host_python(env["PREK_HOME"])}
-        for host in ("plain", "pre-commit", "prek", "lefthook"):
+        for host in hosts:
             hpy = pythons[host]
             subprocess.run([hpy, "-m", "proximity", "service", "start"], cwd=main,
                            env={**env, "PROXIMITY_SERVICE": "1"}, check=True,
@@ -367,6 +368,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="comma-separated: only these git commands (commit, commit_main, "
                     "switch, rebase, switch_linked, rebase_linked, push, push_main, "
                     "commit_untracked)")
+    ap.add_argument("--hosts", default=",".join(("plain", *HOSTS)),
+                    help="comma-separated: the service-on blocks to run (plain, "
+                    + ", ".join(HOSTS) + ")")
     ap.add_argument("--table", metavar="JSON", default=None,
                     help="print the figures a --json run saved, with the targets, and exit")
     a = ap.parse_args(argv)
@@ -374,9 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(a.table) as fh:
             print(table(json.load(fh)))
         return 0
+    hosts = [h for h in a.hosts.split(",") if h]
+    unknown = sorted(set(hosts) - {"plain", *HOSTS})
+    if unknown:
+        ap.error(f"unknown host: {', '.join(unknown)}")
     with interpreter(a.fresh_install) as py:
         row = measure(a.files, a.worktrees, a.runs, py, a.service_only, a.untracked,
-                      [op for op in a.ops.split(",") if op])
+                      [op for op in a.ops.split(",") if op], hosts)
     print(json.dumps(row, indent=2))
     print(table(row))
     save_json(a.json, row)
