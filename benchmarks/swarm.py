@@ -158,6 +158,10 @@ class Tally:
     editor_unanswered: int = 0  # ... for which the editor showed nothing in time
     # an agent's check that denied or asked naming a person who had typed lines unsaved
     unsaved_seen: int = 0
+    # every edit made (typed, for a person), with the word it was made on: what a
+    # conflict at landing is traced back to (swarm_report.crossings)
+    edit_log: list[dict[str, Any]] = field(default_factory=list)
+    land_log: list[dict[str, Any]] = field(default_factory=list)  # who landed, at which step
     deny_log: list[dict[str, Any]] = field(default_factory=list)
     ask_log: list[dict[str, Any]] = field(default_factory=list)  # the asks, gone on with
     peak_service_rss_mb: float | None = None
@@ -399,6 +403,11 @@ class Swarm:
                                        "step": self.t.makespan_steps,
                                        "reason": self.reason[:300]})
             made.append((e, path, new, ev))
+            self.t.edit_log.append({"agent": p.name, "path": e.path,
+                                    "step": self.t.makespan_steps, "decision": decision,
+                                    "holder": holder, "human": p.human,
+                                    "right_of_way": decision == "ask" and
+                                    "right-of-way" in self.reason})
         if not made:
             p.state, p.holder = "wait", first_holder
             self.t.waiting_steps += 1
@@ -579,6 +588,7 @@ class Swarm:
         self.close_editor(p)
         p.state = "landed"
         self.t.landed += 1
+        self.t.land_log.append({"agent": p.name, "step": self.t.makespan_steps})
         self.landings += 1
         # a landed participant's worktree is gone, as a finished agent's is
         git(["worktree", "remove", "--force", p.wt], self.repo, ok=(0, 128), extra=self.env)
@@ -684,6 +694,9 @@ class Swarm:
         current = read(path)
         new = target(self.scratch, p.plan, e, current)
         self.t.forced += 1
+        self.t.edit_log.append({"agent": p.name, "path": e.path, "step": self.t.makespan_steps,
+                                "decision": "forced", "holder": None, "human": p.human,
+                                "right_of_way": False})
         self.write(p, e, path, new)
         if self.policy == "proximity" and self.rules.post and not p.human:
             ev = self.event(p, e, current, new)

@@ -23,6 +23,35 @@ def report(tally: Any, a: Assignment, extra: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+def crossings(run: Run) -> list[dict[str, Any]]:
+    """Each conflict at landing traced to the edits that made it: per file, the lanes that
+    landed before it and changed that file, and which of the two sides came to the file
+    second; that side's edits of the file made after the other's first are the crossing
+    ones, with the word each was made on (allow, ask -- on right-of-way or not --, forced
+    by the deadlock breaker; a person's edit is what their editor showed)."""
+    edits = run.get("edit_log", [])
+    landed = {e["agent"]: e["step"] for e in run.get("land_log", [])}
+    out = []
+    for c in run.get("conflict_log", []):
+        me, step = c["agent"], c["step"]
+        for path in c["files"]:
+            on = [e for e in edits if e["path"] == path]
+            mine = [e for e in on if e["agent"] == me]
+            for other in sorted({e["agent"] for e in on if e["agent"] != me
+                                 and landed.get(e["agent"], step + 1) <= step}):
+                theirs = [e for e in on if e["agent"] == other]
+                if not mine or not theirs:
+                    continue
+                later, first = ((mine, theirs[0]["step"]) if mine[0]["step"] > theirs[0]["step"]
+                                else (theirs, mine[0]["step"]))
+                words = sorted({("person " if e["human"] else "") + e["decision"]
+                                + (" (right-of-way)" if e["right_of_way"] else "")
+                                for e in later if e["step"] >= first})
+                out.append({"agent": me, "step": step, "path": path, "other": other,
+                            "second": later[0]["agent"], "words": words})
+    return out
+
+
 def load(files: Sequence[str]) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
     for f in files:
