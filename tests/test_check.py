@@ -1015,6 +1015,9 @@ def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
                                                 for wt, spec, _ in asks)
     assert a_again["decision"] == "ask", a_again["reason"]
     assert [x["right_of_way"] for x in a_again["conflicts"] if x["agent"] == "b"] == [True]
+    # the words say why a goes first (a cycle of waits), not that b was told to yield
+    assert "cycle of waits" in a_again["reason"], a_again["reason"]
+    assert "was told to yield" not in a_again["reason"], a_again["reason"]
     assert b_again["decision"] == "deny" and "'c'" in b_again["reason"]
     assert c_again["decision"] == "deny" and "'a'" in c_again["reason"]
     assert all(not x["right_of_way"] for x in b_again["conflicts"] + c_again["conflicts"])

@@ -25,7 +25,7 @@ denies on any evidence; ``never`` only asks.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from proximity.analysis import hunks, intervals
@@ -184,19 +184,24 @@ def evidence(side: Side) -> list[Conflict]:
 
 
 def decide(sides: Sequence[Side], deny_on: str = "ra", behind: Collection[str] = (),
-           ahead: Collection[str] = ()) -> Decision:
+           ahead: Mapping[str, str] | None = None) -> Decision:
     """allow / ask / deny for one request, from every sibling's evidence. ``behind``: the
     siblings told to yield to this worktree (right-of-way): their collisions with this
     worktree's own change are asked, never denied, so the holder goes on and the yielding
     side steers; an edit onto lines only they changed is a new collision, where they came
     first, and is judged as anyone's. ``ahead``: siblings this request goes before in
-    everything (a wait cycle it is first in, work a merge brings in): asked, never denied."""
+    everything, each with the words why (a wait cycle it is first in, work a merge brings
+    in, work it holds that was told to yield): asked, never denied."""
     if deny_on not in DENY_ON:
         raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(DENY_ON)})")
+    first = ahead or {}
     found = []
     for s in sides:
         for c in evidence(s):
-            if c.level == RA and (c.agent in ahead or (c.agent in behind and held(s, c))):
+            if c.level == RA and c.agent in first:
+                c = c._replace(level=TA, right_of_way=True,
+                               detail=c.detail + f" ({first[c.agent]})")
+            elif c.level == RA and c.agent in behind and held(s, c):
                 c = c._replace(level=TA, right_of_way=True,
                                detail=c.detail + f" ({text(c.agent)} was told to yield to "
                                "you here: you have right-of-way, they steer)")

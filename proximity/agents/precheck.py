@@ -25,6 +25,7 @@ from proximity.checkargs import DENY_ON
 from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
 from proximity.model import Agent, Range
+from proximity.safetext import text
 
 if TYPE_CHECKING:
     from proximity.ledger import Ledger
@@ -265,9 +266,9 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         wpath) for _, wpath, base, p, _rel, live in todo])
     if len(DIFFS) + len(todo) > DIFF_ENTRIES:
         DIFFS.clear()
-    for (key, wpath, base, p, rel, live), text, ck in zip(todo, texts, keys, strict=True):
-        parsed = hunks.parse((text or b"").decode("utf-8", "replace"))
-        if not parsed and text and b"\nBinary files " in b"\n" + text:
+    for (key, wpath, base, p, rel, live), raw, ck in zip(todo, texts, keys, strict=True):
+        parsed = hunks.parse((raw or b"").decode("utf-8", "replace"))
+        if not parsed and raw and b"\nBinary files " in b"\n" + raw:
             # two differently named files' binary diff names no path git's way: still a
             # change (without it a sibling's changed image was not seen)
             parsed = {p: hunks.FileDiff((), binary=True)}
@@ -275,8 +276,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         for d in parsed.values():
             diffs.setdefault((key, base), {})[p] = got = d
         # kept when git answered about the content read (not a save made meanwhile)
-        if text is not None and _diff_key(wpath, base, f"{rel}\0{origin[base, p]}",
-                                          _read_bytes(live)) == ck:
+        if raw is not None and _diff_key(wpath, base, f"{rel}\0{origin[base, p]}",
+                                         _read_bytes(live)) == ck:
             DIFFS[ck] = got
     theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
@@ -595,7 +596,8 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     elif files in POLICY:
         configured = POLICY[files]
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
-    ahead = {*steer}
+    ahead = {a: f"{text(a)} was told to yield to the work this merge brings in: it goes "
+             "first, they steer" for a in steer}
     d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY:
         return d
@@ -603,14 +605,17 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     # that merged a lane and could not push it yet): right-of-way is that work's
     denying = {c.agent for c in d.conflicts if c.level == decision.RA}
     more = holding_yielders(repo, me, denying) if denying else set()
-    d = decision.decide(sides, policy, behind, ahead | more) if more else d
+    if more:
+        ahead = {**{a: f"{text(a)} holds work that was told to yield to you: you have "
+                    "right-of-way, they steer" for a in more}, **ahead}
+        d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY:
         return d
-    return wait_cycles(repo, me, sides, policy, behind, ahead | more, d)
+    return wait_cycles(repo, me, sides, policy, behind, ahead, d)
 
 
 def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
-                behind: set[str], ahead: set[str], d: decision.Decision
+                behind: set[str], ahead: Mapping[str, str], d: decision.Decision
                 ) -> decision.Decision:
     """A deny, given the waits: the holders whose wait cycle this worktree goes first in
     (agents/waits.py) yield to it, and the deny that stands is recorded as this worktree's
@@ -628,7 +633,10 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
             standing = {}
         first = {h for h in denying if waits.goes_first(standing, me, h)}
         if first:
-            d = decision.decide(sides, policy, behind, ahead | first)
+            d = decision.decide(sides, policy, behind, {
+                **{h: f"you wait on {text(h)} in a cycle of waits that comes back to you, "
+                   "and you waited longest: you go first, they steer"
+                   for h in first}, **ahead})
         if d.decision == decision.DENY:
             with contextlib.suppress(LedgerError):
                 ledger.wait(me, {c.agent for c in d.conflicts if c.level == decision.RA}, now)
