@@ -407,7 +407,8 @@ class Swarm:
                                     "step": self.t.makespan_steps, "decision": decision,
                                     "holder": holder, "human": p.human,
                                     "right_of_way": decision == "ask" and
-                                    "right-of-way" in self.reason})
+                                    "right-of-way" in self.reason,
+                                    "why": relaxed(self.reason) if decision == "ask" else ""})
         if not made:
             p.state, p.holder = "wait", first_holder
             self.t.waiting_steps += 1
@@ -696,7 +697,7 @@ class Swarm:
         self.t.forced += 1
         self.t.edit_log.append({"agent": p.name, "path": e.path, "step": self.t.makespan_steps,
                                 "decision": "forced", "holder": None, "human": p.human,
-                                "right_of_way": False})
+                                "right_of_way": False, "why": ""})
         self.write(p, e, path, new)
         if self.policy == "proximity" and self.rules.post and not p.human:
             ev = self.event(p, e, current, new)
@@ -809,6 +810,15 @@ def saved_assignment(base: str, key: dict[str, object]) -> Assignment | None:
     conflicts = {(i, j): set(f) for i, j, f in data["conflicts"]}
     print(f"lines of work reused from {base}", file=sys.stderr)
     return Assignment(data["trunk"], plans, conflicts, data["broken_alone"])
+
+
+RELAXED = (("cycle of waits", "wait cycle"), ("this merge brings in", "merge"),
+           ("holds work that was told", "holding"), ("was told to yield to you", "held"))
+
+
+def relaxed(reason: str) -> str:
+    """Why the check asked where it would have denied (in its own words), or ''."""
+    return next((kind for words, kind in RELAXED if words in reason), "")
 
 
 def own_conflicts(answer: str) -> list[str]:

@@ -45,7 +45,8 @@ def crossings(run: Run) -> list[dict[str, Any]]:
                 later, first = ((mine, theirs[0]["step"]) if mine[0]["step"] > theirs[0]["step"]
                                 else (theirs, mine[0]["step"]))
                 words = sorted({("person " if e["human"] else "") + e["decision"]
-                                + (" (right-of-way)" if e["right_of_way"] else "")
+                                + (f" ({e.get('why') or 'right-of-way'})"
+                                   if e["right_of_way"] else "")
                                 for e in later if e["step"] >= first})
                 out.append({"agent": me, "step": step, "path": path, "other": other,
                             "second": later[0]["agent"], "words": words})
