@@ -315,6 +315,44 @@ def test_a_worktree_added_while_the_service_runs_is_judged_on_its_files(space, s
     assert client._alive(common)
 
 
+def test_a_service_a_client_starts_runs_this_code_not_the_callers_pythonpath(
+        space, services, tmp_path):
+    """A project's PYTHONPATH (an agent's `PYTHONPATH=src`, another checkout of proximity)
+    is the caller's: the service a hook starts imports neither a planted `proximity` nor a
+    module that shadows the standard library from it, and answers as this code."""
+    sp, a, b, common = three(space, services)
+    install(sp)
+    planted = tmp_path / "planted"
+    marker = tmp_path / "imported"
+    for name in ("proximity/__init__.py", "selectors.py"):
+        (planted / name).parent.mkdir(parents=True, exist_ok=True)
+        (planted / name).write_text(f"open({str(marker)!r}, 'a').write({name!r})\n"
+                                    "raise ImportError('planted')\n")
+    edit(a / "f.txt", 10, 20, "a")
+    edit(b / "f.txt", 12, 18, "b")
+    git(a, "add", "f.txt")
+    env = {**os.environ, "PYTHONPATH": str(planted)}
+
+    def hook() -> subprocess.CompletedProcess[str]:
+        # the hook's own process does not import from there (that is not what is tested)
+        return subprocess.run(
+            [sys.executable, "-c", "import sys; sys.path.remove(sys.argv[1]);"
+             "from proximity.main import main; sys.exit(main(sys.argv[2:]))",
+             str(planted), "hook", "pre-commit"],
+            cwd=a, env=env, capture_output=True, text=True, timeout=120)
+
+    first = hook()
+    assert first.returncode == 0, first.stderr
+    pid = wait_for(lambda: pid_of(common))  # started by that hook, with its environment
+    with open(f"/proc/{pid}/environ", "rb") as fh:
+        assert not [v for v in fh.read().split(b"\0") if v.startswith(b"PYTHON")]
+    again = hook()
+    assert again.returncode == 0, again.stderr
+    assert "RESOLUTION ADVISORY with worktree 'b'" in again.stderr
+    assert service_state(common)["status"]["answered"]["hook"] >= 1  # the service's verdict
+    assert not marker.exists(), marker.read_text()
+
+
 def test_service_stop_says_what_it_stopped(space, services):
     sp, _a, _b, common = three(space, services)
 

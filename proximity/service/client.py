@@ -242,16 +242,22 @@ def start(common: str) -> bool:
 
     common = os.path.realpath(common)  # its command line names it so (hooks/proximity-hook)
 
+    # the service runs this very code, whatever the caller's PYTHONPATH says: Python
+    # started with -E reads no PYTHON* variable, and `-m` puts its working directory, the
+    # directory this package was imported from, first on its path (a project's
+    # PYTHONPATH=src, or another checkout of proximity, is the caller's, not the service's)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
         owned.private_dir(layout.ecm_dir(common))
         # a short-lived shell puts it in the background and exits (double fork): the caller
         # returns at once and leaves no child behind
         subprocess.run(["sh", "-c", 'exec "$0" "$@" </dev/null >/dev/null 2>&1 &',
-                        sys.executable, "-m", SERVICE_MODULE, common],
-                       env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")
+                        sys.executable, "-E", "-m", SERVICE_MODULE, common],
+                       env={k: v for k, v in os.environ.items()
+                            if not (k.startswith("PYTHON") or k.startswith("GIT_"))
                             or k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
                                      "GIT_TEMPLATE_DIR", "GIT_EXEC_PATH")},
-                       cwd=common, timeout=5, check=False, start_new_session=True)
+                       cwd=root, timeout=5, check=False, start_new_session=True)
     except (OSError, subprocess.SubprocessError):
         return False
     return True
