@@ -145,6 +145,37 @@ async def test_right_of_way_on_the_persons_lines_is_information_not_a_warning(
 
 
 @pytest.mark.asyncio
+async def test_typing_onto_lines_only_the_yielding_side_changed_is_not_right_of_way(
+        client: LanguageClient, space) -> None:  # type: ignore[no-untyped-def]
+    """The person holds right-of-way over b (a standing Resolution Advisory: their
+    committed lines meet on line 11, a came first). Typing on line 11 is theirs to go on
+    with; typing on line 20, which only b changed, is a new collision where b came first:
+    an error, as for anyone. The typed buffer is the edit asked about, not a change the
+    person had made before it."""
+    sp = space({"app.txt": APP, "other.txt": lines(5)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "app.txt", APP.replace("line 10\n", "line 10 a\n").replace(
+        "line 11\n", "line 11 a\n").replace("line 12\n", "line 12 a\n"))
+    sp.commit(a, "a's three lines")
+    sp.write(b, "app.txt", APP.replace("line 11\n", "line 11 b\n").replace(
+        "line 20\n", "line 20 b\n"))
+    sp.commit(b, "b's line 11, and line 20 that a never touched")
+    subprocess.run([*SERVER[:-1], "scan", "-C", str(sp.main)], check=True,
+                   capture_output=True)  # records the pair's decision: b yields to a
+    mine = (a / "app.txt").read_text()
+    u = open_doc(client, a / "app.txt")
+    change(client, u, 2, mine.replace("line 20\n", "line 20 typed by a\n"))
+    ds = await diagnostics(client, u, lambda d: any(
+        x.severity == types.DiagnosticSeverity.Error for x in d))
+    assert lines_of(ds, types.DiagnosticSeverity.Error) == [20], ds
+    assert not [x for x in ds if "right-of-way" in x.message and x.range.start.line == 19]
+    change(client, u, 3, mine.replace("line 11 a\n", "line 11 typed again by a\n"))
+    ds = await diagnostics(client, u, lambda d: any("right-of-way" in x.message for x in d))
+    assert lines_of(ds, types.DiagnosticSeverity.Error) == []
+    assert lines_of(ds, types.DiagnosticSeverity.Warning) == []
+
+
+@pytest.mark.asyncio
 async def test_the_same_change_as_theirs_is_not_a_conflict(client: LanguageClient,
                                                             work) -> None:  # type: ignore[no-untyped-def]
     _sp, a, _b = work

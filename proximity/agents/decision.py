@@ -78,6 +78,10 @@ class Side(NamedTuple):
     merge: str = ""  # git's merge of the file after the edit with theirs: same | clean | ""
     own: FileDiff | None = None  # this worktree's own change of the path since that base
     calls: tuple[Call, ...] = ()  # calls the edit writes that their change leaves unbound
+    # ``own`` was read from an editor's unsaved buffer, which holds the very edit judged:
+    # the change this worktree had made before it is the saved file's (``saved``)
+    typed: bool = False
+    saved: FileDiff | None = None
 
 
 class Conflict(NamedTuple):
@@ -231,7 +235,9 @@ def held(side: Side, c: Conflict) -> bool:
     reached first and this worktree never changed."""
     if c.evidence != "conflict" or c.path != side.path or side.diff is None:
         return True
-    own = side.own
+    # a person's typed lines are the edit asked about, not a change made before it: what
+    # they had saved is (else typing onto their lines would be covered by typing them)
+    own = side.saved if side.typed else side.own
     if own is None or not own.changed:
         return False
     mine = own.base_ranges()

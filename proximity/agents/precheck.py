@@ -237,13 +237,18 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     lives: dict[tuple[str, str], str] = {}  # (worktree id, requested path) -> its file
     # a person's unsaved editor buffer is that worktree's live file: read in its place
     buffers = unsaved.listing(repo.ecm_dir)
-    for key, wpath, base in sides:
+    typed: set[str] = set()  # requested paths this worktree holds in an unsaved buffer
+    for key, wpath, base in sides + [(SAVED, me.path, b or None) for b in distinct]:
         for p in paths:
-            rel = p if not key else moves.get((wpath, base), {}).get(origin[base, p],
-                                                                      origin[base, p])
+            if key == SAVED and p not in typed:
+                continue
+            rel = p if key in ("", SAVED) else moves.get((wpath, base), {}).get(
+                origin[base, p], origin[base, p])
             live = lives[key, p] = os.path.join(wpath, rel)
-            if buffers:
+            if buffers and key != SAVED:
                 live = lives[key, p] = unsaved.live(buffers, key or me.id, rel, live) or live
+                if not key and live != os.path.join(wpath, rel):
+                    typed.add(p)  # (its saved file's change is asked too: see Side.typed)
             data = raw = _read_bytes(live)
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
@@ -281,6 +286,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             DIFFS[ck] = got
     theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
+    saved = {b or None: diffs.get((SAVED, b or None), {}) for b in distinct}
     # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
     # last recorded in the ledger (hooks, PostToolUse), a tree-to-tree diff that never
     # walks a worktree; its committed work when it has no recorded state
@@ -324,7 +330,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             out.append(decision.Side(
                 w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ()),
-                own=own, calls=broken.get((w.id, t.path), ())))
+                own=own, calls=broken.get((w.id, t.path), ()), typed=t.path in typed,
+                saved=saved[bases[w.id]].get(t.path)))
     # 4. an edit whose result the harness gave, on lines a sibling changed too: git's own
     # three-way merge of the file says whether they collide (the same change made on both
     # sides merges cleanly: a swarm's two bumps of one dependency are not a conflict)
@@ -550,6 +557,9 @@ def _index_mark(worktree: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+SAVED = "\0saved"  # the key of this worktree's saved files where a buffer is read instead
 
 
 def edits_of(change: dict[str, hunks.FileDiff]) -> list[tuple[str, tuple[Range, ...] | None]]:
