@@ -301,6 +301,10 @@ class Swarm:
             return "allow", None
         stop = [d for d in shown if d.severity in ("Error", "Warning")]
         if not stop:
+            ahead = [d for d in shown if "right-of-way" in d.message]
+            if ahead:  # asked where it would be denied: theirs to go on with, logged so
+                self.reason = ahead[0].message
+                return "ask", ahead[0].source
             return "allow", None
         editor.close(e.path)  # taken back: closed unsaved, the file on disk is as it was
         self.reason = stop[0].message
