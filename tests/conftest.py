@@ -117,6 +117,17 @@ def lines(n: int, prefix: str = "line") -> str:
     return "".join(f"{prefix} {i}\n" for i in range(1, n + 1))
 
 
+def held_over(sp: Space, a: Path, b: Path, text: str, far: int) -> None:
+    """In app.txt (``text``): a commits lines 10-12, b commits line 11 and line
+    ``far``, which a never touched. A scan then tells b to yield to a (a came first)."""
+    sp.write(a, "app.txt", text.replace("line 10\n", "line 10 a\n").replace(
+        "line 11\n", "line 11 a\n").replace("line 12\n", "line 12 a\n"))
+    sp.commit(a, "a's three lines")
+    sp.write(b, "app.txt", text.replace("line 11\n", "line 11 b\n").replace(
+        f"line {far}\n", f"line {far} b\n"))
+    sp.commit(b, f"b's line 11, and line {far} that a never touched")
+
+
 @pytest.fixture
 def scan_json() -> Iterator[Callable[..., dict]]:  # type: ignore[type-arg]
     import json

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, lines
+from conftest import git, held_over, lines
 
 from proximity import gitio, unsaved
 from proximity.agents import decision, edits, precheck, scratch
@@ -668,12 +668,7 @@ def test_right_of_way_covers_the_collision_it_was_given_for_not_the_others_lines
     where it came first: the holder's edit there is denied as anyone's, and the deny is
     the holder's wait on them (a wait cycle with them is broken as any other)."""
     sp, a, b = pair
-    sp.write(a, "app.txt", APP.replace("line 10\n", "line 10 a\n").replace(
-        "line 11\n", "line 11 a\n").replace("line 12\n", "line 12 a\n"))
-    sp.commit(a, "a's three lines")
-    sp.write(b, "app.txt", APP.replace("line 11\n", "line 11 b\n").replace(
-        "line 30\n", "line 30 b\n"))
-    sp.commit(b, "b's line 11, and line 30 that a never touched")
+    held_over(sp, a, b, APP, far=30)
     assert main(["scan", "-C", str(sp.main)]) == 0  # records the pair's decision
     capsys.readouterr()
     _, held = run_check(a, "app.txt:11", capsys=capsys)

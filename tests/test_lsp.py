@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from conftest import git, lines
+from conftest import git, held_over, lines
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -154,12 +154,7 @@ async def test_typing_onto_lines_only_the_yielding_side_changed_is_not_right_of_
     person had made before it."""
     sp = space({"app.txt": APP, "other.txt": lines(5)})
     a, b = sp.wt("a"), sp.wt("b")
-    sp.write(a, "app.txt", APP.replace("line 10\n", "line 10 a\n").replace(
-        "line 11\n", "line 11 a\n").replace("line 12\n", "line 12 a\n"))
-    sp.commit(a, "a's three lines")
-    sp.write(b, "app.txt", APP.replace("line 11\n", "line 11 b\n").replace(
-        "line 20\n", "line 20 b\n"))
-    sp.commit(b, "b's line 11, and line 20 that a never touched")
+    held_over(sp, a, b, APP, far=20)
     subprocess.run([*SERVER[:-1], "scan", "-C", str(sp.main)], check=True,
                    capture_output=True)  # records the pair's decision: b yields to a
     mine = (a / "app.txt").read_text()
