@@ -44,10 +44,16 @@ def crossings(run: Run) -> list[dict[str, Any]]:
                     continue
                 later, first = ((mine, theirs[0]["step"]) if mine[0]["step"] > theirs[0]["step"]
                                 else (theirs, mine[0]["step"]))
+                # made while the other side's change was live: after its first edit there,
+                # up to the step it landed in (a step's edits come before its landings; an
+                # edit onto landed work is made on top of it)
+                gone = landed[other] if later is mine else step
                 words = sorted({("person " if e["human"] else "") + e["decision"]
                                 + (f" ({e.get('why') or 'right-of-way'})"
-                                   if e["right_of_way"] else "")
-                                for e in later if e["step"] >= first})
+                                   if e["right_of_way"] or e.get("why") else "")
+                                for e in later if first <= e["step"] <= gone})
+                if not words:
+                    continue
                 out.append({"agent": me, "step": step, "path": path, "other": other,
                             "second": later[0]["agent"], "words": words})
     return out
