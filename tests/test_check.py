@@ -19,6 +19,7 @@ from proximity.agents.harnesses import claude
 from proximity.agents.harnesses.base import Edits
 from proximity.analysis import hunks
 from proximity.main import main
+from proximity.views import messages
 
 APP = lines(40)
 LIB = "RATE = 3\n\n\ndef total(n):\n    return n * RATE\n\n\ndef other():\n    return 1\n"
@@ -1016,3 +1017,14 @@ def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     assert b_again["decision"] == "deny" and "'c'" in b_again["reason"]
     assert c_again["decision"] == "deny" and "'a'" in c_again["reason"]
     assert all(not x["right_of_way"] for x in b_again["conflicts"] + c_again["conflicts"])
+    # b is told that a goes on over its live lines, and what to do; once, not per ask
+    run_check(a, "y.txt:5", capsys=capsys)
+    assert main(["inbox", "--json", "-C", str(b)]) == 0
+    told = [m for m in json.loads(capsys.readouterr().out)["messages"]
+            if m["type"] == "first"]
+    assert [(m["body"]["from"], m["body"]["paths"]) for m in told] == [("a", ["y.txt"])], told
+    shown = messages.render(told[0])
+    assert "GOES FIRST: 'a' goes on over your live lines in y.txt" in shown, shown
+    assert "git stash push -- PATH" in shown
+    assert main(["inbox", "-C", str(c)]) == 0
+    assert "GOES FIRST" not in capsys.readouterr().out  # (c goes on over nobody's lines)

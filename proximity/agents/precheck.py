@@ -650,9 +650,30 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         if d.decision == decision.DENY:
             with contextlib.suppress(LedgerError):
                 ledger.wait(me, {c.agent for c in d.conflicts if c.level == decision.RA}, now)
+        else:
+            told_first(ledger, me, first, d)
     finally:
         ledger.close()
     return d
+
+
+FIRST_COOLDOWN = 300.0  # seconds between two "goes first" messages of one pair
+
+
+def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Decision
+               ) -> None:
+    """Each member of a wait cycle this worktree goes first in is told so, with the files
+    where it goes over their live lines: they steer (set an uncommitted change there aside
+    and redo it once this work has landed), or resolve it when they rebase. Advice, like
+    every message: a ledger that cannot be written leaves the answer as it is."""
+    for h in sorted(first):
+        paths = sorted({c.path for c in d.conflicts if c.agent == h and c.right_of_way})
+        if not paths:
+            continue
+        with contextlib.suppress(LedgerError):
+            ledger.post(h, me, "first", {"type": "first", "from": text(me), "to": text(h),
+                                         "paths": [text(p, 300) for p in paths[:8]]},
+                        0.0, FIRST_COOLDOWN, 1.0)
 
 
 def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:

@@ -28,6 +28,8 @@ def render(msg: dict[str, Any]) -> str:
     b = msg.get("body", msg)
     if b.get("type", msg.get("type")) == "landed":
         return landed(b)
+    if b.get("type", msg.get("type")) == "first":
+        return goes_first(b)
     head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
         b.get("type", msg.get("type", "")), "MESSAGE")
     lines = [f"proximity inbox: {head} from {text(b.get('from'))!r} "
@@ -71,3 +73,14 @@ def landed(b: dict[str, Any]) -> str:
             f"  you were told to yield to it: rebase onto it once it is there (`git pull "
             f"--rebase origin {onto}`, or `git rebase` onto the landed {onto}); the yield ends "
             "when your work is on top of theirs")
+
+
+def goes_first(b: dict[str, Any]) -> str:
+    """A wait cycle was broken in the sender's favour: it goes on over the recipient's live
+    lines (each waited on the other's work, and it waited longest)."""
+    paths = ", ".join(text(p, 300) for p in b.get("paths", [])[:8]) or "?"
+    return (f"proximity inbox: GOES FIRST: {text(b.get('from'))!r} goes on over your live "
+            f"lines in {paths}: you and they wait on each other's work, and they waited "
+            "longest.\n  set your uncommitted change there aside (`git stash push -- PATH`) "
+            "and redo it once their work has landed; a committed one you resolve when you "
+            "rebase onto it")
