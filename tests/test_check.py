@@ -1017,6 +1017,10 @@ def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     assert b_again["decision"] == "deny" and "'c'" in b_again["reason"]
     assert c_again["decision"] == "deny" and "'a'" in c_again["reason"]
     assert all(not x["right_of_way"] for x in b_again["conflicts"] + c_again["conflicts"])
+    # b, gone over, reads in its deny who goes first over which of its files, and what to do
+    assert "'a' goes first over your live lines in y.txt" in b_again["reason"], b_again
+    assert "git stash push -- PATH" in b_again["reason"]
+    assert "goes first" not in c_again["reason"], c_again  # (nobody goes over c's lines)
     # b is told that a goes on over its live lines, and what to do; once, not per ask
     run_check(a, "y.txt:5", capsys=capsys)
     assert main(["inbox", "--json", "-C", str(b)]) == 0

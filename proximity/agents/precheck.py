@@ -606,7 +606,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     elif files in POLICY:
         configured = POLICY[files]
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
-    ahead = {a: f"{text(a)} was told to yield to the work this merge brings in: it goes "
+    ahead = {a: f"'{text(a)}' was told to yield to the work this merge brings in: it goes "
              "first, they steer" for a in steer}
     d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY:
@@ -616,7 +616,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     denying = {c.agent for c in d.conflicts if c.level == decision.RA}
     more = holding_yielders(repo, me, denying) if denying else set()
     if more:
-        ahead = {**{a: f"{text(a)} holds work that was told to yield to you: you have "
+        ahead = {**{a: f"'{text(a)}' holds work that was told to yield to you: you have "
                     "right-of-way, they steer" for a in more}, **ahead}
         d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY:
@@ -644,12 +644,19 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         first = {h for h in denying if waits.goes_first(standing, me, h)}
         if first:
             d = decision.decide(sides, policy, behind, {
-                **{h: f"you wait on {text(h)} in a cycle of waits that comes back to you, "
+                **{h: f"you wait on '{text(h)}' in a cycle of waits that comes back to you, "
                    "and you waited longest: you go first, they steer"
                    for h in first}, **ahead})
         if d.decision == decision.DENY:
             with contextlib.suppress(LedgerError):
                 ledger.wait(me, {c.agent for c in d.conflicts if c.level == decision.RA}, now)
+            # a member of a wait cycle this worktree stands in that goes first over its
+            # lines (in a longer cycle, not the holder denying it here): said in the deny,
+            # with the files where it goes over them once it said so
+            ahead_of_me = sorted({w for w, held in standing if held == me
+                                  and waits.goes_first(standing, w, me)})
+            if ahead_of_me:
+                d = d._replace(reason=d.reason + gone_over(ledger, me, ahead_of_me))
         else:
             told_first(ledger, me, first, d)
     finally:
@@ -658,6 +665,27 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
 
 
 FIRST_COOLDOWN = 300.0  # seconds between two "goes first" messages of one pair
+
+
+def gone_over(ledger: Ledger, me: str, first: Sequence[str]) -> str:
+    """The words a deny adds for the holders that go first in a wait cycle with this
+    worktree: the files where each goes over its live lines (their GOES FIRST message,
+    read, not taken), and what to do."""
+    try:
+        sent = [m for m in ledger.messages(me, limit=200) if m["type"] == "first"]
+    except LedgerError:
+        sent = []
+    parts = []
+    for h in first:
+        paths: list[str] = next((list(m["body"].get("paths", [])) for m in sent
+                                 if m["from"] == h), [])
+        where = (f" over your live lines in {', '.join(text(p, 300) for p in paths[:8])}"
+                 if paths else "")
+        parts.append(f"'{text(h)}' goes first{where}: you and they wait on each other's work, "
+                     "and they waited longest")
+    return (". " + "; ".join(parts) + ". Set your uncommitted change there aside (`git stash "
+            "push -- PATH`) and redo it once their work has landed; until then this stays "
+            "denied")
 
 
 def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Decision
