@@ -66,6 +66,7 @@ pre-edit check's and each hook's latency.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -114,6 +115,9 @@ from swarm_verify import Verifier, uncompiled
 
 POLICIES = ("none", "reservations", "proximity")
 HOLDER = re.compile(r"worktree '([^']+)'")
+# a wait cycle's first member going over this reader's lines: its inbox message, its deny
+GOES_FIRST = re.compile(r"GOES FIRST: '([^']+)' goes on over your live lines in (.+?): you")
+FIRST = re.compile(r"'([^']+)' goes first over your live lines in (.+?): you")
 
 
 @dataclass
@@ -164,6 +168,10 @@ class Tally:
     land_log: list[dict[str, Any]] = field(default_factory=list)  # who landed, at which step
     deny_log: list[dict[str, Any]] = field(default_factory=list)
     ask_log: list[dict[str, Any]] = field(default_factory=list)  # the asks, gone on with
+    # GOES FIRST obeyed: a file's uncommitted change set aside until the wait cycle's first
+    # member, which goes over it, landed
+    steered: int = 0
+    steer_log: list[dict[str, Any]] = field(default_factory=list)
     peak_service_rss_mb: float | None = None
     check_p95_ms: float | None = None
     check_ms: dict[str, Any] = field(default_factory=dict)
@@ -200,6 +208,7 @@ class Swarm:
         self.env = {"PROXIMITY_SERVICE_IDLE": "120"}
         self.people: list[Participant] = []
         self.editors: dict[str, Human] = {}  # each person's editor session, while working
+        self.heard: dict[str, str] = {}  # messages its hooks handed each agent, unread yet
         self.cycle_age: dict[frozenset[str], int] = {}  # standing wait cycles, steps stood
         self.finished: list[Participant] = []
         self.landings = 0
@@ -279,6 +288,8 @@ class Swarm:
             return "allow", None
         reason = str(ans.get("permissionDecisionReason", ""))
         self.reason = reason[:600]
+        if ans["permissionDecision"] == "deny" and "goes first over your" in reason:
+            self.heard[p.name] = self.heard.get(p.name, "") + reason + "\n"
         m = HOLDER.search(reason)
         return str(ans["permissionDecision"]), m.group(1) if m else None
 
@@ -414,6 +425,8 @@ class Swarm:
                                     "right-of-way" in self.reason,
                                     "why": relaxed(self.reason) if decision == "ask" else ""})
         if not made:
+            # (nothing denied, but files set aside: it waits on their holder)
+            first_holder = first_holder or next(iter(p.aside.values()), None)
             p.state, p.holder = "wait", first_holder
             self.t.waiting_steps += 1
             return False
@@ -423,10 +436,56 @@ class Swarm:
         for e, path, new, ev in made:
             self.write(p, e, path, new)
             if self.policy == "proximity" and self.rules.post and not p.human:
-                self.proximity(["check", "--hook", "claude-post"], p.wt,
-                               json.dumps({**ev, "hook_event_name": "PostToolUse"}))
+                self.post(p, ev)
         self.commit_ready(p)
         return True
+
+    def post(self, p: Participant, ev: dict[str, Any]) -> None:
+        """The PostToolUse hook after an edit: it records the worktree and hands the agent
+        its new messages, which it reads (a GOES FIRST among them is obeyed next turn)."""
+        r = self.proximity(["check", "--hook", "claude-post"], p.wt,
+                           json.dumps({**ev, "hook_event_name": "PostToolUse"}))
+        try:
+            said = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+        except (ValueError, KeyError, TypeError):
+            return
+        if isinstance(said, str):
+            self.heard[p.name] = self.heard.get(p.name, "") + said + "\n"
+
+    def steer(self, p: Participant) -> None:
+        """Told that a wait cycle's first member goes over its live lines (GOES FIRST: its
+        inbox, what its hooks handed it, its last deny), a participant sets its uncommitted
+        change of each such file aside: the file back as its last commit has it, those
+        edits queued again and left until that work lands (its checks would deny them
+        meanwhile), then redone on top of it. The first goes on; no conflict is left for
+        either landing (a committed change there is resolved at the rebase, as before)."""
+        said = self.heard.pop(p.name, "") + self.proximity(["inbox"], p.wt).stdout
+        orders = steer_orders(said)
+        alive = {o.name for o in self.people if o.state != "landed"}
+        moved = False
+        for path, holder in orders.items():
+            if holder not in alive or path in p.aside:
+                continue
+            typed = [e for e in p.typed if e.path == path]
+            if typed:  # unsaved in the editor: the buffer closed without saving
+                p.typed = [e for e in p.typed if e.path != path]
+                editor = self.editors.get(p.name)
+                if editor is not None and editor.text(path) is not None:
+                    editor.close(path)
+            undone = p.set_aside(path, holder)
+            if undone:
+                moved = True
+                self.t.steered += 1
+                self.t.steer_log.append({"agent": p.name, "path": path, "holder": holder,
+                                         "step": self.t.makespan_steps,
+                                         "edits": len(undone)})
+                if git(["cat-file", "-e", f"HEAD:{path}"], p.wt, ok=(0, 1, 128)).returncode:
+                    with contextlib.suppress(OSError):
+                        os.remove(os.path.join(p.wt, path))
+                else:
+                    git(["checkout", "-q", "HEAD", "--", path], p.wt)
+        if moved:
+            self.proximity(["snapshot"], p.wt)
 
     def write(self, p: Participant, e: Edit, path: str, new: bytes | None) -> None:
         if new is None:
@@ -439,6 +498,7 @@ class Swarm:
         self.t.edits += 1
         p.touched.add(e.path)
         p.pending.remove(e)
+        p.written.append(e)
         p.done[e.commit] = p.done.get(e.commit, 0) + 1
 
     def commit_ready(self, p: Participant) -> None:
@@ -598,6 +658,7 @@ class Swarm:
         # a landed participant's worktree is gone, as a finished agent's is
         git(["worktree", "remove", "--force", p.wt], self.repo, ok=(0, 128), extra=self.env)
         for other in self.people:
+            other.aside = {f: h for f, h in other.aside.items() if h != p.name}
             if other.state == "wait" and other.holder in (p.name, "?"):
                 other.holder = "landed"
         return True
@@ -631,6 +692,8 @@ class Swarm:
         live = [p for p in self.people if p.state in ("work", "wait")]
         self.rng.shuffle(live)
         for p in live:
+            if self.policy == "proximity":
+                self.steer(p)
             if p.state == "wait":
                 if p.holder == "landed" or p.holder is None:
                     if not self.rebase(p):
@@ -694,7 +757,11 @@ class Swarm:
             self.save(p)
             p.waited = 0
             return True
-        e = p.eligible()[0]
+        todo = p.eligible(aside_too=True)
+        if not todo:
+            return False
+        e = todo[0]
+        p.aside.pop(e.path, None)  # (the deadlock breaker's pick: its file is its own again)
         path = os.path.join(p.wt, e.path)
         current = read(path)
         new = target(self.scratch, p.plan, e, current)
@@ -704,9 +771,7 @@ class Swarm:
                                 "right_of_way": False, "why": ""})
         self.write(p, e, path, new)
         if self.policy == "proximity" and self.rules.post and not p.human:
-            ev = self.event(p, e, current, new)
-            self.proximity(["check", "--hook", "claude-post"], p.wt,
-                           json.dumps({**ev, "hook_event_name": "PostToolUse"}))
+            self.post(p, self.event(p, e, current, new))
         self.commit_ready(p)
         p.waited = 0
         return True
@@ -823,6 +888,18 @@ RELAXED = (("cycle of waits", "wait cycle"), ("this merge brings in", "merge"),
 def relaxed(reason: str) -> str:
     """Why the check asked where it would have denied (in its own words), or ''."""
     return next((kind for words, kind in RELAXED if words in reason), "")
+
+
+def steer_orders(said: str) -> dict[str, str]:
+    """The files where the first member of a wait cycle goes over the reader's live
+    lines, each with that member, as its GOES FIRST message and the reader's denies say
+    them: the reader sets its uncommitted change there aside until that work lands."""
+    orders: dict[str, str] = {}
+    for rx in (FIRST, GOES_FIRST):
+        for m in rx.finditer(said):
+            for path in m.group(2).split(", "):
+                orders.setdefault(path, m.group(1))
+    return orders
 
 
 def own_conflicts(answer: str) -> list[str]:

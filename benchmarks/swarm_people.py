@@ -62,6 +62,11 @@ class Participant:
     shas: list[str] = field(default_factory=list)
     synced: int = 0  # landings on the trunk when it last rebased
     typed: list[Edit] = field(default_factory=list)  # a person's unsaved edits (the editor)
+    # files whose change it set aside when told to steer away, by the holder it yields to:
+    # redone once that holder's work has landed
+    aside: dict[str, str] = field(default_factory=dict)
+    steered: int = 0  # files set aside so far
+    written: list[Edit] = field(default_factory=list)  # edits written, in order
 
     @property
     def human(self) -> bool:
@@ -75,16 +80,30 @@ class Participant:
             return group
         return None
 
-    def eligible(self) -> list[Edit]:
+    def eligible(self, aside_too: bool = False) -> list[Edit]:
         """Its pending edits it may do now: the next commit's first, then later commits'
-        files that no earlier pending edit touches (steering does other work first)."""
+        files that no earlier pending edit touches (steering does other work first), and
+        none in a file it set aside for a holder still working (``aside_too``: those as
+        well, for the deadlock breaker)."""
         seen: set[str] = set()
         found = []
         for e in self.pending:
-            if e.path not in seen:
+            if e.path not in seen and (aside_too or e.path not in self.aside):
                 found.append(e)
             seen.add(e.path)
         return found
+
+    def set_aside(self, path: str, holder: str) -> list[Edit]:
+        """Its written, uncommitted edits of ``path`` queued again (the caller puts the
+        file back as its last commit has it), the file set aside until ``holder`` lands."""
+        mine = [e for e in self.written if e.path == path and e.commit >= self.committed]
+        for e in mine:
+            self.written.remove(e)
+            self.done[e.commit] -= 1
+        self.pending = sorted(self.pending + mine, key=lambda e: (e.commit, e.path))
+        self.aside[path] = holder
+        self.steered += 1
+        return mine
 
 
 def edits_of(scratch: str, plan: Plan) -> list[Edit]:

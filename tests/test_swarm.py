@@ -164,3 +164,34 @@ def test_the_swarm_counts_a_cycle_of_waiters_whoever_else_moves() -> None:
     assert wait_cycles({"a0": "h1", "h1": "h2", "h2": "a7"}) == set()
     assert wait_cycles({"a": "b", "b": "a", "c": "d", "d": "c"}) == {
         frozenset({"a", "b"}), frozenset({"c", "d"})}
+
+
+def test_a_participant_gone_over_in_a_wait_cycle_reads_the_files_as_the_product_says_them(
+        ) -> None:
+    """The swarm's participants set aside what the product tells them a wait cycle's first
+    member goes over: the files its GOES FIRST message names (as the inbox prints it) and
+    those its deny names; a STEER AWAY, HOLD COURSE or TRANSMIT is no such order."""
+    from proximity.agents.precheck import gone_over
+    from proximity.views import messages
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from swarm import steer_orders
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    first = {"type": "first", "from": "a3", "to": "a5", "paths": ["uv.lock", "src/a b.py"]}
+    steer = {"type": "steer", "from": "a7", "branch": "agent/a7", "risk": 0.93,
+             "advisory": "resolution", "last_commit": "",
+             "their_files": [{"path": "tox.ini", "ranges": [[12, 40]],
+                              "channels": ["conflict"]}],
+             "avoid": ["tox.ini"], "elsewhere": [], "override": "PROXIMITY_ALLOW=1 git push"}
+    said = "\n".join(messages.render(m) for m in (steer, first, {**steer, "type": "hold"}))
+    assert steer_orders(said) == {"uv.lock": "a3", "src/a b.py": "a3"}
+    assert steer_orders(messages.render(steer)) == {}
+
+    class Sent:  # the ledger's side of gone_over: the messages sent to this worktree
+        def messages(self, me: str, limit: int = 50) -> list[dict[str, object]]:
+            return [{"from": "a3", "type": "first", "body": first}]
+
+    denied = "worktree 'a9' changed tox.ini line 3" + gone_over(Sent(), "a5", ["a3"])  # type: ignore[arg-type]
+    assert steer_orders(denied) == {"uv.lock": "a3", "src/a b.py": "a3"}
