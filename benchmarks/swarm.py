@@ -194,6 +194,8 @@ class Rules:
     humans: frozenset[int] = frozenset()  # which participants are people
     verify: str | None = None  # CMD run on the trunk after each landing
     reask: int = 2  # a waiting participant asks again every this many steps
+    # participants gone over in a wait cycle set their change there aside (GOES FIRST)
+    follow_first: bool = False
 
 
 class Swarm:
@@ -288,7 +290,8 @@ class Swarm:
             return "allow", None
         reason = str(ans.get("permissionDecisionReason", ""))
         self.reason = reason[:600]
-        if ans["permissionDecision"] == "deny" and "goes first over your" in reason:
+        if self.rules.follow_first and ans["permissionDecision"] == "deny" and \
+                "goes first over your" in reason:
             self.heard[p.name] = self.heard.get(p.name, "") + reason + "\n"
         m = HOLDER.search(reason)
         return str(ans["permissionDecision"]), m.group(1) if m else None
@@ -449,7 +452,7 @@ class Swarm:
             said = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
         except (ValueError, KeyError, TypeError):
             return
-        if isinstance(said, str):
+        if isinstance(said, str) and self.rules.follow_first:
             self.heard[p.name] = self.heard.get(p.name, "") + said + "\n"
 
     def steer(self, p: Participant) -> None:
@@ -692,7 +695,7 @@ class Swarm:
         live = [p for p in self.people if p.state in ("work", "wait")]
         self.rng.shuffle(live)
         for p in live:
-            if self.policy == "proximity":
+            if self.policy == "proximity" and self.rules.follow_first:
                 self.steer(p)
             if p.state == "wait":
                 if p.holder == "landed" or p.holder is None:
@@ -956,6 +959,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="a waiting participant asks again every this many steps")
     ap.add_argument("--max-steps", type=int, default=400)
     ap.add_argument("--no-post", action="store_true", help="skip the PostToolUse hook")
+    ap.add_argument("--follow-goes-first", action="store_true",
+                    help="a participant gone over in a wait cycle sets its uncommitted change "
+                    "of the files named aside until the first member lands (GOES FIRST)")
     ap.add_argument("--no-sync", action="store_true",
                     help="coordinated participants do not rebase when the trunk moved")
     ap.add_argument("--keep", help="keep the repositories under this directory")
@@ -1007,7 +1013,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 save_assignment(base, key, a)
         humans = frozenset(random.Random(args.seed).sample(range(args.agents), args.humans))
         rules = Rules(args.stall, not args.no_post, not args.no_sync, args.land_from, humans,
-                      args.verify, args.reask)
+                      args.verify, args.reask, args.follow_goes_first)
         for policy in POLICIES if args.policy == "all" else (args.policy,):
             root = os.path.join(work, policy)
             os.makedirs(root)
