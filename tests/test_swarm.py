@@ -171,7 +171,7 @@ def test_a_participant_gone_over_in_a_wait_cycle_reads_the_files_as_the_product_
     """The swarm's participants set aside what the product tells them a wait cycle's first
     member goes over: the files its GOES FIRST message names (as the inbox prints it) and
     those its deny names; a STEER AWAY, HOLD COURSE or TRANSMIT is no such order."""
-    from proximity.agents.precheck import gone_over
+    from proximity.agents.cycles import gone_over
     from proximity.views import messages
 
     sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -12,12 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from proximity import gitfiles, gitio, unsaved
-from proximity.agents import calls, decision, definitions, scratch, waits
+from proximity.agents import calls, cycles, decision, definitions, scratch
 from proximity.analysis import hunks
 from proximity.analysis.intervals import MAX_PATH_BYTES
 from proximity.analysis.languages import registry
@@ -621,87 +620,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
         d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY:
         return d
-    return wait_cycles(repo, me, sides, policy, behind, ahead, d)
-
-
-def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
-                behind: set[str], ahead: Mapping[str, str], d: decision.Decision
-                ) -> decision.Decision:
-    """A deny, given the waits: the holders whose wait cycle this worktree goes first in
-    (agents/waits.py) yield to it, and the deny that stands is recorded as this worktree's
-    wait on each holder still denying it. One ledger open; a ledger that cannot be read or
-    written leaves the waits as they are, never the answer."""
-    denying = {c.agent for c in d.conflicts if c.level == decision.RA}
-    ledger = open_ledger(repo)
-    if ledger is None:
-        return d
-    now = time.time()
-    try:
-        try:
-            standing = ledger.waits(now)
-        except LedgerError:
-            standing = {}
-        first = {h for h in denying if waits.goes_first(standing, me, h)}
-        if first:
-            d = decision.decide(sides, policy, behind, {
-                **{h: f"you wait on '{text(h)}' in a cycle of waits that comes back to you, "
-                   "and you waited longest: you go first, they steer"
-                   for h in first}, **ahead})
-        if d.decision == decision.DENY:
-            with contextlib.suppress(LedgerError):
-                ledger.wait(me, {c.agent for c in d.conflicts if c.level == decision.RA}, now)
-            # a member of a wait cycle this worktree stands in that goes first over its
-            # lines (in a longer cycle, not the holder denying it here): said in the deny,
-            # with the files where it goes over them once it said so
-            ahead_of_me = sorted({w for w, held in standing if held == me
-                                  and waits.goes_first(standing, w, me)})
-            if ahead_of_me:
-                d = d._replace(reason=d.reason + gone_over(ledger, me, ahead_of_me))
-        else:
-            told_first(ledger, me, first, d)
-    finally:
-        ledger.close()
-    return d
-
-
-FIRST_COOLDOWN = 300.0  # seconds between two "goes first" messages of one pair
-
-
-def gone_over(ledger: Ledger, me: str, first: Sequence[str]) -> str:
-    """The words a deny adds for the holders that go first in a wait cycle with this
-    worktree: the files where each goes over its live lines (their GOES FIRST message,
-    read, not taken), and what to do."""
-    try:
-        sent = [m for m in ledger.messages(me, limit=200) if m["type"] == "first"]
-    except LedgerError:
-        sent = []
-    parts = []
-    for h in first:
-        paths: list[str] = next((list(m["body"].get("paths", [])) for m in sent
-                                 if m["from"] == h), [])
-        where = (f" over your live lines in {', '.join(text(p, 300) for p in paths[:8])}"
-                 if paths else "")
-        parts.append(f"'{text(h)}' goes first{where}: you and they wait on each other's work, "
-                     "and they waited longest")
-    return (". " + "; ".join(parts) + ". Set your uncommitted change there aside (`git stash "
-            "push -- PATH`) and redo it once their work has landed; until then this stays "
-            "denied")
-
-
-def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Decision
-               ) -> None:
-    """Each member of a wait cycle this worktree goes first in is told so, with the files
-    where it goes over their live lines: they steer (set an uncommitted change there aside
-    and redo it once this work has landed), or resolve it when they rebase. Advice, like
-    every message: a ledger that cannot be written leaves the answer as it is."""
-    for h in sorted(first):
-        paths = sorted({c.path for c in d.conflicts if c.agent == h and c.right_of_way})
-        if not paths:
-            continue
-        with contextlib.suppress(LedgerError):
-            ledger.post(h, me, "first", {"type": "first", "from": text(me), "to": text(h),
-                                         "paths": [text(p, 300) for p in paths[:8]]},
-                        0.0, FIRST_COOLDOWN, 1.0)
+    return cycles.wait_cycles(repo, me, sides, policy, behind, ahead, d)
 
 
 def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
