@@ -421,12 +421,7 @@ class Swarm:
                                        "step": self.t.makespan_steps,
                                        "reason": self.reason[:300]})
             made.append((e, path, new, ev))
-            self.t.edit_log.append({"agent": p.name, "path": e.path,
-                                    "step": self.t.makespan_steps, "decision": decision,
-                                    "holder": holder, "human": p.human,
-                                    "right_of_way": decision == "ask" and
-                                    "right-of-way" in self.reason,
-                                    "why": relaxed(self.reason) if decision == "ask" else ""})
+            self.log_edit(p, e, decision, holder)
         if not made:
             # (nothing denied, but files set aside: it waits on their holder)
             first_holder = first_holder or next(iter(p.aside.values()), None)
@@ -489,6 +484,13 @@ class Swarm:
                     git(["checkout", "-q", "HEAD", "--", path], p.wt)
         if moved:
             self.proximity(["snapshot"], p.wt)
+
+    def log_edit(self, p: Participant, e: Edit, decision: str, holder: str | None) -> None:
+        """An edit made, with the word it was made on; for an ask, why the check asked
+        where it would have denied ('' when it would have asked anyway)."""
+        self.t.edit_log.append({"agent": p.name, "path": e.path, "step": self.t.makespan_steps,
+                                "decision": decision, "holder": holder, "human": p.human,
+                                "why": relaxed(self.reason) if decision == "ask" else ""})
 
     def write(self, p: Participant, e: Edit, path: str, new: bytes | None) -> None:
         if new is None:
@@ -769,9 +771,7 @@ class Swarm:
         current = read(path)
         new = target(self.scratch, p.plan, e, current)
         self.t.forced += 1
-        self.t.edit_log.append({"agent": p.name, "path": e.path, "step": self.t.makespan_steps,
-                                "decision": "forced", "holder": None, "human": p.human,
-                                "right_of_way": False, "why": ""})
+        self.log_edit(p, e, "forced", None)
         self.write(p, e, path, new)
         if self.policy == "proximity" and self.rules.post and not p.human:
             self.post(p, self.event(p, e, current, new))

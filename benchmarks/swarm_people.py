@@ -65,7 +65,6 @@ class Participant:
     # files whose change it set aside when told to steer away, by the holder it yields to:
     # redone once that holder's work has landed
     aside: dict[str, str] = field(default_factory=dict)
-    steered: int = 0  # files set aside so far
     written: list[Edit] = field(default_factory=list)  # edits written, in order
 
     @property
@@ -102,7 +101,6 @@ class Participant:
             self.done[e.commit] -= 1
         self.pending = sorted(self.pending + mine, key=lambda e: (e.commit, e.path))
         self.aside[path] = holder
-        self.steered += 1
         return mine
 
 

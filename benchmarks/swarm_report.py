@@ -27,8 +27,8 @@ def crossings(run: Run) -> list[dict[str, Any]]:
     """Each conflict at landing traced to the edits that made it: per file, the lanes that
     landed before it and changed that file, and which of the two sides came to the file
     second; that side's edits of the file made after the other's first are the crossing
-    ones, with the word each was made on (allow, ask -- on right-of-way or not --, forced
-    by the deadlock breaker; a person's edit is what their editor showed)."""
+    ones, with the word each was made on (allow; ask, and why where the check would have
+    denied; forced by the deadlock breaker; a person's edit is what their editor showed)."""
     edits = run.get("edit_log", [])
     landed = {e["agent"]: e["step"] for e in run.get("land_log", [])}
     out = []
@@ -49,8 +49,7 @@ def crossings(run: Run) -> list[dict[str, Any]]:
                 # edit onto landed work is made on top of it)
                 gone = landed[other] if later is mine else step
                 words = sorted({("person " if e["human"] else "") + e["decision"]
-                                + (f" ({e.get('why') or 'right-of-way'})"
-                                   if e["right_of_way"] or e.get("why") else "")
+                                + (f" ({e['why']})" if e.get("why") else "")
                                 for e in later if first <= e["step"] <= gone})
                 if not words:
                     continue
