@@ -13,6 +13,7 @@ from proximity.agents import decision, waits
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger
 from proximity.safetext import text
+from proximity.views.messages import SET_ASIDE
 
 if TYPE_CHECKING:
     from proximity import gitio
@@ -78,9 +79,8 @@ def gone_over(ledger: Ledger, me: str, first: Sequence[str]) -> str:
                  if paths else "")
         parts.append(f"'{text(h)}' goes first{where}: you and they wait on each other's work, "
                      "and they waited longest")
-    return (". " + "; ".join(parts) + ". Set your uncommitted change there aside (`git stash "
-            "push -- PATH`) and redo it once their work has landed; until then this stays "
-            "denied")
+    advice = SET_ASIDE[0].upper() + SET_ASIDE[1:]
+    return ". " + "; ".join(parts) + f". {advice}; until then this stays denied"
 
 
 def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Decision

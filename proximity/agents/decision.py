@@ -202,13 +202,12 @@ def decide(sides: Sequence[Side], deny_on: str = "ra", behind: Collection[str] =
     found = []
     for s in sides:
         for c in evidence(s):
-            if c.level == RA and c.agent in first:
-                c = c._replace(level=TA, right_of_way=True,
-                               detail=c.detail + f" ({first[c.agent]})")
-            elif c.level == RA and c.agent in behind and held(s, c):
-                c = c._replace(level=TA, right_of_way=True,
-                               detail=c.detail + f" ({text(c.agent)} was told to yield to "
-                               "you here: you have right-of-way, they steer)")
+            why = first.get(c.agent) if c.level == RA else None
+            if why is None and c.level == RA and c.agent in behind and held(s, c):
+                why = (f"{text(c.agent)} was told to yield to you here: you have "
+                       "right-of-way, they steer")
+            if why is not None:
+                c = c._replace(level=TA, right_of_way=True, detail=f"{c.detail} ({why})")
             found.append(c)
     found.sort(key=lambda c: ({RA: 0, TA: 1}.get(c.level, 2), c.evidence != "conflict",
                               c.agent, c.path))

@@ -24,14 +24,20 @@ def sent_ago(created: object, now: float | None = None) -> str:
     return f" when this was sent, {ago} ago (`proximity status`: now)"
 
 
+# what the member a wait cycle's first waiter goes over is to do (its message, its denies)
+SET_ASIDE = ("set your uncommitted change there aside (`git stash push -- PATH`) and redo it "
+             "once their work has landed")
+
+
 def render(msg: dict[str, Any]) -> str:
     b = msg.get("body", msg)
-    if b.get("type", msg.get("type")) == "landed":
+    kind = b.get("type", msg.get("type", ""))
+    if kind == "landed":
         return landed(b)
-    if b.get("type", msg.get("type")) == "first":
+    if kind == "first":
         return goes_first(b)
     head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
-        b.get("type", msg.get("type", "")), "MESSAGE")
+        kind, "MESSAGE")
     lines = [f"proximity inbox: {head} from {text(b.get('from'))!r} "
              f"(branch {text(b.get('branch'))}), risk {text(b.get('risk'), 20)}"]
     if b.get("escalated") and b.get("advisory") != "resolution" and head != "TRANSMIT":
@@ -81,6 +87,4 @@ def goes_first(b: dict[str, Any]) -> str:
     paths = ", ".join(text(p, 300) for p in b.get("paths", [])[:8]) or "?"
     return (f"proximity inbox: GOES FIRST: {text(b.get('from'))!r} goes on over your live "
             f"lines in {paths}: you and they wait on each other's work, and they waited "
-            "longest.\n  set your uncommitted change there aside (`git stash push -- PATH`) "
-            "and redo it once their work has landed; a committed one you resolve when you "
-            "rebase onto it")
+            f"longest.\n  {SET_ASIDE}; a committed one you resolve when you rebase onto it")
