@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git, init_repo, lines
@@ -591,6 +592,77 @@ def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
                 if n.startswith("sync-")]
 
 
+def test_a_gate_is_read_ahead_while_its_hook_starts_and_nothing_is_told_ahead(
+        pair_of_repos):
+    """The hook script names the gate and the worktree in its sync cookie: the service
+    reads what that verdict reads while the hook's interpreter starts. Read ahead,
+    nothing is recorded or sent (a cookie whose hook never asks leaves no trace); the
+    commit that follows gets the verdict it gets in process and is recorded once; the
+    main checkout's commit and a push are read ahead too; a commit from a private index
+    (`commit -a`) names no gate."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+    settle(svc)
+
+    def status() -> dict[str, Any]:
+        return dict(service_state(svc.common)["status"])
+
+    def events(agent: str, r: Repo = svc) -> int:
+        led = Ledger(os.path.join(r.common, "ecm"))
+        try:
+            return int(led.db.execute("SELECT count(*) FROM events WHERE stream=?",
+                                      (agent,)).fetchone()[0])
+        finally:
+            led.close()
+
+    admin = os.path.basename(gitio.Repo(str(svc.a)).gitdir)
+    before = status()
+    counted = {w: events(w) for w in ("a", "b", "main")}
+    # a cookie naming a's commit gate whose interpreter never asks
+    os.mkdir(os.path.join(svc.common, "ecm", "cookies", f"sync-h4000000-c-{admin}"))
+    wait_for(lambda: status()["read_ahead"] == before["read_ahead"] + 1)
+    settle(svc)
+    after = status()
+    assert {w: events(w) for w in ("a", "b", "main")} == counted
+    assert after["messages_sent"] == before["messages_sent"]
+
+    out = {}
+    in_process = events("a", inp)
+    for name, r, env in (("svc", svc, on()), ("inp", inp, off())):
+        git(r.a, "add", "f.txt")
+        out[name] = subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=r.a,
+                                   capture_output=True, text=True, timeout=120,
+                                   env={**os.environ, **env})
+    assert out["svc"].returncode == out["inp"].returncode == 0
+    assert "ADVISORY with worktree 'b'" in out["svc"].stderr
+    assert inbox_first(norm(out["svc"].stderr, svc))[1] == norm(out["inp"].stderr, inp)
+    # (read ahead unless the watcher brought the cookie only after the request came)
+    wait_for(lambda: status()["read_ahead"] == after["read_ahead"] + 1)
+    assert status()["answered"]["hook_fallback"] == 0
+    # the commit's events, each once: as many as in process
+    recorded = events("a", inp) - in_process
+    assert recorded >= 1
+    wait_for(lambda: events("a") == counted["a"] + recorded)
+    settle(svc)
+    assert events("a") == counted["a"] + recorded
+
+    edit(svc.main / "g.txt", 1, 2, "from main")
+    git(svc.main, "add", "g.txt")
+    ahead = status()["read_ahead"]
+    git(svc.main, "commit", "-q", "-m", "main", env=on())
+    wait_for(lambda: status()["read_ahead"] == ahead + 1)
+    done = subprocess.run(["git", "push", "-q", "origin", "feat/a"], cwd=svc.a,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **on()})
+    assert done.returncode in (0, 1), done.stderr
+    wait_for(lambda: status()["read_ahead"] == ahead + 2)
+    edit(svc.main / "g.txt", 3, 4, "from main again")
+    git(svc.main, "commit", "-q", "-a", "-m", "main -a", env=on())
+    settle(svc)
+    assert status()["read_ahead"] == ahead + 2
+
+
 def test_a_repeated_deny_check_reuses_the_siblings_diff(pair_of_repos):
     """The service keeps a sibling's parsed diff by the file's content: the
     same deny again runs no `git diff`, and a new save of that file is diffed again."""
@@ -824,8 +896,10 @@ def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repo
     probe = subprocess.Popen(["true"])  # pids are handed out in order: the next ones
     probe.wait()
     base = probe.pid
-    planted = [f"{kind}{n}" for n in range(base, base + 400)
-               for kind in ("post-commit-a-", "sync-h")]  # (and the pre-commit's cookie)
+    # (and the pre-commit's cookie, with the gate and worktree it names and without)
+    planted = [f"{kind}{n}{tail}" for n in range(base, base + 400)
+               for kind, tail in (("post-commit-a-", ""), ("sync-h", ""),
+                                  ("sync-h", f"-c-{os.path.basename(admin)}"))]
     for name in planted:
         with contextlib.suppress(OSError):
             os.symlink(victim, os.path.join(cookies, name))
@@ -875,8 +949,11 @@ def test_planted_fifos_never_hang_a_commit_and_cookies_never_pile_up(pair_of_rep
     cookies = os.path.join(svc.common, "ecm", "cookies")
     probe = subprocess.Popen(["true"])  # pids are handed out in order: the next ones
     probe.wait()
-    planted = [os.path.join(cookies, f"{kind}{n}") for n in range(probe.pid, probe.pid + 300)
-               for kind in ("sync-h", "post-commit-a-")]
+    admin = os.path.basename(gitio.Repo(str(svc.a)).gitdir)
+    planted = [os.path.join(cookies, f"{kind}{n}{tail}")
+               for n in range(probe.pid, probe.pid + 300)
+               for kind, tail in (("sync-h", ""), ("sync-h", f"-c-{admin}"),
+                                  ("post-commit-a-", ""))]
     for p in planted:
         os.mkfifo(p)
     try:

@@ -23,7 +23,12 @@ if TYPE_CHECKING:
 
 SYNC_TIMEOUT = 0.25  # seconds a hook waits for the watcher to catch up (service.sync)
 
-EARLY_COOKIE = re.compile(r"sync-h[0-9]{1,10}")  # a hook script's cookie (proximity-hook)
+# a hook script's cookie (proximity-hook): sync-h<pid>, then which gate it opens and the
+# worktree's admin name (its git dir under worktrees/; none: the main checkout) when the
+# script knows them: a hint to start the verdict while the hook's interpreter starts
+EARLY_COOKIE = re.compile(r"sync-h[0-9]{1,10}(?:-([cp])(?:-([0-9A-Za-z_][0-9A-Za-z._-]{0,39}))?)?")
+
+GATES = {"c": "pre-commit", "p": "pre-push"}  # a cookie's hint -> the hook it comes from
 
 EARLY_WAIT = 0.05  # for it to come back; then a cookie of the service's own
 
@@ -132,24 +137,30 @@ class Cookies:
             owned.private_dir(layout.ecm_dir(common))
             os.makedirs(layout.cookies_dir(common), exist_ok=True)
 
-    def seen(self, name: str, path: str) -> None:
-        """Watcher thread, under the state's lock: a cookie came back (or went)."""
+    def seen(self, name: str, path: str) -> tuple[str, str] | None:
+        """Watcher thread, under the state's lock: a cookie came back (or went). A hook
+        script's cookie that came back naming its gate: (the hook, the worktree's admin
+        name or "" for the main checkout), so its verdict can start ahead."""
         ev = self.waiting.get(name)
         if ev is not None:
             ev.set()
-        elif EARLY_COOKIE.fullmatch(name):
-            self._early(name, path)
+            return None
+        m = EARLY_COOKIE.fullmatch(name)
+        if m is None or not self._early(name, path) or m.group(1) is None:
+            return None
+        return GATES[m.group(1)], m.group(2) or ""
 
-    def _early(self, name: str, path: str) -> None:
+    def _early(self, name: str, path: str) -> bool:
         """A hook script's cookie came back before its request (kept a while for it, by
         the file's identity; older ones are dropped with their files), or went
-        (forgotten)."""
+        (forgotten); whether it came back."""
         ident = _ident(path)
         if ident is None:
             self.early_seen.pop(name, None)
-            return
+            return False
         self.early_seen[name] = (time.monotonic(), ident)
         self.prune_early()
+        return True
 
     def prune_early(self) -> None:
         """Under the state's lock: hook scripts' cookies no request came for (a hook that

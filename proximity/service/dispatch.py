@@ -296,6 +296,7 @@ class Dispatch:
                 "git_calls": _git_calls(),
                 "partial_snapshots": air.snapshots.partials if air else 0,
                 "early_syncs": self.cookies.early_syncs,
+                "read_ahead": self.scheduler.read_ahead,
                 "turned_away": dict(st.turned_away), "last_ms": dict(st.last_ms)}
 
 

@@ -33,6 +33,8 @@ FILES_QUIET = 0.5  # seconds without a file event before they run (a commit foll
 
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
+AHEAD = "ahead"  # a verdict's reading started when its hook script's cookie comes back
+
 
 class Scheduler:
     """The one worker thread: requests first, background rescans in quiet moments. What
@@ -48,6 +50,8 @@ class Scheduler:
         self.request_ready = threading.Event()
         self.changes = Changes(state, watcher)
         self.notes = PostNotes(state, self.put)
+        self.ahead: set[tuple[str, str]] = set()  # (gate, admin) of queued AHEAD jobs
+        self.read_ahead = 0  # AHEAD jobs run
         self.working = False
         self.background_since: float | None = None  # when the running background job began
 
@@ -72,8 +76,14 @@ class Scheduler:
         st.file_events += len(paths)
         with st.lock:
             first = self.changes.add(paths)
-            for p in cookies:
-                self.cookies.seen(os.path.basename(p), p)
+            hints = {h for p in cookies
+                     if (h := self.cookies.seen(os.path.basename(p), p)) is not None}
+            hints -= self.ahead
+            self.ahead |= hints
+        for gate, admin in sorted(hints):
+            # a gate's hook script has started its interpreter: what its verdict reads is
+            # read now, beside it (the request then finds it warm)
+            self.put(Job(AHEAD, admin, gate), 0)
         # a post-commit note only now: the batch's file changes are pending first, so
         # the commit it records is not taken from a warm state they have made stale (a
         # host that put unstaged edits back just before git ran the post-commit hook)
@@ -178,7 +188,7 @@ class Scheduler:
             t0 = time.perf_counter()
             job.answer = self._background(job) if prio > 0 else self._do(job)
             stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
-                else ""
+                else job.gate
             what = f"{job.op}:{stage}" if prio == 0 else "background"
             self.state.last_ms[what] = round((time.perf_counter() - t0) * 1000, 1)
         except Exception as e:  # one bad request never takes the service down
@@ -246,6 +256,11 @@ class Scheduler:
             snaps.dirty.add(wid)
             self.put(Job("rescan", wid), 1)  # their messages, later
         self.notes.take(self.air, self.changes.settled)
+        if job.op == AHEAD:
+            with self.state.lock:
+                self.ahead.discard((job.gate, job.agent))
+            self.read_ahead += self.air.ahead(job.gate, job.agent)
+            return {"ok": True}
         if req is None:  # (posts: taken just now)
             return {"ok": True}
         if req["op"] == HOOK:

@@ -20,6 +20,7 @@ class Job:
     the service's own work (``op``: files, rescan, ...; ``agent``: which worktree)."""
     op: str
     agent: str = ""
+    gate: str = ""  # (an ``ahead`` job: the hook whose verdict it starts)
     request: HookRequest | ScanRequest | None = None
     done: threading.Event = field(default_factory=threading.Event)
     answer: Answer | None = None

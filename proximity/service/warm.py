@@ -182,6 +182,29 @@ class WarmAirspace:
         warned = [workspace.warning_line(w) for w in self.policy_warnings]
         return {"lines": warned + list(done.lines), "block": done.block}
 
+    def ahead(self, gate: str, admin: str) -> bool:
+        """What the verdict of ``gate`` (pre-commit, pre-push) in the worktree whose git
+        dir is named ``admin`` ("": the main checkout) reads, read ahead of its request:
+        while the hook's interpreter starts, its hook script's cookie came back (every
+        change before the hook is reported), so this worktree's state and its pairs'
+        channel results are what the request will find; it finds them kept (the
+        snapshots, the memo), and records, judges and tells as always. Nothing is
+        recorded or sent here. A commit from a private index (`commit -a`, `commit
+        PATH`) names none (the script gives no hint): that state is read by its
+        request. Whether a worktree was read."""
+        common = os.path.realpath(self.ctx.repo.common)
+        wt = next((w for w in self.snapshots.worktrees() if w.admin and os.path.realpath(
+            w.admin) == (os.path.join(common, "worktrees", admin) if admin else common)),
+            None)
+        if wt is None or wt.id not in self.snapshots.paths:
+            return False
+        self.reload_policy(aged=False)
+        index = os.path.join(wt.admin, "index") if gate == "pre-commit" else None
+        agents, retired = self.snapshots.agents_now(wt.id, index, synced=True)
+        pipeline.run_scan(self.ctx_for(wt.id), focus=wt.id, agents=agents, retired=retired,
+                          record=False, remote=False)
+        return True
+
     def scan(self, msg: ScanRequest) -> dict[str, Any]:
 
         focus = msg.get("agent")
