@@ -48,7 +48,7 @@ import replay
 import steps
 
 from proximity import gitio
-from proximity.agents import decision, definitions, precheck
+from proximity.agents import decision, definitions, filemerge, precheck
 from proximity.analysis import hunks
 from proximity.model import Range
 
@@ -107,7 +107,7 @@ def sides_for(g: Replayer, p: str, y: str, calls: list[tuple[str, tuple[Range, .
     out = []
     for path, ranges in calls:
         own = mine.get(path)
-        base_ranges = None if ranges is None else precheck.joined(
+        base_ranges = None if ranges is None else filemerge.joined(
             tuple(hunks.to_base(ranges, own.hunks if own else ())), own)
         if after is not None:
             if path not in after:

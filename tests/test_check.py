@@ -13,7 +13,7 @@ import pytest
 from conftest import git, held_over, lines
 
 from proximity import gitio, unsaved
-from proximity.agents import decision, edits, precheck, scratch
+from proximity.agents import decision, edits, kept, precheck, scratch, theirs
 from proximity.agents.answer import CheckRequest, answer
 from proximity.agents.harnesses import claude
 from proximity.agents.harnesses.base import Edits
@@ -746,7 +746,6 @@ def test_own_work_touching_the_request_joins_it_as_gits_merge_joins_them(pair, c
 def test_a_move_staged_after_an_earlier_check_is_seen_by_the_next(space):
     """The staged moves are remembered per index file: a `git mv` writes a new index, so
     the next check in the same process (the editor's server, the service) asks again."""
-    from proximity.agents import precheck
 
     sp = space({"app.txt": APP})
     a, b = sp.wt("a"), sp.wt("b")
@@ -878,7 +877,7 @@ def test_a_symbols_uses_are_read_once_per_recorded_state_and_answer_alike(pair, 
     again = answer(CheckRequest(str(a), (edits.Edit(str(a / "lib.py"), ((4, 5),), None),)))
     assert again == first and first.decision == "ask"
     assert before == gitio.CALLS  # nothing asked of git the second time
-    assert [k for k in precheck.USES if k[1:] == (("total",), "lib.py")]
+    assert [k for k in kept.USES if k[1:] == (("total",), "lib.py")]
     sp.write(b, "report.py", "from lib import total\n\nprint(total(4))\nprint(total(5))\n")
     assert main(["snapshot", "-C", str(b)]) == 0
     moved = answer(CheckRequest(str(a), (edits.Edit(str(a / "lib.py"), ((4, 5),), None),)))
@@ -913,15 +912,15 @@ def test_the_siblings_rewritten_headers_are_read_once_per_recorded_state(pair):
     sp, a, b = pair
     sp.write(b, "lib.py", LIB.replace("def total(n):", "def total(n, rate):"))
     assert main(["snapshot", "-C", str(b)]) == 0
-    first = precheck.signatures(str(a))
+    first = theirs.signatures(str(a))
     assert [(w, s.name, s.header) for w, _, s in first] == [
         ("b", "total", "def total(n, rate):")]
     before = dict(gitio.CALLS)
-    assert precheck.signatures(str(a)) == first
+    assert theirs.signatures(str(a)) == first
     assert before == gitio.CALLS
     sp.write(b, "lib.py", LIB.replace("def total(n):", "def total(n, rate=1):"))
     assert main(["snapshot", "-C", str(b)]) == 0
-    assert [s.header for _, _, s in precheck.signatures(str(a))] == ["def total(n, rate=1):"]
+    assert [s.header for _, _, s in theirs.signatures(str(a))] == ["def total(n, rate=1):"]
 
 
 @pytest.mark.parametrize("service", ["0", "1"])

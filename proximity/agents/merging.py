@@ -13,13 +13,9 @@ from typing import NamedTuple
 from proximity import gitio
 from proximity.agents import calls, decision
 from proximity.agents.incoming import UPSTREAM, Incoming
-from proximity.agents.precheck import (
-    check,
-    deny_policy,
-    edits_of,
-    open_ledger,
-    recorded_tree,
-)
+from proximity.agents.precheck import check, deny_policy, edits_of
+from proximity.agents.standing import open_ledger
+from proximity.agents.theirs import recorded_tree
 from proximity.analysis import hunks
 from proximity.errors import FatalError, UsageError
 from proximity.gitio import SNAPSHOT_IDENT

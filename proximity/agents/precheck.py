@@ -9,21 +9,29 @@ new code uses (its last recorded state: a tree-to-tree diff).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple
 
-from proximity import gitfiles, gitio, unsaved
-from proximity.agents import calls, cycles, decision, definitions, scratch
+from proximity import gitio, unsaved
+from proximity.agents import cycles, decision, definitions, filemerge, scratch, standing, theirs
+from proximity.agents.kept import (
+    BASES,
+    BLOBS,
+    DIFF_ENTRIES,
+    DIFFS,
+    TREE_DIFFS,
+    diff_key,
+    remember,
+)
+from proximity.agents.scratch import read_bytes
 from proximity.analysis import hunks
 from proximity.analysis.intervals import MAX_PATH_BYTES
-from proximity.analysis.languages import registry
 from proximity.checkargs import DENY_ON
 from proximity.errors import ConfigError, LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
-from proximity.model import Agent, Range
+from proximity.model import Range
 from proximity.safetext import text
 
 if TYPE_CHECKING:
@@ -64,14 +72,6 @@ def deny_policy(given: str | None) -> str:
 
 
 # -- facts ----------------------------------------------------------------------------
-def _read_bytes(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def _ignored_new(worktree: str, path: str, base_blob: bytes | None) -> bool:
     """A file the base does not have and git would not add (ignored): not their work."""
     return base_blob is None and path not in gitio.untracked(worktree, [path]) and \
@@ -98,52 +98,6 @@ def _intents(ledger: Ledger | None) -> dict[str, dict[str, tuple[Range, ...] | N
             if clocks.forward_decay(clocks.hop_count(clock, now.get(stream, clock))) > 0:
                 out.setdefault(stream, {})[path] = tuple(ranges) if ranges else None
     return out
-
-
-# What a process that answers many checks (the resident service) learns once: parsed
-# diffs of a worktree's file against a base blob, by the file's content (a sibling's file
-# is diffed once per state); base blobs and merge bases, by commit (they never change); a
-# sibling's recorded work against its base, by the two trees, and the uses it makes of
-# names, by the trees and the names (each worktree's staged moves are kept by its index
-# file: renames). Each table is cleared past ENTRIES.
-DIFFS: dict[tuple[str, str | None, str, bytes | None], hunks.FileDiff | None] = {}
-DIFF_ENTRIES = 4096
-BLOBS: dict[tuple[str | None, str], bytes | None] = {}
-BASES: dict[tuple[str | None, str], str | None] = {}
-TREE_DIFFS: dict[tuple[str | None, str], bytes] = {}
-USES: dict[tuple[tuple[str | None, str], tuple[str, ...], str], tuple[decision.Use, ...]] = {}
-ENTRIES = 2048
-K = TypeVar("K")
-V = TypeVar("V")
-BLOB_BYTES = 1 << 20  # a larger blob is read again each time, not kept
-
-
-def remember(table: dict[K, V], items: Mapping[K, V]) -> None:
-    """Keep ``items`` in one of the tables above (a blob past BLOB_BYTES is not kept)."""
-    if len(table) + len(items) > ENTRIES:
-        table.clear()
-    table.update({k: v for k, v in items.items()
-                  if not isinstance(v, bytes) or len(v) <= BLOB_BYTES})
-
-
-def _diff_key(wpath: str, base: str | None, path: str, data: bytes | None
-              ) -> tuple[str, str | None, str, bytes | None]:
-    import hashlib
-
-    return (wpath, base, path, None if data is None else hashlib.sha1(data).digest())
-
-
-def recorded_tree(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
-    """The sibling's last recorded working tree, else its HEAD."""
-    ev = None
-    if ledger is not None:
-        try:
-            ev = ledger.last_event(w.id)
-        except LedgerError:
-            ev = None
-    if ev is not None and ev.tree and ev.head == w.head:
-        return ev.tree
-    return w.head or gitio.EMPTY_TREE
 
 
 def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
@@ -212,7 +166,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     distinct = sorted({b or "" for b in bases.values()})
     # moves, as git's merge follows them: a requested path this worktree moved is its
     # old path in the base; a sibling that moved that old path has its work at the new one
-    moves = renames([(me.path, b or None) for b in distinct]
+    moves = filemerge.renames([(me.path, b or None) for b in distinct]
                     + [(w.path, bases[w.id]) for w in siblings])
     origin: dict[tuple[str | None, str], str] = {}  # (base, requested path) -> base path
     for one in distinct:
@@ -248,12 +202,12 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 live = lives[key, p] = unsaved.live(buffers, key or me.id, rel, live) or live
                 if not key and live != os.path.join(wpath, rel):
                     typed.add(p)  # (its saved file's change is asked too: see Side.typed)
-            data = raw = _read_bytes(live)
+            data = raw = read_bytes(live)
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
             if data != base_blob[base, p] and not (
                     os.path.exists(live) and _ignored_new(wpath, p, base_blob[base, p])):
-                ck = _diff_key(wpath, base, f"{rel}\0{origin[base, p]}", raw)
+                ck = diff_key(wpath, base, f"{rel}\0{origin[base, p]}", raw)
                 if ck in DIFFS:  # this very file against this very base: diffed before
                     hit = DIFFS[ck]
                     if hit is not None:
@@ -280,10 +234,10 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         for d in parsed.values():
             diffs.setdefault((key, base), {})[p] = got = d
         # kept when git answered about the content read (not a save made meanwhile)
-        if raw is not None and _diff_key(wpath, base, f"{rel}\0{origin[base, p]}",
-                                         _read_bytes(live)) == ck:
+        if raw is not None and diff_key(wpath, base, f"{rel}\0{origin[base, p]}",
+                                         read_bytes(live)) == ck:
             DIFFS[ck] = got
-    theirs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
+    their_diffs = {w.id: diffs.get((w.id, bases[w.id]), {}) for w in siblings}
     mine = {b or None: diffs.get(("", b or None), {}) for b in distinct}
     saved = {b or None: diffs.get((SAVED, b or None), {}) for b in distinct}
     # 3. symbols defined in the requested lines, used by a sibling's new code: its work as
@@ -294,9 +248,9 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     uses: dict[str, dict[str, tuple[decision.Use, ...]]] = {}
     # the edit's new lines that call something (a file after the edit, as the harness or
     # the editor gives it): asked below whether a sibling's change leaves the call unbound
-    writing = _writing(targets, lives)
+    writing = theirs.writing(targets, lives)
     if any(defined.values()):
-        states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
+        states = {w.id: theirs.recorded_tree(ledger, repo, w) for w in siblings}
         pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
         asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS},
                              key=str)
@@ -306,20 +260,20 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         fresh = dict(zip(asked_trees, more, strict=True))
         remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
         for w in siblings:  # (two trees' diff never changes: kept by the pair of ids)
-            uses[w.id] = {t.path: new_uses(pairs[w.id], fresh, defined[t.path], t.path)
+            uses[w.id] = {t.path: theirs.new_uses(pairs[w.id], fresh, defined[t.path], t.path)
                           for t in targets if defined[t.path]}
     # 5. a call the edit writes to a definition a sibling changed: the scan's own symbol
     # evidence (its work as recorded against the pair's base, this side's new code the
     # edit's lines), asked only of a sibling whose diff mentions a name the lines call
-    works = _their_work(repo, ledger, siblings, bases) if writing else {}
-    broken = _broken_calls(repo, ledger, me, siblings, bases, base_blob, writing, works)
+    works = theirs.their_work(repo, ledger, siblings, bases) if writing else {}
+    broken = theirs.broken_calls(repo, ledger, me, siblings, bases, base_blob, writing, works)
     intents = _intents(ledger)
     out = []
     for w in siblings:
         declared = intents.get(w.id, {})
         for t in targets:
             own = mine[bases[w.id]].get(t.path)
-            base_ranges = None if t.ranges is None else joined(
+            base_ranges = None if t.ranges is None else filemerge.joined(
                 tuple(hunks.to_base(t.ranges, own.hunks if own else ())), own)
             if bases[w.id] in after_merge:
                 change = after_merge[str(bases[w.id])].get(t.path)
@@ -327,7 +281,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                     continue  # the merged tree leaves this file as that base has it
                 base_ranges = edits_of({t.path: change})[0][1]
             out.append(decision.Side(
-                w.id, w.branch, t.path, base_ranges, t.ranges, theirs[w.id].get(t.path),
+                w.id, w.branch, t.path, base_ranges, t.ranges, their_diffs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ()),
                 own=own, calls=broken.get((w.id, t.path), ()), typed=t.path in typed,
                 saved=saved[bases[w.id]].get(t.path)))
@@ -339,223 +293,10 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             for i, s in enumerate(out) for t in targets
             if t.path == s.path and t.result is not None
             and any(c.evidence == "conflict" for c in decision.evidence(s))]
-    for i, outcome in merges(jobs, repo.workdir).items():
+    for i, outcome in filemerge.merges(jobs, repo.workdir).items():
         out[i] = out[i]._replace(merge=outcome)
     return out
 
-
-def new_uses(pair: tuple[str | None, str], fresh: Mapping[tuple[str | None, str], bytes | None],
-             names: list[str], path: str) -> tuple[decision.Use, ...]:
-    """definitions.new_uses of ``names`` (defined in ``path``) in the sibling's recorded
-    work, the diff of the trees ``pair``; kept by the two trees and the names (the person
-    typing in one definition asks the same question at every keystroke)."""
-    key = (pair, tuple(names), path)
-    if key in USES:
-        return USES[key]
-    raw = TREE_DIFFS.get(pair, fresh.get(pair))
-    found = tuple(definitions.new_uses((raw or b"").decode("utf-8", "replace"), names, path))
-    if raw is not None:
-        remember(USES, {key: found})
-    return found
-
-
-def _their_work(repo: gitio.Repo, ledger: Ledger | None, siblings: Sequence[gitio.WorktreeInfo],
-                bases: Mapping[str, str | None]) -> dict[str, tuple[str, str]]:
-    """Each sibling's work as last recorded in the ledger (hooks, PostToolUse), else its
-    committed work: (its tree, its diff against the pair's base), a tree-to-tree diff that
-    never walks a worktree (two trees' diff never changes: kept by the pair of ids)."""
-    states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
-    pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
-    asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
-    more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir) for b, t in asked_trees],
-                          env=repo.objects_env())  # (recorded trees: the store)
-    fresh = dict(zip(asked_trees, more, strict=True))
-    remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
-    return {w.id: (states[w.id], (TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id]))
-                                  or b"").decode("utf-8", "replace")) for w in siblings}
-
-
-def _writing(targets: Sequence[Target], lives: Mapping[tuple[str, str], str]
-             ) -> dict[str, tuple[tuple[Range, ...], set[str], bytes]]:
-    """Per edited file whose text after the edit is known: the lines the edit writes
-    (against the file as it is now; an editor's buffer that is the live file already: its
-    own lines, as asked), the names those lines call, and the text after the edit. Files
-    whose edit writes no call: left out."""
-    out = {}
-    for t in targets:
-        if t.result is None or registry.dialect_of(t.path) is None:
-            continue
-        now = _read_bytes(lives.get(("", t.path), ""))
-        result = t.result.decode("utf-8", "replace")
-        if now is not None and now == t.result:
-            lines = tuple(t.ranges or ((1, result.count("\n") + 1),))
-        else:
-            lines = calls.added(None if now is None else now.decode("utf-8", "replace"),
-                                result)
-        names = calls.called(result, lines)
-        if names:
-            out[t.path] = (lines, names, t.result)
-    return out
-
-
-def _broken_calls(repo: gitio.Repo, ledger: Ledger | None, me: gitio.WorktreeInfo,
-                  siblings: Sequence[gitio.WorktreeInfo], bases: Mapping[str, str | None],
-                  base_blob: Mapping[tuple[str | None, str], bytes | None],
-                  writing: Mapping[str, tuple[tuple[Range, ...], set[str], bytes]],
-                  works: Mapping[str, tuple[str, str]]
-                  ) -> dict[tuple[str, str], tuple[decision.Call, ...]]:
-    """(sibling, path) -> the calls the edit writes there that the sibling's recorded
-    work leaves unbound, and whether this worktree must yield to them (a standing RA)."""
-    if not writing:
-        return {}
-    called = set().union(*(names for _, names, _ in writing.values()))
-    suspects = [w for w in siblings if called & calls.defined(works[w.id][1])]
-    if not suspects:
-        return {}
-    ours = Agent(me.id, me.path, me.branch, me.head)
-    edited = [calls.Edited(p, result, lines)
-              for p, (lines, _, result) in sorted(writing.items())]
-    try:
-        # the files after the edit, as blobs the symbol channel reads (written, as a
-        # snapshot's are: an object nothing refers to is git's to prune)
-        oids = {result: gitio.git(["hash-object", "-w", "--stdin"], cwd=repo.workdir,
-                                  input=result).stdout.decode().strip()
-                for _, _, result in writing.values()}
-        found = calls.new_calls(repo, ledger, ours, [
-            (Agent(w.id, w.path, w.branch, w.head, None, works[w.id][0]), bases[w.id])
-            for w in suspects], edited, base_blob, oids)
-    except Exception:  # the symbol machinery is optional evidence, never a failure
-        return {}
-    out: dict[tuple[str, str], tuple[decision.Call, ...]] = {}
-    for w, got in zip(suspects, found, strict=True):
-        held = None
-        if got and ledger is not None:
-            with contextlib.suppress(LedgerError):
-                held = ledger.held(me.id, w.id)
-        must_yield = held is not None and held[0] == me.id
-        for b in got:
-            out[w.id, b.path] = (*out.get((w.id, b.path), ()),
-                                 decision.Call(b.path, b.line, b.detail, must_yield))
-    return out
-
-
-def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]]:
-    """Each sibling's rewritten definition headers (its work as last recorded, against
-    the pair's merge base): (worktree id, branch, signature). The evidence for a call that a
-    sibling's changed signature may break, wherever the call is."""
-    repo = gitio.Repo(start, fast=True)
-    me = repo.current()
-    listed = repo.worktrees_from_files()  # (no `git worktree list`, as the check's own)
-    siblings = [w for w in (repo.worktrees() if listed is None else listed)
-                if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
-    if not siblings:
-        return []
-    heads = sorted({w.head for w in siblings if w.head})
-    asked = [h for h in heads if me.head and (me.head, h) not in BASES]
-    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in asked])
-    remember(BASES, {(me.head, h): (out.decode().strip() or None)
-                     for h, out in zip(asked, found, strict=True) if out is not None})
-    base_of = {h: BASES.get((me.head, h)) for h in heads}
-    ledger = open_ledger(repo)
-    try:
-        states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
-    finally:
-        if ledger is not None:
-            ledger.close()
-    # (two trees' diff never changes: kept by the pair of ids, as the symbol evidence's)
-    pairs = {w.id: (base_of.get(w.head or ""), states[w.id]) for w in siblings}
-    todo = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
-    fresh = dict(zip(todo, gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir)
-                                           for b, t in todo],
-                                          env=repo.objects_env()),  # (recorded: the store)
-                     strict=True))
-    remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
-    texts = [TREE_DIFFS.get(pairs[w.id], fresh.get(pairs[w.id])) for w in siblings]
-    return [(w.id, w.branch, sig) for w, raw in zip(siblings, texts, strict=True)
-            for sig in definitions.changed_signatures((raw or b"").decode("utf-8", "replace"))]
-
-
-def joined(ranges: tuple[Range, ...], own: hunks.FileDiff | None) -> tuple[Range, ...]:
-    """The requested base lines with this worktree's own changes that touch them, as
-    git's merge joins them into one change: a sibling's work touching any part of it
-    conflicts with the edit (a line changed earlier beside the request is not a gap)."""
-    if own is None or not own.hunks:
-        return ranges
-    out = list(ranges)
-    for _ in range(len(own.hunks)):
-        more = [h.base for h in hunks.contested(own, out) if h.base not in out]
-        if not more:
-            break
-        out += more
-    return tuple(sorted(out))
-
-
-def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str, str | None]],
-           cwd: str) -> dict[int, str]:
-    """``git merge-file`` of (base blob, this file after the edit, the sibling's file on
-    disk; this side's live file, which may already hold the edit's result: an editor's
-    shared buffer), per job: "same" when the merge is this side's result (they made no change this
-    edit does not make too), "clean" when it merges cleanly otherwise; a conflicted (or
-    unreadable) merge is left out."""
-    jobs = [j for j in jobs if j[2] is not None and os.path.isfile(j[3])]
-    if not jobs:
-        return {}
-    args = []
-    for _, base, result, theirs, live in jobs:
-        mine = live if live and scratch.same_file(result or b"", live) \
-            else scratch.holding(result or b"")
-        args.append((gitio.merge_file_args(mine, scratch.holding(base or b""), theirs), cwd))
-    got = gitio.git_many(args, ok=(0,))
-    return {i: "same" if merged == result else "clean"
-            for (i, _, result, _, _), merged in zip(jobs, got, strict=True) if merged is not None}
-
-
-def renames(pairs: Sequence[tuple[str, str | None]]
-            ) -> dict[tuple[str, str | None], dict[str, str]]:
-    """Per (worktree, base): the files it moved since the base, committed or staged (a
-    `git mv`), old path -> new path, found as git's merge finds them (-M, its default
-    similarity). Unstaged moves (a plain `mv`) are a deletion and a new file to git too."""
-    jobs = sorted({(p, b) for p, b in pairs if b})
-    out: dict[tuple[str, str | None], dict[str, str]] = {}
-    # the staged moves depend on the index file and the base alone: a worktree whose index
-    # was not written since (git replaces it whole: a new inode) is not asked again
-    marks = {p: _index_mark(p) for p, _ in jobs}
-    ask = [(p, b) for p, b in jobs if marks[p] is None or MOVES.get((p, b), (None,))[0]
-           != marks[p]]
-    texts = gitio.git_many([(["diff-index", "--cached", "-M", "-z", "--name-status",
-                              "--diff-filter=R", b], p) for p, b in ask])
-    if len(MOVES) + len(ask) > DIFF_ENTRIES:
-        MOVES.clear()
-    for (p, b), raw in zip(ask, texts, strict=True):
-        parts = (raw or b"").decode("utf-8", "surrogateescape").split("\0")
-        moved = {}
-        for i in range(0, len(parts) - 2, 3):
-            if parts[i].startswith("R"):
-                moved[parts[i + 1]] = parts[i + 2]
-        mark = marks[p]
-        if raw is not None and mark is not None:
-            MOVES[p, b] = (mark, moved)
-        out[p, b] = moved
-    for p, b in jobs:
-        if (p, b) not in out:
-            out[p, b] = dict(MOVES[p, b][1])
-    return out
-
-
-# The staged moves of a worktree against a base, by its index file's identity (renames).
-MOVES: dict[tuple[str, str | None], tuple[tuple[int, int, int], dict[str, str]]] = {}
-
-
-def _index_mark(worktree: str) -> tuple[int, int, int] | None:
-    """The identity of a worktree's index file (None: not known from files)."""
-    found = gitfiles.checkout_of(worktree)
-    if found is None:
-        return None
-    try:
-        st = os.stat(os.path.join(found[0], found[1], "index"))
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 SAVED = "\0saved"  # the key of this worktree's saved files where a buffer is read instead
@@ -591,11 +332,11 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     files = None if deny_on else config_files(repo)
     cfg = None if deny_on or files in POLICY else gitio.git_start(
         ["config", "--get", "proximity.checkPolicy"], repo.workdir)
-    ledger = open_ledger(repo)
+    ledger = standing.open_ledger(repo)
     try:
         sides = gather(repo, tg, ledger, merging, merged)
         me = repo.current().id
-        behind = yielding_to(ledger, me, {s.agent for s in sides})
+        behind = standing.yielding_to(ledger, me, {s.agent for s in sides})
     finally:
         if ledger is not None:
             ledger.close()
@@ -613,7 +354,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     # a sibling in the way may hold other worktrees' work, not its own (the main checkout
     # that merged a lane and could not push it yet): right-of-way is that work's
     denying = {c.agent for c in d.conflicts if c.level == decision.RA}
-    more = holding_yielders(repo, me, denying) if denying else set()
+    more = standing.holding_yielders(repo, me, denying) if denying else set()
     if more:
         ahead = {**{a: f"'{text(a)}' holds work that was told to yield to you: you have "
                     "right-of-way, they steer" for a in more}, **ahead}
@@ -622,48 +363,6 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
         return d
     return cycles.wait_cycles(repo, me, sides, policy, behind, ahead, d)
 
-
-def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
-    """Those of ``siblings`` whose work beyond what their branch's remote-tracking ref
-    has is other worktrees' lines of work -- each one's HEAD among those commits -- of
-    which one was told to yield to this worktree: they yield here as that work does
-    (else the main checkout holding a lane's merge it may not push denied the very
-    worktree the lane yields to, and each waited for the other)."""
-    if repo.no_remote_refs():
-        return set()  # no branch has a remote-tracking ref to be beyond (no git process)
-    listed = repo.worktrees_from_files()
-    trees = [w for w in (repo.worktrees() if listed is None else listed) if not w.prunable]
-    candidates = [w for w in trees if w.id in siblings and w.branch and w.head]
-    if not candidates:
-        return set()
-    got = gitio.git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes"],
-                    cwd=repo.workdir, ok=(0, 128)).stdout.decode("utf-8", "replace")
-    tracking: dict[str, set[str]] = {}
-    for line in got.splitlines():
-        ref, _, sha = line.partition(" ")
-        parts = ref.split("/", 3)  # refs, remotes, <remote>, <branch>
-        if len(parts) == 4 and sha:
-            tracking.setdefault(parts[3], set()).add(sha)
-    ledger = None
-    out: set[str] = set()
-    try:
-        for w in candidates:
-            had = tracking.get(str(w.branch))
-            if not had or w.head in had:
-                continue
-            ahead = set(gitio.git(["rev-list", "--max-count=2000", str(w.head), "--not",
-                                   *sorted(had)], cwd=repo.workdir, ok=(0, 128)
-                                  ).stdout.decode().split())
-            lines = [v.id for v in trees if v.id not in (w.id, me) and v.head in ahead]
-            if not lines:
-                continue
-            ledger = ledger or open_ledger(repo)
-            if yielding_to(ledger, me, set(lines)):
-                out.add(w.id)
-    finally:
-        if ledger is not None:
-            ledger.close()
-    return out
 
 
 # git config --get proximity.checkPolicy, kept by the state of every file git reads it
@@ -694,28 +393,3 @@ def config_files(repo: gitio.Repo) -> tuple[tuple[str, int, int, int] | None, ..
         out.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
     return tuple(out)
 
-
-def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:
-    """The siblings a standing Resolution Advisory told to yield to this worktree (the
-    one order every worktree reads, scan's ``yields``): this worktree holds course there,
-    so where its own change meets theirs their work asks rather than denies it (two
-    agents never deny each other into a wait for the other to land); lines only they
-    changed stay theirs (decision.held)."""
-    if ledger is None:
-        return set()
-    out = set()
-    for other in others:
-        try:
-            got = ledger.held(me, other)
-        except LedgerError:
-            return set()
-        if got is not None and got[0] == other:
-            out.add(other)
-    return out
-
-
-def open_ledger(repo: gitio.Repo) -> Ledger | None:
-    try:
-        return Ledger(repo.ecm_dir, create=False)
-    except LedgerError:
-        return None

@@ -106,3 +106,12 @@ def _tidy(d: str) -> None:
         with contextlib.suppress(OSError):
             if os.stat(path).st_mtime < old:
                 os.unlink(path)
+
+
+def read_bytes(path: str) -> bytes | None:
+    """A file's bytes; None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from proximity.agents import decision, definitions, precheck
+from proximity.agents import decision, definitions, theirs
 from proximity.agents.answer import CheckRequest, answer
 from proximity.agents.edits import Edit
 from proximity.model import Range
@@ -24,4 +24,4 @@ def ask(path: str, ranges: tuple[Range, ...] | None, result: str | None = None,
 def signatures(path: str) -> list[tuple[str, str | None, definitions.Signature]]:
     """The definitions the siblings of the worktree holding ``path`` rewrote the header
     of: (worktree, branch, signature), the check's symbol evidence seen from a caller."""
-    return precheck.signatures(os.path.dirname(path))
+    return theirs.signatures(os.path.dirname(path))

@@ -1,0 +1,99 @@
+"""git's view of one file as a merge sees it: the requested lines joined with this side's
+own changes that touch them, ``git merge-file`` of an edit against a sibling's file, and the
+moves git's merge would follow (staged or committed renames)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from proximity import gitfiles, gitio
+from proximity.agents import scratch
+from proximity.agents.kept import DIFF_ENTRIES
+from proximity.analysis import hunks
+from proximity.model import Range
+
+
+def joined(ranges: tuple[Range, ...], own: hunks.FileDiff | None) -> tuple[Range, ...]:
+    """The requested base lines with this worktree's own changes that touch them, as
+    git's merge joins them into one change: a sibling's work touching any part of it
+    conflicts with the edit (a line changed earlier beside the request is not a gap)."""
+    if own is None or not own.hunks:
+        return ranges
+    out = list(ranges)
+    for _ in range(len(own.hunks)):
+        more = [h.base for h in hunks.contested(own, out) if h.base not in out]
+        if not more:
+            break
+        out += more
+    return tuple(sorted(out))
+
+
+def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str, str | None]],
+           cwd: str) -> dict[int, str]:
+    """``git merge-file`` of (base blob, this file after the edit, the sibling's file on
+    disk; this side's live file, which may already hold the edit's result: an editor's
+    shared buffer), per job: "same" when the merge is this side's result (they made no change this
+    edit does not make too), "clean" when it merges cleanly otherwise; a conflicted (or
+    unreadable) merge is left out."""
+    jobs = [j for j in jobs if j[2] is not None and os.path.isfile(j[3])]
+    if not jobs:
+        return {}
+    args = []
+    for _, base, result, theirs, live in jobs:
+        mine = live if live and scratch.same_file(result or b"", live) \
+            else scratch.holding(result or b"")
+        args.append((gitio.merge_file_args(mine, scratch.holding(base or b""), theirs), cwd))
+    got = gitio.git_many(args, ok=(0,))
+    return {i: "same" if merged == result else "clean"
+            for (i, _, result, _, _), merged in zip(jobs, got, strict=True) if merged is not None}
+
+
+def renames(pairs: Sequence[tuple[str, str | None]]
+            ) -> dict[tuple[str, str | None], dict[str, str]]:
+    """Per (worktree, base): the files it moved since the base, committed or staged (a
+    `git mv`), old path -> new path, found as git's merge finds them (-M, its default
+    similarity). Unstaged moves (a plain `mv`) are a deletion and a new file to git too."""
+    jobs = sorted({(p, b) for p, b in pairs if b})
+    out: dict[tuple[str, str | None], dict[str, str]] = {}
+    # the staged moves depend on the index file and the base alone: a worktree whose index
+    # was not written since (git replaces it whole: a new inode) is not asked again
+    marks = {p: _index_mark(p) for p, _ in jobs}
+    ask = [(p, b) for p, b in jobs if marks[p] is None or MOVES.get((p, b), (None,))[0]
+           != marks[p]]
+    texts = gitio.git_many([(["diff-index", "--cached", "-M", "-z", "--name-status",
+                              "--diff-filter=R", b], p) for p, b in ask])
+    if len(MOVES) + len(ask) > DIFF_ENTRIES:
+        MOVES.clear()
+    for (p, b), raw in zip(ask, texts, strict=True):
+        parts = (raw or b"").decode("utf-8", "surrogateescape").split("\0")
+        moved = {}
+        for i in range(0, len(parts) - 2, 3):
+            if parts[i].startswith("R"):
+                moved[parts[i + 1]] = parts[i + 2]
+        mark = marks[p]
+        if raw is not None and mark is not None:
+            MOVES[p, b] = (mark, moved)
+        out[p, b] = moved
+    for p, b in jobs:
+        if (p, b) not in out:
+            out[p, b] = dict(MOVES[p, b][1])
+    return out
+
+
+
+# The staged moves of a worktree against a base, by its index file's identity (renames).
+# The staged moves of a worktree against a base, by its index file's identity (renames).
+MOVES: dict[tuple[str, str | None], tuple[tuple[int, int, int], dict[str, str]]] = {}
+
+
+def _index_mark(worktree: str) -> tuple[int, int, int] | None:
+    """The identity of a worktree's index file (None: not known from files)."""
+    found = gitfiles.checkout_of(worktree)
+    if found is None:
+        return None
+    try:
+        st = os.stat(os.path.join(found[0], found[1], "index"))
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino

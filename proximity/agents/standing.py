@@ -1,0 +1,78 @@
+"""The standing order as the pre-edit check reads it: which siblings a standing Resolution
+Advisory told to yield to this worktree, directly or through the lines of work a checkout
+holds."""
+
+from __future__ import annotations
+
+from proximity import gitio
+from proximity.errors import LedgerError
+from proximity.ledger import Ledger
+
+
+def open_ledger(repo: gitio.Repo) -> Ledger | None:
+    try:
+        return Ledger(repo.ecm_dir, create=False)
+    except LedgerError:
+        return None
+
+
+def yielding_to(ledger: Ledger | None, me: str, others: set[str]) -> set[str]:
+    """The siblings a standing Resolution Advisory told to yield to this worktree (the
+    one order every worktree reads, scan's ``yields``): this worktree holds course there,
+    so where its own change meets theirs their work asks rather than denies it (two
+    agents never deny each other into a wait for the other to land); lines only they
+    changed stay theirs (decision.held)."""
+    if ledger is None:
+        return set()
+    out = set()
+    for other in others:
+        try:
+            got = ledger.held(me, other)
+        except LedgerError:
+            return set()
+        if got is not None and got[0] == other:
+            out.add(other)
+    return out
+
+
+def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
+    """Those of ``siblings`` whose work beyond what their branch's remote-tracking ref
+    has is other worktrees' lines of work -- each one's HEAD among those commits -- of
+    which one was told to yield to this worktree: they yield here as that work does
+    (else the main checkout holding a lane's merge it may not push denied the very
+    worktree the lane yields to, and each waited for the other)."""
+    if repo.no_remote_refs():
+        return set()  # no branch has a remote-tracking ref to be beyond (no git process)
+    listed = repo.worktrees_from_files()
+    trees = [w for w in (repo.worktrees() if listed is None else listed) if not w.prunable]
+    candidates = [w for w in trees if w.id in siblings and w.branch and w.head]
+    if not candidates:
+        return set()
+    got = gitio.git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes"],
+                    cwd=repo.workdir, ok=(0, 128)).stdout.decode("utf-8", "replace")
+    tracking: dict[str, set[str]] = {}
+    for line in got.splitlines():
+        ref, _, sha = line.partition(" ")
+        parts = ref.split("/", 3)  # refs, remotes, <remote>, <branch>
+        if len(parts) == 4 and sha:
+            tracking.setdefault(parts[3], set()).add(sha)
+    ledger = None
+    out: set[str] = set()
+    try:
+        for w in candidates:
+            had = tracking.get(str(w.branch))
+            if not had or w.head in had:
+                continue
+            ahead = set(gitio.git(["rev-list", "--max-count=2000", str(w.head), "--not",
+                                   *sorted(had)], cwd=repo.workdir, ok=(0, 128)
+                                  ).stdout.decode().split())
+            lines = [v.id for v in trees if v.id not in (w.id, me) and v.head in ahead]
+            if not lines:
+                continue
+            ledger = ledger or open_ledger(repo)
+            if yielding_to(ledger, me, set(lines)):
+                out.add(w.id)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    return out
