@@ -170,6 +170,67 @@ async def test_typing_onto_lines_only_the_yielding_side_changed_is_not_right_of_
     assert lines_of(ds, types.DiagnosticSeverity.Warning) == []
 
 
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=SERVER, server_env={**os.environ, "PROXIMITY_LSP_REASK": "1"}))
+async def reasking(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    """A session whose server judges a document showing a deny again every second."""
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), process_id=os.getpid()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def standing_wait(sp, waiter: str, holder: str) -> tuple[float, float] | None:  # type: ignore[no-untyped-def]
+    """(since, last asked) of the ledger's wait of ``waiter`` on ``holder``."""
+    from proximity.ledger import Ledger
+
+    led = Ledger(str(sp.main / ".git" / "ecm"), create=False)
+    try:
+        row = led.db.execute("SELECT value FROM cache WHERE kind='waits' AND key=?",
+                             (f"{waiter}\t{holder}",)).fetchone()
+    finally:
+        led.close()
+    return None if row is None else tuple(json.loads(row[0]))  # type: ignore[return-value]
+
+
+@pytest.mark.asyncio
+async def test_a_person_shown_a_deny_keeps_waiting_without_a_keystroke(
+        reasking: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
+    """A person denied for b's lines who stops typing still waits on b: the document is
+    judged again while the deny stands (here every second), so the wait stays standing
+    in the ledger -- a wait asked no more lapses, and a cycle of waits through the person
+    could no longer be broken. Typing elsewhere ends the deny, and the asking. Opening
+    the file, which shows b's lines, is no wait at all."""
+    client = reasking
+    sp, a, b = work
+    for wt in (a, b):  # (the ledger the waits are kept in)
+        subprocess.run([*SERVER[:-1], "snapshot", "-C", str(wt)], check=True,
+                       capture_output=True)
+    u = open_doc(client, a / "app.txt")
+    await diagnostics(client, u, lambda d: bool(d))  # b's line, shown: nobody waits for it
+    assert standing_wait(sp, "a", "b") is None
+    change(client, u, 2, APP.replace("line 12\n", "line 12 typed by a\n"))
+    await diagnostics(client, u, lambda d: bool(lines_of(d, types.DiagnosticSeverity.Error)))
+    first = standing_wait(sp, "a", "b")
+    assert first is not None
+    deadline = time.monotonic() + WAIT
+    while True:  # no keystroke, no save, nothing moved
+        await asyncio.sleep(0.5)
+        now = standing_wait(sp, "a", "b")
+        if now is not None and now[1] >= first[1] + 2:
+            break
+        assert time.monotonic() < deadline, (first, now)
+    assert abs(now[0] - first[0]) < 0.01  # the same wait, asked again (SQLite rounds)
+    assert lines_of(client.diagnostics[u], types.DiagnosticSeverity.Error) == [12]
+
+    change(client, u, 3, APP.replace("line 25\n", "line 25 typed by a\n"))
+    await diagnostics(client, u, lambda d: not lines_of(d, types.DiagnosticSeverity.Error))
+    await asyncio.sleep(0.5)
+    last = standing_wait(sp, "a", "b")
+    await asyncio.sleep(3)
+    assert standing_wait(sp, "a", "b") == last
+
+
 @pytest.mark.asyncio
 async def test_the_same_change_as_theirs_is_not_a_conflict(client: LanguageClient,
                                                             work) -> None:  # type: ignore[no-untyped-def]

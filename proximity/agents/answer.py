@@ -54,7 +54,9 @@ class CheckRequest:
     """One question. ``cwd``: where the asker stands (relative paths are its; a harness
     event's own cwd wins). ``edits``: files and their lines now (None: the whole file),
     with the file after the edit where it is known (an editor's buffer, a harness's
-    Write). ``skip``: PROXIMITY_SKIP=1, a harness's event is allowed unread."""
+    Write). ``skip``: PROXIMITY_SKIP=1, a harness's event is allowed unread. ``look``: a
+    look at the siblings' lines in the files (an editor opening one), not an edit: nobody
+    waits on anyone for it (no wait recorded, no wait cycle broken, nobody told)."""
 
     cwd: str
     edits: tuple[Edit, ...] = ()
@@ -64,6 +66,7 @@ class CheckRequest:
     deny_on: str | None = None
     skip: bool = False
     event_size: int | None = None  # the event's characters, where more than it carries
+    look: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ def answer(req: CheckRequest) -> CheckAnswer:
         raise UsageError("name at least one PATH[:START-END] to check (or --hook HARNESS, "
                          "or --merge REF)")
     d = check(req.cwd, [(e.path, e.ranges) for e in req.edits], req.deny_on,
-              results={e.path: e.result for e in req.edits if e.result is not None})
+              results={e.path: e.result for e in req.edits if e.result is not None},
+              look=req.look)
     return CheckAnswer(d.decision, d.reason, d.conflicts)
 
 

@@ -319,12 +319,13 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
           deny_on: str | None = None, cwd: str | None = None,
           merging: str | None = None, merged: str | None = None,
           results: Mapping[str, str] | None = None,
-          steer: Collection[str] = ()) -> decision.Decision:
+          steer: Collection[str] = (), look: bool = False) -> decision.Decision:
     """The decision for editing ``targets`` (paths relative to ``cwd``) in the worktree
     that contains ``start`` (by merging the commit ``merging``, when given). ``results``:
     a file's whole text after the edit, by the path given, where the harness says it.
     ``steer``: more siblings that yield here (to the work a merge brings in), beside the
-    ones told to yield to this worktree."""
+    ones told to yield to this worktree. ``look``: a look at the siblings' lines, not an
+    edit (answer.CheckRequest): the deny is not a wait."""
     repo = gitio.Repo(start, fast=True)
     after = results or {}
     tg = [Target(relative(repo, p, cwd or start), r,
@@ -359,7 +360,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
         ahead = {**{a: f"'{text(a)}' holds work that was told to yield to you: you have "
                     "right-of-way, they steer" for a in more}, **ahead}
         d = decision.decide(sides, policy, behind, ahead)
-    if d.decision != decision.DENY:
+    if d.decision != decision.DENY or look:
         return d
     return cycles.wait_cycles(repo, me, sides, policy, behind, ahead, d)
 

@@ -13,11 +13,12 @@ from proximity.model import Range
 
 
 def ask(path: str, ranges: tuple[Range, ...] | None, result: str | None = None,
-        deny_on: str | None = None) -> decision.Decision:
+        deny_on: str | None = None, look: bool = False) -> decision.Decision:
     """May the worktree holding ``path`` (absolute) change ``ranges`` (its lines now;
-    None: the whole file) into ``result`` (the whole file after the edit, when known)?"""
+    None: the whole file) into ``result`` (the whole file after the edit, when known)?
+    ``look``: only what the siblings changed there is wanted (nobody waits for it)."""
     got = answer(CheckRequest(os.path.dirname(path), (Edit(path, ranges, result),),
-                              deny_on=deny_on))
+                              deny_on=deny_on, look=look))
     return decision.Decision(got.decision, got.reason, got.conflicts)
 
 

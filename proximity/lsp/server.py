@@ -24,9 +24,11 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from proximity import __version__, gitfiles, gitio
+from proximity import __version__, gitfiles, gitio, knobs
+from proximity.agents import decision
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger
+from proximity.ledger.traffic import WAIT_FRESH
 from proximity.lsp import documents, judge, present
 from proximity.lsp.answer import ask, signatures
 from proximity.lsp.documents import Doc, Where
@@ -37,6 +39,15 @@ from proximity.snapshot import declared, recorder, workspace
 from proximity.views import messages
 
 DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
+
+
+def reask() -> float:
+    """Seconds after which a document showing a deny is judged again with nothing moved:
+    the person's wait on the sibling stays standing (a wait not asked again lapses after
+    WAIT_FRESH, and a wait cycle through them could no longer be seen and broken), and a
+    deny that no longer holds goes without a keystroke. PROXIMITY_LSP_REASK overrides."""
+    got = knobs.seconds("PROXIMITY_LSP_REASK", 1.0, WAIT_FRESH / 2)
+    return WAIT_FRESH / 2 if got is None else got
 
 
 class Proximity(LanguageServer):
@@ -57,6 +68,7 @@ class Proximity(LanguageServer):
         self.commons: set[str] = set()
         self.looker = Looker(self.watched, self.moved, self.orphaned)
         self.output: Output | None = None
+        self.reask = reask()
 
     # -- telling the person -------------------------------------------------------------
     def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
@@ -133,7 +145,7 @@ class Proximity(LanguageServer):
         edit = self.asker.submit(ask, path, mine, text) if mine else None
         if doc.stale or doc.seen is None:
             doc.stale = False
-            theirs = judge.siblings(ask(path, None), where.rel, size)
+            theirs = judge.siblings(ask(path, None, look=True), where.rel, size)
             doc.signatures = signatures(path)
         else:
             theirs = judge.remap(doc.seen[1], doc.seen[0], text, size)
@@ -174,6 +186,8 @@ class Proximity(LanguageServer):
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             doc.uri, present.diagnostics(found, [ln.rstrip("\r\n") for ln in lines]),
             version))
+        if doc.uri not in self.timers and any(f.decision == decision.DENY for f in found):
+            self.schedule(doc.uri, self.reask)  # (a keystroke or a move comes first: sooner)
 
     # -- live ---------------------------------------------------------------------------
     def watched(self) -> dict[str, tuple[str, str]]:
