@@ -26,17 +26,13 @@ from pygls.lsp.server import LanguageServer
 
 from proximity import __version__, gitfiles, gitio, knobs
 from proximity.agents import decision
-from proximity.errors import LedgerError
-from proximity.ledger import Ledger
 from proximity.ledger.traffic import WAIT_FRESH
-from proximity.lsp import documents, judge, present
+from proximity.lsp import commands, documents, judge, present
 from proximity.lsp.answer import ask, signatures
 from proximity.lsp.documents import Doc, Where
 from proximity.lsp.live import Looker
 from proximity.lsp.transport import Input, Output
 from proximity.safetext import text as shown
-from proximity.snapshot import declared, recorder, workspace
-from proximity.views import messages
 
 DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
 
@@ -251,44 +247,8 @@ class Proximity(LanguageServer):
         self.worker.submit(documents.unshare, doc)
         doc.stale = True
         if doc.where is not None:
-            self.recorder.submit(record, doc.where.root)
+            self.recorder.submit(commands.record, doc.where.root)
         self.schedule(uri, 0.0)
-
-    def yields(self, where: Where, agents: set[str]) -> dict[str, str]:
-        """Who yields to whom, per sibling, as the ledger's standing decisions say."""
-        out: dict[str, str] = {}
-        try:
-            ledger = Ledger(where.ecm, create=False)
-        except LedgerError:
-            return out
-        try:
-            for agent in agents:
-                got = ledger.held(where.agent, agent)
-                if got is None:
-                    continue
-                name = shown(agent)
-                out[agent] = (f"{name} was told to yield to you (a standing Resolution "
-                              "Advisory): hold your course, they steer" if got[0] == agent
-                              else f"you were told to yield to {name}: steer clear of "
-                              "their lines, or wait until their work lands")
-        except LedgerError:
-            return out
-        finally:
-            ledger.close()
-        return out
-
-
-def record(root: str) -> None:
-    """This worktree's state as a ledger event (what an agent's PostToolUse records)."""
-    try:
-        ctx = workspace.open_context(root, check_git=False, strict=False)
-        try:
-            recorder.record_here(ctx, "snapshot")
-        finally:
-            ctx.close()
-    except Exception as e:
-        print(f"proximity lsp: the save was not recorded: {type(e).__name__}: {e}",
-              file=sys.stderr)
 
 
 def build() -> Proximity:
@@ -331,7 +291,7 @@ def build() -> Proximity:
         here = [f for f in doc.findings if judge.covers(f, line)]
         if not here:
             return None
-        body = present.hover(here, ls.yields(doc.where, {f.agent for f in here}))
+        body = present.hover(here, commands.yields(doc.where, {f.agent for f in here}))
         return types.Hover(types.MarkupContent(types.MarkupKind.Markdown, body))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION)
@@ -355,7 +315,8 @@ def build() -> Proximity:
         if doc is None or doc.where is None:
             return
         where, spec = doc.where, f"{doc.where.rel}:{int(first)}-{int(last)}"
-        ls.recorder.submit(run_and_tell, ls, lambda: intend_lines(where, spec))
+        ls.recorder.submit(commands.run_and_tell, ls,
+                         lambda: commands.intend_lines(where, spec))
 
     @server.command(present.INBOX)
     def inbox(ls: Proximity, uri: str = "") -> None:
@@ -365,7 +326,7 @@ def build() -> Proximity:
                 types.MessageType.Info, "proximity: open a file of a worktree first"))
             return
         where = doc.where
-        ls.recorder.submit(run_and_tell, ls, lambda: inbox_text(where))
+        ls.recorder.submit(commands.run_and_tell, ls, lambda: commands.inbox_text(where))
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: Proximity, params: None) -> None:
@@ -380,30 +341,6 @@ def build() -> Proximity:
         """(transport.Input: a message too large to read was skipped; it said so)"""
 
     return server
-
-
-def run_and_tell(ls: Proximity, job: Any) -> None:
-    """A command's work off the loop; its answer as a message the person sees."""
-    try:
-        text, kind = str(job()), types.MessageType.Info
-    except Exception as e:
-        text, kind = f"proximity: {type(e).__name__}: {e}", types.MessageType.Warning
-    if ls.loop is not None:
-        ls.loop.call_soon_threadsafe(ls.window_show_message,
-                                     types.ShowMessageParams(kind, shown(text, 4000)))
-
-
-def intend_lines(where: Where, spec: str) -> str:
-    """`proximity intend` for the lines the person chose (the command's own code)."""
-    here, _ = declared.declare(where.root, [spec], False)
-    return f"proximity: the other worktrees are told that {shown(here)} is taking {shown(spec)}"
-
-
-def inbox_text(where: Where) -> str:
-    here, msgs = declared.inbox(where.root)
-    if not msgs:
-        return f"proximity: {shown(here)}: no new messages"
-    return "\n\n".join(messages.render(m) for m in msgs)
 
 
 def quiet_logging() -> None:
