@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proximity.analysis import depgraph, imports
+from proximity.analysis import depgraph, imports, reach
 from proximity.analysis import resolve as resolver_mod
 from proximity.model import FileChange, WorkingSet
 
@@ -67,18 +67,18 @@ def graph(edges):
 
 def test_coupling_decays_with_undirected_distance():
     g = graph([("a.py", "m.py"), ("b.py", "m.py"), ("c.py", "b.py")])
-    assert depgraph.channel(g, ws("a.py"), ws("m.py"), 0.5, 4, 30)[0] == 1.0
-    assert depgraph.channel(g, ws("a.py"), ws("b.py"), 0.5, 4, 30)[0] == 0.5
-    assert depgraph.channel(g, ws("a.py"), ws("c.py"), 0.5, 4, 30)[0] == 0.25
-    assert depgraph.channel(g, ws("a.py"), ws("c.py"), 0.5, 2, 30)[0] == 0.0  # depth cap
+    assert reach.channel(g, ws("a.py"), ws("m.py"), 0.5, 4, 30)[0] == 1.0
+    assert reach.channel(g, ws("a.py"), ws("b.py"), 0.5, 4, 30)[0] == 0.5
+    assert reach.channel(g, ws("a.py"), ws("c.py"), 0.5, 4, 30)[0] == 0.25
+    assert reach.channel(g, ws("a.py"), ws("c.py"), 0.5, 2, 30)[0] == 0.0  # depth cap
 
 
 def test_hubs_are_damped_in_transit_not_at_the_ends():
     edges = [(f"f{i}.py", "hub.py") for i in range(100)]
     g = graph(edges)
-    score, _ = depgraph.channel(g, ws("f1.py"), ws("f2.py"), 0.5, 4, 20)
+    score, _ = reach.channel(g, ws("f1.py"), ws("f2.py"), 0.5, 4, 20)
     assert score == pytest.approx(0.5 * 20 / 100)  # two importers of a hub: barely coupled
-    assert depgraph.channel(g, ws("hub.py"), ws("f2.py"), 0.5, 4, 20)[0] == 1.0
+    assert reach.channel(g, ws("hub.py"), ws("f2.py"), 0.5, 4, 20)[0] == 1.0
 
 
 def test_stored_graph_round_trip_matches():
@@ -94,7 +94,7 @@ def test_stored_graph_round_trip_matches():
 def test_pair_channel_sees_an_edge_only_the_other_agent_adds():
     g = graph([])
     a, b = ws("lib.py"), ws("app.py")
-    score, f = depgraph.channel(g, a, b, 0.5, 4, 30, edges_b=[("app.py", "lib.py")])
+    score, f = reach.channel(g, a, b, 0.5, 4, 30, edges_b=[("app.py", "lib.py")])
     assert score == 1.0 and f[0].detail == "app.py imports lib.py"
 
 
@@ -118,7 +118,7 @@ def test_the_networkx_graph_the_stored_graph_and_its_conversion_agree(edges, sou
         for y in names:
             assert g.imports(x, y) == stored.imports(x, y) == kept.imports(x, y)
     src = {f"n{i}.py": w for i, w in sources.items()}
-    runs = [depgraph.reach(depgraph.View(graph, []), src, 0.5, cap, hub)
+    runs = [reach.reach(depgraph.View(graph, []), src, 0.5, cap, hub)
             for graph in (g, stored, kept)]
     assert [{k: round(v[0], 9) for k, v in r.items()} for r in runs[1:]] == \
         [{k: round(v[0], 9) for k, v in runs[0].items()}] * 2
@@ -135,7 +135,7 @@ def test_equally_strong_findings_are_the_same_in_every_process():
         return WorkingSet({p: FileChange(path=p, status="M", ranges=((1, 1),),
                                          new_ranges=((1, 1),)) for p in paths}, {}, {}, {})
 
-    score, found = depgraph.channel(g, ws("pkg/core.py"),
+    score, found = reach.channel(g, ws("pkg/core.py"),
                                     ws(*[f"pkg/user{i}.py" for i in range(8)]), 0.5, 3, 100)
     assert score == 1.0
     assert [f.path_b for f in found] == [f"pkg/user{i}.py" for i in range(5)]

@@ -21,6 +21,14 @@ class Edit(NamedTuple):
     unplaced: str | None = None
 
 
+class Target(NamedTuple):
+    """An edit as the check reads it: its path from the worktree's root."""
+
+    path: str  # relative to the worktree root, '/'-separated
+    ranges: tuple[Range, ...] | None  # lines of the current file; None: the whole file
+    result: bytes | None = None  # the whole file after the edit, when the harness says
+
+
 class Applied(NamedTuple):
     ranges: tuple[Range, ...] | None
     result: str | None

@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from proximity import gitio, unsaved
 from proximity.agents import cycles, decision, definitions, filemerge, scratch, standing, theirs
+from proximity.agents.edits import Target
 from proximity.agents.kept import (
     BASES,
     BLOBS,
@@ -36,12 +37,6 @@ from proximity.safetext import text
 
 if TYPE_CHECKING:
     from proximity.ledger import Ledger
-
-class Target(NamedTuple):
-    path: str  # relative to the worktree root, '/'-separated
-    ranges: tuple[Range, ...] | None  # lines of the current file; None: the whole file
-    result: bytes | None = None  # the whole file after the edit, when the harness says
-
 
 def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
     """``path`` as the worktree's file it names ('/'-separated from the root); UsageError

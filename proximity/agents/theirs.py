@@ -7,10 +7,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from proximity import gitio
 from proximity.agents import calls, decision, definitions
+from proximity.agents.edits import Target
 from proximity.agents.kept import BASES, TREE_DIFFS, USES, remember
 from proximity.agents.scratch import read_bytes
 from proximity.agents.standing import open_ledger
@@ -19,8 +19,6 @@ from proximity.errors import LedgerError
 from proximity.ledger import Ledger
 from proximity.model import Agent, Range
 
-if TYPE_CHECKING:
-    from proximity.agents.precheck import Target
 
 def recorded_tree(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
     """The sibling's last recorded working tree, else its HEAD."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from proximity import calibration
-from proximity.analysis import depgraph
+from proximity.analysis import reach
 from proximity.channels.evidence import Evidence, Result
 
 NAME = "dependency"
@@ -32,7 +32,7 @@ def run(ev: Evidence) -> Result:
     if pw.deferred:
         return Result(None, [])  # unknown until the graph is built, never "clean"
     ea, eb = pw.agent_edges(ev.a, ev.wa), pw.agent_edges(ev.b, ev.wb)
-    _, raw = depgraph.pair_channel(pw.reach(ev.a, ev.wa, ea, ev.base_tree),
+    _, raw = reach.pair_channel(pw.reach(ev.a, ev.wa, ea, ev.base_tree),
                                    pw.reach(ev.b, ev.wb, eb, ev.base_tree))
     findings = []
     for f in raw:

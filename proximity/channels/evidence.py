@@ -11,6 +11,7 @@ from proximity.model import Agent, Facts, FileChange, Finding, WorkingSet
 if TYPE_CHECKING:
     from proximity import gitio
     from proximity.analysis import depgraph, resolve
+    from proximity.analysis.reach import Reach
     from proximity.config import Config
 
 
@@ -30,7 +31,7 @@ class Scope(Protocol):
     def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]: ...
 
     def reach(self, agent: Agent, ws: WorkingSet, edges: list[tuple[str, str]],
-              base_tree: str) -> depgraph.Reach: ...
+              base_tree: str) -> Reach: ...
 
     def resolver(self) -> resolve.Resolver: ...
 

@@ -3,7 +3,8 @@ where git's own behaviour is the truth (ignore rules for snapshots, ``merge-tree
 conflicts), every git process through one runner with one time-limit policy (``run``).
 
 ``Repo`` is the repository opened from any of its worktrees; its methods come by concern:
-worktrees and heads (``base``), history (``history``), objects and merges (``objects``),
+worktrees and heads (``base``, ``listing``), history (``history``), objects and merges
+(``objects``), trees built in process (``treebuild``), the policy's inputs (``policyfiles``),
 snapshots of live state (``snapshots``) and the stashed edits put back on them
 (``patches``), trees of foreign work brought in (``results``). Callers use this package's
 names only.
@@ -24,12 +25,14 @@ from proximity.gitfiles import (
     steps_left,
     worktree_id,
 )
-from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, WorktreeInfo, sweep_scratch
+from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, sweep_scratch
 from proximity.gitio.bulk import summary_text
 from proximity.gitio.bulk import under as under_summary
 from proximity.gitio.history import SOLE_BASE_WALK, History
-from proximity.gitio.objects import LOOSE_LIMIT, policy_inputs
+from proximity.gitio.listing import WorktreeInfo
+from proximity.gitio.objects import LOOSE_LIMIT
 from proximity.gitio.patches import Patches
+from proximity.gitio.policyfiles import policy_inputs
 from proximity.gitio.results import Results
 from proximity.gitio.run import (
     CALL_CLASS,

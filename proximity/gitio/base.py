@@ -10,18 +10,18 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from proximity import layout, owned
 from proximity.errors import NotARepository
 from proximity.gitfiles import (
-    MAIN_ID,
     _read,
     agent_id,
     checkout_of,
     populating,
-    worktree_id,
 )
+from proximity.gitio import listing
+from proximity.gitio.listing import WorktreeInfo
 from proximity.gitio.run import git
 from proximity.gitio.store import ObjectStore, refused_write
 
@@ -90,17 +90,6 @@ def sweep_scratch(ecm_dir: str, now: float | None = None) -> list[str]:
     return removed
 
 
-class WorktreeInfo(NamedTuple):
-    id: str
-    path: str
-    admin: str  # the worktree's own git dir
-    head: str | None
-    branch: str | None
-    prunable: bool = False
-    locked: bool = False
-    populating: bool = False  # git has not finished writing it (gitfiles.populating)
-
-
 def _cfg_bool(cfg: pygit2.Config, key: str, default: bool) -> bool:
     try:
         return bool(cfg.get_bool(key)) if key in cfg else default
@@ -128,6 +117,25 @@ def _takes(d: str, need: int) -> bool:
     except OSError:
         return False
     return os.access(d, os.W_OK) and st.f_bavail * st.f_frsize >= 2 * need + SCRATCH_SPARE
+
+
+def copy_index(src: str, dst: str) -> None:
+    """Copy an index file *with its timestamps*: git decides which entries are "racily
+    clean" (changed within the same second, same size) by comparing them with the index
+    file's mtime; a fresh mtime on the copy would make it trust stale stat data and miss
+    an edit."""
+    with open(src, "rb") as fi, open(dst, "wb") as fo:
+        while chunk := fi.read(1 << 20):
+            fo.write(chunk)
+        st = os.fstat(fi.fileno())
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def file_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 class RepoCore:
@@ -288,133 +296,15 @@ class RepoCore:
 
     # -- airspace -----------------------------------------------------------------------
     def worktrees(self) -> list[WorktreeInfo]:
-        out = git(["worktree", "list", "--porcelain", "-z"], cwd=self.workdir).stdout
-        infos: list[WorktreeInfo] = []
-        for n, record in enumerate(out.split(b"\0\0")):
-            fields = [f.decode("utf-8", "surrogateescape") for f in record.split(b"\0") if f]
-            if not fields:
-                continue
-            kv: dict[str, str] = {}
-            for f in fields:
-                key, _, val = f.partition(" ")
-                kv[key] = val
-            if "bare" in kv or "worktree" not in kv:
-                continue
-            path = kv["worktree"]
-            branch = kv.get("branch")
-            if branch and branch.startswith("refs/heads/"):
-                branch = branch[len("refs/heads/"):]
-            head = kv.get("HEAD")
-            head = None if not head or set(head) == {"0"} else head
-            if n == 0:
-                wid, admin = MAIN_ID, self.common
-            else:
-                found = self._admin_dir(path)
-                wid = worktree_id(os.path.basename(found) if found else os.path.basename(path))
-                admin = found or ""
-            gone = not os.path.isdir(path)
-            infos.append(
-                WorktreeInfo(
-                    id=wid, path=os.path.realpath(path) if not gone else path,
-                    admin=admin, head=head, branch=branch,
-                    prunable="prunable" in kv or gone, locked="locked" in kv,
-                    populating=not gone and populating(admin, self.common),
-                )
-            )
-        return infos
+        return listing.listed(self.common, self.workdir)
 
     def worktrees_from_files(self) -> list[WorktreeInfo] | None:
-        """What `worktrees()` lists, read from the common dir's files (no git process),
-        for the resident service that asks on every hook; in `git worktree list`'s order
-        (the main checkout, then by path). None: a layout only git should read (bare,
-        core.worktree, reftable, a HEAD that is not a plain ref or commit)."""
-        try:
-            config = _read(os.path.join(self.common, "config"))
-        except OSError:
-            return None
-        if os.path.basename(self.common) != ".git" or any(
-                w in config for w in ("worktree =", "worktree=", "bare = true", "reftable")):
-            return None
-        try:
-            packed = _read(os.path.join(self.common, "packed-refs")).splitlines()
-        except OSError:
-            packed = []
-
-        def head_of(admin: str) -> tuple[str | None, str | None] | None:
-            try:
-                text = _read(os.path.join(admin, "HEAD")).strip()
-            except OSError:
-                return None
-            if len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
-                return text, None
-            if not text.startswith("ref: refs/"):
-                return None
-            ref = text[5:]
-            branch = ref.removeprefix("refs/heads/")
-            try:
-                sha = _read(os.path.join(self.common, ref)).strip()
-            except OSError:
-                sha = next((ln.split()[0] for ln in packed
-                            if ln.endswith(" " + ref) and not ln.startswith(("#", "^"))), "")
-            if sha.startswith("ref:"):
-                return None
-            return (sha or None), branch  # no commit yet: an unborn branch
-
-        main = head_of(self.common)
-        if main is None:
-            return None
-        out = [WorktreeInfo(MAIN_ID, os.path.realpath(os.path.dirname(self.common)),
-                            self.common, main[0], main[1])]
-        base = os.path.join(self.common, "worktrees")
-        try:
-            names = os.listdir(base)
-        except FileNotFoundError:
-            names = []
-        except OSError:
-            return None
-        linked = []
-        for name in names:
-            admin = os.path.join(base, name)
-            try:
-                target = _read(os.path.join(admin, "gitdir")).strip()
-            except OSError:
-                return None
-            got = head_of(admin)
-            if not target or got is None:
-                return None
-            target = os.path.normpath(os.path.join(admin, target))
-            path = os.path.dirname(target)
-            locked = os.path.exists(os.path.join(admin, "locked"))
-            gone = not os.path.isdir(path)
-            linked.append(WorktreeInfo(
-                worktree_id(name), path if gone else os.path.realpath(path), admin, got[0],
-                got[1], prunable=gone or (not locked and not os.path.exists(target)),
-                locked=locked, populating=not gone and populating(admin, self.common)))
-        return out + sorted(linked, key=lambda w: w.path)
+        """What `worktrees()` lists, read from the common dir's files (listing.from_files)."""
+        return listing.from_files(self.common)
 
     def no_remote_refs(self) -> bool:
-        """Whether the common dir's files say there is no remote-tracking ref at all (then
-        `git for-each-ref refs/remotes` would list nothing); False whenever they cannot
-        say so (reftable, an unreadable file, a remote's directory, even an empty one)."""
-        try:
-            if "reftable" in _read(os.path.join(self.common, "config")):
-                return False
-        except OSError:
-            return False
-        try:
-            if os.listdir(os.path.join(self.common, "refs", "remotes")):
-                return False
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return False
-        try:
-            packed = _read(os.path.join(self.common, "packed-refs"))
-        except FileNotFoundError:
-            return True
-        except OSError:
-            return False
-        return " refs/remotes/" not in packed
+        """Whether the files say there is no remote-tracking ref (listing.no_remote_refs)."""
+        return listing.no_remote_refs(self.common)
 
     def current(self) -> WorktreeInfo:
         """This worktree, read from its own git dir (no `git worktree list`)."""
@@ -425,48 +315,8 @@ class RepoCore:
 
     def read_head(self, admin: str) -> tuple[str | None, str | None]:
         """(commit, branch) of a worktree's HEAD; files first, git as the fallback."""
-        try:
-            text = _read(os.path.join(admin, "HEAD")).strip()
-        except OSError:
-            text = ""
-        if text.startswith("ref: "):
-            ref = text[5:]
-            branch = ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref
-            try:
-                return _read(os.path.join(self.common, ref)).strip() or None, branch
-            except OSError:
-                pass
-            try:
-                for line in _read(os.path.join(self.common, "packed-refs")).splitlines():
-                    if line.endswith(" " + ref) and not line.startswith(("#", "^")):
-                        return line.split()[0], branch
-            except OSError:
-                pass
-        elif len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text):
-            return text, None
-        else:
-            branch = None
-        # unborn branch, reftable, or a layout the files do not show: ask git
-        out = git(["rev-parse", "-q", "--verify", "HEAD"], cwd=self.workdir, ok=(0, 1))
-        return (out.stdout.decode().strip() or None), branch
+        return listing.read_head(self.common, self.workdir, admin)
 
-    def _admin_dir(self, path: str) -> str | None:
-        try:
-            text = _read(os.path.join(path, ".git")).strip()
-        except OSError:
-            # missing worktree: find the admin dir whose gitdir file points here
-            base = os.path.join(self.common, "worktrees")
-            for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-                try:
-                    target = _read(os.path.join(base, name, "gitdir")).strip()
-                except OSError:
-                    continue
-                if os.path.dirname(target) == path:
-                    return os.path.join(base, name)
-            return None
-        if text.startswith("gitdir:"):
-            return os.path.realpath(os.path.join(path, text[len("gitdir:"):].strip()))
-        return None
 
     def _scratch(self, stem: str, need: int = 0) -> str:
         """A fresh path for a private temporary file (an index, a patch) of about ``need``

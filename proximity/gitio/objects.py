@@ -1,5 +1,5 @@
 """A repository's objects: trees and blobs, the differences between two trees (as git's
-diff sees them), git's merge of two trees (``merge-tree``), and the policy files' inputs."""
+diff sees them), and git's merge of two trees (``merge-tree``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from proximity import model, owned
-from proximity.configlimits import MAX_CONFIG_BYTES
 from proximity.errors import FatalError
 from proximity.gitio.base import LARGE_STUB, RepoCore, _pygit2
 from proximity.gitio.loose import damage, loose_file
@@ -85,53 +84,6 @@ def _changes(repo: Objects, diff: Any, max_bytes: int) -> Iterator[model.FileCha
             ranges=tuple(ranges), new_ranges=tuple(new_ranges), old_lines=old_lines,
             **common,
         )
-
-
-def _config_entries(cwd: str) -> list[tuple[str, str, str]]:
-    """Every ``proximity.*`` git config entry as (scope, key, value), in one git call."""
-    proc = git(["config", "-z", "--show-scope", "--get-regexp", r"^proximity\."], cwd=cwd,
-               ok=(0, 1))
-    items = proc.stdout.decode("utf-8", "replace").split("\0")
-    out = []
-    for scope, item in zip(items[0::2], items[1::2], strict=False):
-        key, _, value = item.partition("\n")
-        out.append((scope, key, value))
-    return out
-
-
-def policy_inputs(repo: RepoCore) -> tuple[list[tuple[str, bytes | int]],
-                                          list[tuple[str, str]], list[tuple[str, str]], str]:
-    """(config files committed on the main checkout's HEAD, the repository's shared git
-    config entries, every git config entry the user has, a name for that HEAD). A
-    committed file over the size limit is given as its size, unread: a branch that
-    commits a huge file costs every hook one header, not the file."""
-    names = ("HEAD:.proximity.toml", "HEAD:pyproject.toml")
-    proc = git(["--git-dir", repo.common, "cat-file", "--batch-check"], cwd=repo.common,
-               input="".join(n + "\n" for n in names).encode())
-    found: list[tuple[str, int]] = []
-    for name, line in zip(names, proc.stdout.decode("ascii", "replace").splitlines(),
-                          strict=False):
-        f = line.split()
-        if len(f) == 3 and f[1] == "blob" and f[2].isdigit():
-            found.append((name, int(f[2])))
-    small = [n for n, size in found if size <= MAX_CONFIG_BYTES]
-    contents: dict[str, bytes] = {}
-    if small:
-        data = git(["--git-dir", repo.common, "cat-file", "--batch"], cwd=repo.common,
-                   input="".join(n + "\n" for n in small).encode()).stdout
-        for name in small:
-            nl = data.find(b"\n")
-            header, data = data[:nl].split(), data[nl + 1:]
-            if len(header) == 3 and header[1] == b"blob":
-                size = int(header[2])
-                contents[name] = data[:size]
-                data = data[size + 1:]
-    committed: list[tuple[str, bytes | int]] = [
-        (name.split(":", 1)[1], contents.get(name, size)) for name, size in found]
-    entries = _config_entries(repo.workdir)
-    # "local" is the repository's own config in the common dir, shared by every worktree
-    shared = [(k, v) for scope, k, v in entries if scope == "local"]
-    return committed, shared, [(k, v) for _, k, v in entries], "the main checkout's HEAD"
 
 
 def _type_bits(mode: int) -> int:

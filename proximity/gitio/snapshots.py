@@ -17,14 +17,16 @@ from proximity.errors import FatalError
 from proximity.gitfiles import (
     safe_name,
 )
-from proximity.gitio import bulk
+from proximity.gitio import bulk, treebuild
 from proximity.gitio.base import (
     LARGE_STUB,
     MEMO_ENTRIES,
-    WorktreeInfo,
     _cfg_bool,
     _pygit2,
+    copy_index,
+    file_size,
 )
+from proximity.gitio.listing import WorktreeInfo
 from proximity.gitio.objects import Objects
 from proximity.gitio.run import (
     EMPTY_TREE,
@@ -38,81 +40,6 @@ from proximity.gitio.run import (
 )
 
 OVERLAY_MAX = 64  # paths a snapshot builds in process (Repo.snapshot_overlay); more: git
-
-
-
-
-def _tree_kind(base: Any, parts: Sequence[str]) -> str | None:
-    """What ``parts`` names in tree ``base``: "blob" (a file or link), "tree", "commit"
-    (a submodule), None (nothing), or "blocked" (a parent is not a directory)."""
-    tree = base
-    for i, name in enumerate(parts):
-        try:
-            entry = tree[name]
-        except KeyError:
-            return None
-        if i == len(parts) - 1:
-            return {"blob": "blob", "tree": "tree", "commit": "commit"}.get(entry.type_str,
-                                                                          "blocked")
-        if entry.type_str != "tree":
-            return "blocked"
-        tree = entry
-    return None
-
-
-def _in_nested_repo(root: str, base: Any, parts: Sequence[str]) -> bool:
-    """Whether a new file sits in a directory the base does not have that holds a `.git`
-    (`add -A` would record that repository, not the file)."""
-    for i in range(len(parts) - 1, 0, -1):
-        if _tree_kind(base, parts[:i]) == "tree":
-            return False
-        if os.path.lexists(os.path.join(root, *parts[:i], ".git")):
-            return True
-    return False
-
-
-def _tree_with(pg: Any, tree: Any, changes: Mapping[tuple[str, ...], tuple[str, int] | None]
-               ) -> Any:
-    """The id of ``tree`` (None: empty) with ``changes`` made (path parts -> (blob id,
-    mode), or None to remove), written through libgit2; None when the result is empty
-    (git writes no empty directories)."""
-    pygit2 = _pygit2()
-    tb = pg.TreeBuilder(tree) if tree is not None else pg.TreeBuilder()
-    below: dict[str, dict[tuple[str, ...], tuple[str, int] | None]] = {}
-    for parts, val in changes.items():
-        if len(parts) > 1:
-            below.setdefault(parts[0], {})[parts[1:]] = val
-        elif val is None:
-            if tb.get(parts[0]) is not None:
-                tb.remove(parts[0])
-        else:
-            tb.insert(parts[0], pygit2.Oid(hex=val[0]), val[1])
-    for name, sub in below.items():
-        entry = tb.get(name)
-        old = pg[entry.id] if entry is not None and entry.filemode == pygit2.GIT_FILEMODE_TREE \
-            else None
-        got = _tree_with(pg, old, sub)
-        if got is None:
-            if entry is not None:
-                tb.remove(name)
-        else:
-            tb.insert(name, got, pygit2.GIT_FILEMODE_TREE)
-    if tree is not None and not changes:
-        return tree.id
-    oid = tb.write()
-    return None if len(pg[oid]) == 0 else oid
-
-
-def _copy(src: str, dst: str) -> None:
-    """Copy an index file *with its timestamps*: git decides which entries are "racily
-    clean" (changed within the same second, same size) by comparing them with the index
-    file's mtime; a fresh mtime on the copy would make it trust stale stat data and miss
-    an edit."""
-    with open(src, "rb") as fi, open(dst, "wb") as fo:
-        while chunk := fi.read(1 << 20):
-            fo.write(chunk)
-        st = os.fstat(fi.fileno())
-    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 class Snapshots(Objects):
@@ -149,7 +76,7 @@ class Snapshots(Objects):
         user_index = index_file or os.path.join(wt.admin, "index")
         shadow_dir = layout.index_dir(self.ecm_dir)
         shadow = os.path.join(shadow_dir, f"{safe_name(wt.id)}.idx")
-        tmp = self._scratch(safe_name(wt.id), max(_size(user_index), _size(shadow)))
+        tmp = self._scratch(safe_name(wt.id), max(file_size(user_index), file_size(shadow)))
         src = user_index
         try:
             if not (from_user_index and os.path.exists(user_index)) and os.path.exists(
@@ -162,7 +89,7 @@ class Snapshots(Objects):
             src = user_index
         try:
             if os.path.exists(src):
-                _copy(src, tmp)
+                copy_index(src, tmp)
             env = {"GIT_INDEX_FILE": tmp}
             if start_tree is not None and src == user_index and os.path.exists(tmp):
                 # the tree of the user's index this snapshot starts from (the resident
@@ -234,11 +161,11 @@ class Snapshots(Objects):
         the shadow (else it is left as it was). The caller knows the rest is unchanged
         (the resident service's watcher) and that none of ``paths`` is a large file."""
         shadow = os.path.join(layout.index_dir(self.ecm_dir), f"{safe_name(wt.id)}.idx")
-        tmp = self._scratch(safe_name(wt.id), _size(shadow))  # beside the shadow, if it can
+        tmp = self._scratch(safe_name(wt.id), file_size(shadow))  # beside the shadow, if it can
         keep = keep and os.path.dirname(tmp) == os.path.dirname(shadow) and \
             self._kept_objects()
         try:
-            _copy(shadow, tmp)
+            copy_index(shadow, tmp)
             env = {"GIT_INDEX_FILE": tmp}
             here = [p for p in paths if os.path.lexists(os.path.join(wt.path, p))]
             present = set(here)
@@ -307,7 +234,7 @@ class Snapshots(Objects):
             if (not rel or "\n" in rel or rel.startswith("/") or any(
                     x in ("", ".", "..", ".git") for x in parts)):
                 return None
-            kind = _tree_kind(base, parts)
+            kind = treebuild.tree_kind(base, parts)
             if kind == "blocked":  # a parent is a file or a submodule in the base
                 return None
             try:
@@ -321,7 +248,7 @@ class Snapshots(Objects):
             if not stat.S_ISREG(st.st_mode) or kind not in (None, "blob"):
                 return None
             if kind is None:
-                if _in_nested_repo(wt.path, base, parts):
+                if treebuild.in_nested_repo(wt.path, base, parts):
                     return None
                 new.append(rel)
             files.append((rel, 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644))
@@ -341,7 +268,7 @@ class Snapshots(Objects):
             for (rel, mode), oid in zip(files, out, strict=True):
                 changes[tuple(rel.split("/"))] = (oid.decode(), mode)
         try:
-            return str(_tree_with(pgw, base, changes) or EMPTY_TREE)
+            return str(treebuild.tree_with(pgw, base, changes) or EMPTY_TREE)
         except (KeyError, ValueError, TypeError, pygit2.GitError):
             return None
 
@@ -369,11 +296,11 @@ class Snapshots(Objects):
 
     def _index_tree_once(self, index_file: str, cwd: str) -> str:
         # (in the temporary directory when the ledger's index directory cannot take it)
-        tmp = self._scratch(os.path.basename(index_file) + ".proximity", _size(index_file)) \
+        tmp = self._scratch(os.path.basename(index_file) + ".proximity", file_size(index_file)) \
             if os.path.isdir(layout.index_dir(self.ecm_dir)) else \
             f"{index_file}.proximity-{os.getpid()}-{os.urandom(4).hex()}"
         try:
-            _copy(index_file, tmp)
+            copy_index(index_file, tmp)
             return self._git(["write-tree"], cwd=cwd, env={"GIT_INDEX_FILE": tmp}
                              ).stdout.decode().strip()
         finally:
@@ -472,10 +399,3 @@ class Snapshots(Objects):
 
 def _s(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0

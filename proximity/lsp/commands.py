@@ -5,9 +5,6 @@ recorded as the worktree's state, lines declared taken, the inbox, and who yield
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
-
-from lsprotocol import types
 
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger
@@ -15,9 +12,6 @@ from proximity.lsp.documents import Where
 from proximity.safetext import text as shown
 from proximity.snapshot import declared, recorder, workspace
 from proximity.views import messages
-
-if TYPE_CHECKING:
-    from proximity.lsp.server import Proximity
 
 
 def yields(where: Where, agents: set[str]) -> dict[str, str]:
@@ -55,17 +49,6 @@ def record(root: str) -> None:
     except Exception as e:
         print(f"proximity lsp: the save was not recorded: {type(e).__name__}: {e}",
               file=sys.stderr)
-
-
-def run_and_tell(ls: Proximity, job: Any) -> None:
-    """A command's work off the loop; its answer as a message the person sees."""
-    try:
-        text, kind = str(job()), types.MessageType.Info
-    except Exception as e:
-        text, kind = f"proximity: {type(e).__name__}: {e}", types.MessageType.Warning
-    if ls.loop is not None:
-        ls.loop.call_soon_threadsafe(ls.window_show_message,
-                                     types.ShowMessageParams(kind, shown(text, 4000)))
 
 
 def intend_lines(where: Where, spec: str) -> str:

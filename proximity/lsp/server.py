@@ -315,8 +315,7 @@ def build() -> Proximity:
         if doc is None or doc.where is None:
             return
         where, spec = doc.where, f"{doc.where.rel}:{int(first)}-{int(last)}"
-        ls.recorder.submit(commands.run_and_tell, ls,
-                         lambda: commands.intend_lines(where, spec))
+        ls.recorder.submit(run_and_tell, ls, lambda: commands.intend_lines(where, spec))
 
     @server.command(present.INBOX)
     def inbox(ls: Proximity, uri: str = "") -> None:
@@ -326,7 +325,7 @@ def build() -> Proximity:
                 types.MessageType.Info, "proximity: open a file of a worktree first"))
             return
         where = doc.where
-        ls.recorder.submit(commands.run_and_tell, ls, lambda: commands.inbox_text(where))
+        ls.recorder.submit(run_and_tell, ls, lambda: commands.inbox_text(where))
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: Proximity, params: None) -> None:
@@ -341,6 +340,17 @@ def build() -> Proximity:
         """(transport.Input: a message too large to read was skipped; it said so)"""
 
     return server
+
+
+def run_and_tell(ls: Proximity, job: Any) -> None:
+    """A command's work off the loop; its answer as a message the person sees."""
+    try:
+        text, kind = str(job()), types.MessageType.Info
+    except Exception as e:
+        text, kind = f"proximity: {type(e).__name__}: {e}", types.MessageType.Warning
+    if ls.loop is not None:
+        ls.loop.call_soon_threadsafe(ls.window_show_message,
+                                     types.ShowMessageParams(kind, shown(text, 4000)))
 
 
 def quiet_logging() -> None:

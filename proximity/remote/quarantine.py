@@ -40,7 +40,7 @@ from typing import Any
 
 from proximity import gitio, owned, safetext
 from proximity.errors import FatalError
-from proximity.remote import signing, untrusted
+from proximity.remote import commits, signing
 from proximity.remote.inbound import LOCAL_NS, TTL_SECONDS
 from proximity.remote.signing import Signature
 from proximity.snapshot.workspace import Context
@@ -79,7 +79,7 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
                if local.get(n) != oid and n.split("/", 1)[0] != mine}
         rejected = _oversized(q, repo.workdir, new, limit)
         oversized = {new[n]: why for n, why in rejected.items()}
-        sigs = signatures(q, sorted({o for n, o in new.items() if n not in rejected}))
+        sigs = commits.signatures(q, sorted({o for n, o in new.items() if n not in rejected}))
         judged, pins = _judge_signatures(ctx, sigs, {n: o for n, o in new.items()
                                                      if n not in rejected})
         rejected.update({n: v.why or "rejected" for n, v in judged.items()
@@ -274,21 +274,7 @@ def _big_objects(q: str, workdir: str, tips: list[str], limit: int) -> dict[str,
 
 def _sizes(cwd: str, oids: list[str]) -> dict[str, int]:
     """Sizes of the objects present in the repository at ``cwd`` (one `cat-file`)."""
-    return {oid: size for oid, (_kind, size) in _kinds(cwd, oids).items()}
-
-
-def _kinds(cwd: str, oids: list[str]) -> dict[str, tuple[str, int]]:
-    """(type, size) of the objects present in the repository at ``cwd`` (one `cat-file`)."""
-    if not oids:
-        return {}
-    out = gitio.git(["cat-file", "--batch-check"], cwd=cwd,
-                    input="\n".join(oids).encode() + b"\n").stdout.decode()
-    kinds = {}
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 3 and f[2].isdigit():
-            kinds[f[0]] = (f[1], int(f[2]))
-    return kinds
+    return {oid: size for oid, (_kind, size) in commits.kinds(cwd, oids).items()}
 
 
 def _judge_signatures(ctx: Context, sigs: dict[str, Signature], new: dict[str, str]
@@ -318,70 +304,17 @@ def _judge_signatures(ctx: Context, sigs: dict[str, Signature], new: dict[str, s
     return verdicts, {m: (key, signers.get(key, "")) for m, key in add.items()}
 
 
-def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
-    """What git says about each commit's signature: the raw headers say whether there is
-    one (git says "N" for a signature it cannot read too), `git log %G?` checks the signed
-    ones (with this clone's gpg/ssh settings, which the quarantine includes)."""
-    out = {c: Signature(False, "N", "") for c in commits}
-    signed = {c for c, raw in read_commits(cwd, commits).items()
-              if any(line.startswith((b"gpgsig ", b"gpgsig-sha256 "))
-                     for line in raw.partition(b"\n\n")[0].split(b"\n"))}
-    if signed:
-        log = gitio.git(["-c", "log.showSignature=false", "log", "--no-walk=unsorted",
-                         "--format=%H %G? %GF %GS", *sorted(signed)], cwd=cwd, ok=(0, 128),
-                        timeout=120).stdout.decode(errors="replace")
-        for line in log.splitlines():
-            f = line.split(" ", 3)
-            if len(f) >= 2 and f[0] in signed:
-                out[f[0]] = Signature(True, f[1], f[2] if len(f) > 2 else "",
-                                      safetext.text(f[3], 128) if len(f) > 3 else "")
-        for c in signed:
-            if not out[c].signed:
-                out[c] = Signature(True, "E", "")
-    return out
-
-
-def read_commits(cwd: str, oids: list[str]) -> dict[str, bytes]:
-    """Raw objects of those ``oids`` that may be snapshot commits (commits within the
-    snapshot commit limit; inbound.py rejects anything else): two `git cat-file` runs."""
-    small = [c for c, (kind, size) in _kinds(cwd, oids).items()
-             if kind == "commit" and size <= untrusted.MAX_COMMIT_BYTES]
-    if not small:
-        return {}
-    data = gitio.git(["cat-file", "--batch"], cwd=cwd,
-                     input="\n".join(small).encode() + b"\n").stdout
-    out = {}
-    pos = 0
-    while pos < len(data):
-        nl = data.index(b"\n", pos)
-        f = data[pos:nl].decode().split()
-        if len(f) != 3:
-            pos = nl + 1
-            continue
-        out[f[0]] = data[nl + 1: nl + 1 + int(f[2])]
-        pos = nl + 1 + int(f[2]) + 1
-    return out
-
-
-def claimed_time(raw: bytes) -> float | None:
-    """The time a snapshot commit's metadata claims, or None when it has none valid."""
-    try:
-        return untrusted.parse_meta(untrusted.commit_message(raw)[2]).time
-    except untrusted.Invalid:
-        return None
-
-
 def _replays(q: str, new: dict[str, str], local: dict[str, str]) -> dict[str, str]:
     """Verified snapshots (name -> commit) older than the snapshot of the same ref this
     clone already holds: name -> why. The times are the signer's own, inside the signed
     commit, so a replay of an earlier signed snapshot (one without the work that blocks
     you now) cannot pass for the latest."""
     olds = {n: local[n] for n in new if n in local}
-    raw = read_commits(q, sorted(set(olds.values()) | {new[n] for n in olds}))
+    raw = commits.read_commits(q, sorted(set(olds.values()) | {new[n] for n in olds}))
     out = {}
     for n, old in olds.items():
-        was = claimed_time(raw.get(old, b""))
-        now = claimed_time(raw.get(new[n], b""))
+        was = commits.claimed_time(raw.get(old, b""))
+        now = commits.claimed_time(raw.get(new[n], b""))
         if was is not None and now is not None and now < was:
             out[n] = ("older than the snapshot of it already accepted (a replay of an "
                       "earlier signed snapshot)")

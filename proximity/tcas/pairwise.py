@@ -10,6 +10,7 @@ from typing import Any
 from proximity import gitio
 from proximity.analysis import depgraph, resolve
 from proximity.analysis.languages import registry
+from proximity.analysis.reach import Reach
 from proximity.config import Config
 from proximity.errors import FatalError
 from proximity.model import Agent, Facts, FileChange, WorkingSet
@@ -36,7 +37,7 @@ class Pairwise:
         self.roots: resolve.Roots = {}
         self.edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.changed: dict[str, set[str]] = {}
-        self.reaches: dict[tuple[str, str], depgraph.Reach] = {}
+        self.reaches: dict[tuple[str, str], Reach] = {}
         self.sets: dict[tuple[str, str], WorkingSet] = {}
         self.committed: dict[tuple[str, str], dict[str, FileChange]] = {}
         # parseable files above which a first graph build is deferred (when the facts say
@@ -201,7 +202,7 @@ class Pairwise:
         return self._resolver
 
     def reach(self, agent: Agent, ws: WorkingSet, edges: list[tuple[str, str]],
-              base_tree: str) -> depgraph.Reach:
+              base_tree: str) -> Reach:
         key = (agent.id, base_tree)
         if key not in self.reaches:
             assert self.graph is not None
@@ -211,7 +212,7 @@ class Pairwise:
                   tuple(edges)) if memo is not None else None
             kept = memo_get(memo, "reach", mk)
             if kept is None:
-                kept = depgraph.Reach(self.graph, ws, edges, self.cfg.gamma,
+                kept = Reach(self.graph, ws, edges, self.cfg.gamma,
                                       self.cfg.depth_cap, self.cfg.hub_degree)
                 memo_put(memo, "reach", mk, kept, REACHES)
             self.reaches[key] = kept
