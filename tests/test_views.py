@@ -109,14 +109,21 @@ def test_view_in_headless_chromium(airspace, tmp_path):
     assert shot.exists() and shot.stat().st_size > 10_000
 
 
-def test_watch_quits_cleanly_on_ctrl_c(airspace):
+@pytest.mark.parametrize("parent_ignores", [False, True])
+def test_watch_quits_cleanly_on_ctrl_c(airspace, parent_ignores):
+    """Ctrl-C ends the pane, also when its parent started it with SIGINT ignored (a
+    script's background job passes that on)."""
     import signal
     import sys
     import time
 
+    def ignoring() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     proc = subprocess.Popen([sys.executable, "-m", "proximity", "watch", "--interval", "0.5",
                              "-C", airspace], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "COLUMNS": "80"})
+                            env={**os.environ, "COLUMNS": "80"},
+                            preexec_fn=ignoring if parent_ignores else None)
     assert proc.stdout is not None
     seen = b""
     end = time.monotonic() + 60  # interrupted once its first frame is out, however slow

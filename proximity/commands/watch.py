@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         if args.once:
             con.print(render(ctx, width))
             return 0
+        # Ctrl-C ends the pane even when its parent started it with SIGINT ignored (a
+        # script's background job passes that on), which would leave it unstoppable but by
+        # a harder signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         shown = frames(ctx, width, args.interval)
         if not con.is_terminal:
             # a pipe or a file: each new frame printed in turn as plain text (no redraws;
