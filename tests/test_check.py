@@ -75,6 +75,29 @@ def test_touching_lines_conflict_but_a_gap_is_only_traffic(pair, capsys):
     assert out["conflicts"][0]["level"] == "info" and "+line 20 b" in out["conflicts"][0]["hunk"]
 
 
+def test_lines_are_lined_up_as_gits_merge_lines_them_up(space, capsys):
+    """git's merge (ort) lines each side up against the base with the histogram
+    algorithm. Here b's change is, by the default (myers) diff, an insertion at the top
+    and a change of line 3, two lines clear of line 5; by histogram, a deletion of lines
+    1-2 and an insertion after line 4, touching line 5. git's merge of b's file with a's
+    edit of line 5 conflicts, so the check denies it, whatever diff.algorithm says."""
+    sp = space({"f.txt": "a\nx\nc\na\nb\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "f.txt", "c\na\nx\nb\na\nb\n")
+    git(a, "config", "diff.algorithm", "myers")  # the user's own, for every worktree
+    _, out = run_check(a, "f.txt:5", capsys=capsys)
+    assert out["decision"] == "deny", out
+    (c,) = [c for c in out["conflicts"] if c["agent"] == "b"]
+    assert c["evidence"] == "conflict" and c["level"] == "ra"
+    # git's own merge of the two, as the check foretold
+    sp.write(a, "f.txt", "a\nx\nc\na\nz\n")
+    for wt, who in ((a, "a"), (b, "b")):
+        sp.commit(wt, who)
+    merged = git(a, "merge-tree", "--write-tree", "--name-only", "feat/a", "feat/b",
+                 check=False)
+    assert merged.returncode == 1 and "f.txt" in merged.stdout.split("\n")[1:]
+
+
 def test_own_edits_shift_lines_into_base_coordinates(pair, capsys):
     sp, a, b = pair
     sp.write(b, "app.txt", APP.replace("line 30\n", "line 30 b\n"))

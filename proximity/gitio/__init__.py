@@ -37,6 +37,7 @@ from proximity.gitio.results import Results
 from proximity.gitio.run import (
     CALL_CLASS,
     CALLS,
+    DIFF_ALGORITHM,
     DIFF_ARGS,
     EMPTY_TREE,
     MIN_GIT,
@@ -73,7 +74,8 @@ class Repo(Snapshots, Results, Patches, History):
 
 
 __all__ = [
-    "CALLS", "CALL_CLASS", "DIFF_ARGS", "EMPTY_TREE", "LARGE_STUB", "LOOSE_LIMIT", "MAIN_ID",
+    "CALLS", "CALL_CLASS", "DIFF_ALGORITHM", "DIFF_ARGS", "EMPTY_TREE", "LARGE_STUB",
+    "LOOSE_LIMIT", "MAIN_ID",
     "MEMO_ENTRIES", "MIN_GIT", "OVERLAY_MAX", "SNAPSHOT_IDENT", "SOLE_BASE_WALK", "TIMEOUTS",
     "Repo", "WorktreeInfo", "agent_id", "any_ignored", "blob_args", "checkout_of", "clean_env",
     "commit_of", "common_dir", "file_diff_args", "find_git_dir", "git", "git_finish",

@@ -164,7 +164,11 @@ def _b(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
 
-DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "-U0")
+# git's merge (ort) lines up each side against the base with the histogram algorithm: the
+# hunks the check judges are those, whatever the user's diff.algorithm says
+DIFF_ALGORITHM = "--diff-algorithm=histogram"
+DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "-U0",
+             DIFF_ALGORITHM)
 
 
 def untracked(worktree: str, paths: Sequence[str] = ()) -> list[str]:
