@@ -192,16 +192,17 @@ class WarmAirspace:
         recorded or sent here. A commit from a private index (`commit -a`, `commit
         PATH`) names none (the script gives no hint): that state is read by its
         request. Whether a worktree was read."""
-        common = os.path.realpath(self.ctx.repo.common)
-        wt = next((w for w in self.snapshots.worktrees() if w.admin and os.path.realpath(
-            w.admin) == (os.path.join(common, "worktrees", admin) if admin else common)),
-            None)
-        if wt is None or wt.id not in self.snapshots.paths:
+        # (a worktree's id is its git dir's name, as every listing of them derives it:
+        # agents_now lists them once more, this reads none)
+        wid = gitio.worktree_id(admin) if admin else gitio.MAIN_ID
+        if wid not in self.snapshots.paths:
             return False
         self.reload_policy(aged=False)
-        index = os.path.join(wt.admin, "index") if gate == "pre-commit" else None
-        agents, retired = self.snapshots.agents_now(wt.id, index, synced=True)
-        pipeline.run_scan(self.ctx_for(wt.id), focus=wt.id, agents=agents, retired=retired,
+        gitdir = os.path.join(self.ctx.repo.common, "worktrees", admin) if admin \
+            else self.ctx.repo.common
+        index = os.path.join(gitdir, "index") if gate == "pre-commit" else None
+        agents, retired = self.snapshots.agents_now(wid, index, synced=True)
+        pipeline.run_scan(self.ctx_for(wid), focus=wid, agents=agents, retired=retired,
                           record=False, remote=False)
         return True
 
