@@ -98,6 +98,33 @@ def test_lines_are_lined_up_as_gits_merge_lines_them_up(space, capsys):
     assert merged.returncode == 1 and "f.txt" in merged.stdout.split("\n")[1:]
 
 
+def test_lines_are_placed_where_gits_merge_places_them(space, capsys):
+    """A block inserted next to lines it repeats can be shown in more than one place.
+    `git diff` slides it by its indent heuristic (here: to the top of the file); git's
+    merge does not (here: after line 2). b copies the job's first two lines above it; a's
+    edit of line 3 conflicts with that, and a's edit of line 1 does not, as git's own
+    merge says below: the check judges the lines where the merge has them."""
+    base = "jobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make\n"
+    sp = space({"ci.yml": base})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "ci.yml", "jobs:\n  build:\n" + base)
+    _, out = run_check(a, "ci.yml:3", capsys=capsys)
+    assert out["decision"] == "deny", out
+    _, out = run_check(a, "ci.yml:1", capsys=capsys)
+    assert out["decision"] != "deny", out
+    sp.commit(b, "b")
+    lines = base.split("\n")
+    for line, conflicts in ((3, True), (1, False)):
+        git(a, "checkout", "-q", "-B", f"edit-{line}", "main")
+        edited = lines.copy()
+        edited[line - 1] += "  # a"
+        sp.write(a, "ci.yml", "\n".join(edited))
+        sp.commit(a, f"a's line {line}")
+        merged = git(a, "merge-tree", "--write-tree", "--name-only", f"edit-{line}", "feat/b",
+                     check=False)
+        assert (merged.returncode == 1) is conflicts, merged.stdout
+
+
 def test_own_edits_shift_lines_into_base_coordinates(pair, capsys):
     sp, a, b = pair
     sp.write(b, "app.txt", APP.replace("line 30\n", "line 30 b\n"))
@@ -537,6 +564,33 @@ def test_a_merge_check_counts_only_what_the_merge_will_change_against_each_sibli
     sp.write(a, "app.txt", APP.replace("line 12\n", "line 12 by a\n"))
     rc, out = run_check(b, "--merge", "mv", capsys=capsys)
     assert rc == 0 and out["decision"] == "allow", out
+
+
+def test_a_merge_check_reads_the_lines_git_merges_not_a_textconv_view(pair, tmp_path, capsys):
+    """A textconv driver (here one that puts a five-line header on top) changes what
+    `git diff` shows, not what git's merge joins. The lines a merge brings are read from
+    the files themselves: a's line 17 is five lines from the merged line 12, not on it."""
+    from conftest import git
+
+    sp, a, b = pair
+    driver = tmp_path / "header.sh"
+    driver.write_text('#!/bin/sh\nprintf "h\\nh\\nh\\nh\\nh\\n"; cat "$1"\n')
+    driver.chmod(0o755)
+    git(sp.main, "config", "diff.header.textconv", str(driver))
+    (sp.main / ".git" / "info").mkdir(exist_ok=True)
+    (sp.main / ".git" / "info" / "attributes").write_text("*.txt diff=header\n")
+    git(sp.main, "switch", "-q", "-c", "rel")
+    sp.write(sp.main, "app.txt", APP.replace("line 12\n", "line 12 released\n"))
+    sp.commit(sp.main, "release")
+    sp.write(a, "app.txt", APP.replace("line 17\n", "line 17 by a\n"))
+    # `git diff` shows line 12 as line 17 (its three lines of context from 14)
+    assert "@@ -14,7 +14,7 @@" in git(sp.main, "diff", "HEAD~1", "HEAD", "--", "app.txt").stdout
+    rc, out = run_check(b, "--merge", "rel", capsys=capsys)
+    assert rc == 0 and out["decision"] == "allow", out
+    sp.write(a, "app.txt", APP.replace("line 12\n", "line 12 by a\n"))
+    rc, out = run_check(b, "--merge", "rel", capsys=capsys)
+    lined = [c for c in out["conflicts"] if c["agent"] == "a" and c["ranges"]]
+    assert [c["ranges"] for c in lined] == [[[12, 12]]] and lined[0]["evidence"] == "conflict"
 
 
 def test_a_merge_that_git_would_stop_with_conflicts_here_is_never_allowed(space, capsys):

@@ -63,8 +63,7 @@ def _head(repo: gitio.Repo, prefix: str = "") -> str:
 def _plan(repo: gitio.Repo, head: str, ref: str, commit: str, result: tuple[str, list[str]],
           joins: bool, what: str) -> MergePlan:
     tree, conflicts = result
-    diff = gitio.git(["diff", "--no-color", "--no-ext-diff", gitio.DIFF_ALGORITHM, "-M", "-U0",
-                      head, tree],
+    diff = gitio.git([*gitio.MOVED_DIFF_ARGS, head, tree],
                      cwd=repo.workdir, env=repo.objects_env()
                      ).stdout.decode("utf-8", "surrogateescape")
     change = {p: d for p, d in hunks.parse(diff).items()
@@ -267,9 +266,8 @@ def broken_calls(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
     # theirs against the base; and the calls this tree has already (a fast-forward
     # brings only their change: a caller that came here before it, which their branch
     # now holds too after a rebase, is none of either side's new code)
-    diff = gitio.git(["diff", "--no-color", "--no-ext-diff", gitio.DIFF_ALGORITHM,
-                      "--no-renames", "-U0",
-                      base or gitio.EMPTY_TREE, plan.commit], cwd=repo.workdir
+    diff = gitio.git([*gitio.DIFF_ARGS, base or gitio.EMPTY_TREE, plan.commit],
+                     cwd=repo.workdir
                      ).stdout.decode("utf-8", "surrogateescape")
     here = calls.callers(repo, head, diff, set(hunks.parse(diff)))
     pairs = [calls.Pair(theirs, base)] + ([calls.Pair(theirs, base, here)] if here.files

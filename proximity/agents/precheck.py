@@ -147,9 +147,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # against such a base, this worktree's change is the merged tree's, not the merge's
     after_merge: dict[str, dict[str, hunks.FileDiff]] = {}
     if merged and moved:
-        texts = gitio.git_many([(["diff", "--no-color", "--no-ext-diff", gitio.DIFF_ALGORITHM,
-                                  "-M", "-U0", b, merged,
-                                  "--", *paths], repo.workdir) for b in sorted(moved)],
+        texts = gitio.git_many([([*gitio.MOVED_DIFF_ARGS, b, merged, "--", *paths],
+                                 repo.workdir) for b in sorted(moved)],
                                env=repo.objects_env())  # (the merge's tree is in the store)
         after_merge = {b: hunks.parse((t or b"").decode("utf-8", "replace"))
                        for b, t in zip(sorted(moved), texts, strict=True)}

@@ -41,6 +41,7 @@ from proximity.gitio.run import (
     DIFF_ARGS,
     EMPTY_TREE,
     MIN_GIT,
+    MOVED_DIFF_ARGS,
     SNAPSHOT_IDENT,
     TIMEOUTS,
     any_ignored,
@@ -75,8 +76,8 @@ class Repo(Snapshots, Results, Patches, History):
 
 __all__ = [
     "CALLS", "CALL_CLASS", "DIFF_ALGORITHM", "DIFF_ARGS", "EMPTY_TREE", "LARGE_STUB",
-    "LOOSE_LIMIT", "MAIN_ID",
-    "MEMO_ENTRIES", "MIN_GIT", "OVERLAY_MAX", "SNAPSHOT_IDENT", "SOLE_BASE_WALK", "TIMEOUTS",
+    "LOOSE_LIMIT", "MAIN_ID", "MEMO_ENTRIES", "MIN_GIT", "MOVED_DIFF_ARGS", "OVERLAY_MAX",
+    "SNAPSHOT_IDENT", "SOLE_BASE_WALK", "TIMEOUTS",
     "Repo", "WorktreeInfo", "agent_id", "any_ignored", "blob_args", "checkout_of", "clean_env",
     "commit_of", "common_dir", "file_diff_args", "find_git_dir", "git", "git_finish",
     "git_many", "git_start", "git_version", "is_ancestor_cli", "live_diff_args",

@@ -12,7 +12,7 @@ from proximity import model, owned
 from proximity.errors import FatalError
 from proximity.gitio.base import LARGE_STUB, RepoCore, _pygit2
 from proximity.gitio.loose import damage, loose_file
-from proximity.gitio.run import DIFF_ALGORITHM, EMPTY_TREE, git, tree_diff
+from proximity.gitio.run import EMPTY_TREE, MOVED_DIFF_ARGS, git, tree_diff
 
 LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pack them
 
@@ -251,8 +251,7 @@ class Objects(RepoCore):
     def moved_diff(self, old: str | None, new: str, src: str, dst: str) -> str:
         """git's own `diff -U0` of a file moved from ``src`` to ``dst`` between two
         tree-ishes: the move and only the lines it changed (renames followed, -M)."""
-        return self._git(["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M",
-                          DIFF_ALGORITHM, "-U0", old or EMPTY_TREE, new, "--", src, dst],
+        return self._git([*MOVED_DIFF_ARGS, old or EMPTY_TREE, new, "--", src, dst],
                          ok=(0, 1)).stdout.decode("utf-8", "replace")
 
     def tree_diff(self, old: str | None, new: str, paths: Sequence[str]) -> str:

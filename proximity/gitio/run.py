@@ -164,11 +164,16 @@ def _b(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
 
-# git's merge (ort) lines up each side against the base with the histogram algorithm: the
-# hunks the check judges are those, whatever the user's diff.algorithm says
+# git's merge (ort) lines up each side against the base with the histogram algorithm, and
+# leaves a block that repeats its neighbours where the algorithm put it (the indent
+# heuristic that slides it is `git diff`'s alone): the hunks the check judges are those,
+# whatever the user's diff settings say. The raw bytes, never a textconv driver's view.
 DIFF_ALGORITHM = "--diff-algorithm=histogram"
-DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "-U0",
-             DIFF_ALGORITHM)
+_AS_MERGED = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-indent-heuristic", "-U0",
+              DIFF_ALGORITHM)
+DIFF_ARGS = ("diff", *_AS_MERGED, "--no-renames")
+# the same, with moves followed as git's merge follows them
+MOVED_DIFF_ARGS = ("diff", *_AS_MERGED, "-M")
 
 
 def untracked(worktree: str, paths: Sequence[str] = ()) -> list[str]:
