@@ -611,8 +611,11 @@ class Swarm:
         self.t.conflicts_at_landing += 1
         files = sorted(conflict_files(p.wt, before, "origin/main") or ())
         self.t.conflict_files += [f"{p.name}:{f}" for f in files]
+        # the two commits met (with --keep, the remote and the lane's branch hold both)
         self.t.conflict_log.append({"agent": p.name, "files": files, "step":
-                                    self.t.makespan_steps, "check": said, "rebased": True})
+                                    self.t.makespan_steps, "check": said, "rebased": True,
+                                    "lane": before, "onto": out(["rev-parse", "origin/main"],
+                                                                p.wt)})
 
     def land_main(self, p: Participant) -> str | None:
         """A person integrating in the main checkout: merge the lane's branch, push main."""
@@ -642,7 +645,9 @@ class Swarm:
                 self.t.conflicts_at_landing += 1
                 self.t.conflict_files += sorted(f"{p.name}:{f}" for f in files or ())
                 self.t.conflict_log.append({"agent": p.name, "step": self.t.makespan_steps,
-                                            "files": sorted(files or ()), "check": said})
+                                            "files": sorted(files or ()), "check": said,
+                                            "lane": out(["rev-parse", branch], main),
+                                            "onto": out(["rev-parse", "HEAD"], main)})
                 git(["merge", "--abort"], main, ok=(0, 1, 128))
                 git(["merge", "-q", "-X", "theirs", "--no-edit", branch], main, ok=(0, 1),
                     extra=self.env)
