@@ -368,6 +368,39 @@ def test_lines_of_maps_old_string_to_lines():
     assert edits.lines_of(text, "zzz") is None
 
 
+def test_a_deleted_block_counts_to_its_last_line():
+    """Deleting whole lines (new_string empty) edits every one of them: the last deleted
+    line is not "kept" because both strings end alike."""
+    text = lines(20)
+    gone = edits.apply(text, [("line 8\nline 9\nline 10\n", "", False)])
+    assert gone.ranges == ((8, 10),)
+    kept = edits.apply(text, [("line 8\nline 9\nline 10\n", "line 8\nline 10\n", False)])
+    assert kept.ranges == ((9, 9),)
+    added = edits.apply(text, [("line 8\n", "line 8\nnew\n", False)])
+    assert added.ranges == ((9, 8),)  # a pure insertion after line 8
+    tail = edits.apply("a\nb", [("b", "", False)])
+    assert tail.ranges == ((2, 2),) and tail.result == "a\n"
+
+
+def test_deleting_the_lines_above_a_siblings_insertion_is_a_conflict(pair):
+    """Found on a swarm's changelog: an agent deleting a block that ends right where a
+    sibling inserted lines was asked ("1 unchanged line away") and git's merge conflicted:
+    the block's last line was not counted as deleted."""
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12\nb's new line\n"))
+    out = hook(a, "claude", event(a, "Edit", {
+        "file_path": str(a / "app.txt"), "old_string": "line 10\nline 11\nline 12\n",
+        "new_string": ""}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny", out
+    # git's merge of the two agrees
+    sp.write(a, "app.txt", APP.replace("line 10\nline 11\nline 12\n", ""))
+    sp.commit(a, "a deletes")
+    sp.commit(b, "b inserts")
+    merged = git(a, "merge-tree", "--write-tree", "--name-only", "feat/a", "feat/b",
+                 check=False)
+    assert merged.returncode == 1, merged.stdout
+
+
 # -- messages carry the other side's hunk --------------------------------------------------
 def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
     sp = space({"f.txt": lines(30)})

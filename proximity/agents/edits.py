@@ -64,9 +64,14 @@ def _kept(old: str, new: str) -> tuple[int, int]:
     ``old_string``: the context an agent adds to make the string unique (Claude Code
     requires it) is not an edit of those lines. A pure insertion keeps all of them: its
     range is then the empty one at the insertion point."""
-    if old.endswith("\n") and new.endswith("\n"):  # (no line after the last newline)
-        old, new = old[:-1], new[:-1]
-    return common_ends(old.split("\n"), new.split("\n"))
+    return common_ends(_lines(old), _lines(new))
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, each with its newline (a last one without): a whole line that an
+    edit deletes (new_string "") is not the same line as the nothing it leaves."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def common_ends(a: Sequence[str], b: Sequence[str]) -> tuple[int, int]:
