@@ -125,6 +125,27 @@ def test_lines_are_placed_where_gits_merge_places_them(space, capsys):
         assert (merged.returncode == 1) is conflicts, merged.stdout
 
 
+def test_a_whole_file_write_is_lined_up_as_gits_merge_lines_it_up(space):
+    """A Write names no lines: the check finds them by diffing the file now and after.
+    Python's difflib puts the third `b = 2` of this write after line 1; git's diff, and
+    git's merge, after line 3, touching b's change of line 4: git's merge conflicts, so
+    the check denies (on difflib's placement it asked: two unchanged lines away)."""
+    base = "x = 1\nb = 2\nb = 2\n[deps]\nx = 1\n\n[deps]\n"
+    sp = space({"setup.cfg": base})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "setup.cfg", base.replace("[deps]\nx", "[deps] # b\nx"))
+    after = "x = 1\nb = 2\nb = 2\nb = 2\n[deps]\nx = 1\n\n[deps]\n"
+    out = hook(a, "claude", event(a, "Write", {"file_path": str(a / "setup.cfg"),
+                                                "content": after}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny", out
+    sp.write(a, "setup.cfg", after)
+    sp.commit(a, "a writes")
+    sp.commit(b, "b edits")
+    merged = git(a, "merge-tree", "--write-tree", "--name-only", "feat/a", "feat/b",
+                 check=False)
+    assert merged.returncode == 1, merged.stdout
+
+
 def test_own_edits_shift_lines_into_base_coordinates(pair, capsys):
     sp, a, b = pair
     sp.write(b, "app.txt", APP.replace("line 30\n", "line 30 b\n"))
