@@ -1122,6 +1122,29 @@ def test_a_wait_cycle_across_files_lets_the_first_waiter_go(space, capsys):
     assert a_again["decision"] == "deny" and "'b'" in a_again["reason"]
 
 
+def test_traffic_next_to_a_sibling_that_waits_on_you_is_yours_to_go_on_with(space, capsys):
+    """b is denied on a's lines and waits on a's work; a's next edit comes near b's own
+    lines (git merges them cleanly): an ask. Shown to a person as traffic it stops them,
+    and an ask is recorded as no wait: a and b would wait on each other unseen. So the
+    ask says a goes on (right-of-way: information in the editor), and only while b waits."""
+    sp = space({"x.txt": lines(10), "y.txt": lines(10)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "x.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
+    sp.write(b, "y.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
+    for wt in (a, b):
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    _, before = run_check(a, "y.txt:3", capsys=capsys)
+    (c,) = before["conflicts"]
+    assert before["decision"] == "ask" and not c["right_of_way"], before
+    _, denied = run_check(b, "x.txt:5", capsys=capsys)
+    assert denied["decision"] == "deny"  # b now waits on a
+    _, after = run_check(a, "y.txt:3", capsys=capsys)
+    (c,) = after["conflicts"]
+    assert after["decision"] == "ask" and c["right_of_way"], after
+    assert "'b' waits on your work: you go on" in c["detail"]
+
+
 def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     """a waits on b, b on c, c on a (each holds uncommitted lines the next one's edit
     meets): no two of them wait on each other, yet none can move. The member whose wait is

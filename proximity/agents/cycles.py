@@ -60,6 +60,35 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
     return d
 
 
+def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decision:
+    """An ask (lines near a sibling's, which git merges cleanly) next to a sibling that is
+    waiting on this worktree's work: this side's to go on with, as in a wait cycle. A
+    person shown it as traffic stops (an editor's warning), and nobody records an ask as a
+    wait: the two would wait on each other unseen. Marked right-of-way, it is information
+    in the editor; an agent goes on at an ask either way."""
+    near = {c.agent for c in d.conflicts if c.level == decision.TA and not c.right_of_way}
+    if d.decision != decision.ASK or not near:
+        return d
+    try:
+        ledger = Ledger(repo.ecm_dir, create=False)
+    except LedgerError:
+        return d
+    try:
+        standing = ledger.waits(time.time())
+    except LedgerError:
+        standing = {}
+    finally:
+        ledger.close()
+    waiting = {w for w, held in standing if held == me and w in near}
+    if not waiting:
+        return d
+    return d._replace(conflicts=tuple(
+        c._replace(right_of_way=True, detail=f"{c.detail} ('{text(c.agent)}' waits on your "
+                   "work: you go on, they steer)")
+        if c.agent in waiting and c.level == decision.TA and not c.right_of_way else c
+        for c in d.conflicts))
+
+
 FIRST_COOLDOWN = 300.0  # seconds between two "goes first" messages of one pair
 
 

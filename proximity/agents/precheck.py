@@ -361,7 +361,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
              "first, they steer" for a in steer}
     d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY:
-        return d
+        return cycles.waited_on(repo, me, d)
     # a sibling in the way may hold other worktrees' work, not its own (the main checkout
     # that merged a lane and could not push it yet): right-of-way is that work's
     denying = {c.agent for c in d.conflicts if c.level == decision.RA}
