@@ -232,6 +232,50 @@ async def test_a_person_shown_a_deny_keeps_waiting_without_a_keystroke(
 
 
 @pytest.mark.asyncio
+async def test_traffic_next_to_a_sibling_waiting_on_the_person_is_information(
+        client: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
+    """The person types two lines from b's line 12 (git merges that cleanly): traffic, a
+    warning, which a person stops at. Once b is denied on the person's saved lines and
+    waits on them, it is information: the person goes on, or both would wait unseen."""
+    sp, a, b = work
+    sp.write(a, "other.txt", lines(5).replace("line 3\n", "line 3 by a\n"))
+    for wt in (a, b):
+        subprocess.run([*SERVER[:-1], "snapshot", "-C", str(wt)], check=True,
+                       capture_output=True)
+    u = open_doc(client, a / "app.txt")
+    change(client, u, 2, APP.replace("line 10\n", "line 10 typed by a\n"))
+    ds = await diagnostics(client, u, lambda d: bool(
+        lines_of(d, types.DiagnosticSeverity.Warning)))
+    got = subprocess.run([*SERVER[:-1], "check", "--json", "other.txt:3"], cwd=b,
+                         capture_output=True, text=True)
+    assert json.loads(got.stdout)["decision"] == "deny", got.stdout  # b waits on a
+    change(client, u, 3, APP.replace("line 10\n", "line 10 typed again by a\n"))
+    ds = await diagnostics(client, u, lambda d: any("waits on your work" in x.message
+                                                    for x in d))
+    assert lines_of(ds, types.DiagnosticSeverity.Warning) == []
+    (info,) = [x for x in ds if "waits on your work" in x.message]
+    assert info.severity == types.DiagnosticSeverity.Information
+
+
+@pytest.mark.asyncio
+async def test_the_persons_lines_are_placed_where_gits_merge_places_them(
+        client: LanguageClient, space) -> None:  # type: ignore[no-untyped-def]
+    """The person adds a third `b = 2` to a run of two. Python's difflib places it after
+    line 1; git's diff and git's merge after line 3, on b's change of line 4: an error,
+    as the merge of the two would conflict (a warning, two lines away, before)."""
+    base = "x = 1\nb = 2\nb = 2\n[deps]\nx = 1\n\n[deps]\n"
+    sp = space({"setup.cfg": base})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "setup.cfg", base.replace("[deps]\nx", "[deps] # b\nx"))
+    u = open_doc(client, a / "setup.cfg")
+    change(client, u, 2, base.replace("b = 2\n[deps]", "b = 2\nb = 2\n[deps]"))
+    ds = await diagnostics(client, u, lambda d: bool(
+        lines_of(d, types.DiagnosticSeverity.Error)
+        + lines_of(d, types.DiagnosticSeverity.Warning)))
+    assert lines_of(ds, types.DiagnosticSeverity.Error) == [4], ds
+
+
+@pytest.mark.asyncio
 async def test_the_same_change_as_theirs_is_not_a_conflict(client: LanguageClient,
                                                             work) -> None:  # type: ignore[no-untyped-def]
     _sp, a, _b = work

@@ -39,6 +39,14 @@ def own_lines(buffer: str, head: str | None) -> tuple[Range, ...] | None:
     return written_lines(buffer, head or "")
 
 
+def typed_lines(diff: str) -> tuple[Range, ...]:
+    """The new side's lines of a `git diff -U0` from HEAD's file to the buffer (a pure
+    deletion: the empty range where it was)."""
+    return tuple(sorted((h.new_start, h.new_start + h.new_lines - 1) if h.new_lines
+                        else (h.new_start + 1, h.new_start)
+                        for d in hunks.parse(diff).values() for h in d.hunks))
+
+
 def siblings(info: decision.Decision, rel: str, buffer_lines: int) -> list[Finding]:
     """Information on each sibling's lines, from the whole-file decision (``info``)."""
     out: list[Finding] = []

@@ -25,13 +25,14 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from proximity import __version__, gitfiles, gitio, knobs
-from proximity.agents import decision
+from proximity.agents import decision, scratch
 from proximity.ledger.traffic import WAIT_FRESH
 from proximity.lsp import commands, documents, judge, present
 from proximity.lsp.answer import ask, signatures
 from proximity.lsp.documents import Doc, Where
 from proximity.lsp.live import Looker
 from proximity.lsp.transport import Input, Output
+from proximity.model import Range
 from proximity.safetext import text as shown
 
 DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
@@ -136,7 +137,7 @@ class Proximity(LanguageServer):
         last answer moved along the person's keystrokes) and the conflicts of the
         person's own lines (asked each time)."""
         size = text.count("\n") + (0 if text.endswith("\n") else 1)
-        mine = judge.own_lines(text, self.head_text(where))
+        mine = self.own_lines(text, where)
         # the two questions wait on git, not on Python: asked side by side
         edit = self.asker.submit(ask, path, mine, text) if mine else None
         if doc.stale or doc.seen is None:
@@ -151,6 +152,19 @@ class Proximity(LanguageServer):
         # a call the person wrote that the check found unbound is said once, in its words
         judged = {f.lines for f in own if f.evidence == "symbol"}
         return theirs + [c for c in calls if c.lines not in judged] + own
+
+    def own_lines(self, text: str, where: Where) -> tuple[Range, ...] | None:
+        """The person's lines in the buffer, where git's diff from HEAD (and git's merge)
+        places them; Python's difflib, which finds them first, can place a line that
+        repeats its neighbours elsewhere."""
+        head = self.head_text(where)
+        rough = judge.own_lines(text, head)
+        if not rough or head is None:
+            return rough
+        (raw,) = gitio.git_many([(gitio.file_diff_args(
+            scratch.holding(head.encode("utf-8", "surrogateescape")),
+            scratch.holding(text.encode("utf-8", "surrogateescape"))), where.root)])
+        return judge.typed_lines((raw or b"").decode("utf-8", "replace")) or rough
 
     def head_text(self, where: Where) -> str | None:
         """The file as HEAD has it (remembered per HEAD commit)."""
