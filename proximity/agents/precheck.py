@@ -15,7 +15,16 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from proximity import gitio, unsaved
-from proximity.agents import cycles, decision, definitions, filemerge, scratch, standing, theirs
+from proximity.agents import (
+    cycles,
+    decision,
+    definitions,
+    filemerge,
+    placing,
+    scratch,
+    standing,
+    theirs,
+)
 from proximity.agents.edits import Target
 from proximity.agents.kept import (
     BASES,
@@ -214,24 +223,12 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # is diffed against the same file every time
     olds = {(b, p): scratch.holding(data) for (b, p), data in base_blob.items()
             if data is not None and any(t[2] == b and t[3] == p for t in todo)}
-    # an edit whose result the harness gave: its lines where git's diff of the file now and
-    # after, as git's merge, places them (an agent's strings or a Write's difflib can put a
-    # block that repeats its neighbours elsewhere; an editor asks the lines typed)
-    lined = [(i, os.path.join(me.path, t.path)) for i, t in enumerate(targets)
-             if t.result is not None and t.ranges is not None and t.path not in typed]
-    lined = [(i, f) for i, f in lined if os.path.isfile(f)]
+    lining = placing.asked(targets, me.path, typed)  # (an edit's lines as git places them)
     texts = gitio.git_many([(gitio.file_diff_args(
         olds.get((base, p), os.devnull), live if os.path.exists(live) else os.devnull),
-        wpath) for _, wpath, base, p, _rel, live in todo] + [
-        (gitio.file_diff_args(f, scratch.holding(targets[i].result or b"")), me.path)
-        for i, f in lined])
-    texts, after_edit = texts[:len(todo)], texts[len(todo):]
-    targets = list(targets)
-    for (i, _f), raw in zip(lined, after_edit, strict=True):
-        placed = [h.base for d in hunks.parse((raw or b"").decode("utf-8", "replace")).values()
-                  for h in d.hunks]
-        if placed:  # (no answer, or no change: the edit's own lines stand)
-            targets[i] = targets[i]._replace(ranges=tuple(sorted(placed)))
+        wpath) for _, wpath, base, p, _rel, live in todo] + lining.jobs)
+    targets = placing.placed(targets, lining, texts[len(todo):])
+    texts = texts[:len(todo)]
     if len(DIFFS) + len(todo) > DIFF_ENTRIES:
         DIFFS.clear()
     for (key, wpath, base, p, rel, live), raw, ck in zip(todo, texts, keys, strict=True):
