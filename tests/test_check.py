@@ -422,6 +422,77 @@ def test_deleting_the_lines_above_a_siblings_insertion_is_a_conflict(pair):
     assert merged.returncode == 1, merged.stdout
 
 
+def test_an_insertion_one_line_above_a_siblings_change_is_traffic_not_a_conflict(pair):
+    """a adds a line after line 5, b changed line 7: line 6 lies between, and git's merge
+    is clean. The insertion is the place between lines 5 and 6, not line 6 itself."""
+    sp, a, b = pair
+    sp.write(b, "app.txt", APP.replace("line 7\n", "line 7 by b\n"))
+    out = hook(a, "claude", event(a, "Edit", {
+        "file_path": str(a / "app.txt"), "old_string": "line 5\n",
+        "new_string": "line 5\nnew by a\n"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "ask", out
+    assert "1 unchanged line" in out["hookSpecificOutput"]["permissionDecisionReason"], out
+    sp.write(a, "app.txt", APP.replace("line 5\n", "line 5\nnew by a\n"))
+    sp.commit(a, "a inserts")
+    sp.commit(b, "b edits")
+    merged = git(a, "merge-tree", "--write-tree", "--name-only", "feat/a", "feat/b",
+                 check=False)
+    assert merged.returncode == 0, merged.stdout
+    # right above b's line it is one
+    out = hook(a, "claude", event(a, "Edit", {
+        "file_path": str(a / "app.txt"), "old_string": "line 6\n",
+        "new_string": "line 6\nnew by a\n"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny", out
+
+
+def test_a_siblings_fifo_or_device_is_read_as_gone_and_never_waited_on(pair, tmp_path):
+    """A sibling's tracked file replaced by a FIFO (or a link to a device) has no content
+    git would read, and reading it waits for ever (or never ends): the check answers at
+    once, judging the file as gone there."""
+    _sp, a, b = pair
+    os.remove(b / "app.txt")
+    os.mkfifo(b / "app.txt")
+    (b / "other.txt").unlink(missing_ok=True)
+    os.symlink("/dev/zero", b / "other.txt")
+    for spec in ("app.txt:10", "other.txt:1"):
+        proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--json", spec],
+                              cwd=a, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PROXIMITY_SERVICE": "0"})
+        assert proc.returncode in (0, 1), proc.stderr
+        assert json.loads(proc.stdout)["decision"] in ("allow", "ask", "deny")
+
+
+def test_a_sibling_directory_linked_out_of_its_worktree_is_never_read(pair, tmp_path):
+    """b moves app.txt into d/ and makes d a link to a directory outside any worktree:
+    git never follows a link to a directory, and what is there is not shown."""
+    _sp, a, b = pair
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.txt").write_text(APP.replace("line 10\n", "SECRET FROM OUTSIDE\n"))
+    os.mkdir(b / "d")
+    git(b, "mv", "app.txt", "d/app.txt")
+    os.remove(b / "d" / "app.txt")
+    os.rmdir(b / "d")
+    os.symlink(outside, b / "d")
+    out = hook(a, "claude", event(a, "Edit", {
+        "file_path": str(a / "app.txt"), "old_string": "line 10\n",
+        "new_string": "line 10 by a\n"}))
+    assert "SECRET" not in json.dumps(out), out
+
+
+def test_an_edit_of_a_crlf_file_given_with_lf_ends_is_placed_on_its_lines(space):
+    """A harness that read a CRLF file with LF ends gives the edit's result with them: that
+    is no change of every line. a's edit of line 5 is far from b's line 20."""
+    crlf = "".join(f"line {i}\r\n" for i in range(1, 31))
+    sp = space({"win.txt": crlf})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "win.txt", crlf.replace("line 20\r\n", "line 20 by b\r\n"))
+    out = hook(a, "claude", event(a, "Edit", {
+        "file_path": str(a / "win.txt"), "old_string": "line 5\n",
+        "new_string": "line 5 by a\n"}))
+    assert out.get("hookSpecificOutput", {}).get("permissionDecision") != "deny", out
+
+
 # -- messages carry the other side's hunk --------------------------------------------------
 def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
     sp = space({"f.txt": lines(30)})
@@ -1143,6 +1214,7 @@ def test_traffic_next_to_a_sibling_that_waits_on_you_is_yours_to_go_on_with(spac
     (c,) = after["conflicts"]
     assert after["decision"] == "ask" and c["right_of_way"], after
     assert "'b' waits on your work: you go on" in c["detail"]
+    assert "'b' waits on your work: you go on" in after["reason"]  # what an agent reads
 
 
 def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):

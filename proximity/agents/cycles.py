@@ -82,9 +82,10 @@ def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decis
     waiting = {w for w, held in standing if held == me and w in near}
     if not waiting:
         return d
-    return d._replace(conflicts=tuple(
-        c._replace(right_of_way=True, detail=f"{c.detail} ('{text(c.agent)}' waits on your "
-                   "work: you go on, they steer)")
+    why = {w: f" ('{text(w)}' waits on your work: you go on, they steer)" for w in waiting}
+    top = d.conflicts[0].agent  # (the reason is its words: an agent reads them there)
+    return d._replace(reason=d.reason + why.get(top, ""), conflicts=tuple(
+        c._replace(right_of_way=True, detail=c.detail + why[c.agent])
         if c.agent in waiting and c.level == decision.TA and not c.right_of_way else c
         for c in d.conflicts))
 

@@ -20,6 +20,17 @@ from proximity.model import Range
 PLACED: dict[tuple[bytes, bytes], tuple[Range, ...]] = {}
 
 
+def outside(root: str, live: str, rel: str) -> bool:
+    """Whether a worktree's file at ``rel`` lies through a linked directory outside the
+    worktree: git never follows a link to a directory, and what is there is not the
+    worktree's to show (an editor's buffer, read in its place, is not asked)."""
+    if live != os.path.join(root, rel) or "/" not in rel:
+        return False
+    top = os.path.realpath(root)
+    where = os.path.realpath(os.path.dirname(live))
+    return where != top and not where.startswith(top + os.sep)
+
+
 class Asked(NamedTuple):
     known: dict[int, tuple[Range, ...]]  # target index -> its lines (kept)
     asked: list[tuple[int, tuple[bytes, bytes]]]  # target index, key: one git job each
@@ -42,7 +53,10 @@ def asked(targets: Sequence[Target], root: str, typed: Collection[str]) -> Asked
             known[i] = PLACED[key]
             continue
         out.append((i, key))
-        jobs.append((gitio.file_diff_args(scratch.holding(now), scratch.holding(t.result)),
+        # line ends aside: a harness may give a CRLF file's result with LF ends (it read
+        # the file with them), which is no change of every line
+        now, result = now.replace(b"\r\n", b"\n"), t.result.replace(b"\r\n", b"\n")
+        jobs.append((gitio.file_diff_args(scratch.holding(now), scratch.holding(result)),
                      root))
     return Asked(known, out, jobs)
 

@@ -109,9 +109,21 @@ def _tidy(d: str) -> None:
 
 
 def read_bytes(path: str) -> bytes | None:
-    """A file's bytes; None when it cannot be read."""
+    """A regular file's bytes; None when it cannot be read, or is no regular file: a FIFO
+    or a device (a sibling's, or a link to one) has no content git would read, and reading
+    it could wait for ever or never end."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = -1  # (closed with f)
             return f.read()
     except OSError:
         return None
+    finally:
+        if fd >= 0:
+            os.close(fd)

@@ -148,6 +148,9 @@ def to_base(ranges: Iterable[Range], own: Sequence[Hunk]) -> list[Range]:
     out = []
     for s, e in ranges:
         a, b = where(s, 0), where(max(e, s), 1)
+        if e < s and not any(h.new_lines and h.new_start <= s < h.new_start + h.new_lines
+                             for h in hs):
+            b = a - 1  # an insertion stays the place before its line, not that line
         out.append((a, max(b, a - 1)))
     return out
 
