@@ -154,3 +154,33 @@ def test_one_parser_reads_a_hook_call_for_the_thin_path_and_the_command_line(cap
     with pytest.raises(SystemExit) as stopped:
         main(["hook", "bogus"])
     assert stopped.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+def test_an_in_process_hooks_budget_for_a_busy_ledger_ends_with_it(tmp_path: Path) -> None:
+    """A hook run in process bounds its waits on a busy ledger (about 2 s, so git is never
+    held); a process that goes on after it (a test's, an embedding tool's) waits again as
+    any command does. Found as an intermittent failure: the budget outlived the hook, and a
+    later ledger opened in the same process gave up at once on a lock held for a moment."""
+    from proximity.main import main
+
+    repo = tmp_path / "repo"
+    init_repo(repo, {"a.txt": "a\n"})
+    common = repo / ".git"
+    cwd = os.getcwd()
+    os.chdir(repo)
+    try:
+        assert main(["hook", "post-commit"]) == 0
+    finally:
+        os.chdir(cwd)
+    holder = subprocess.Popen([PY, "-c", HOLD_LEDGER, str(common / "ecm" / "ledger.sqlite3"),
+                               "3.0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        led = ledger.Ledger(str(common / "ecm"), create=False)
+        try:
+            led.db.execute("BEGIN IMMEDIATE")  # waits out the lock
+            led.db.execute("COMMIT")
+        finally:
+            led.close()
+    finally:
+        stop(holder)

@@ -81,11 +81,20 @@ def off_line(stage: str, why: str) -> str:
 
 
 def run(call: HookCall) -> int:
-    """The in-process hook, handed what the thin client (thin.py) read and learnt."""
-    stage = call.stage
+    """The in-process hook, handed what the thin client (thin.py) read and learnt. Its
+    budget for waiting on a busy ledger ends with it: a process that goes on (a test's, an
+    embedding tool's) waits for the ledger again as any command does."""
     if knobs.skip():
         return 0
     ledger.wait_budget(WAIT_BUDGET)
+    try:
+        return _run(call)
+    finally:
+        ledger.wait_budget(None)
+
+
+def _run(call: HookCall) -> int:
+    stage = call.stage
     try:
         ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot",
                                      strict=False)
