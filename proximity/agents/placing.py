@@ -20,17 +20,6 @@ from proximity.model import Range
 PLACED: dict[tuple[bytes, bytes], tuple[Range, ...]] = {}
 
 
-def outside(root: str, live: str, rel: str) -> bool:
-    """Whether a worktree's file at ``rel`` lies through a linked directory outside the
-    worktree: git never follows a link to a directory, and what is there is not the
-    worktree's to show (an editor's buffer, read in its place, is not asked)."""
-    if live != os.path.join(root, rel) or "/" not in rel:
-        return False
-    top = os.path.realpath(root)
-    where = os.path.realpath(os.path.dirname(live))
-    return where != top and not where.startswith(top + os.sep)
-
-
 class Asked(NamedTuple):
     known: dict[int, tuple[Range, ...]]  # target index -> its lines (kept)
     asked: list[tuple[int, tuple[bytes, bytes]]]  # target index, key: one git job each

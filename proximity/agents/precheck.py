@@ -207,7 +207,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 if not key and live != os.path.join(wpath, rel):
                     typed.add(p)  # (its saved file's change is asked too: see Side.typed)
             data = raw = read_bytes(live)
-            if data is None or placing.outside(wpath, live, rel):  # (a FIFO, a device, a
+            if data is None or scratch.outside(wpath, live, rel):  # (a FIFO, a device, a
                 data = raw = None  # directory linked out of the worktree: read as gone)
                 live = lives[key, p] = os.devnull
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:

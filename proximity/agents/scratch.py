@@ -127,3 +127,14 @@ def read_bytes(path: str) -> bytes | None:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def outside(root: str, live: str, rel: str) -> bool:
+    """Whether a worktree's file at ``rel`` lies through a linked directory outside the
+    worktree: git never follows a link to a directory, and what is there is not the
+    worktree's to show (an editor's buffer, read in its place, is not asked)."""
+    if live != os.path.join(root, rel) or "/" not in rel:
+        return False
+    top = os.path.realpath(root)
+    where = os.path.realpath(os.path.dirname(live))
+    return where != top and not where.startswith(top + os.sep)
