@@ -147,10 +147,11 @@ def to_base(ranges: Iterable[Range], own: Sequence[Hunk]) -> list[Range]:
 
     out = []
     for s, e in ranges:
+        # an insertion (e < s) is read as touching the line below it too: one line clear
+        # of another insertion is where git's diff of a trunk that holds several may slide
+        # them together (a swarm of 20 on one changelog: 14 conflicts at landing when it
+        # was read as only the place between)
         a, b = where(s, 0), where(max(e, s), 1)
-        if e < s and not any(h.new_lines and h.new_start <= s < h.new_start + h.new_lines
-                             for h in hs):
-            b = a - 1  # an insertion stays the place before its line, not that line
         out.append((a, max(b, a - 1)))
     return out
 
