@@ -470,6 +470,20 @@ def test_an_edit_of_a_crlf_file_given_with_lf_ends_is_placed_on_its_lines(space)
     assert out.get("hookSpecificOutput", {}).get("permissionDecision") != "deny", out
 
 
+def test_an_edit_of_a_crlf_file_given_with_its_own_ends_is_judged(space):
+    """A harness that gives a CRLF file's strings with their "\r\n" ends edits the file;
+    it was read as "not in the file" (the file was read with its ends made "\n") and let
+    through onto b's line, where git's merge conflicts."""
+    crlf = "".join(f"line {i}\r\n" for i in range(1, 31))
+    sp = space({"win.txt": crlf})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "win.txt", crlf.replace("line 5\r\n", "line 5 by b\r\n"))
+    out = hook(a, "claude", event(a, "Edit", {
+        "file_path": str(a / "win.txt"), "old_string": "line 5\r\n",
+        "new_string": "line 5 by a\r\n"}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny", out
+
+
 # -- messages carry the other side's hunk --------------------------------------------------
 def test_advisory_steer_hold_and_inbox_show_the_other_sides_hunk(space, capsys):
     sp = space({"f.txt": lines(30)})

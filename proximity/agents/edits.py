@@ -51,9 +51,11 @@ def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
     return out or None
 
 
-def read_text(path: str) -> str | None:
+def read_text(path: str, raw: bool = False) -> str | None:
+    """The file as text (its line ends made "\n", as a harness shows them; ``raw``: as
+    they are, for an edit whose strings carry "\r\n")."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace", newline="" if raw else None) as f:
             return f.read()
     except OSError:
         return None
@@ -118,6 +120,10 @@ def edits_of(path: str, edits: Sequence[tuple[str, str, bool]]) -> Edit:
             return Edit(path, None, edits[0][1] if len(edits) == 1 else None)
         return Edit(path, None, None, "the file does not exist")
     got = apply(text, edits)
+    if got.unplaced is not None and any("\r" in old for old, _new, _all in edits):
+        exact = read_text(path, raw=True)  # a CRLF file's edit given with its own ends
+        if exact is not None and apply(exact, edits).unplaced is None:
+            text, got = exact, apply(exact, edits)
     if got.unplaced is not None:
         return Edit(path, None, None, got.unplaced)
     # the result only of a file read as it is (one that is not UTF-8 was read with
