@@ -31,6 +31,13 @@ def run_check(where: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tu
     return rc, json.loads(out)
 
 
+def merge_tree(where: Path, ours: str = "feat/a", theirs: str = "feat/b"
+               ) -> subprocess.CompletedProcess[str]:
+    """git's own merge of two branches, written nowhere: exit 1 and the conflicted paths
+    when it conflicts."""
+    return git(where, "merge-tree", "--write-tree", "--name-only", ours, theirs, check=False)
+
+
 def hook(where: Path, name: str, event: dict) -> dict:  # type: ignore[type-arg]
     """Run the hook as Claude Code does: a process, the event on stdin, JSON on stdout."""
     proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", name],
@@ -93,8 +100,7 @@ def test_lines_are_lined_up_as_gits_merge_lines_them_up(space, capsys):
     sp.write(a, "f.txt", "a\nx\nc\na\nz\n")
     for wt, who in ((a, "a"), (b, "b")):
         sp.commit(wt, who)
-    merged = git(a, "merge-tree", "--write-tree", "--name-only", "feat/a", "feat/b",
-                 check=False)
+    merged = merge_tree(a)
     assert merged.returncode == 1 and "f.txt" in merged.stdout.split("\n")[1:]
 
 
@@ -120,8 +126,7 @@ def test_lines_are_placed_where_gits_merge_places_them(space, capsys):
         edited[line - 1] += "  # a"
         sp.write(a, "ci.yml", "\n".join(edited))
         sp.commit(a, f"a's line {line}")
-        merged = git(a, "merge-tree", "--write-tree", "--name-only", f"edit-{line}", "feat/b",
-                     check=False)
+        merged = merge_tree(a, f"edit-{line}")
         assert (merged.returncode == 1) is conflicts, merged.stdout
 
 
@@ -141,8 +146,7 @@ def test_a_whole_file_write_is_lined_up_as_gits_merge_lines_it_up(space):
     sp.write(a, "setup.cfg", after)
     sp.commit(a, "a writes")
     sp.commit(b, "b edits")
-    merged = git(a, "merge-tree", "--write-tree", "--name-only", "feat/a", "feat/b",
-                 check=False)
+    merged = merge_tree(a)
     assert merged.returncode == 1, merged.stdout
 
 
@@ -417,8 +421,7 @@ def test_deleting_the_lines_above_a_siblings_insertion_is_a_conflict(pair):
     sp.write(a, "app.txt", APP.replace("line 10\nline 11\nline 12\n", ""))
     sp.commit(a, "a deletes")
     sp.commit(b, "b inserts")
-    merged = git(a, "merge-tree", "--write-tree", "--name-only", "feat/a", "feat/b",
-                 check=False)
+    merged = merge_tree(a)
     assert merged.returncode == 1, merged.stdout
 
 
