@@ -122,8 +122,9 @@ def edits_of(path: str, edits: Sequence[tuple[str, str, bool]]) -> Edit:
     got = apply(text, edits)
     if got.unplaced is not None and any("\r" in old for old, _new, _all in edits):
         exact = read_text(path, raw=True)  # a CRLF file's edit given with its own ends
-        if exact is not None and apply(exact, edits).unplaced is None:
-            text, got = exact, apply(exact, edits)
+        again = None if exact is None else apply(exact, edits)
+        if exact is not None and again is not None and again.unplaced is None:
+            text, got = exact, again
     if got.unplaced is not None:
         return Edit(path, None, None, got.unplaced)
     # the result only of a file read as it is (one that is not UTF-8 was read with
