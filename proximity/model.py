@@ -169,6 +169,9 @@ class Facts:
     # the yield graph: agent -> the agents it yields to (standing decisions still at RA,
     # then this scan's own): a new decision never closes a cycle in it
     yields: dict[str, set[str]] = field(default_factory=dict)
+    # a broken wait cycle's orders that stand: (the member gone over, the one that goes
+    # first over it): the first holds right-of-way over it until its work lands
+    orders: set[tuple[str, str]] = field(default_factory=set)
     imports_cache: dict[str, Any] = field(default_factory=dict)
     symbols_cache: dict[str, Any] = field(default_factory=dict)
     pair_cache: dict[str, Any] = field(default_factory=dict)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import git, held_over, lines
 
-from proximity import gitio, unsaved
+from proximity import gitio, layout, unsaved
 from proximity.agents import decision, edits, kept, precheck, scratch, theirs
 from proximity.agents.answer import CheckRequest, answer
 from proximity.agents.harnesses import claude
@@ -1209,6 +1210,77 @@ def test_traffic_next_to_a_sibling_that_waits_on_you_is_yours_to_go_on_with(spac
     assert after["decision"] == "ask" and c["right_of_way"], after
     assert "'b' waits on your work: you go on" in c["detail"]
     assert "'b' waits on your work: you go on" in after["reason"]  # what an agent reads
+
+
+def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp_path,
+                                                                             capsys):
+    """a and b wait on each other; a waited longest and goes first over b's lines in
+    y.txt, and b is told to set them aside until a's work lands. b does (it stops asking:
+    that is how it waits), and writes lines in z.txt. Minutes later a's next edit meets
+    those: the order stands, so a goes first again (b's wait on a is no longer asked, and
+    before, a waited on b while b waited for a to land: a gridlock nobody saw), and b is
+    told of z.txt at once. When a's work lands, the order ends and b is told it landed."""
+    from test_hooks import make_repo
+
+    main_, _remote = make_repo(tmp_path)
+    for f in ("x.txt", "y.txt", "z.txt"):
+        (main_ / f).write_text(lines(10))
+    git(main_, "add", "-A")
+    git(main_, "commit", "-qm", "three files")
+    git(main_, "push", "-q", "origin", "main")
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
+                   capture_output=True)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for wt in (a, b):
+        git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
+    (a / "x.txt").write_text(lines(10).replace("line 5\n", "line 5 by a\n"))
+    (b / "y.txt").write_text(lines(10).replace("line 5\n", "line 5 by b\n"))
+    for wt in (a, b):
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    assert run_check(a, "y.txt:5", capsys=capsys)[1]["decision"] == "deny"
+    assert run_check(b, "x.txt:5", capsys=capsys)[1]["decision"] == "deny"
+    _, first = run_check(a, "y.txt:5", capsys=capsys)
+    assert first["decision"] == "ask" and "cycle of waits" in first["reason"], first
+
+    def told(wt: Path, kind: str) -> list[dict]:  # type: ignore[type-arg]
+        assert main(["inbox", "--json", "-C", str(wt)]) == 0
+        return [m["body"] for m in json.loads(capsys.readouterr().out)["messages"]
+                if m["type"] == kind]
+
+    assert [m["paths"] for m in told(b, "first")] == [["y.txt"]]
+    git(b, "checkout", "-q", "--", "y.txt")  # set aside, as told
+    (b / "z.txt").write_text(lines(10).replace("line 5\n", "line 5 by b\n"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    # two and a half minutes pass: every wait that was asked then is no longer asked
+    ledger = sqlite3.connect(main_ / ".git" / "ecm" / layout.LEDGER)
+    with ledger:
+        for key, value in ledger.execute("SELECT key, value FROM cache WHERE kind='waits'"
+                                         ).fetchall():
+            since, last = json.loads(value)
+            ledger.execute("UPDATE cache SET value=? WHERE kind='waits' AND key=?",
+                           (json.dumps([since - 150, last - 150]), key))
+    ledger.close()
+    capsys.readouterr()
+    _, again = run_check(a, "z.txt:5", capsys=capsys)
+    assert again["decision"] == "ask", again["reason"]
+    assert "'b' was told that you go first" in again["reason"], again["reason"]
+    assert [c["right_of_way"] for c in again["conflicts"] if c["agent"] == "b"] == [True]
+    assert [m["paths"] for m in told(b, "first")] == [["z.txt"]]  # the new file, at once
+    _, gone = run_check(b, "x.txt:5", capsys=capsys)
+    assert gone["decision"] == "deny", gone
+    assert "'a' goes first over your live lines in y.txt, z.txt" in gone["reason"], gone
+    # a's work lands from the main checkout: the order ends, and b is told
+    (a / "z.txt").write_text(lines(10).replace("line 5\n", "line 5 by a\n"))
+    git(a, "commit", "-qam", "a's lines")
+    git(main_, "merge", "-q", "--ff-only", "a")
+    pushed = subprocess.run(["git", "push", "-q", "origin", "main"], cwd=main_,
+                            capture_output=True, text=True, check=False)
+    assert pushed.returncode == 0, pushed.stderr
+    assert [m["from"] for m in told(b, "landed")] == ["a"]
+    capsys.readouterr()
+    _, after = run_check(b, "x.txt:5", capsys=capsys)
+    assert "goes first" not in after["reason"], after["reason"]
 
 
 def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):

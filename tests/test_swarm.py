@@ -189,9 +189,5 @@ def test_a_participant_gone_over_in_a_wait_cycle_reads_the_files_as_the_product_
     assert steer_orders(said) == {"uv.lock": "a3", "src/a b.py": "a3"}
     assert steer_orders(messages.render(steer)) == {}
 
-    class Sent:  # the ledger's side of gone_over: the messages sent to this worktree
-        def messages(self, me: str, limit: int = 50) -> list[dict[str, object]]:
-            return [{"from": "a3", "type": "first", "body": first}]
-
-    denied = "worktree 'a9' changed tox.ini line 3" + gone_over(Sent(), "a5", ["a3"])  # type: ignore[arg-type]
+    denied = "worktree 'a9' changed tox.ini line 3" + gone_over({"a3": first["paths"]})
     assert steer_orders(denied) == {"uv.lock": "a3", "src/a b.py": "a3"}

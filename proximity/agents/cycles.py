@@ -5,6 +5,7 @@ them, are agents/waits.py)."""
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -33,31 +34,52 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         return d
     now = time.time()
     try:
-        try:
-            standing = ledger.waits(now)
-        except LedgerError:
-            standing = {}
-        first = {h for h in denying if waits.goes_first(standing, me, h)}
+        standing, orders = read(ledger, now)
+        # an order given stands: the member gone over waits for that work to land (it
+        # stopped asking), so the first goes over its lines again, wherever they meet
+        # next, and the two never trade places
+        again = {h for h in denying if (h, me) in orders}
+        first = again | {h for h in denying if (me, h) not in orders
+                         and waits.goes_first(standing, me, h)}
         if first:
             d = decision.decide(sides, policy, behind, {
                 **{h: f"you wait on '{text(h)}' in a cycle of waits that comes back to you, "
                    "and you waited longest: you go first, they steer"
-                   for h in first}, **ahead})
+                   for h in first - again},
+                **{h: f"'{text(h)}' was told that you go first (a cycle of waits broken "
+                   "before): you go first, they steer" for h in again}, **ahead})
         if d.decision == decision.DENY:
             with contextlib.suppress(LedgerError):
                 ledger.wait(me, {c.agent for c in d.conflicts if c.level == decision.RA}, now)
             # a member of a wait cycle this worktree stands in that goes first over its
-            # lines (in a longer cycle, not the holder denying it here): said in the deny,
-            # with the files where it goes over them once it said so
-            ahead_of_me = sorted({w for w, held in standing if held == me
-                                  and waits.goes_first(standing, w, me)})
+            # lines (in a longer cycle, not the holder denying it here, or by an order that
+            # stands): said in the deny, with the files where it goes over them
+            ahead_of_me = {w for w, held in standing if held == me
+                           and (me, w) not in orders and waits.goes_first(standing, w, me)}
+            ahead_of_me |= {f for g, f in orders if g == me}
             if ahead_of_me:
-                d = d._replace(reason=d.reason + gone_over(ledger, me, ahead_of_me))
+                d = d._replace(reason=d.reason + gone_over(
+                    {f: orders.get((me, f), ()) for f in sorted(ahead_of_me)}))
         else:
-            told_first(ledger, me, first, d)
+            told_first(ledger, me, first, d, now)
     finally:
         ledger.close()
     return d
+
+
+def read(ledger: Ledger, now: float) -> tuple[waits.Waits, dict[tuple[str, str],
+                                                                tuple[str, ...]]]:
+    """The waits that stand and the orders that do (an unreadable ledger: none). A
+    member gone over by an order waits on the first while it stands, as a wait that is
+    never the oldest: it stays in the cycles it closes, and never goes first by them."""
+    try:
+        standing = dict(ledger.waits(now))
+        orders = ledger.orders(now)
+    except LedgerError:
+        return {}, {}
+    for edge in orders:
+        standing[edge] = math.inf
+    return standing, orders
 
 
 def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decision:
@@ -74,9 +96,7 @@ def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decis
     except LedgerError:
         return d
     try:
-        standing = ledger.waits(time.time())
-    except LedgerError:
-        standing = {}
+        standing, _ = read(ledger, time.time())
     finally:
         ledger.close()
     waiting = {w for w, held in standing if held == me and w in near}
@@ -93,18 +113,12 @@ def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decis
 FIRST_COOLDOWN = 300.0  # seconds between two "goes first" messages of one pair
 
 
-def gone_over(ledger: Ledger, me: str, first: Sequence[str]) -> str:
-    """The words a deny adds for the holders that go first in a wait cycle with this
-    worktree: the files where each goes over its live lines (their GOES FIRST message,
-    read, not taken), and what to do."""
-    try:
-        sent = [m for m in ledger.messages(me, limit=200) if m["type"] == "first"]
-    except LedgerError:
-        sent = []
+def gone_over(first: Mapping[str, Sequence[str]]) -> str:
+    """The words a deny adds for the members that go first over this worktree's lines
+    in a wait cycle (``first``: each, with the files where it does, as its order and its
+    GOES FIRST message name them), and what to do."""
     parts = []
-    for h in first:
-        paths: list[str] = next((list(m["body"].get("paths", [])) for m in sent
-                                 if m["from"] == h), [])
+    for h, paths in first.items():
         where = (f" over your live lines in {', '.join(text(p, 300) for p in paths[:8])}"
                  if paths else "")
         parts.append(f"'{text(h)}' goes first{where}: you and they wait on each other's work, "
@@ -113,17 +127,20 @@ def gone_over(ledger: Ledger, me: str, first: Sequence[str]) -> str:
     return ". " + "; ".join(parts) + f". {advice}; until then this stays denied"
 
 
-def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Decision
-               ) -> None:
-    """Each member of a wait cycle this worktree goes first in is told so, with the files
-    where it goes over their live lines: they steer (set an uncommitted change there aside
-    and redo it once this work has landed), or resolve it when they rebase. Advice, like
-    every message: a ledger that cannot be written leaves the answer as it is."""
+def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Decision,
+               now: float) -> None:
+    """Each member of a wait cycle this worktree goes first in is given the order, with
+    the files where it goes over their live lines, and told so: they steer (set an
+    uncommitted change there aside and redo it once this work has landed), or resolve it
+    when they rebase. A file not named before is told at once; the same files again, once
+    in FIRST_COOLDOWN. Advice, like every message: a ledger that cannot be written leaves
+    the answer as it is."""
     for h in sorted(first):
         paths = sorted({c.path for c in d.conflicts if c.agent == h and c.right_of_way})
         if not paths:
             continue
         with contextlib.suppress(LedgerError):
+            new = ledger.order(h, me, paths, now)
             ledger.post(h, me, "first", {"type": "first", "from": text(me), "to": text(h),
                                          "paths": [text(p, 300) for p in paths[:8]]},
-                        0.0, FIRST_COOLDOWN, 1.0)
+                        0.0, 0.0 if new else FIRST_COOLDOWN, 1.0)

@@ -6,6 +6,7 @@ this module loads the scan engine, so the snapshot stages never import it."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -126,8 +127,8 @@ def warm_up(ctx: workspace.Context) -> None:
 def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[Scan]
            ) -> list[dict[str, object]]:
     """Tell every worktree that yields to a line of work this push lands (the standing
-    advice, or this judging's) that it lands: the yield ends once they rebase onto it.
-    Returns the messages posted."""
+    advice, this judging's, or a wait cycle's order, which ends here) that it lands: the
+    yield ends once they rebase onto it. Returns the messages posted."""
     if ctx.ledger is None:
         return []
     try:
@@ -139,6 +140,9 @@ def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[S
         waiting = {told for told, holder, _ in standing if holder == line.id}
         waiting |= {p.yielding for r in scans for p in r.involving(line.id)
                     if p.advisory == "resolution" and p.yielding and p.yielding != line.id}
+        # the members a wait cycle's order told to wait for this work (agents/cycles.py)
+        with contextlib.suppress(LedgerError):
+            waiting |= set(ctx.ledger.end_orders(line.id))
         for y in sorted(waiting - {line.id, ctx.here}):
             msg: dict[str, object] = {
                 "type": "landed", "from": line.id, "to": y, "branch": line.branch,

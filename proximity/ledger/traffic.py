@@ -13,6 +13,10 @@ from proximity.ledger.events import Events
 # a wait on a holder stands while the waiter asks again and is denied within this many
 # seconds (an agent retries within one; one that stopped asking waits on nobody)
 WAIT_FRESH = 120.0
+# a wait cycle's order (who went first over whose live lines) stands this long after it was
+# last given, unless the first member's work lands before: the member gone over was told to
+# wait for that landing, and not asking meanwhile is how it waits
+ORDER_STANDS = 3600.0
 
 
 class Traffic(Events):
@@ -85,6 +89,54 @@ class Traffic(Events):
             if tab and now - last <= WAIT_FRESH:
                 out[(waiter, holder)] = since
         return out
+
+    def order(self, gone: str, first: str, paths: Collection[str], now: float
+              ) -> tuple[str, ...]:
+        """A wait cycle was broken: ``first`` goes on over ``gone``'s live lines in
+        ``paths``. The order stands (the files named so far kept, the time given anew), so
+        the two never trade places while ``gone`` waits for that work; returns the paths
+        not named before."""
+        key = f"{gone}\t{first}"
+        with self.tx() as db:
+            row = db.execute("SELECT value FROM cache WHERE kind='first' AND key=?",
+                             (key,)).fetchone()
+            known: list[str] = []
+            since = now
+            try:
+                got = json.loads(row[0]) if row else None
+                if isinstance(got, list) and now - float(got[1]) <= ORDER_STANDS:
+                    known, since = [str(p) for p in got[2]], float(got[0])
+            except (ValueError, TypeError, IndexError):
+                pass
+            new = tuple(sorted(set(paths) - set(known)))
+            db.execute("INSERT OR REPLACE INTO cache VALUES ('first', ?, ?)",
+                       (key, json.dumps([since, now, sorted({*known, *paths})[:64]])))
+        return new
+
+    def orders(self, now: float) -> dict[tuple[str, str], tuple[str, ...]]:
+        """Every wait cycle's order that stands: (the member gone over, the one that goes
+        first over it) -> the files where it does."""
+        out: dict[tuple[str, str], tuple[str, ...]] = {}
+        for key, value in self.db.execute("SELECT key, value FROM cache WHERE kind='first'"):
+            gone, tab, first = str(key).partition("\t")
+            try:
+                got = json.loads(value)
+                last, paths = float(got[1]), tuple(str(p) for p in got[2])
+            except (ValueError, TypeError, IndexError):
+                continue
+            if tab and now - last <= ORDER_STANDS:
+                out[(gone, first)] = paths
+        return out
+
+    def end_orders(self, first: str) -> list[str]:
+        """``first``'s work landed: the orders it went first by end; the members gone over
+        (told to wait for this landing)."""
+        with self.tx() as db:
+            keys = [str(k) for (k,) in db.execute("SELECT key FROM cache WHERE kind='first'")
+                    if str(k).partition("\t")[2] == first]
+            db.executemany("DELETE FROM cache WHERE kind='first' AND key=?",
+                           [(k,) for k in keys])
+        return sorted(k.partition("\t")[0] for k in keys)
 
     def held(self, a: str, b: str) -> tuple[str, int, int] | None:
         """The pair's standing right-of-way decision: (the side told to yield, the ledger

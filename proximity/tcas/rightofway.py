@@ -71,6 +71,17 @@ def standing(pw: Work, a: Agent, b: Agent, base: str | None, yielding: str,
     return told if seq is not None and seq <= since else yielding
 
 
+def ordered(facts: Facts, a: str, b: str, yielding: str) -> str:
+    """The side a broken wait cycle's order went over yields to the one it let go first
+    (agents/cycles.py), whatever else would decide: the pre-edit check let that one go on
+    over its lines, so the push of that work is not blocked by them."""
+    if (a, b) in facts.orders:
+        return a
+    if (b, a) in facts.orders:
+        return b
+    return yielding
+
+
 def in_order(facts: Facts, a: str, b: str, yielding: str) -> str:
     """The pair's decision as one edge of the yield graph, which stays acyclic: when the
     side it would tell to yield already comes first (the other side yields to it, through
