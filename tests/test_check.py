@@ -1212,6 +1212,29 @@ def test_traffic_next_to_a_sibling_that_waits_on_you_is_yours_to_go_on_with(spac
     assert "'b' waits on your work: you go on" in after["reason"]  # what an agent reads
 
 
+def test_a_sibling_that_made_the_file_a_link_is_a_conflict_as_gits_merge_says(space, capsys):
+    """b replaces app.txt with a link (uncommitted); a's edit of one of its lines would
+    meet git's "distinct types" at merge. The check read the link's target as b's whole
+    new file and placed it "after line 0": allowed."""
+    sp = space({"app.txt": APP, "other.txt": "x\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    (b / "app.txt").unlink()
+    os.symlink("other.txt", b / "app.txt")
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    _, got = run_check(a, "app.txt:5", capsys=capsys)
+    assert got["decision"] == "deny", got["reason"]
+    assert "from a file to a link" in got["reason"], got["reason"]
+    sp.write(a, "app.txt", APP.replace("line 5\n", "line 5 by a\n"))
+    sp.commit(a)
+    sp.commit(b)
+    merged = merge_tree(sp.main, "feat/a", "feat/b")
+    assert merged.returncode == 1 and "distinct types" in merged.stdout, merged.stdout
+    # a link a sibling left as it was is not a change: a link of a's own, asked alike
+    _, other = run_check(a, "other.txt:1", capsys=capsys)
+    assert other["decision"] == "allow", other["reason"]
+
+
 def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp_path,
                                                                              capsys):
     """a and b wait on each other; a waited longest and goes first over b's lines in

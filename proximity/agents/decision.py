@@ -141,9 +141,14 @@ def evidence(side: Side) -> list[Conflict]:
         elif theirs is None or side.mine is None:
             hit = list(d.hunks)
             out.append(Conflict(side.agent, side.branch, side.path, tuple(h.base for h in hit),
-                                hunks.excerpt(hit) or "(binary change)", RA, "conflict",
+                                hunks.excerpt(hit) or ("(a file made a link, or a link "
+                                                       "a file)" if d.retyped else
+                                                       "(binary change)"), RA, "conflict",
                                 f"{who} changed {path}"
-                                f"{' (binary)' if theirs is None else ''}; an edit of "
+                                + (" from a file to a link or back: git's merge stops at "
+                                   "'distinct types'" if d.retyped else
+                                   " (binary)" if theirs is None else "")
+                                + f"; an edit of "
                                 f"{_lines(side.requested)} would conflict at merge"))
         else:
             hit = hunks.contested(d, side.mine)

@@ -210,6 +210,13 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             if data is None or scratch.outside(wpath, live, rel):  # (a FIFO, a device, a
                 data = raw = None  # directory linked out of the worktree: read as gone)
                 live = lives[key, p] = os.devnull
+            if key not in ("", SAVED) and live != os.devnull and os.path.islink(live) != \
+                    os.path.islink(os.path.join(me.path, p)):
+                # a file made a link, or a link a file: git's merge stops at "distinct
+                # types" whatever the lines (its diff has no lines of one file to place)
+                diffs.setdefault((key, base), {})[p] = hunks.FileDiff((), binary=True,
+                                                                       retyped=True)
+                continue
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
             if data != base_blob[base, p] and not (

@@ -50,6 +50,7 @@ class FileDiff(NamedTuple):
     binary: bool = False
     new_file: bool = False
     deleted: bool = False
+    retyped: bool = False  # a file made a link or a link a file (git merges no lines there)
 
     @property
     def changed(self) -> bool:
