@@ -879,6 +879,26 @@ def test_right_of_way_covers_the_collision_it_was_given_for_not_the_others_lines
     assert fresh["decision"] == "allow", fresh
 
 
+def test_a_file_holding_a_replacement_character_keeps_the_edits_result(space):
+    """A UTF-8 file may hold U+FFFD itself (click's CHANGES and utils do): it is read as
+    it is, so the edit's result is known and git's merge judges it (the same change as the
+    sibling's: allowed). It was taken for a file that is not UTF-8, read with replacement
+    characters, and judged by the line rule alone: denied. A file that is not UTF-8 still
+    has no result."""
+    text = "title \ufffd\n" + APP
+    sp = space({"app.txt": text, "latin.txt": APP.replace("line 1\n", "caf\xe9\n")})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "app.txt", text.replace("line 12\n", "line 12 = 2.0\n"))
+    path = str(a / "app.txt")
+    same = event(a, "Edit", {"file_path": path, "old_string": "line 12\n",
+                             "new_string": "line 12 = 2.0\n"})
+    why = answer(CheckRequest(str(a), harness="claude", event=json.dumps(same)))
+    assert why.decision == "allow" and "same change" in why.reason, why
+    (a / "latin.txt").write_bytes(APP.replace("line 1\n", "caf\xe9\n").encode("latin-1"))
+    got = edits.edits_of(str(a / "latin.txt"), [("line 12\n", "line 12 = 2.0\n", False)])
+    assert got.ranges == ((12, 12),) and got.result is None, got
+
+
 def test_the_same_change_made_on_both_sides_is_not_a_conflict(pair):
     """Two agents bump the same line to the same text (two branches bumping one dependency):
     git's merge takes the change once, so the edit is allowed; a different change of that

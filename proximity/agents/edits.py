@@ -54,11 +54,26 @@ def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
 def read_text(path: str, raw: bool = False) -> str | None:
     """The file as text (its line ends made "\n", as a harness shows them; ``raw``: as
     they are, for an edit whose strings carry "\r\n")."""
+    got = read_exact(path, raw)
+    return None if got is None else got[0]
+
+
+def read_exact(path: str, raw: bool = False) -> tuple[str, bool] | None:
+    """The file as text, and whether that text is the file's exactly: bytes that are not
+    UTF-8 are read as replacement characters, and a result built from them would not be
+    what the edit writes (a U+FFFD the file itself holds is read as it is)."""
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="" if raw else None) as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError:
         return None
+    try:
+        text, exact = data.decode("utf-8"), True
+    except UnicodeDecodeError:
+        text, exact = data.decode("utf-8", "replace"), False
+    if not raw:  # (Python's universal newlines, as a text read makes them)
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, exact
 
 
 def _kept(old: str, new: str) -> tuple[int, int]:
@@ -114,22 +129,22 @@ def edits_of(path: str, edits: Sequence[tuple[str, str, bool]]) -> Edit:
     replaces, and the file it leaves. A file that does not exist is made by an edit of an
     empty old_string (the whole file); any other edit of it, and one whose text is nowhere
     in the file, the harness refuses itself (``unplaced``)."""
-    text = read_text(path)
-    if text is None:
+    read = read_exact(path)
+    if read is None:
         if edits and not edits[0][0]:
             return Edit(path, None, edits[0][1] if len(edits) == 1 else None)
         return Edit(path, None, None, "the file does not exist")
+    text, exact = read
     got = apply(text, edits)
     if got.unplaced is not None and any("\r" in old for old, _new, _all in edits):
-        exact = read_text(path, raw=True)  # a CRLF file's edit given with its own ends
-        again = None if exact is None else apply(exact, edits)
-        if exact is not None and again is not None and again.unplaced is None:
-            text, got = exact, again
+        crlf = read_text(path, raw=True)  # a CRLF file's edit given with its own ends
+        again = None if crlf is None else apply(crlf, edits)
+        if crlf is not None and again is not None and again.unplaced is None:
+            got = again
     if got.unplaced is not None:
         return Edit(path, None, None, got.unplaced)
-    # the result only of a file read as it is (one that is not UTF-8 was read with
-    # replacement characters: its result would differ from what the edit writes)
-    return Edit(path, got.ranges, got.result if "\ufffd" not in text else None)
+    # the result only of a file read as it is (see read_exact)
+    return Edit(path, got.ranges, got.result if exact else None)
 
 
 def write_of(path: str, content: object) -> list[Edit]:
