@@ -879,6 +879,21 @@ def test_right_of_way_covers_the_collision_it_was_given_for_not_the_others_lines
     assert fresh["decision"] == "allow", fresh
 
 
+def test_a_siblings_gitattributes_never_run_a_filter_configured_here(space, capsys):
+    """A filter this repository configures (its `clean` command) runs where git adds a
+    file of this worktree. A sibling's .gitattributes may name it for its own files: the
+    check reads them as data, and runs nothing they name."""
+    sp = space({"app.txt": APP})
+    mark = sp.root / "filter-ran"
+    git(sp.main, "config", "filter.sq.clean", f"touch '{mark}'; cat")
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, ".gitattributes", "*.txt filter=sq\n")
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 by b\n"))
+    _, got = run_check(a, "app.txt:12", capsys=capsys)
+    assert got["decision"] == "deny", got["reason"]  # (still judged on b's lines)
+    assert not mark.exists()
+
+
 def test_a_file_holding_a_replacement_character_keeps_the_edits_result(space):
     """A UTF-8 file may hold U+FFFD itself (click's CHANGES and utils do): it is read as
     it is, so the edit's result is known and git's merge judges it (the same change as the

@@ -234,9 +234,12 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     olds = {(b, p): scratch.holding(data) for (b, p), data in base_blob.items()
             if data is not None and any(t[2] == b and t[3] == p for t in todo)}
     lining = placing.asked(targets, me.path, typed)  # (an edit's lines as git places them)
+    # each diff runs outside every repository (both paths are absolute): a sibling's
+    # .gitattributes is its data, never a way to run a filter configured here on its files
+    away, env = scratch.away()
     texts = gitio.git_many([(gitio.file_diff_args(
         olds.get((base, p), os.devnull), live if os.path.exists(live) else os.devnull),
-        wpath) for _, wpath, base, p, _rel, live in todo] + lining.jobs)
+        away) for *_, base, p, _rel, live in todo] + lining.jobs, env=env)
     targets = placing.placed(targets, lining, texts[len(todo):])
     texts = texts[:len(todo)]
     if len(DIFFS) + len(todo) > DIFF_ENTRIES:

@@ -45,6 +45,14 @@ def directory() -> str:
         return _DIR[0]
 
 
+def away() -> tuple[str, dict[str, str]]:
+    """A directory outside every repository to run git in (this process's scratch
+    directory, with git's search for a repository stopped above it), and the environment
+    that stops it."""
+    d = directory()
+    return d, {"GIT_CEILING_DIRECTORIES": os.path.dirname(d)}
+
+
 def holding(data: bytes) -> str:
     """A file whose content is ``data`` (named by it: written once, then found)."""
     with _LOCK:  # (never removed as stale between being found and being used)
