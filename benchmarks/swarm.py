@@ -31,8 +31,12 @@ it never approves) and ask edit (asks are counted); a deny steers the participan
 another pending edit of its own, and when none is allowed it waits (a waiting step),
 asking again every ``--reask`` steps (the advice may turn its way, another of its edits
 come free), until the holder named in the deny has landed, then rebases onto the new
-trunk. A commit's edits done, it commits through the real hooks (a person: several planned
-commits at once). All its commits made, it lands in finishing order, ``--land-from``:
+trunk. Told that a wait cycle's first member goes over its live lines (GOES FIRST: its
+inbox, what its hooks hand it, its deny), it sets its uncommitted change of the files
+named aside and redoes it once that work has landed (``--ignore-goes-first``: it does not,
+as in the runs before that was the default). A commit's edits done, it commits through
+the real hooks (a person: several planned commits at once). All its commits made, it
+lands in finishing order, ``--land-from``:
 
 * ``own``: from its own worktree: ``check --merge origin/main`` (proximity), fetch, rebase
   onto the trunk, push to the remote's ``main`` through the real pre-push guard;
@@ -195,7 +199,7 @@ class Rules:
     verify: str | None = None  # CMD run on the trunk after each landing
     reask: int = 2  # a waiting participant asks again every this many steps
     # participants gone over in a wait cycle set their change there aside (GOES FIRST)
-    follow_first: bool = False
+    follow_first: bool = True
 
 
 class Swarm:
@@ -964,9 +968,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="a waiting participant asks again every this many steps")
     ap.add_argument("--max-steps", type=int, default=400)
     ap.add_argument("--no-post", action="store_true", help="skip the PostToolUse hook")
-    ap.add_argument("--follow-goes-first", action="store_true",
+    ap.add_argument("--follow-goes-first", dest="follow_goes_first", action="store_true",
+                    default=True,
                     help="a participant gone over in a wait cycle sets its uncommitted change "
-                    "of the files named aside until the first member lands (GOES FIRST)")
+                    "of the files named aside until the first member lands, as its GOES "
+                    "FIRST says (the default)")
+    ap.add_argument("--ignore-goes-first", dest="follow_goes_first", action="store_false",
+                    help="participants ignore GOES FIRST (the runs before the default changed)")
     ap.add_argument("--no-sync", action="store_true",
                     help="coordinated participants do not rebase when the trunk moved")
     ap.add_argument("--keep", help="keep the repositories under this directory")
@@ -1026,6 +1034,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             t = s.run(args.max_steps)
             results.append(report(t, a, {"repository": git_dir, "seed": args.seed,
                                          "contention": args.contention,
+                                         "follow_goes_first": args.follow_goes_first,
                                          "verify": args.verify or "compile"}))
             print(f"{policy:13} landed {t.landed}/{t.agents} conflicts {t.conflicts_at_landing}"
                   f" broken {t.broken_at_landing} waiting {t.waiting_steps} makespan "
