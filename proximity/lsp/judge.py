@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from proximity.agents import decision, definitions
-from proximity.agents.edits import written_lines
+from proximity.agents.edits import WRITE_DIFF_LINES, written_lines
 from proximity.analysis import hunks, intervals
 from proximity.model import Range
 from proximity.safetext import text as shown
@@ -37,6 +37,11 @@ def own_lines(buffer: str, head: str | None) -> tuple[Range, ...] | None:
     """The buffer's lines that differ from HEAD's file: the person's live work in it
     (saved or not, uncommitted). () when none; None: too large to diff (the whole file)."""
     return written_lines(buffer, head or "")
+
+
+def too_large(buffer: str, head: str) -> bool:
+    """Whether the two are too large to diff here (the whole file is the person's then)."""
+    return buffer.count("\n") + head.count("\n") > WRITE_DIFF_LINES
 
 
 def typed_lines(diff: str) -> tuple[Range, ...]:

@@ -155,16 +155,19 @@ class Proximity(LanguageServer):
 
     def own_lines(self, text: str, where: Where) -> tuple[Range, ...] | None:
         """The person's lines in the buffer, where git's diff from HEAD (and git's merge)
-        places them; Python's difflib, which finds them first, can place a line that
-        repeats its neighbours elsewhere."""
+        places them (Python's difflib can place a line that repeats its neighbours
+        elsewhere: it answers only where git cannot)."""
         head = self.head_text(where)
-        rough = judge.own_lines(text, head)
-        if not rough or head is None:
-            return rough
+        if text == head:
+            return ()
+        if head is None or judge.too_large(text, head):
+            return judge.own_lines(text, head)  # (no file at HEAD: all of it; too large: None)
         (raw,) = gitio.git_many([(gitio.file_diff_args(
             scratch.holding(head.encode("utf-8", "surrogateescape")),
             scratch.holding(text.encode("utf-8", "surrogateescape"))), where.root)])
-        return judge.typed_lines((raw or b"").decode("utf-8", "replace")) or rough
+        if raw is None:
+            return judge.own_lines(text, head)
+        return judge.typed_lines(raw.decode("utf-8", "replace"))
 
     def head_text(self, where: Where) -> str | None:
         """The file as HEAD has it (remembered per HEAD commit)."""
