@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from proximity import gitio
@@ -26,15 +26,18 @@ class Asked(NamedTuple):
     jobs: list[tuple[list[str], str]]  # git diff --no-index of the file now and after
 
 
-def asked(targets: Sequence[Target], root: str, typed: Collection[str]) -> Asked:
+def asked(targets: Sequence[Target], root: str, typed: Collection[str],
+          read: Mapping[str, bytes | None]) -> Asked:
     """The git jobs that place the targets whose result is known (an editor's buffer is
-    left out: it asks the lines typed, as the editor says)."""
+    left out: it asks the lines typed, as the editor says). ``read``: files the caller
+    read already, by path (the rest is read here)."""
     known: dict[int, tuple[Range, ...]] = {}
     out, jobs = [], []
     for i, t in enumerate(targets):
         if t.result is None or t.ranges is None or t.path in typed:
             continue
-        now = scratch.read_bytes(os.path.join(root, t.path))
+        path = os.path.join(root, t.path)
+        now = read[path] if path in read else scratch.read_bytes(path)
         if now is None:
             continue
         key = (hashlib.sha1(now).digest(), hashlib.sha1(t.result).digest())

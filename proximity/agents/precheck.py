@@ -195,6 +195,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # a person's unsaved editor buffer is that worktree's live file: read in its place
     buffers = unsaved.listing(repo.ecm_dir)
     typed: set[str] = set()  # requested paths this worktree holds in an unsaved buffer
+    read: dict[str, bytes | None] = {}  # the files read, by path
     for key, wpath, base in sides + [(SAVED, me.path, b or None) for b in distinct]:
         for p in paths:
             if key == SAVED and p not in typed:
@@ -206,7 +207,9 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 live = lives[key, p] = unsaved.live(buffers, key or me.id, rel, live) or live
                 if not key and live != os.path.join(wpath, rel):
                     typed.add(p)  # (its saved file's change is asked too: see Side.typed)
-            data = raw = read_bytes(live)
+            if live not in read:  # (this worktree's file: once, whatever the bases)
+                read[live] = read_bytes(live)
+            data = raw = read[live]
             if data is None or scratch.outside(wpath, live, rel):  # (a FIFO, a device, a
                 data = raw = None  # directory linked out of the worktree: read as gone)
                 live = lives[key, p] = os.devnull
@@ -233,7 +236,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # is diffed against the same file every time
     olds = {(b, p): scratch.holding(data) for (b, p), data in base_blob.items()
             if data is not None and any(t[2] == b and t[3] == p for t in todo)}
-    lining = placing.asked(targets, me.path, typed)  # (an edit's lines as git places them)
+    lining = placing.asked(targets, me.path, typed, read)  # (lines as git places them)
     # each diff runs outside every repository (both paths are absolute): a sibling's
     # .gitattributes is its data, never a way to run a filter configured here on its files
     away, env = scratch.away()
