@@ -125,6 +125,23 @@ def test_a_stopped_service_costs_one_hook_its_budget_then_is_replaced(repo):
         assert heads.count(sha) == 1, (n, heads)
 
 
+def test_doctor_says_a_service_that_does_not_answer_is_not_well(repo, capsys):
+    """A service that holds the repository's lock but answers nothing (stopped here with
+    SIGSTOP; a wedged one looks the same) was reported "running": doctor says it did not
+    answer, and what the next hook does about it."""
+    from proximity.main import main
+
+    common, old = stopped_service(repo)
+    try:
+        main(["doctor", "--json", "-C", str(repo)])
+        said = json.loads(capsys.readouterr().out)
+    finally:
+        os.kill(old, signal.SIGCONT)
+        service_cmd.stop(common)
+    (svc,) = [c for c in said["checks"] if c["check"] == "service"]
+    assert svc["status"] == "warn" and "did not answer" in svc["detail"], svc
+
+
 def test_a_stopped_service_costs_one_check_its_budget_then_is_replaced(repo):
     """The pre-edit check, not only a hook, replaces a stopped service: one check waits
     its budget and answers in process; the service it leaves is a new one, and the next

@@ -164,6 +164,14 @@ def service_checks(common: str) -> list[dict[str, str]]:
     if st["running"] and isinstance(status, dict) and status.get("error"):
         return [{"check": "service", "status": "warn",
                  "detail": f"running at {st['socket']}, but: {status['error']}"}]
+    if st["running"] and status is None:
+        # it holds the lock but did not answer (stopped, wedged, or swamped): the next
+        # hook waits its budget once and replaces it; meanwhile hooks judge in process
+        return [{"check": "service", "status": "warn",
+                 "detail": f"running at {st['socket']}, but it did not answer a status "
+                           "question within 1 s (stopped, wedged or swamped); the next hook "
+                           "replaces it after waiting its budget once (`proximity service "
+                           "stop` now avoids that wait)"}]
     if st["running"]:
         return [{"check": "service", "status": "ok", "detail": f"running at {st['socket']}"}]
     if st["stale_socket"]:
