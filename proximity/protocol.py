@@ -68,8 +68,9 @@ if TYPE_CHECKING:
         index: str | None  # the index a commit is being made from
         allow: NotRequired[bool]  # PROXIMITY_ALLOW=1
         unstash: NotRequired[str | None]  # the host's patch of stashed edits (stash.py)
-        # guard: (ref, commit, the remote's commit it replaces: zeros for a new ref) pushed
-        pushed: NotRequired[list[tuple[str, str, str]] | None]
+        # guard: (ref, commit, the remote's commit it replaces: zeros for a new ref, the
+        # remote's ref: "" when not known) pushed
+        pushed: NotRequired[list[tuple[str, str, str, str]] | None]
         cookie: NotRequired[str]  # the hook script's sync cookie
         later: NotRequired[bool]  # the service's own: nobody waits for the lines
         synced: NotRequired[bool]  # the service's own: its watcher had caught up

@@ -102,7 +102,7 @@ def _hook(call: inputs.HookCall) -> int | inputs.HookCall:
 
 
 def hook_request(stage: str, agent: str, kind: str,
-                 pushed: list[tuple[str, str, str]] | None) -> HookRequest:
+                 pushed: list[tuple[str, str, str, str]] | None) -> HookRequest:
     """The service's one request for a hook (op ``hook``), from the hook's stage, worktree,
     event kind and pushed refs, and what its environment carries: the index being
     committed, PROXIMITY_ALLOW, the host's stashed edits, the hook script's sync cookie.

@@ -32,12 +32,12 @@ def test_pushed_refs_reads_what_the_push_carries():
             f"refs/tags/v1 {a} refs/tags/v1 {z}\n"  # a tag: no work to judge
             f"(delete) {z} refs/heads/old {b}\n"  # a deletion
             f"refs/heads/y {b} refs/heads/y {b}\n")  # the remote has it already
-    assert pushed_refs(text, {}) == [("refs/heads/x", a, z)]
+    assert pushed_refs(text, {}) == [("refs/heads/x", a, z, "refs/heads/x")]
     assert pushed_refs(None, {}) is None
     assert pushed_refs("", {}) == []  # git's hook of a push that updates nothing
     env = {"PRE_COMMIT_TO_REF": a, "PRE_COMMIT_FROM_REF": z,
            "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/x"}
-    assert pushed_refs(None, env) == [("refs/heads/x", a, z)]
+    assert pushed_refs(None, env) == [("refs/heads/x", a, z, "")]  # (no remote branch named)
 
 
 def test_a_hosts_push_down_to_a_root_commit_is_read_from_git(tmp_path, monkeypatch):
@@ -49,7 +49,7 @@ def test_a_hosts_push_down_to_a_root_commit_is_read_from_git(tmp_path, monkeypat
     branch = git(repo, "symbolic-ref", "HEAD").stdout.strip()
     monkeypatch.chdir(repo)
     env = {"PRE_COMMIT_LOCAL_BRANCH": branch, "PRE_COMMIT_REMOTE_BRANCH": branch}
-    assert pushed_refs(None, env) == [(branch, head, "0" * 40)]  # a new ref: zeros
+    assert pushed_refs(None, env) == [(branch, head, "0" * 40, branch)]  # a new ref: zeros
     for name in ("refs/heads/none", "--all"):
         assert pushed_refs(None, {**env, "PRE_COMMIT_LOCAL_BRANCH": name}) is None
 

@@ -203,6 +203,27 @@ def test_the_yielding_side_is_told_the_work_landed_and_clears_once_rebased(tmp_p
     assert "LANDING" not in ok.stderr  # told once
 
 
+def test_the_holder_pushing_its_work_onto_the_trunk_itself_lands_it(tmp_path):
+    """x pushes its own branch onto the remote's main (`git push origin x:main`), the
+    branch the main checkout holds: that lands x's work as the main checkout's push of it
+    does, so y (told to yield to x) is told, and clears once rebased. It was judged as a
+    push of branch x: nobody was told."""
+    main, x, y = held(tmp_path)
+    landed = run(x, "git", "push", "origin", "x:main")
+    assert landed.returncode == 0, landed.stderr
+    blocked = run(y, "git", "push", "origin", "y")
+    assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
+    assert "LANDING: 'x''s work (branch x) is being pushed as main from 'x'" \
+        in blocked.stderr, blocked.stderr
+    r = run(y, "git", "pull", "-q", "--rebase", "-X", "ours", "origin", "main")
+    assert r.returncode == 0, r.stderr
+    ok = run(y, "git", "push", "origin", "y")
+    assert ok.returncode == 0, ok.stderr
+    # a push of x's branch under its own name lands nothing
+    again = run(x, "git", "push", "origin", "x")
+    assert again.returncode == 0 and "LANDING" not in again.stderr, again.stderr
+
+
 def test_the_resident_service_lands_the_holders_work_alike(tmp_path, monkeypatch):
     """The same landing through the resident service (the thin client hands it the pushed
     refs with the remote's commits): the holder's work lands from the main checkout, the

@@ -7,7 +7,7 @@ this module loads the scan engine, so the snapshot stages never import it."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,7 @@ class Verdict:
 
 
 def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
-          pushed: list[tuple[str, str, str]] | None, agents_of: AgentsOf,
+          pushed: Sequence[tuple[str, str, str, str]] | None, agents_of: AgentsOf,
           in_hook: bool = True, record: bool = True, unstash: str | None = None,
           rid: str | None = None) -> Verdict:
     """Record this worktree, scan its pairs (each pushed commit standing in for the lines
@@ -71,15 +71,20 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     lands: list[tuple[Agent, str]] = []  # (a worktree whose work lands, the ref it lands as)
     if me is not None and pushed is not None:
         runs = []
-        for ref, sha, old in pushed:
+        for ref, sha, old, to in pushed:
             if brings_nothing(ctx, sha, old):
                 continue
             holder = owner(agents, ref)
+            # pushed onto a branch another local checkout holds (`git push origin a:main`
+            # from a): its work lands there, as when that checkout merges and pushes it
+            onto = owner(agents, to) if to and to != ref else None
             for line in whose_work(ctx, agents, me, ref, sha, old):
                 runs.append((line.id, [pushed_state(ctx, line, ref, sha)
                                        if a.id == line.id else a for a in agents]))
                 if holder is not None and line.id != holder.id:
                     lands.append((line, ref))
+                elif onto is not None and line.id != onto.id:
+                    lands.append((line, to))
         if not runs:
             return Verdict(nothing=True, notes=tuple(notes))
     results = [(who, pipeline.run_scan(ctx, focus=who, agents=run, retired=retired,

@@ -122,9 +122,9 @@ def index_override() -> str | None:
 
 
 def pushed_refs(stdin_text: str | None, env: dict[str, str]
-                ) -> list[tuple[str, str, str]] | None:
+                ) -> list[tuple[str, str, str, str]] | None:
     """What a push carries: (local ref, local commit, the remote's commit it replaces --
-    zeros for a new ref) of every update that brings commits.
+    zeros for a new ref --, the remote's ref) of every update that brings commits.
 
     pre-push gets ``<local ref> <local sha> <remote ref> <remote sha>`` lines on stdin; the
     pre-commit framework and prek pass one of them as PRE_COMMIT_LOCAL_BRANCH /
@@ -151,12 +151,12 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]
     for parts in lines:
         if len(parts) != 4:
             continue
-        local_ref, local_sha, _remote_ref, remote_sha = parts
+        local_ref, local_sha, remote_ref, remote_sha = parts
         if set(local_sha) == {"0"} or local_ref.startswith("refs/tags/"):
             continue
         if local_sha == remote_sha:
             continue
-        out.append((local_ref, local_sha, remote_sha))
+        out.append((local_ref, local_sha, remote_sha, remote_ref))
     return out
 
 

@@ -43,8 +43,9 @@ class Stage(NamedTuple):
     stage: str  # snapshot, warn or guard
     kind: str  # the ledger event it records (inputs.kind_of)
     index_file: str | None = None  # the index a commit is being made from
-    # guard: (ref, commit, the remote's commit there before: zeros for a new ref) pushed
-    pushed: tuple[tuple[str, str, str], ...] | None = None
+    # guard: (ref, commit, the remote's commit there before: zeros for a new ref, the
+    # remote's ref) pushed
+    pushed: tuple[tuple[str, str, str, str], ...] | None = None
     allow: bool = False  # PROXIMITY_ALLOW=1
     unstash: str | None = None  # the hook host's patch of stashed edits (stash.py)
     rid: str | None = None  # the request id the event is recorded under
@@ -56,7 +57,7 @@ class Stage(NamedTuple):
         pushed = msg.get("pushed") if msg["stage"] == "guard" else None
         return cls(msg["stage"], msg["kind"],
                    index_file=msg.get("index") if msg["stage"] != "guard" else None,
-                   pushed=tuple((ref, sha, old) for ref, sha, old in pushed)
+                   pushed=tuple((ref, sha, old, to) for ref, sha, old, to in pushed)
                    if pushed is not None else None,
                    allow=msg.get("allow") is True, unstash=_patch(msg.get("unstash")),
                    rid=msg.get("rid"), record=record, deliver=deliver)

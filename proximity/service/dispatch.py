@@ -132,12 +132,13 @@ def hook_request(msg: Mapping[str, object], common: str) -> HookRequest | None:
     pushed = msg.get("pushed")
     if pushed is not None:
         if not isinstance(pushed, list) or not all(
-                isinstance(p, list) and len(p) in (2, 3) and all(isinstance(x, str) for x in p)
-                for p in pushed):
+                isinstance(p, list) and len(p) in (2, 3, 4)
+                and all(isinstance(x, str) for x in p) for p in pushed):
             return None
-        # (a client of the version before names no remote commit: not known, as for a
-        # new ref)
-        req["pushed"] = [(p[0], p[1], p[2] if len(p) == 3 else "") for p in pushed]
+        # (a client of a version before names no remote commit, or no remote ref: not
+        # known, as for a new ref)
+        req["pushed"] = [(p[0], p[1], p[2] if len(p) > 2 else "", p[3] if len(p) > 3 else "")
+                         for p in pushed]
     return req
 
 
