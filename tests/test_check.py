@@ -1265,9 +1265,23 @@ def test_a_sibling_that_made_the_file_a_link_is_a_conflict_as_gits_merge_says(sp
     sp.commit(b)
     merged = merge_tree(sp.main, "feat/a", "feat/b")
     assert merged.returncode == 1 and "distinct types" in merged.stdout, merged.stdout
-    # a link a sibling left as it was is not a change: a link of a's own, asked alike
-    _, other = run_check(a, "other.txt:1", capsys=capsys)
-    assert other["decision"] == "allow", other["reason"]
+    # a link to a directory, or to nothing, is a change of kind alike
+    for target in ("sub", "missing.txt"):
+        c = sp.wt(f"c-{target}")
+        (c / "sub").mkdir(exist_ok=True)
+        (c / "app.txt").unlink()
+        os.symlink(target, c / "app.txt")
+        _, got = run_check(a, "app.txt:5", capsys=capsys)
+        assert "from a file to a link" in got["reason"], (target, got["reason"])
+        git(sp.main, "worktree", "remove", "--force", str(c))
+    # this worktree made it a link itself, and the sibling left the file as it was: no
+    # change of theirs (the base says who changed the kind)
+    d, e = sp.wt("d"), sp.wt("e")
+    (d / "app.txt").unlink()
+    os.symlink("other.txt", d / "app.txt")
+    _, mine = run_check(d, "app.txt", capsys=capsys)
+    assert "link" not in mine["reason"] and all(
+        x["agent"] != "e" for x in mine["conflicts"]), mine
 
 
 def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp_path,

@@ -207,19 +207,20 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 live = lives[key, p] = unsaved.live(buffers, key or me.id, rel, live) or live
                 if not key and live != os.path.join(wpath, rel):
                     typed.add(p)  # (its saved file's change is asked too: see Side.typed)
+            if key not in ("", SAVED) and retyped(repo, base, origin[base, p],
+                                                  os.path.join(wpath, rel),
+                                                  os.path.join(me.path, p)):
+                # a file made a link, or a link a file: git's merge stops at "distinct
+                # types" whatever the lines (its diff has no lines of one file to place)
+                diffs.setdefault((key, base), {})[p] = hunks.FileDiff((), binary=True,
+                                                                       retyped=True)
+                continue
             if live not in read:  # (this worktree's file: once, whatever the bases)
                 read[live] = read_bytes(live)
             data = raw = read[live]
             if data is None or scratch.outside(wpath, live, rel):  # (a FIFO, a device, a
                 data = raw = None  # directory linked out of the worktree: read as gone)
                 live = lives[key, p] = os.devnull
-            if key not in ("", SAVED) and live != os.devnull and os.path.islink(live) != \
-                    os.path.islink(os.path.join(me.path, p)):
-                # a file made a link, or a link a file: git's merge stops at "distinct
-                # types" whatever the lines (its diff has no lines of one file to place)
-                diffs.setdefault((key, base), {})[p] = hunks.FileDiff((), binary=True,
-                                                                       retyped=True)
-                continue
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
             if data != base_blob[base, p] and not (
@@ -320,6 +321,20 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         out[i] = out[i]._replace(merge=outcome)
     return out
 
+
+
+def retyped(repo: gitio.Repo, base: str | None, path: str, theirs: str, mine: str) -> bool:
+    """Whether a sibling's file (``theirs``) is a link where the pair's base has a file,
+    or a file (or nothing) where it has a link. Asked of git only when the two worktrees'
+    files differ in kind, which is rare: the base is then the one side that says who
+    changed it."""
+    link = os.path.islink(theirs)
+    if link == os.path.islink(mine) or (not link and not os.path.lexists(theirs)):
+        return False  # (a deleted file is a deletion, not a change of kind)
+    if base is None:
+        return link
+    out = gitio.git(["ls-tree", "-z", base, "--", path], cwd=repo.workdir, ok=(0, 128))
+    return link != out.stdout.startswith(b"120000 ")
 
 
 SAVED = "\0saved"  # the key of this worktree's saved files where a buffer is read instead
