@@ -901,7 +901,10 @@ def test_a_file_holding_a_replacement_character_keeps_the_edits_result(space):
     characters, and judged by the line rule alone: denied. A file that is not UTF-8 still
     has no result."""
     text = "title \ufffd\n" + APP
-    sp = space({"app.txt": text, "latin.txt": APP.replace("line 1\n", "caf\xe9\n")})
+    latin = APP.replace("line 1\n", "caf\xe9\n").encode("latin-1")
+    sp = space({"app.txt": text})
+    sp.write(sp.main, "latin.txt", latin)
+    sp.commit(sp.main, "a latin-1 file")
     a, b = sp.wt("a"), sp.wt("b")
     sp.write(b, "app.txt", text.replace("line 12\n", "line 12 = 2.0\n"))
     path = str(a / "app.txt")
@@ -909,9 +912,20 @@ def test_a_file_holding_a_replacement_character_keeps_the_edits_result(space):
                              "new_string": "line 12 = 2.0\n"})
     why = answer(CheckRequest(str(a), harness="claude", event=json.dumps(same)))
     assert why.decision == "allow" and "same change" in why.reason, why
-    (a / "latin.txt").write_bytes(APP.replace("line 1\n", "caf\xe9\n").encode("latin-1"))
+    # a file that is not UTF-8: an edit of ASCII strings has its result (its bytes kept as
+    # they are), so the same change as the sibling's is allowed there too
+    (b / "latin.txt").write_bytes(latin.replace(b"line 12\n", b"line 12 = 2.0\n"))
     got = edits.edits_of(str(a / "latin.txt"), [("line 12\n", "line 12 = 2.0\n", False)])
-    assert got.ranges == ((12, 12),) and got.result is None, got
+    assert got.ranges == ((12, 12),), got
+    assert got.result is not None and precheck.encoded(got.result) == latin.replace(
+        b"line 12\n", b"line 12 = 2.0\n"), got
+    same = event(a, "Edit", {"file_path": str(a / "latin.txt"), "old_string": "line 12\n",
+                             "new_string": "line 12 = 2.0\n"})
+    why = answer(CheckRequest(str(a), harness="claude", event=json.dumps(same)))
+    assert why.decision == "allow" and "same change" in why.reason, why
+    # one whose strings are not ASCII: the bytes it writes are not known
+    accented = edits.edits_of(str(a / "latin.txt"), [("line 12\n", "line 12 \xe9\n", False)])
+    assert accented.ranges == ((12, 12),) and accented.result is None, accented
 
 
 def test_the_same_change_made_on_both_sides_is_not_a_conflict(pair):

@@ -62,18 +62,34 @@ def read_exact(path: str, raw: bool = False) -> tuple[str, bool] | None:
     """The file as text, and whether that text is the file's exactly: bytes that are not
     UTF-8 are read as replacement characters, and a result built from them would not be
     what the edit writes (a U+FFFD the file itself holds is read as it is)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+    data = _bytes(path)
+    if data is None:
         return None
     try:
-        text, exact = data.decode("utf-8"), True
+        return _ends(data.decode("utf-8"), raw), True
     except UnicodeDecodeError:
-        text, exact = data.decode("utf-8", "replace"), False
-    if not raw:  # (Python's universal newlines, as a text read makes them)
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text, exact
+        return _ends(data.decode("utf-8", "replace"), raw), False
+
+
+def read_bytes_text(path: str) -> str | None:
+    """The file as text whatever its bytes: those that are not UTF-8 kept as themselves
+    (surrogateescape, which encodes back to the very bytes), line ends made "\n"."""
+    data = _bytes(path)
+    return None if data is None else _ends(data.decode("utf-8", "surrogateescape"), False)
+
+
+def _bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _ends(text: str, raw: bool) -> str:
+    """Line ends as a harness shows them ("\n", Python's universal newlines), or as
+    they are (``raw``)."""
+    return text if raw else text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _kept(old: str, new: str) -> tuple[int, int]:
@@ -143,8 +159,16 @@ def edits_of(path: str, edits: Sequence[tuple[str, str, bool]]) -> Edit:
             got = again
     if got.unplaced is not None:
         return Edit(path, None, None, got.unplaced)
-    # the result only of a file read as it is (see read_exact)
-    return Edit(path, got.ranges, got.result if exact else None)
+    # the result only of a file read as it is (see read_exact); one that is not UTF-8 has
+    # it where every string is ASCII, applied to its bytes as they are (each byte that is
+    # not UTF-8 kept as itself: surrogateescape), which any encoding writes alike
+    result = got.result if exact else None
+    if not exact and all(old.isascii() and new.isascii() for old, new, _all in edits):
+        raw = read_bytes_text(path)
+        kept = None if raw is None else apply(raw, edits)
+        result = kept.result if kept is not None and kept.unplaced is None else None
+    return Edit(path, got.ranges, result)
+
 
 
 def write_of(path: str, content: object) -> list[Edit]:

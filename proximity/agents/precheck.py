@@ -323,6 +323,16 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
 
 
 
+def encoded(result: str) -> bytes | None:
+    """A file's text after an edit as its bytes: a byte that was not UTF-8 stands in it as
+    itself (edits.read_bytes_text); a text that cannot be bytes (a lone surrogate a front
+    end sent) has no result."""
+    try:
+        return result.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return None
+
+
 def retyped(repo: gitio.Repo, base: str | None, path: str, theirs: str, mine: str) -> bool:
     """Whether a sibling's file (``theirs``) is a link where the pair's base has a file,
     or a file (or nothing) where it has a link. Asked of git only when the two worktrees'
@@ -367,7 +377,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     repo = gitio.Repo(start, fast=True)
     after = results or {}
     tg = [Target(relative(repo, p, cwd or start), r,
-                 after[p].encode() if p in after else None) for p, r in targets]
+                 encoded(after[p]) if p in after else None) for p, r in targets]
     files = None if deny_on else config_files(repo)
     cfg = None if deny_on or files in POLICY else gitio.git_start(
         ["config", "--get", "proximity.checkPolicy"], repo.workdir)
