@@ -224,6 +224,21 @@ def test_the_holder_pushing_its_work_onto_the_trunk_itself_lands_it(tmp_path):
     assert again.returncode == 0 and "LANDING" not in again.stderr, again.stderr
 
 
+def test_the_holders_work_lands_after_its_worktree_is_gone(tmp_path):
+    """x finished and its worktree was removed (as an agent's is), its branch merged
+    later in the main checkout: the push lands x's work, which held right-of-way over y,
+    so it goes through and y is told. It was judged as the main checkout's own work and
+    blocked: "must yield to 'y'", the side that was told to yield."""
+    main, x, y = held(tmp_path)
+    git(main, "worktree", "remove", "--force", str(x))
+    git(main, "merge", "-q", "--ff-only", "x")
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+    assert "must yield" not in landed.stderr, landed.stderr
+    told = run(y, "git", "push", "origin", "y")  # y's next hook reads it
+    assert "LANDING: 'x''s work (branch x)" in told.stderr, told.stderr
+
+
 def test_the_resident_service_lands_the_holders_work_alike(tmp_path, monkeypatch):
     """The same landing through the resident service (the thin client hands it the pushed
     refs with the remote's commits): the holder's work lands from the main checkout, the

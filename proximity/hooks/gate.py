@@ -80,7 +80,9 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
             onto = owner(agents, to) if to and to != ref else None
             for line in whose_work(ctx, agents, me, ref, sha, old):
                 runs.append((line.id, [pushed_state(ctx, line, ref, sha)
-                                       if a.id == line.id else a for a in agents]))
+                                       if a.id == line.id else a for a in agents]
+                             + ([] if any(a.id == line.id for a in agents)
+                                else [pushed_state(ctx, line, ref, sha)])))
                 if holder is not None and line.id != holder.id:
                     lands.append((line, ref))
                 elif onto is not None and line.id != onto.id:

@@ -11,9 +11,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from proximity import gitio
+from proximity.errors import LedgerError
+from proximity.model import Agent
 
 if TYPE_CHECKING:
-    from proximity.model import Agent
     from proximity.snapshot import workspace
 
 
@@ -46,10 +47,33 @@ def landing(ctx: workspace.Context, agents: list[Agent], holder: Agent, sha: str
     found = [a for a in agents
              if a.id != holder.id and not a.remote and a.error is None and a.head
              and repo.is_ancestor(a.head, sha)
-             and not repo.is_ancestor(a.head, old)]
+             and not repo.is_ancestor(a.head, old)] or removed(ctx, agents, sha, old)
     return [a for a in found
             if not any(b is not a and b.head != a.head
                        and repo.is_ancestor(str(a.head), str(b.head)) for b in found)]
+
+
+def removed(ctx: workspace.Context, agents: list[Agent], sha: str, old: str) -> list[Agent]:
+    """Lines of work whose worktree is gone before they land (an agent's worktree removed
+    once it finished, its branch merged later): each local stream of the ledger that no
+    worktree is now, whose last recorded HEAD the pushed history brings the remote. The
+    push is judged as that work, so the right-of-way it held stays its (the landing was
+    judged as the checkout's own work, and told to yield to the side that yielded)."""
+    if ctx.ledger is None:
+        return []
+    here = {a.id for a in agents}
+    try:
+        streams = ctx.ledger.streams()
+        lasts = {sid: ctx.ledger.last_event(sid) for sid, info in streams.items()
+                 if sid not in here and info["machine"] in ("", None, ctx.cfg.machine_id)}
+    except LedgerError:
+        return []
+    repo = ctx.repo
+    return [Agent(sid, str(streams[sid]["path"] or ""), ev.branch, ev.head,
+                  started=streams[sid]["first_seq"])
+            for sid, ev in sorted(lasts.items())
+            if ev is not None and ev.head and repo.is_ancestor(ev.head, sha)
+            and not repo.is_ancestor(ev.head, old)]
 
 
 def own_work(ctx: workspace.Context, sha: str, old: str, landed: list[Agent]) -> bool:
