@@ -1290,7 +1290,8 @@ def test_a_sibling_that_made_the_file_a_link_is_a_conflict_as_gits_merge_says(sp
         git(sp.main, "worktree", "remove", "--force", str(c))
     # this worktree made it a link itself, and the sibling left the file as it was: no
     # change of theirs (the base says who changed the kind)
-    d, e = sp.wt("d"), sp.wt("e")
+    d = sp.wt("d")
+    sp.wt("e")
     (d / "app.txt").unlink()
     os.symlink("other.txt", d / "app.txt")
     _, mine = run_check(d, "app.txt", capsys=capsys)

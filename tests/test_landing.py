@@ -208,7 +208,7 @@ def test_the_holder_pushing_its_work_onto_the_trunk_itself_lands_it(tmp_path):
     branch the main checkout holds: that lands x's work as the main checkout's push of it
     does, so y (told to yield to x) is told, and clears once rebased. It was judged as a
     push of branch x: nobody was told."""
-    main, x, y = held(tmp_path)
+    _main, x, y = held(tmp_path)
     landed = run(x, "git", "push", "origin", "x:main")
     assert landed.returncode == 0, landed.stderr
     blocked = run(y, "git", "push", "origin", "y")
