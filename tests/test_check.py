@@ -917,7 +917,7 @@ def test_a_file_holding_a_replacement_character_keeps_the_edits_result(space):
     (b / "latin.txt").write_bytes(latin.replace(b"line 12\n", b"line 12 = 2.0\n"))
     got = edits.edits_of(str(a / "latin.txt"), [("line 12\n", "line 12 = 2.0\n", False)])
     assert got.ranges == ((12, 12),), got
-    assert got.result is not None and precheck.encoded(got.result) == latin.replace(
+    assert got.result is not None and edits.encoded(got.result) == latin.replace(
         b"line 12\n", b"line 12 = 2.0\n"), got
     same = event(a, "Edit", {"file_path": str(a / "latin.txt"), "old_string": "line 12\n",
                              "new_string": "line 12 = 2.0\n"})

@@ -78,6 +78,16 @@ def read_bytes_text(path: str) -> str | None:
     return None if data is None else _ends(data.decode("utf-8", "surrogateescape"), False)
 
 
+def encoded(result: str) -> bytes | None:
+    """A file's text after an edit as its bytes: a byte that was not UTF-8 stands in it as
+    itself (read_bytes_text); a text that cannot be bytes (a lone surrogate a front
+    end sent) has no result."""
+    try:
+        return result.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return None
+
+
 def _bytes(path: str) -> bytes | None:
     try:
         with open(path, "rb") as f:

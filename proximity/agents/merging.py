@@ -12,8 +12,9 @@ from typing import NamedTuple
 
 from proximity import gitio
 from proximity.agents import calls, decision
+from proximity.agents.checkpolicy import deny_policy
 from proximity.agents.incoming import UPSTREAM, Incoming
-from proximity.agents.precheck import check, deny_policy, edits_of
+from proximity.agents.precheck import check, edits_of
 from proximity.agents.standing import open_ledger
 from proximity.agents.theirs import recorded_tree
 from proximity.analysis import hunks

@@ -25,7 +25,8 @@ from proximity.agents import (
     standing,
     theirs,
 )
-from proximity.agents.edits import Target
+from proximity.agents.checkpolicy import POLICY, config_files, deny_policy
+from proximity.agents.edits import Target, encoded
 from proximity.agents.kept import (
     BASES,
     BLOBS,
@@ -38,8 +39,7 @@ from proximity.agents.kept import (
 from proximity.agents.scratch import read_bytes
 from proximity.analysis import hunks
 from proximity.analysis.intervals import MAX_PATH_BYTES
-from proximity.checkargs import DENY_ON
-from proximity.errors import ConfigError, LedgerError, UsageError
+from proximity.errors import LedgerError, UsageError
 from proximity.ledger import Ledger, clocks
 from proximity.model import Range
 from proximity.safetext import text
@@ -64,15 +64,6 @@ def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
     if rel.split(os.sep, 1)[0] == ".git":
         raise UsageError(f"{path} is git's own, not a file of the worktree")
     return rel.replace(os.sep, "/")
-
-
-def deny_policy(given: str | None) -> str:
-    """``--deny-on`` or git config ``proximity.checkPolicy`` (given), else ``ra``."""
-    value = given or "ra"
-    if value not in DENY_ON:
-        raise ConfigError(f"proximity.checkPolicy = {value!r}: want one of "
-                          f"{', '.join(DENY_ON)}")
-    return value
 
 
 # -- facts ----------------------------------------------------------------------------
@@ -207,7 +198,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 live = lives[key, p] = unsaved.live(buffers, key or me.id, rel, live) or live
                 if not key and live != os.path.join(wpath, rel):
                     typed.add(p)  # (its saved file's change is asked too: see Side.typed)
-            if key not in ("", SAVED) and retyped(repo, base, origin[base, p],
+            if key not in ("", SAVED) and scratch.retyped(repo, base, origin[base, p],
                                                   os.path.join(wpath, rel),
                                                   os.path.join(me.path, p)):
                 # a file made a link, or a link a file: git's merge stops at "distinct
@@ -323,30 +314,6 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
 
 
 
-def encoded(result: str) -> bytes | None:
-    """A file's text after an edit as its bytes: a byte that was not UTF-8 stands in it as
-    itself (edits.read_bytes_text); a text that cannot be bytes (a lone surrogate a front
-    end sent) has no result."""
-    try:
-        return result.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return None
-
-
-def retyped(repo: gitio.Repo, base: str | None, path: str, theirs: str, mine: str) -> bool:
-    """Whether a sibling's file (``theirs``) is a link where the pair's base has a file,
-    or a file (or nothing) where it has a link. Asked of git only when the two worktrees'
-    files differ in kind, which is rare: the base is then the one side that says who
-    changed it."""
-    link = os.path.islink(theirs)
-    if link == os.path.islink(mine) or (not link and not os.path.lexists(theirs)):
-        return False  # (a deleted file is a deletion, not a change of kind)
-    if base is None:
-        return link
-    out = gitio.git(["ls-tree", "-z", base, "--", path], cwd=repo.workdir, ok=(0, 128))
-    return link != out.stdout.startswith(b"120000 ")
-
-
 SAVED = "\0saved"  # the key of this worktree's saved files where a buffer is read instead
 
 
@@ -411,34 +378,3 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     if d.decision != decision.DENY or look:
         return d
     return cycles.wait_cycles(repo, me, sides, policy, behind, ahead, d)
-
-
-
-# git config --get proximity.checkPolicy, kept by the state of every file git reads it
-# from; a configuration that includes other files (their states are not known here) is
-# asked every time
-POLICY: dict[tuple[tuple[str, int, int, int] | None, ...], bytes] = {}
-
-
-def config_files(repo: gitio.Repo) -> tuple[tuple[str, int, int, int] | None, ...] | None:
-    """The state (inode, size, mtime) of each configuration file git reads for this
-    worktree, or None when one includes others."""
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    names = [os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig",
-             os.path.join(xdg, "git", "config"),
-             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
-             os.path.join(repo.common, "config"), os.path.join(repo.gitdir, "config.worktree")]
-    out: list[tuple[str, int, int, int] | None] = []
-    for name in names:
-        try:
-            st = os.stat(name)
-            with open(name, "rb") as f:
-                if b"include" in f.read().lower():
-                    return None
-        except OSError:
-            out.append(None)
-            continue
-        out.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
-    return tuple(out)
-

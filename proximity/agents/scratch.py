@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 
-from proximity import owned
+from proximity import gitio, owned
 
 PREFIX = "proximity-files-"
 FILES = 256  # files kept before the stale ones are removed
@@ -146,3 +146,17 @@ def outside(root: str, live: str, rel: str) -> bool:
     top = os.path.realpath(root)
     where = os.path.realpath(os.path.dirname(live))
     return where != top and not where.startswith(top + os.sep)
+
+
+def retyped(repo: gitio.Repo, base: str | None, path: str, theirs: str, mine: str) -> bool:
+    """Whether a sibling's file (``theirs``) is a link where the pair's base has a file,
+    or a file (or nothing) where it has a link. Asked of git only when the two worktrees'
+    files differ in kind, which is rare: the base is then the one side that says who
+    changed it."""
+    link = os.path.islink(theirs)
+    if link == os.path.islink(mine) or (not link and not os.path.lexists(theirs)):
+        return False  # (a deleted file is a deletion, not a change of kind)
+    if base is None:
+        return link
+    out = gitio.git(["ls-tree", "-z", base, "--", path], cwd=repo.workdir, ok=(0, 128))
+    return link != out.stdout.startswith(b"120000 ")
