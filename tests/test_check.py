@@ -928,6 +928,30 @@ def test_a_file_holding_a_replacement_character_keeps_the_edits_result(space):
     assert accented.ranges == ((12, 12),) and accented.result is None, accented
 
 
+def test_a_merge_git_merge_file_calls_clean_is_asked_of_gits_own_merge(space):
+    """Where the line rule says the two changes meet, the check asks git whether they
+    merge. `git merge-file` (myers, in git before 2.44) calls these two clean; git's own
+    merge of the branches (ort, histogram: what merge, rebase and merge-tree run) stops.
+    The edit was asked "your edit and theirs meet, but git's merge of the two is clean"
+    and went on to a conflict at landing; it is denied, as git's merge says."""
+    base, theirs = "b\nx\na\nx\nx\nx\n", "b\nx\na\nx\nb\n\nx\nx\nx\n"
+    mine = "b\nx\nx\nx\na\n=\nx\nx\n"
+    sp = space({"f.txt": base})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "f.txt", theirs)
+    files = [sp.root / n for n in ("mine", "base", "theirs")]
+    for f, text in zip(files, (mine, base, theirs), strict=True):
+        f.write_text(text)
+    assert git(sp.root, "merge-file", "-p", *map(str, files), check=False).returncode == 0
+    write = event(a, "Write", {"file_path": str(a / "f.txt"), "content": mine})
+    why = answer(CheckRequest(str(a), harness="claude", event=json.dumps(write)))
+    assert why.decision == "deny", why
+    sp.write(a, "f.txt", mine)
+    sp.commit(a)
+    sp.commit(b)
+    assert merge_tree(sp.main).returncode == 1  # git's own merge stops
+
+
 def test_the_same_change_made_on_both_sides_is_not_a_conflict(pair):
     """Two agents bump the same line to the same text (two branches bumping one dependency):
     git's merge takes the change once, so the edit is allowed; a different change of that

@@ -45,8 +45,61 @@ def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str, str | None
             else scratch.holding(result or b"")
         args.append((gitio.merge_file_args(mine, scratch.holding(base or b""), theirs), cwd))
     got = gitio.git_many(args, ok=(0,))
-    return {i: "same" if merged == result else "clean"
-            for (i, _, result, _, _), merged in zip(jobs, got, strict=True) if merged is not None}
+    out = {i: "same" if merged == result else "clean"
+           for (i, _, result, _, _), merged in zip(jobs, got, strict=True) if merged is not None}
+    # git's own merge has the last word: ort lines the files up with another diff
+    # (histogram; `merge-file` of git before 2.44 has only myers), and a landing is its merge
+    clean = [j for j in jobs if j[0] in out]
+    for (i, *_), stops in zip(clean, ort_conflicts(
+            [(base or b"", result or b"", scratch.read_bytes(theirs)) for
+             _, base, result, theirs, _ in clean]), strict=True):
+        if stops:
+            del out[i]
+    return out
+
+
+def ort_conflicts(triples: Sequence[tuple[bytes, bytes, bytes | None]]) -> list[bool]:
+    """Per (base, ours, theirs): whether git's merge of the two (the ort strategy, as
+    `git merge`, `rebase` and `merge-tree` run it) stops with a conflict. Asked of three
+    commits per triple in a scratch repository of this process (one `fast-import` for
+    all, then one `merge-tree` each). A triple git cannot answer is not a conflict."""
+    if not triples:
+        return []
+    where = scratch.merge_repository()
+    stream: list[bytes] = []
+    marks: list[tuple[int, int] | None] = []
+    for n, (base, ours, theirs) in enumerate(triples):
+        if theirs is None:
+            marks.append(None)
+            continue
+        for k, data in enumerate((base, ours, theirs)):
+            stream.append(b"blob\nmark :%d\ndata %d\n%s\n" % (10 * n + k + 1, len(data), data))
+        for k, ref in ((4, b"b"), (5, b"o"), (6, b"t")):
+            parent = b"from :%d\n" % (10 * n + 4) if k != 4 else b""
+            stream.append(b"commit refs/m/%s%d\nmark :%d\ncommitter p <p> 0 +0000\ndata 0\n%s"
+                          b"M 100644 :%d f\n\n" % (ref, n, 10 * n + k, parent,
+                                                  10 * n + (k - 3)))
+        marks.append((10 * n + 5, 10 * n + 6))
+    if not stream:
+        return [False] * len(triples)
+    exported = os.path.join(where, "marks")
+    done = gitio.git(["fast-import", "--quiet", "--force", f"--export-marks={exported}"],
+                     where, input=b"".join(stream), ok=(0, 1, 128))
+    ids: dict[int, str] = {}
+    if done.returncode == 0:
+        with open(exported, encoding="ascii") as f:
+            for line in f:
+                mark, _, sha = line.strip().partition(" ")
+                ids[int(mark[1:])] = sha
+    asked = [(n, ids[m[0]], ids[m[1]]) for n, m in enumerate(marks)
+             if m is not None and m[0] in ids and m[1] in ids]
+    got = gitio.git_many([(["merge-tree", "--write-tree", "--name-only", o, t], where)
+                          for _, o, t in asked], ok=(0, 1))
+    out = [False] * len(triples)
+    for (n, _, _), text in zip(asked, got, strict=True):
+        # a conflict names its paths after the tree's id; a clean merge is the id alone
+        out[n] = text is not None and len([x for x in text.split(b"\n") if x]) > 1
+    return out
 
 
 def renames(pairs: Sequence[tuple[str, str | None]]

@@ -19,6 +19,7 @@ import hashlib
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import threading
 import time
@@ -43,6 +44,27 @@ def directory() -> str:
             _PID[:] = [os.getpid()]
             atexit.register(shutil.rmtree, _DIR[0], True)
         return _DIR[0]
+
+
+MERGE_PACKS = 64  # fast-import packs in the merge repository before it is made anew
+
+
+def merge_repository() -> str:
+    """A bare repository in this process's scratch directory, where git's own merges of
+    three texts are asked (filemerge.ort_conflicts): made on first use, and made anew when
+    its packs pile up (each question writes one)."""
+    with _LOCK:
+        path = os.path.join(directory(), "merges.git")
+        packs = os.path.join(path, "objects", "pack")
+        try:
+            many = len(os.listdir(packs)) > 2 * MERGE_PACKS
+        except OSError:
+            many = True
+        if many:
+            shutil.rmtree(path, ignore_errors=True)
+            subprocess.run(["git", "init", "-q", "--bare", path], capture_output=True,
+                           check=False, env=gitio.clean_env())
+        return path
 
 
 def away() -> tuple[str, dict[str, str]]:
