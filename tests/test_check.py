@@ -952,6 +952,26 @@ def test_a_merge_git_merge_file_calls_clean_is_asked_of_gits_own_merge(space):
     assert merge_tree(sp.main).returncode == 1  # git's own merge stops
 
 
+def test_gits_own_merge_is_asked_alike_from_many_threads(monkeypatch):
+    """A service asks from several threads at once, and its scratch repository for
+    git's merges is made anew as questions pile up: every answer is the one asked alone
+    (a shared name for the commits or the marks gave wrong answers under load)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from proximity.agents import filemerge
+
+    monkeypatch.setattr(scratch, "MERGE_USES", 7)
+    base, theirs = b"b\nx\na\nx\nx\nx\n", b"b\nx\na\nx\nb\n\nx\nx\nx\n"
+    mine = b"b\nx\nx\nx\na\n=\nx\nx\n"
+    cases = [[(base, mine, theirs)], [(base, base + b"y\n", theirs)],
+             [(base, mine, theirs), (base, base + b"y\n", theirs), (base, mine, None)]]
+    assert [filemerge.ort_conflicts(c) for c in cases] == [[True], [False],
+                                                            [True, False, False]]
+    with ThreadPoolExecutor(6) as pool:
+        got = list(pool.map(lambda i: filemerge.ort_conflicts(cases[i % 3]), range(48)))
+    assert got == [[[True], [False], [True, False, False]][i % 3] for i in range(48)]
+
+
 def test_the_same_change_made_on_both_sides_is_not_a_conflict(pair):
     """Two agents bump the same line to the same text (two branches bumping one dependency):
     git's merge takes the change once, so the edit is allowed; a different change of that

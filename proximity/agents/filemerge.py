@@ -4,7 +4,9 @@ moves git's merge would follow (staged or committed renames)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 from collections.abc import Sequence
 
 from proximity import gitfiles, gitio
@@ -66,6 +68,8 @@ def ort_conflicts(triples: Sequence[tuple[bytes, bytes, bytes | None]]) -> list[
     if not triples:
         return []
     where = scratch.merge_repository()
+    # (names of its own for each question: a service asks from several threads at once)
+    token = os.urandom(6).hex()
     stream: list[bytes] = []
     marks: list[tuple[int, int] | None] = []
     for n, (base, ours, theirs) in enumerate(triples):
@@ -76,25 +80,30 @@ def ort_conflicts(triples: Sequence[tuple[bytes, bytes, bytes | None]]) -> list[
             stream.append(b"blob\nmark :%d\ndata %d\n%s\n" % (10 * n + k + 1, len(data), data))
         for k, ref in ((4, b"b"), (5, b"o"), (6, b"t")):
             parent = b"from :%d\n" % (10 * n + 4) if k != 4 else b""
-            stream.append(b"commit refs/m/%s%d\nmark :%d\ncommitter p <p> 0 +0000\ndata 0\n%s"
-                          b"M 100644 :%d f\n\n" % (ref, n, 10 * n + k, parent,
+            stream.append(b"commit refs/m/%s/%s%d\nmark :%d\ncommitter p <p> 0 +0000\ndata 0\n%s"
+                          b"M 100644 :%d f\n\n" % (token.encode(), ref, n, 10 * n + k, parent,
                                                   10 * n + (k - 3)))
         marks.append((10 * n + 5, 10 * n + 6))
     if not stream:
         return [False] * len(triples)
-    exported = os.path.join(where, "marks")
-    done = gitio.git(["fast-import", "--quiet", "--force", f"--export-marks={exported}"],
-                     where, input=b"".join(stream), ok=(0, 1, 128))
+    exported = os.path.join(where, f"marks-{token}")
     ids: dict[int, str] = {}
-    if done.returncode == 0:
-        with open(exported, encoding="ascii") as f:
-            for line in f:
-                mark, _, sha = line.strip().partition(" ")
-                ids[int(mark[1:])] = sha
+    try:
+        done = gitio.git(["fast-import", "--quiet", "--force", f"--export-marks={exported}"],
+                         where, input=b"".join(stream), ok=(0, 1, 128))
+        if done.returncode == 0:
+            with open(exported, encoding="ascii") as f:
+                for line in f:
+                    mark, _, sha = line.strip().partition(" ")
+                    ids[int(mark[1:])] = sha
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(exported)
     asked = [(n, ids[m[0]], ids[m[1]]) for n, m in enumerate(marks)
              if m is not None and m[0] in ids and m[1] in ids]
     got = gitio.git_many([(["merge-tree", "--write-tree", "--name-only", o, t], where)
                           for _, o, t in asked], ok=(0, 1))
+    shutil.rmtree(os.path.join(where, "refs", "m", token), ignore_errors=True)
     out = [False] * len(triples)
     for (n, _, _), text in zip(asked, got, strict=True):
         # a conflict names its paths after the tree's id; a clean merge is the id alone

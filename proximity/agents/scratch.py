@@ -46,22 +46,23 @@ def directory() -> str:
         return _DIR[0]
 
 
-MERGE_PACKS = 64  # fast-import packs in the merge repository before it is made anew
+MERGE_USES = 500  # questions asked of one merge repository before the next is made
+_MERGES = [0, 0]  # the merge repository's generation, and the questions asked of it
 
 
 def merge_repository() -> str:
     """A bare repository in this process's scratch directory, where git's own merges of
-    three texts are asked (filemerge.ort_conflicts): made on first use, and made anew when
-    its packs pile up (each question writes one)."""
+    three texts are asked (filemerge.ort_conflicts): made on first use, and a new one
+    after MERGE_USES questions (each writes its objects), the one before the last removed
+    (a question still using the last one goes on there)."""
     with _LOCK:
-        path = os.path.join(directory(), "merges.git")
-        packs = os.path.join(path, "objects", "pack")
-        try:
-            many = len(os.listdir(packs)) > 2 * MERGE_PACKS
-        except OSError:
-            many = True
-        if many:
-            shutil.rmtree(path, ignore_errors=True)
+        d = directory()
+        if _MERGES[1] >= MERGE_USES:
+            _MERGES[0], _MERGES[1] = _MERGES[0] + 1, 0
+            shutil.rmtree(os.path.join(d, f"merges-{_MERGES[0] - 2}.git"), ignore_errors=True)
+        _MERGES[1] += 1
+        path = os.path.join(d, f"merges-{_MERGES[0]}.git")
+        if not os.path.isdir(os.path.join(path, "objects")):
             subprocess.run(["git", "init", "-q", "--bare", path], capture_output=True,
                            check=False, env=gitio.clean_env())
         return path
