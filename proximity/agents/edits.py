@@ -9,6 +9,7 @@ import difflib
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from proximity.agents.scratch import read_bytes
 from proximity.model import Range
 
 
@@ -51,48 +52,30 @@ def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
     return out or None
 
 
-def read_text(path: str, raw: bool = False) -> str | None:
-    """The file as text (its line ends made "\n", as a harness shows them; ``raw``: as
-    they are, for an edit whose strings carry "\r\n")."""
-    got = read_exact(path, raw)
-    return None if got is None else got[0]
+def read_text(path: str) -> str | None:
+    """The file as text, its line ends made "\n" as a harness shows them."""
+    data = read_bytes(path)
+    return None if data is None else _decoded(data, False)[0]
 
 
-def read_exact(path: str, raw: bool = False) -> tuple[str, bool] | None:
-    """The file as text, and whether that text is the file's exactly: bytes that are not
-    UTF-8 are read as replacement characters, and a result built from them would not be
-    what the edit writes (a U+FFFD the file itself holds is read as it is)."""
-    data = _bytes(path)
-    if data is None:
-        return None
+def _decoded(data: bytes, raw: bool) -> tuple[str, bool]:
+    """The file's bytes as text (``raw``: its line ends as they are, for an edit whose
+    strings carry "\r\n"), and whether that text is the file's exactly: bytes that are
+    not UTF-8 are read as replacement characters, and a result built from them would not
+    be what the edit writes (a U+FFFD the file itself holds is read as it is)."""
     try:
         return _ends(data.decode("utf-8"), raw), True
     except UnicodeDecodeError:
         return _ends(data.decode("utf-8", "replace"), raw), False
 
 
-def read_bytes_text(path: str) -> str | None:
-    """The file as text whatever its bytes: those that are not UTF-8 kept as themselves
-    (surrogateescape, which encodes back to the very bytes), line ends made "\n"."""
-    data = _bytes(path)
-    return None if data is None else _ends(data.decode("utf-8", "surrogateescape"), False)
-
-
 def encoded(result: str) -> bytes | None:
     """A file's text after an edit as its bytes: a byte that was not UTF-8 stands in it as
-    itself (read_bytes_text); a text that cannot be bytes (a lone surrogate a front
-    end sent) has no result."""
+    itself (surrogateescape, as edits_of reads such a file); a text that cannot be bytes
+    (a lone surrogate a front end sent) has no result."""
     try:
         return result.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
-        return None
-
-
-def _bytes(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
         return None
 
 
@@ -155,30 +138,27 @@ def edits_of(path: str, edits: Sequence[tuple[str, str, bool]]) -> Edit:
     replaces, and the file it leaves. A file that does not exist is made by an edit of an
     empty old_string (the whole file); any other edit of it, and one whose text is nowhere
     in the file, the harness refuses itself (``unplaced``)."""
-    read = read_exact(path)
-    if read is None:
+    data = read_bytes(path)  # (once: each reading below is of these bytes)
+    if data is None:
         if edits and not edits[0][0]:
             return Edit(path, None, edits[0][1] if len(edits) == 1 else None)
         return Edit(path, None, None, "the file does not exist")
-    text, exact = read
+    text, exact = _decoded(data, False)
     got = apply(text, edits)
     if got.unplaced is not None and any("\r" in old for old, _new, _all in edits):
-        crlf = read_text(path, raw=True)  # a CRLF file's edit given with its own ends
-        again = None if crlf is None else apply(crlf, edits)
-        if crlf is not None and again is not None and again.unplaced is None:
+        again = apply(_decoded(data, True)[0], edits)  # a CRLF file's edit given with its ends
+        if again.unplaced is None:
             got = again
     if got.unplaced is not None:
         return Edit(path, None, None, got.unplaced)
-    # the result only of a file read as it is (see read_exact); one that is not UTF-8 has
+    # the result only of a file read as it is (see _decoded); one that is not UTF-8 has
     # it where every string is ASCII, applied to its bytes as they are (each byte that is
     # not UTF-8 kept as itself: surrogateescape), which any encoding writes alike
     result = got.result if exact else None
     if not exact and all(old.isascii() and new.isascii() for old, new, _all in edits):
-        raw = read_bytes_text(path)
-        kept = None if raw is None else apply(raw, edits)
-        result = kept.result if kept is not None and kept.unplaced is None else None
+        kept = apply(_ends(data.decode("utf-8", "surrogateescape"), False), edits)
+        result = kept.result if kept.unplaced is None else None
     return Edit(path, got.ranges, result)
-
 
 
 def write_of(path: str, content: object) -> list[Edit]:
