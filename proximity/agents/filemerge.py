@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from proximity import gitfiles, gitio
 from proximity.agents import scratch
@@ -32,12 +32,12 @@ def joined(ranges: tuple[Range, ...], own: hunks.FileDiff | None) -> tuple[Range
 
 
 def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str, str | None]],
-           cwd: str) -> dict[int, str]:
+           cwd: str, read: Mapping[str, bytes | None]) -> dict[int, str]:
     """``git merge-file`` of (base blob, this file after the edit, the sibling's file on
     disk; this side's live file, which may already hold the edit's result: an editor's
     shared buffer), per job: "same" when the merge is this side's result (they made no change this
     edit does not make too), "clean" when it merges cleanly otherwise; a conflicted (or
-    unreadable) merge is left out."""
+    unreadable) merge is left out. ``read``: the files the caller read, by path."""
     jobs = [j for j in jobs if j[2] is not None and os.path.isfile(j[3])]
     if not jobs:
         return {}
@@ -53,8 +53,9 @@ def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str, str | None
     # (histogram; `merge-file` of git before 2.44 has only myers), and a landing is its merge
     clean = [j for j in jobs if j[0] in out]
     for (i, *_), stops in zip(clean, ort_conflicts(
-            [(base or b"", result or b"", scratch.read_bytes(theirs)) for
-             _, base, result, theirs, _ in clean]), strict=True):
+            [(base or b"", result or b"", read[theirs] if theirs in read
+              else scratch.read_bytes(theirs)) for _, base, result, theirs, _ in clean]),
+            strict=True):
         if stops:
             del out[i]
     return out

@@ -308,7 +308,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             for i, s in enumerate(out) for t in targets
             if t.path == s.path and t.result is not None
             and any(c.evidence == "conflict" for c in decision.evidence(s))]
-    for i, outcome in filemerge.merges(jobs, repo.workdir).items():
+    for i, outcome in filemerge.merges(jobs, repo.workdir, read).items():
         out[i] = out[i]._replace(merge=outcome)
     return out
 
