@@ -19,7 +19,6 @@ import hashlib
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import threading
 import time
@@ -63,8 +62,7 @@ def merge_repository() -> str:
         _MERGES[1] += 1
         path = os.path.join(d, f"merges-{_MERGES[0]}.git")
         if not os.path.isdir(os.path.join(path, "objects")):
-            subprocess.run(["git", "init", "-q", "--bare", path], capture_output=True,
-                           check=False, env=gitio.clean_env())
+            gitio.git(["init", "-q", "--bare", path], d, ok=(0, 1, 128))
         return path
 
 

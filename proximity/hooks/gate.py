@@ -79,10 +79,11 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
             # from a): its work lands there, as when that checkout merges and pushes it
             onto = owner(agents, to) if to and to != ref else None
             for line in whose_work(ctx, agents, me, ref, sha, old):
-                runs.append((line.id, [pushed_state(ctx, line, ref, sha)
-                                       if a.id == line.id else a for a in agents]
-                             + ([] if any(a.id == line.id for a in agents)
-                                else [pushed_state(ctx, line, ref, sha)])))
+                state = pushed_state(ctx, line, ref, sha)
+                run = [state if a.id == line.id else a for a in agents]
+                if all(a.id != line.id for a in agents):  # (its worktree is gone: removed)
+                    run.append(state)
+                runs.append((line.id, run))
                 if holder is not None and line.id != holder.id:
                     lands.append((line, ref))
                 elif onto is not None and line.id != onto.id:
