@@ -191,9 +191,15 @@ def test_the_yielding_side_is_told_the_work_landed_and_clears_once_rebased(tmp_p
     git(main, "merge", "-q", "--ff-only", "x")
     landed = run(main, "git", "push", "origin", "main")
     assert landed.returncode == 0, landed.stderr
+    told_then_cleared(y, by="main")
+
+
+def told_then_cleared(y: Path, by: str) -> None:
+    """y, told to yield to x, stays blocked and is told x's work landed (pushed from
+    ``by``), and clears once it rebased onto it; told once."""
     blocked = run(y, "git", "push", "origin", "y")
     assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
-    assert "LANDING: 'x''s work (branch x) is being pushed as main from 'main'" \
+    assert f"LANDING: 'x''s work (branch x) is being pushed as main from '{by}'" \
         in blocked.stderr, blocked.stderr
     assert "git pull --rebase origin main" in blocked.stderr
     r = run(y, "git", "pull", "-q", "--rebase", "-X", "ours", "origin", "main")
@@ -211,14 +217,7 @@ def test_the_holder_pushing_its_work_onto_the_trunk_itself_lands_it(tmp_path):
     _main, x, y = held(tmp_path)
     landed = run(x, "git", "push", "origin", "x:main")
     assert landed.returncode == 0, landed.stderr
-    blocked = run(y, "git", "push", "origin", "y")
-    assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
-    assert "LANDING: 'x''s work (branch x) is being pushed as main from 'x'" \
-        in blocked.stderr, blocked.stderr
-    r = run(y, "git", "pull", "-q", "--rebase", "-X", "ours", "origin", "main")
-    assert r.returncode == 0, r.stderr
-    ok = run(y, "git", "push", "origin", "y")
-    assert ok.returncode == 0, ok.stderr
+    told_then_cleared(y, by="x")
     # a push of x's branch under its own name lands nothing
     again = run(x, "git", "push", "origin", "x")
     assert again.returncode == 0 and "LANDING" not in again.stderr, again.stderr
