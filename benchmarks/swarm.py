@@ -109,6 +109,7 @@ from swarm_plan import (
     Plan,
     assign,
     conflict_files,
+    dropped_lines,
     git,
     out,
     run,
@@ -134,6 +135,9 @@ class Tally:
     conflicts_at_landing: int = 0
     conflict_files: list[str] = field(default_factory=list)
     conflicts_midway: int = 0
+    # lines of landed work the landings' resolutions threw away (each conflict resolved with
+    # the lane's side: the trunk's side of each conflict hunk, where it is not the base's)
+    dropped_at_landing: int = 0
     conflict_log: list[dict[str, Any]] = field(default_factory=list)  # each, and the check's word
     broken_at_landing: int = 0
     broken_files: list[str] = field(default_factory=list)
@@ -615,9 +619,12 @@ class Swarm:
         self.t.conflicts_at_landing += 1
         files = sorted(conflict_files(p.wt, before, "origin/main") or ())
         self.t.conflict_files += [f"{p.name}:{f}" for f in files]
+        dropped = dropped_lines(p.wt, "origin/main", before)
+        self.t.dropped_at_landing += dropped
         # the two commits met (with --keep, the remote and the lane's branch hold both)
         self.t.conflict_log.append({"agent": p.name, "files": files, "step":
                                     self.t.makespan_steps, "check": said, "rebased": True,
+                                    "dropped": dropped,
                                     "lane": before, "onto": out(["rev-parse", "origin/main"],
                                                                 p.wt)})
 
@@ -648,8 +655,11 @@ class Swarm:
                    extra=self.env).returncode:
                 self.t.conflicts_at_landing += 1
                 self.t.conflict_files += sorted(f"{p.name}:{f}" for f in files or ())
+                dropped = dropped_lines(main, "HEAD", branch)
+                self.t.dropped_at_landing += dropped
                 self.t.conflict_log.append({"agent": p.name, "step": self.t.makespan_steps,
                                             "files": sorted(files or ()), "check": said,
+                                            "dropped": dropped,
                                             "lane": out(["rev-parse", branch], main),
                                             "onto": out(["rev-parse", "HEAD"], main)})
                 git(["merge", "--abort"], main, ok=(0, 1, 128))

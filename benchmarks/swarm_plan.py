@@ -78,6 +78,48 @@ def conflict_files(repo: str, a: str, b: str) -> set[str] | None:
     return {ln for ln in p.stdout.split("\n")[1:] if ln.strip()}
 
 
+def dropped_lines(repo: str, kept: str, taken: str) -> int:
+    """Lines of ``kept``'s own work that a resolution taking ``taken``'s side of every
+    conflict (``-X theirs``, as the swarm resolves a landing) throws away: in git's merge
+    of the two (diff3 markers), the lines of ``kept``'s side of each conflict hunk that its
+    base section does not hold. A landing's rebase replays the lane commit by commit; this
+    is measured on the merge of the trunk with the lane's tip."""
+    p = git(["-c", "merge.conflictStyle=diff3", "merge-tree", "--write-tree",
+             "--name-only", "--no-messages", kept, taken], repo, ok=(0, 1))
+    if p.returncode == 0:
+        return 0
+    lines = p.stdout.split("\n")
+    tree, files = lines[0].strip(), [ln for ln in lines[1:] if ln.strip()]
+    dropped = 0
+    for path in dict.fromkeys(files):
+        text = blob(repo, tree, path)
+        if text is not None:
+            dropped += _kept_side_lost(text.decode("utf-8", "replace").split("\n"))
+    return dropped
+
+
+def _kept_side_lost(lines: list[str]) -> int:
+    """In one file's diff3 conflict markers: the first side's lines not in the base's."""
+    lost, section = 0, ""
+    ours: list[str] = []
+    base: list[str] = []
+    for ln in lines:
+        if ln.startswith("<<<<<<< "):
+            section, ours, base = "ours", [], []
+        elif section == "ours" and ln.startswith("||||||| "):
+            section = "base"
+        elif section in ("ours", "base") and ln == "=======":
+            section = "theirs"
+        elif section == "theirs" and ln.startswith(">>>>>>> "):
+            lost += sum((Counter(ours) - Counter(base)).values())
+            section = ""
+        elif section == "ours":
+            ours.append(ln)
+        elif section == "base":
+            base.append(ln)
+    return lost
+
+
 
 @dataclass(frozen=True)
 class Drawing:

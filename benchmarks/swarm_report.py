@@ -84,6 +84,7 @@ COLUMNS: tuple[tuple[str, Callable[[Run], Any]], ...] = (
     ("policy", lambda r: r["policy"]),
     ("landed", lambda r: f"{r['landed']}/{r['agents']}"),
     ("conflicts at landing", lambda r: r["conflicts_at_landing"]),
+    ("landed lines dropped", lambda r: r.get("dropped_at_landing", "–")),
     ("broken", lambda r: r["broken_at_landing"]),
     ("lane broke itself", lambda r: r.get("broken_by_own_lane", "–")),
     ("waiting steps", lambda r: r["waiting_steps"]),

@@ -136,11 +136,15 @@ def test_hot_swarm_with_people_tests_at_landing_and_the_main_checkout(tmp_path, 
     assert r["hook_p95_ms"] > 0 and set(r["hook_ms"]) >= {"pre-commit", "pre-push"}
     if policy == "none":
         assert r["conflicts_at_landing"] >= 2
+        # each conflict resolved with the lane's side threw away the trunk's entry at the
+        # top of CHANGES.rst: a landed lane's work, gone
+        assert all(c["dropped"] >= 1 for c in r["conflict_log"])
+        assert r["dropped_at_landing"] == sum(c["dropped"] for c in r["conflict_log"])
         # the lanes that change helper's signature and call it the old way both landed
         assert r["broken_at_landing"] == 1
         assert "TypeError" in r["broken_log"][0]["tail"]
     else:
-        assert r["conflicts_at_landing"] == 0
+        assert r["conflicts_at_landing"] == 0 and r["dropped_at_landing"] == 0
         assert r["check_p95_ms"] > 0 and r["check_ms"]["n"] >= 3
         assert r["peak_service_rss_mb"] > 0
         # the person edits through a real `proximity lsp` session: every look answered,
