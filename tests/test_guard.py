@@ -31,8 +31,11 @@ def test_pushed_refs_reads_what_the_push_carries():
     text = (f"refs/heads/x {a} refs/heads/x {z}\n"  # new branch: judged
             f"refs/tags/v1 {a} refs/tags/v1 {z}\n"  # a tag: no work to judge
             f"(delete) {z} refs/heads/old {b}\n"  # a deletion
-            f"refs/heads/y {b} refs/heads/y {b}\n")  # the remote has it already
-    assert pushed_refs(text, {}) == [("refs/heads/x", a, z, "refs/heads/x")]
+            f"refs/heads/y {b} refs/heads/y {b}\n"  # the remote has it already
+            f"refs/tags/t {b} refs/heads/main {a}\n"  # a tag pushed onto a branch: judged
+            f"refs/heads/x {b} refs/tags/x {z}\n")  # a branch pushed as a tag: lands nothing
+    assert pushed_refs(text, {}) == [("refs/heads/x", a, z, "refs/heads/x"),
+                                     ("refs/tags/t", b, a, "refs/heads/main")]
     assert pushed_refs(None, {}) is None
     assert pushed_refs("", {}) == []  # git's hook of a push that updates nothing
     env = {"PRE_COMMIT_TO_REF": a, "PRE_COMMIT_FROM_REF": z,
@@ -70,6 +73,40 @@ def test_tag_push_branch_deletion_and_another_branch_are_never_blocked(tmp_path)
     # deleting a remote branch from the yielding worktree
     d = run(b, "git", "push", "-q", "origin", "--delete", "side")
     assert d.returncode == 0, d.stderr
+
+
+def test_a_tag_pushed_onto_a_branch_is_judged_as_the_work_it_carries(tmp_path):
+    """A tag is no work on the remote, but one pushed onto a branch lands its commits: the
+    remote ref decides (found by an attacker: `git push origin t:main`, t a tag on the
+    branch that must yield, passed as "nothing to judge")."""
+    main = installed(tmp_path)
+    collide(main, tmp_path)
+    git(main, "tag", "t", "feat/b")
+    blocked = run(main, "git", "push", "-q", "origin", "t:refs/heads/main")
+    assert blocked.returncode != 0, blocked.stderr
+    assert "'wt-b', whose work this push carries, must yield to 'wt-a'" in blocked.stderr, \
+        blocked.stderr
+    assert git(main, "ls-remote", "origin", "refs/heads/main").stdout.split()[0] \
+        != git(main, "rev-parse", "feat/b").stdout.strip()
+
+
+def test_every_ref_of_a_long_push_is_judged(tmp_path):
+    """git hands pre-push one line per pushed ref: the one that must yield is judged where
+    it comes in the list, past a megabyte of others too (the guard read the first 1 MiB
+    and passed the rest unjudged and unsaid)."""
+    main = installed(tmp_path)
+    _a, b, _ra, _rb = collide(main, tmp_path)
+    base = git(main, "rev-parse", "main").stdout.strip()
+    head = git(b, "rev-parse", "HEAD").stdout.strip()
+    pad = "".join(f"refs/heads/p{i:06d}-{'x' * 80} {base} refs/heads/p{i:06d}-{'x' * 80} "
+                  f"{base}\n" for i in range(12000))  # refs the remote has: nothing to judge
+    assert len(pad) > 2 << 20
+    stdin = pad + f"refs/heads/feat/b {head} refs/heads/feat/b {'0' * 40}\n"
+    hook = main / ".git" / "hooks" / "pre-push"
+    r = subprocess.run([str(hook), "origin", str(tmp_path / "remote.git")], cwd=b,
+                       input=stdin, capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "push blocked" in r.stderr and "wt-a" in r.stderr
 
 
 def test_a_branch_pushed_from_another_worktree_is_judged_as_its_own(tmp_path):

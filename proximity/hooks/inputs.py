@@ -129,9 +129,10 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]
     pre-push gets ``<local ref> <local sha> <remote ref> <remote sha>`` lines on stdin; the
     pre-commit framework and prek pass one of them as PRE_COMMIT_LOCAL_BRANCH /
     PRE_COMMIT_TO_REF / PRE_COMMIT_FROM_REF, and the others are read back from the ``git
-    push`` command line (pushargs). Deletions and tags carry no work to judge; an update the remote
-    already has neither. None: nothing said what is pushed (the guard run by hand); an
-    empty stdin is git saying the push updates no ref (everything up to date: git still
+    push`` command line (pushargs). Deletions and updates of the remote's tags carry no
+    work to judge (a tag pushed onto a branch does); an update the remote already has
+    neither. None: nothing said what is pushed (the guard run by hand); an empty stdin is
+    git saying the push updates no ref (everything up to date: git still
     runs the hook), so nothing to judge, never the worktree as by hand.
     """
     if env.get("PRE_COMMIT_TO_REF") or (env.get("PRE_COMMIT_LOCAL_BRANCH")
@@ -152,7 +153,9 @@ def pushed_refs(stdin_text: str | None, env: dict[str, str]
         if len(parts) != 4:
             continue
         local_ref, local_sha, remote_ref, remote_sha = parts
-        if set(local_sha) == {"0"} or local_ref.startswith("refs/tags/"):
+        # a tag on the remote lands no work; a tag pushed onto a branch does (what the
+        # remote ref becomes decides, never the local name it was pushed from)
+        if set(local_sha) == {"0"} or remote_ref.startswith("refs/tags/"):
             continue
         if local_sha == remote_sha:
             continue
@@ -164,7 +167,9 @@ def read_stdin() -> str | None:
     try:
         if sys.stdin is None or sys.stdin.closed or sys.stdin.isatty():
             return None
-        return sys.stdin.read(1 << 20)
+        # whole: git lists every pushed ref, and a ref past any cut would go unjudged (the
+        # list is the pusher's own refs, a few hundred bytes each)
+        return sys.stdin.read()
     except (OSError, ValueError):
         return None
 
