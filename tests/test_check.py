@@ -1414,6 +1414,40 @@ def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp
     assert "goes first" not in after["reason"], after["reason"]
 
 
+def test_a_side_told_to_yield_never_goes_first_in_a_wait_cycle(tmp_path, capsys):
+    """b was told to yield to a (a standing Resolution Advisory on committed lines) and
+    waits on a's lines. b then writes a line a asks for next, and a is denied there: a wait
+    cycle, in which b had waited longest. The holder goes first, never the side told to
+    yield (found by an attacker: b went first, pushed the work it was told to yield with,
+    and a's push was blocked in its place)."""
+    from test_hooks import BASE, collide, make_repo
+
+    main_, _remote = make_repo(tmp_path)
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
+                   capture_output=True)
+    a, b, _ra, rb = collide(main_, tmp_path)
+    assert "RESOLUTION ADVISORY" in rb.stderr + rb.stdout
+    pushed = git(b, "push", "-q", "origin", "feat/b", check=False)
+    assert pushed.returncode != 0 and "push blocked" in pushed.stderr
+    capsys.readouterr()
+    assert run_check(b, "f.txt:20", capsys=capsys)[1]["decision"] == "deny"  # b waits on a
+    (b / "f.txt").write_text(BASE.replace("line 20\n", "line 20 by b\n")
+                             .replace("line 30\n", "line 30 by b\n"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    assert run_check(a, "f.txt:30", capsys=capsys)[1]["decision"] == "deny"  # a waits on b
+    _, a_again = run_check(a, "f.txt:30", capsys=capsys)
+    assert a_again["decision"] == "ask" and "you go first" in a_again["reason"], a_again
+    _, b_again = run_check(b, "f.txt:20", capsys=capsys)
+    assert b_again["decision"] == "deny", b_again
+    assert "'wt-a' goes first" in b_again["reason"], b_again["reason"]
+    git(b, "stash", "-q")
+    still = git(b, "push", "-q", "origin", "feat/b", check=False)
+    assert still.returncode != 0 and "must yield to 'wt-a'" in still.stderr, still.stderr
+    ours = git(a, "push", "-q", "origin", "feat/a", check=False)
+    assert ours.returncode == 0, ours.stderr
+
+
 def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     """a waits on b, b on c, c on a (each holds uncommitted lines the next one's edit
     meets): no two of them wait on each other, yet none can move. The member whose wait is

@@ -71,12 +71,19 @@ def read(ledger: Ledger, now: float) -> tuple[waits.Waits, dict[tuple[str, str],
                                                                 tuple[str, ...]]]:
     """The waits that stand and the orders that do (an unreadable ledger: none). A
     member gone over by an order waits on the first while it stands, as a wait that is
-    never the oldest: it stays in the cycles it closes, and never goes first by them."""
+    never the oldest: it stays in the cycles it closes, and never goes first by them. So
+    does a wait on the side a standing Resolution Advisory gives right-of-way: however
+    long the side told to yield has waited, a cycle its holder's next deny closes lets the
+    holder go first, never the yielding side (else a worktree told to yield took
+    right-of-way by waiting, then touching a line its holder asked for next)."""
     try:
         standing = dict(ledger.waits(now))
         orders = ledger.orders(now)
+        told = {(y, h) for y, h, _ in ledger.standing_yields()} if standing else set()
     except LedgerError:
         return {}, {}
+    for edge in told & standing.keys():
+        standing[edge] = math.inf
     for edge in orders:
         standing[edge] = math.inf
     return standing, orders
