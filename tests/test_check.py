@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from proximity.agents.answer import CheckRequest, answer
 from proximity.agents.harnesses import claude
 from proximity.agents.harnesses.base import Edits
 from proximity.analysis import hunks
+from proximity.ledger import Ledger
 from proximity.main import main
 from proximity.views import messages
 
@@ -1412,6 +1414,41 @@ def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp
     capsys.readouterr()
     _, after = run_check(b, "x.txt:5", capsys=capsys)
     assert "goes first" not in after["reason"], after["reason"]
+
+
+def test_a_wait_cycles_order_ends_with_a_removed_worktree(space, capsys):
+    """a went first over b's lines in a wait cycle; b's worktree is removed and `gc` runs:
+    the order and the waits that named b end. A worktree added later under the same name
+    is new work (git reuses removed worktrees' names): it was gone over by nobody."""
+    sp = space({"x.txt": lines(10), "y.txt": lines(10)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "x.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
+    sp.write(b, "y.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
+    for wt in (a, b):
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    run_check(b, "x.txt:5", capsys=capsys)
+    run_check(a, "y.txt:5", capsys=capsys)
+    assert run_check(b, "x.txt:5", capsys=capsys)[1]["decision"] == "ask"  # b goes first
+
+    def cycles() -> tuple[dict, dict]:  # type: ignore[type-arg]
+        led = Ledger(str(sp.main / ".git" / "ecm"), create=False)
+        try:
+            return led.orders(time.time()), led.waits(time.time())
+        finally:
+            led.close()
+
+    orders, waits = cycles()
+    assert ("a", "b") in orders and ("a", "b") in waits
+    git(sp.main, "worktree", "remove", "--force", str(b))
+    assert main(["gc", "-C", str(a)]) == 0
+    assert cycles() == ({}, {k: v for k, v in waits.items() if "b" not in k})
+    again = sp.wt("b", branch="feat/new-b")
+    sp.write(again, "x.txt", lines(10).replace("line 7\n", "line 7 by the new b\n"))
+    assert main(["snapshot", "-C", str(again)]) == 0
+    capsys.readouterr()
+    _, got = run_check(a, "x.txt:7", capsys=capsys)
+    assert "go first" not in got["reason"] and "told that you go" not in got["reason"], got
 
 
 def test_a_side_told_to_yield_never_goes_first_in_a_wait_cycle(tmp_path, capsys):

@@ -170,7 +170,9 @@ class Events(LedgerCore):
     def gc(self, keep_events: int, live: set[str]) -> dict[str, int]:
         stats = {"events": 0, "risk": 0, "inbox": 0, "retired": 0, "cache": 0}
         with self.tx() as db:
-            for (stream,) in db.execute("SELECT id FROM streams").fetchall():
+            streams = {str(r[0]) for r in db.execute("SELECT id FROM streams")}
+            _drop_waits(db, streams - live)
+            for stream in sorted(streams):
                 if stream not in live:
                     cur = db.execute("UPDATE streams SET retired=? WHERE id=? AND retired IS "
                                      "NULL", (time.time(), stream))
@@ -278,3 +280,15 @@ class Events(LedgerCore):
         """Insert the spooled events now (a command with time to wait does this)."""
         with self.tx() as db:
             return self._replay(db)
+
+
+def _drop_waits(db: sqlite3.Connection, gone: set[str]) -> None:
+    """The waits and wait cycles' orders naming a worktree that is gone end with it: a
+    worktree made later under its name (git reuses the names of removed ones) is new work
+    that waited on nobody and was gone over by nobody."""
+    if not gone:
+        return
+    rows = db.execute("SELECT kind, key FROM cache WHERE kind IN ('waits', 'first')")
+    db.executemany("DELETE FROM cache WHERE kind=? AND key=?",
+                   [(k, key) for k, key in rows.fetchall()
+                    if set(str(key).split("\t")) & gone])
