@@ -166,6 +166,8 @@ class Facts:
     # the other side's committed lines then)
     held: Callable[[str, str], tuple[str, int, int] | None] | None = None
     held_files: Callable[[str, str], tuple[str, ...] | None] | None = None
+    broke_since: Callable[[str, set[str], int, Callable[[str, str, str], bool]], bool] \
+        | None = None
     # the yield graph: agent -> the agents it yields to (standing decisions still at RA,
     # then this scan's own): a new decision never closes a cycle in it
     yields: dict[str, set[str]] = field(default_factory=dict)

@@ -216,10 +216,12 @@ def test_a_trivial_commit_elsewhere_buys_no_right_of_way(tmp_path, space, scan_j
     after = pair(scan_json(sp.main, capsys=capsys), "a", "b")
     assert after["yielding"] == before["yielding"]
     assert after["priority"]["b"]["committed"] == 0
-    # committing the contested work itself does count
+    # committing the contested work itself counts as work, but the advice was told: the
+    # side told to yield buys nothing by committing, while the holder's live run goes on
     git(b, "commit", "-qam", "b's real work")
     won = pair(scan_json(sp.main, capsys=capsys), "a", "b")
-    assert won["priority"]["b"]["committed"] == 1 and won["yielding"] == "a"
+    assert won["priority"]["b"]["committed"] == 1
+    assert won["yielding"] == before["yielding"] == "b"
 
 
 def test_identical_edits_are_not_a_collision(space, scan_json, capsys):

@@ -135,3 +135,38 @@ def test_a_yield_ends_when_the_holder_lands(tmp_path):
         if n != free and waits.get(f"wt-{n}") == {f"wt-{free}"}:
             p = run(wt, "git", "push", "-q", "origin", f"feat/{n}")
             assert p.returncode == 0, p.stderr
+
+
+def test_advice_told_on_live_work_stands_when_the_side_told_to_yield_commits_first(tmp_path):
+    """Two worktrees edit the same line, uncommitted; a scan tells one to yield (the other
+    holds on live work, which no ledger event records: the service and the commands judge
+    worktrees as they are). The side told to yield then commits first: it buys nothing by
+    it, and the holder's own commit does not flip the advice either (found by a new user:
+    the one told to yield was told, at its commit, that it had right-of-way, and the
+    holder, at its own, to yield)."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    main = init_repo(tmp_path / "main", FILES)
+    git(main, "remote", "add", "origin", str(remote))
+    r = run(main, PY, "-m", "proximity", "install")
+    assert r.returncode == 0, r.stderr
+    wts = {n: tmp_path / f"wt-{n}" for n in "ab"}
+    for n, wt in wts.items():
+        git(main, "worktree", "add", "-q", "-b", f"feat/{n}", str(wt))
+        edit(wt, "f.txt", 10, 10, n)
+    told = scan(main)
+    (p,) = [x for x in told["pairs"] if x["advisory"] == "resolution"]
+    yielding = p["yielding"]
+    holder = "wt-b" if yielding == "wt-a" else "wt-a"
+    first = run(wts[yielding[-1]], "git", "commit", "-qam", "the side told to yield")
+    out = " ".join((first.stdout + first.stderr).split())
+    assert "you must yield" in out and "right-of-way: hold course" not in out, out
+    second = run(wts[holder[-1]], "git", "commit", "-qam", "the holder")
+    out = " ".join((second.stdout + second.stderr).split())
+    assert "you have right-of-way" in out and "you must yield" not in out, out
+    (q,) = [x for x in scan(main)["pairs"] if x["advisory"] == "resolution"]
+    assert q["yielding"] == yielding, q
+    blocked = run(wts[yielding[-1]], "git", "push", "-q", "origin", f"feat/{yielding[-1]}")
+    assert blocked.returncode != 0 and "push blocked" in blocked.stderr, blocked.stderr
+    ok = run(wts[holder[-1]], "git", "push", "-q", "origin", f"feat/{holder[-1]}")
+    assert ok.returncode == 0, ok.stderr

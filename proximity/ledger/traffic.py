@@ -63,6 +63,23 @@ class Traffic(Events):
         # took right-of-way from its worktree-add event)
         return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]) + 1
 
+    def broke_since(self, stream: str, paths: Collection[str], since: int,
+                    committed: Callable[[str, str, str], bool] | None = None) -> bool:
+        """Whether an event of ``stream`` after ledger order ``since`` records its work on
+        one of ``paths`` ending (the path no longer differs from HEAD, and did not go into
+        a commit meanwhile: see reached)."""
+        if not paths:
+            return False
+        marks = ",".join("?" * len(paths))
+        rows = self.db.execute(
+            f"SELECT e.head, (SELECT p.head FROM events p WHERE p.stream=e.stream "
+            f"AND p.seq<e.seq ORDER BY p.seq DESC LIMIT 1), j.key "
+            f"FROM events e, json_each(e.files) j WHERE e.stream=? AND e.seq>? "
+            f"AND j.key IN ({marks}) AND j.value IS NULL", (stream, since, *paths))
+        return any(not (committed is not None and head and before and head != before
+                        and committed(before, head, path))
+                   for head, before, path in rows)
+
     # -- who waits on whom (the pre-edit check's denies) -----------------------------------
     def wait(self, waiter: str, holders: Collection[str], now: float) -> None:
         """``waiter`` was denied for ``holders``' work: since when it waits on each (an

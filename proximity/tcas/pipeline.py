@@ -52,6 +52,7 @@ def facts(ctx: Context, what_if: dict[str, list[tuple[int, int]] | None] | None 
     f.reached = led.reached
     f.held = led.held
     f.held_files = led.held_files
+    f.broke_since = led.broke_since
     f.orders = set(led.orders(time.time()))
     for told, holder, _since in led.standing_yields():  # oldest first
         # (two worktrees deciding at the same moment could each record half a cycle: the

@@ -68,7 +68,16 @@ def standing(pw: Work, a: Agent, b: Agent, base: str | None, yielding: str,
     if lines > 0:  # committed work it had then is all there still
         return told
     seq = facts.reached(holder, set(contested), pw.repo.committed_path)
-    return told if seq is not None and seq <= since else yielding
+    if seq is not None and seq <= since:
+        return told
+    # no event before the telling records the holder's work there: it was live work (the
+    # service and the commands judge worktrees unrecorded), and it was there when told,
+    # being one side of the collision; it holds unless an event since records it ending
+    # (else the side told to yield took right-of-way by committing first)
+    if seq is not None and facts.broke_since is not None and not facts.broke_since(
+            holder, set(contested), since, pw.repo.committed_path):
+        return told
+    return yielding
 
 
 def ordered(facts: Facts, a: str, b: str, yielding: str) -> str:
