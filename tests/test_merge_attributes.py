@@ -10,12 +10,17 @@ real bare remote, in process (the service's side: tests/test_service.py).
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import git, pair
 from test_hooks import collide, make_repo, run
+
+from proximity import gitio
+from proximity.gitio import run as gitrun
 
 
 def hooked(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -77,3 +82,25 @@ def test_a_merge_driver_a_worktrees_attributes_name_never_runs(tmp_path):
     assert got["merge"]["own_conflicts"] == ["f.txt"], got
     blocked(b, main)
     assert not mark.exists(), "the push guard ran the merge driver"
+
+
+def test_the_merge_of_a_pair_reads_no_attributes_of_the_worktree_it_is_asked_from(space):
+    """Repo.merge_result, asked from the main checkout (as the service asks every pair)
+    whose untracked .gitattributes says `* merge=union`: the merge of a's and b's commits
+    conflicts as git's plain merge does; it ran in an empty directory of this process
+    alone, left empty."""
+    sp = space({"app.txt": "".join(f"line {i}\n" for i in range(1, 21))})
+    a, b = sp.wt("a"), sp.wt("b")
+    for wt in (a, b):
+        sp.write(wt, "app.txt", (sp.main / "app.txt").read_text().replace(
+            "line 10\n", f"line 10 by {wt.name}\n"))
+        sp.commit(wt, f"{wt.name}'s line 10")
+    sp.write(sp.main, ".gitattributes", "* merge=union\n")
+    repo = gitio.Repo(str(sp.main))
+    heads = [git(wt, "rev-parse", "HEAD").stdout.strip() for wt in (a, b)]
+    assert repo.merge_conflicts(*heads) == ["app.txt"]
+    got = repo.merge_result(*heads)
+    assert got is not None and got[1] == ["app.txt"]
+    where = gitrun.away_dir()
+    assert os.listdir(where) == []
+    assert stat.S_IMODE(os.lstat(where).st_mode) == 0o700
