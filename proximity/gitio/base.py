@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proximity import layout, owned
-from proximity.errors import NotARepository
+from proximity.errors import FatalError, NotARepository
 from proximity.gitfiles import (
     _read,
     agent_id,
@@ -250,7 +250,10 @@ class RepoCore:
         every worktree (run.away_env): for a merge whose answer is a verdict, which must
         not depend on attributes a worktree's files set (nor run a driver they name).
         Only object ids are meaningful to it: names like HEAD are the common dir's."""
-        where, away = away_env(self.common)
+        try:
+            where, away = away_env(self.common)
+        except OSError as e:  # (no temporary directory to make it in: git cannot answer)
+            raise FatalError(f"no private directory to run git in: {e}") from e
         return git(args, cwd=where, env={**self.objects_env(), **(env or {}), **away}, **kw)
 
     def _see(self) -> None:
