@@ -194,6 +194,30 @@ def test_service_and_in_process_give_identical_pairs(space, services):
     assert any(p["advisory"] != "clear" for p in svc["pairs"])
 
 
+def test_the_main_checkouts_untracked_attributes_never_decide_a_pair(space, services,
+                                                                     tmp_path):
+    """The service runs git's merge of every pair from one worktree (the main checkout):
+    an untracked `.gitattributes` there (`merge=union`, built into git; `merge=x`, a driver
+    the repository's config defines) decided every pair it judged. Work on f.txt and g.txt
+    of a and b conflicts; the pair stays a conflict on both files, and the driver never
+    runs."""
+    sp, a, b, common = three(space, services)
+    mark = tmp_path / "driver-ran"
+    git(sp.main, "config", "merge.x.driver", f"touch '{mark}'")
+    sp.write(sp.main, ".gitattributes", "f.txt merge=union\ng.txt merge=x\n")
+    for wt, tag in ((a, "a"), (b, "b")):
+        edit(wt / "f.txt", 10, 12, tag)
+        edit(wt / "g.txt", 5, 6, tag)
+    assert service_cmd.start(common)
+    svc = client.scan(common, None, budget=30.0)
+    assert svc is not None
+    assert not mark.exists()
+    (p,) = [p for p in svc["pairs"] if {p["a"], p["b"]} == {"a", "b"}]
+    assert p["channels"]["conflict"] == 1.0 and p["advisory"] == "resolution", p
+    assert sorted(f["path_a"] for f in p["findings"] if f["channel"] == "conflict") \
+        == ["f.txt", "g.txt"], p["findings"]
+
+
 def commit_with_hooks(where: Path, msg: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", "commit", "-q", "-m", msg], cwd=where, env=hook_env(),
                           capture_output=True, text=True, timeout=120)

@@ -68,6 +68,9 @@ def ort_conflicts(triples: Sequence[tuple[bytes, bytes, bytes | None]]) -> list[
     all, then one `merge-tree` each). A triple git cannot answer is not a conflict."""
     if not triples:
         return []
+    # (a bare repository of this process's own, with no working tree and no commit at its
+    # HEAD: no worktree's .gitattributes is read there, so none names a merge driver or
+    # union merge for these files, as in gitio's merges of whole trees)
     where = scratch.merge_repository()
     # (names of its own for each question: a service asks from several threads at once)
     token = os.urandom(6).hex()

@@ -27,6 +27,9 @@ from proximity.channels.evidence import Evidence, Result
 from proximity.model import FileChange, Finding
 
 NAME = "conflict"
+# in the pair cache's keys: 2, git's merge reads no worktree's attributes (a result cached
+# before may have come from a merge that did, and cleared a real conflict for everyone)
+CACHE_FORMAT = 2
 
 
 def run(ev: Evidence) -> Result:
@@ -34,7 +37,7 @@ def run(ev: Evidence) -> Result:
     if not a.snapshot or not b.snapshot:
         return Result(None, [])
     cache = ev.scope.facts.pair_cache
-    key = "conflict:" + ":".join(sorted((a.snapshot, b.snapshot)))
+    key = f"conflict:{CACHE_FORMAT}:" + ":".join(sorted((a.snapshot, b.snapshot)))
     paths = cache.get(key)
     if paths is None:
         paths = [] if _apart(ev) else _as_last(ev)

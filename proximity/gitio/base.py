@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proximity import layout, owned
-from proximity.errors import NotARepository
+from proximity.errors import FatalError, NotARepository
 from proximity.gitfiles import (
     _read,
     agent_id,
@@ -22,7 +22,7 @@ from proximity.gitfiles import (
 )
 from proximity.gitio import listing
 from proximity.gitio.listing import WorktreeInfo
-from proximity.gitio.run import git
+from proximity.gitio.run import away_env, git
 from proximity.gitio.store import ObjectStore, refused_write
 
 T = TypeVar("T")
@@ -243,6 +243,18 @@ class RepoCore:
         """``git`` in this repository (or ``cwd``) with the object store's environment."""
         return git(args, cwd=cwd or self.workdir, env={**self.objects_env(), **(env or {})},
                    **kw)
+
+    def _git_away(self, args: Sequence[str], env: Mapping[str, str] | None = None,
+                  **kw: Any) -> subprocess.CompletedProcess[bytes]:
+        """``git`` in this repository with the object store's environment, run away from
+        every worktree (run.away_env): for a merge whose answer is a verdict, which must
+        not depend on attributes a worktree's files set (nor run a driver they name).
+        Only object ids are meaningful to it: names like HEAD are the common dir's."""
+        try:
+            where, away = away_env(self.common)
+        except OSError as e:  # (no temporary directory to make it in: git cannot answer)
+            raise FatalError(f"no private directory to run git in: {e}") from e
+        return git(args, cwd=where, env={**self.objects_env(), **(env or {}), **away}, **kw)
 
     def _see(self) -> None:
         """Let libgit2 read every object store this process wrote to."""

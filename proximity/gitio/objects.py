@@ -356,15 +356,23 @@ class Objects(RepoCore):
         """git's merge of two commits, written nowhere but the object store: (its tree --
         with conflict markers where it conflicts -- and the paths it leaves conflicted);
         None if git cannot merge them (``unrelated``: histories with no common commit
-        are merged too, as the scan's snapshots may be)."""
+        are merged too, as the scan's snapshots may be).
+
+        Run away from every worktree (``_git_away``): the answer is a verdict every side
+        shares (cached per pair of snapshots, whoever asked first), so it must not hang on
+        the attributes of the worktree that asked (an untracked ``* merge=union`` there
+        made every conflict clean) nor run a merge driver one names. A committed
+        ``.gitattributes`` is not read either: a path whose committed ``merge=union``
+        would merge cleanly is called a conflict (conservative, never silently clean);
+        ``$GIT_DIR/info/attributes``, the user's own, is read."""
         args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"]
         try:
-            proc = self._write_live(lambda: self._git([*args, a, b], ok=(0, 1)))
+            proc = self._write_live(lambda: self._git_away([*args, a, b], ok=(0, 1)))
         except FatalError as e:
             if not (unrelated and "unrelated histories" in str(e)):
                 return None
             try:
-                proc = self._write_live(lambda: self._git(
+                proc = self._write_live(lambda: self._git_away(
                     [*args, "--allow-unrelated-histories", a, b], ok=(0, 1)))
             except FatalError:
                 return None

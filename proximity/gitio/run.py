@@ -8,14 +8,17 @@ its process group.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import subprocess
+import tempfile
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from proximity import knobs
+from proximity import knobs, owned
 from proximity.errors import FatalError, GitTimeout, GitTooOld
 
 MIN_GIT = (2, 38)
@@ -46,6 +49,68 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+# git reads attributes (``.gitattributes``) from the working tree of the repository it runs
+# in: relative to its working directory, whatever the worktree. A merge or diff whose
+# answer is a verdict must not: an untracked ``* merge=union`` in any one worktree would
+# make git's merge of any pair it runs there clean (the push guard then lets through a
+# push that must yield, and the answer is cached for every side), and ``* merge=x``
+# would run a driver the repository's config defines (``merge.x.driver``) on two other
+# worktrees' files. Such git runs "away": in the repository's common dir (GIT_DIR) with an
+# empty directory of this process as its working tree and its working directory, so no
+# worktree's files are read; ``$GIT_DIR/info/attributes`` and the user's
+# ``core.attributesFile`` (the local user's own choice) still are.
+AWAY_PREFIX = "proximity-away-"  # <tmp>/proximity-away-<pid>-<random>: always empty
+
+_AWAY_LOCK = threading.Lock()  # (the service asks from several threads)
+_AWAY: list[tuple[int, str]] = []  # (pid, directory), once made
+
+
+def away_dir() -> str:
+    """This process's empty directory (``mkdtemp``: 0700; made on first use, a forked
+    child makes its own; removed at exit). Nothing is ever written into it. Those that
+    processes of this user left when killed are removed as it is made."""
+    with _AWAY_LOCK:
+        if not _AWAY or _AWAY[0][0] != os.getpid():
+            parent = tempfile.gettempdir()
+            _sweep_away(parent)
+            d = tempfile.mkdtemp(prefix=f"{AWAY_PREFIX}{os.getpid()}-")
+            _AWAY[:] = [(os.getpid(), d)]
+            atexit.register(_remove_away, d)
+        return _AWAY[0][1]
+
+
+def _remove_away(d: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(d)
+
+
+def _sweep_away(parent: str) -> None:
+    """Remove the empty directories (away_dir) whose process no longer runs: rmdir only,
+    so a directory that holds anything, or that is not a directory, stays."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(AWAY_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError, ValueError):
+            if owned.alive(int(name[len(AWAY_PREFIX):].split("-", 1)[0])):
+                continue
+            path = os.path.join(parent, name)
+            if os.lstat(path).st_uid == os.getuid():
+                os.rmdir(path)
+
+
+def away_env(common: str) -> tuple[str, dict[str, str]]:
+    """Where (the working directory) and with what environment git runs in the repository
+    whose common dir is ``common`` without reading any worktree's files (see AWAY_PREFIX):
+    its working tree is an empty directory (GIT_WORK_TREE too, so a ``core.worktree`` in
+    the config points it nowhere else), its index one that does not exist (never the main
+    checkout's, where a staged ``.gitattributes`` would be read after the tree's)."""
+    d = away_dir()
+    return d, {"GIT_DIR": common, "GIT_WORK_TREE": d,
+               "GIT_INDEX_FILE": os.path.join(d, "index")}
 
 
 # Time limits (seconds) per class of git call: no git process may hang a hook or command.
