@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         # guard: (ref, commit, the remote's commit it replaces: zeros for a new ref, the
         # remote's ref: "" when not known) pushed
         pushed: NotRequired[list[tuple[str, str, str, str]] | None]
+        remote: NotRequired[str]  # guard: the remote pushed to, as git names it to the hook
         cookie: NotRequired[str]  # the hook script's sync cookie
         later: NotRequired[bool]  # the service's own: nobody waits for the lines
         synced: NotRequired[bool]  # the service's own: its watcher had caught up

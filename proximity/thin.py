@@ -89,7 +89,8 @@ def _hook(call: inputs.HookCall) -> int | inputs.HookCall:
         return call
     gitdir, common = found
     pushed = inputs.pushed_refs(call.stdin, dict(os.environ)) if stage == "guard" else None
-    msg = hook_request(stage, gitfiles.agent_id(gitdir, common), call.kind(), pushed)
+    msg = hook_request(stage, gitfiles.agent_id(gitdir, common), call.kind(), pushed,
+                       call.args[0] if call.args else "")
     head = gitfiles.head_commit(gitdir, common) if msg["kind"] == "commit" else None
     answer, record = client.hook(common, msg, head=head)
     if answer is None:
@@ -102,7 +103,8 @@ def _hook(call: inputs.HookCall) -> int | inputs.HookCall:
 
 
 def hook_request(stage: str, agent: str, kind: str,
-                 pushed: list[tuple[str, str, str, str]] | None) -> HookRequest:
+                 pushed: list[tuple[str, str, str, str]] | None,
+                 remote: str = "") -> HookRequest:
     """The service's one request for a hook (op ``hook``), from the hook's stage, worktree,
     event kind and pushed refs, and what its environment carries: the index being
     committed, PROXIMITY_ALLOW, the host's stashed edits, the hook script's sync cookie.
@@ -113,6 +115,8 @@ def hook_request(stage: str, agent: str, kind: str,
                         "allow": inputs.allowed(), "unstash": stash.host_patch(os.environ)}
     if stage == "guard":
         msg["pushed"] = pushed
+        if remote:  # (pre-push's first argument: the remote's name, or its URL)
+            msg["remote"] = remote
     cookie = os.environ.get("PROXIMITY_SYNC_COOKIE", "")
     if cookie and stage != "snapshot":
         msg["cookie"] = cookie  # made by the hook script (the service checks the name)

@@ -194,15 +194,29 @@ def test_the_yielding_side_is_told_the_work_landed_and_clears_once_rebased(tmp_p
     told_then_cleared(y, by="main")
 
 
-def told_then_cleared(y: Path, by: str) -> None:
+def test_the_landing_names_the_remote_it_was_pushed_to(tmp_path):
+    """The main checkout lands x's work on a remote that is not origin: y is told where,
+    and the pull it is told to run names that remote (it said origin, whatever was
+    pushed to)."""
+    main, _x, y = held(tmp_path)
+    url = git(main, "remote", "get-url", "origin").stdout.strip()
+    git(main, "remote", "add", "pub", url)
+    git(main, "merge", "-q", "--ff-only", "x")
+    landed = run(main, "git", "push", "pub", "main")
+    assert landed.returncode == 0, landed.stderr
+    told_then_cleared(y, by="main", remote="pub")
+
+
+def told_then_cleared(y: Path, by: str, remote: str = "origin") -> None:
     """y, told to yield to x, stays blocked and is told x's work landed (pushed from
-    ``by``), and clears once it rebased onto it; told once."""
+    ``by`` to ``remote``), and clears once it rebased onto it; told once."""
     blocked = run(y, "git", "push", "origin", "y")
     assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
-    assert f"LANDING: 'x''s work (branch x) is being pushed as main from '{by}'" \
-        in blocked.stderr, blocked.stderr
-    assert "git pull --rebase origin main" in blocked.stderr
-    r = run(y, "git", "pull", "-q", "--rebase", "-X", "ours", "origin", "main")
+    said = " ".join(blocked.stderr.split())
+    assert f"LANDING: the work of 'x' (branch x) is being pushed as main to {remote} from " \
+        f"'{by}'" in said, blocked.stderr
+    assert f"git pull --rebase {remote} main" in said
+    r = run(y, "git", "pull", "-q", "--rebase", "-X", "ours", remote, "main")
     assert r.returncode == 0, r.stderr
     ok = run(y, "git", "push", "origin", "y")
     assert ok.returncode == 0, ok.stderr
@@ -235,7 +249,7 @@ def test_the_holders_work_lands_after_its_worktree_is_gone(tmp_path):
     assert landed.returncode == 0, landed.stderr
     assert "must yield" not in landed.stderr, landed.stderr
     told = run(y, "git", "push", "origin", "y")  # y's next hook reads it
-    assert "LANDING: 'x''s work (branch x)" in told.stderr, told.stderr
+    assert "LANDING: the work of 'x' (branch x)" in told.stderr, told.stderr
 
 
 def test_the_resident_service_lands_the_holders_work_alike(tmp_path, monkeypatch):

@@ -61,7 +61,8 @@ def run_here(ctx: workspace.Context, call: HookCall, record: bool) -> int:
     if msg is None:
         pushed = pushed_refs(call.stdin if call.stdin is not None else read_stdin(),
                              dict(os.environ)) if stage == "guard" else None
-        msg = thin.hook_request(stage, ctx.here, call.kind(), pushed)
+        msg = thin.hook_request(stage, ctx.here, call.kind(), pushed,
+                                call.args[0] if call.args else "")
         if record and not syncs:  # (with sync on the service leaves the push here)
             answer, record = client.hook(ctx.repo.common, msg)
             if answer is not None:

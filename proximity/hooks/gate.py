@@ -49,7 +49,7 @@ class Verdict:
 def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
           pushed: Sequence[tuple[str, str, str, str]] | None, agents_of: AgentsOf,
           in_hook: bool = True, record: bool = True, unstash: str | None = None,
-          rid: str | None = None) -> Verdict:
+          rid: str | None = None, remote: str = "") -> Verdict:
     """Record this worktree, scan its pairs (each pushed commit standing in for the lines
     of work it carries: pushed.whose_work), fire the triggers.
     ``agents_of(override)``: the live agents, as the caller keeps them (the in-process
@@ -118,7 +118,7 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     unjudged = tuple((a.id, a.branch, a.error) for a in result.agents
                      if a.error is not None and a.id != who and stage == "guard")
     if not must_yield and lands:
-        posted += landed(ctx, lands, [r for _, r in results])
+        posted += landed(ctx, lands, [r for _, r in results], remote)
     return Verdict(notes=tuple(notes), texts=tuple(texts), yielding=who,
                    must_yield=tuple(must_yield),
                    posted=frozenset(int(m["id"]) for m in posted
@@ -132,8 +132,8 @@ def warm_up(ctx: workspace.Context) -> None:
     pipeline.warm_up(ctx)
 
 
-def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[Scan]
-           ) -> list[dict[str, object]]:
+def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[Scan],
+           remote: str = "") -> list[dict[str, object]]:
     """Tell every worktree that yields to a line of work this push lands (the standing
     advice, this judging's, or a wait cycle's order, which ends here) that it lands: the
     yield ends once they rebase onto it. Returns the messages posted."""
@@ -155,6 +155,8 @@ def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[S
             msg: dict[str, object] = {
                 "type": "landed", "from": line.id, "to": y, "branch": line.branch,
                 "onto": ref.removeprefix("refs/heads/"), "by": ctx.here}
+            if remote:
+                msg["remote"] = remote
             try:
                 mid = ctx.ledger.post(y, line.id, "landed", msg, 0.0, 0.0, 0.0)
             except LedgerError:

@@ -49,6 +49,7 @@ class Stage(NamedTuple):
     allow: bool = False  # PROXIMITY_ALLOW=1
     unstash: str | None = None  # the hook host's patch of stashed edits (stash.py)
     rid: str | None = None  # the request id the event is recorded under
+    remote: str = ""  # guard: the remote pushed to (named in what a landing tells)
     record: bool = True
     deliver: bool = True
 
@@ -60,7 +61,8 @@ class Stage(NamedTuple):
                    pushed=tuple((ref, sha, old, to) for ref, sha, old, to in pushed)
                    if pushed is not None else None,
                    allow=msg.get("allow") is True, unstash=_patch(msg.get("unstash")),
-                   rid=msg.get("rid"), record=record, deliver=deliver)
+                   rid=msg.get("rid"), remote=msg.get("remote") or "", record=record,
+                   deliver=deliver)
 
 
 class StageOutcome(NamedTuple):
@@ -152,7 +154,7 @@ def _judged(ctx: Context, stage: Stage, air: Airspace) -> StageOutcome:
     verdict = gate.judge(ctx, stage.stage, stage.kind, stage.index_file,
                          list(stage.pushed) if stage.pushed is not None else None,
                          air.agents, in_hook=air.in_hook, record=stage.record,
-                         unstash=stage.unstash, rid=stage.rid)
+                         unstash=stage.unstash, rid=stage.rid, remote=stage.remote)
     if stage.record:
         journal.settle_pending(ctx.repo.common, stage.rid)
     if verdict.graph_deferred:

@@ -129,6 +129,9 @@ def hook_request(msg: Mapping[str, object], common: str) -> HookRequest | None:
         req["rid"] = rid
     if isinstance(cookie, str):
         req["cookie"] = cookie
+    remote = msg.get("remote")
+    if isinstance(remote, str) and remote:
+        req["remote"] = remote
     pushed = msg.get("pushed")
     if pushed is not None:
         if not isinstance(pushed, list) or not all(

@@ -74,11 +74,17 @@ def landed(b: dict[str, Any]) -> str:
     remote takes it, so it is "landing", not yet landed): rebase onto it once it is there,
     and the yield ends."""
     onto = text(b.get("onto"), 200)
-    return (f"proximity inbox: LANDING: {text(b.get('from'))!r}'s work (branch "
-            f"{text(b.get('branch'))}) is being pushed as {onto} from {text(b.get('by'))!r}.\n"
-            f"  you were told to yield to it: rebase onto it once it is there (`git pull "
-            f"--rebase origin {onto}`, or `git rebase` onto the landed {onto}); the yield ends "
-            "when your work is on top of theirs")
+    # the remote it was pushed to, as the pusher named it (a name, or a URL)
+    remote = text(b.get("remote"), 300) if b.get("remote") else ""
+    to = f" to {remote}" if remote else ""
+    pull = (f"`git pull --rebase {remote} {onto}`" if remote and " " not in remote
+            else f"`git pull --rebase` from the remote holding {onto}")
+    return (f"proximity inbox: LANDING: the work of {text(b.get('from'))!r} (branch "
+            f"{text(b.get('branch'))}) is being pushed as {onto}{to} from "
+            f"{text(b.get('by'))!r}.\n"
+            f"  you were told to yield to it: rebase onto it once it is there ({pull}, or "
+            f"`git rebase` onto the landed {onto}); the yield ends when your work is on top "
+            "of theirs")
 
 
 def goes_first(b: dict[str, Any]) -> str:
