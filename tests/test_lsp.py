@@ -232,6 +232,29 @@ async def test_a_person_shown_a_deny_keeps_waiting_without_a_keystroke(
 
 
 @pytest.mark.asyncio
+async def test_a_standing_deny_is_not_judged_again_by_its_own_wait(
+        client: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
+    """The deny records the person's wait in the ledger; the live look saw that write as
+    a sibling's change and judged again, which wrote again: the same diagnostics a few
+    times a second (found by a new user: 77 in 15 s, the server at 13 % of a core). With
+    nothing moving, the deny is asked again only when its re-asking is due."""
+    sp, a, b = work
+    for wt in (a, b):
+        subprocess.run([*SERVER[:-1], "snapshot", "-C", str(wt)], check=True,
+                       capture_output=True)
+    u = open_doc(client, a / "app.txt")
+    await diagnostics(client, u, lambda d: bool(d))
+    change(client, u, 2, APP.replace("line 12\n", "line 12 typed by a\n"))
+    await diagnostics(client, u, lambda d: bool(lines_of(d, types.DiagnosticSeverity.Error)))
+    await asyncio.sleep(1.0)  # (the judgement's own write has been looked at)
+    first = standing_wait(sp, "a", "b")
+    assert first is not None
+    await asyncio.sleep(3.0)
+    assert standing_wait(sp, "a", "b") == first
+    assert lines_of(client.diagnostics[u], types.DiagnosticSeverity.Error) == [12]
+
+
+@pytest.mark.asyncio
 async def test_traffic_next_to_a_sibling_waiting_on_the_person_is_information(
         client: LanguageClient, work) -> None:  # type: ignore[no-untyped-def]
     """The person types two lines from b's line 12 (git merges that cleanly): traffic, a

@@ -68,6 +68,9 @@ class Looker:
         self.parent, self._interval = parent, interval
         self._seen: dict[str, object] = {}
         self._roots: dict[str, tuple[Stat, list[str]]] = {}
+        # per common dir: the ledger's stats just after this server's own write there (a
+        # deny records a wait): a look that sees them sees no sibling's change
+        self._own: dict[str, tuple[Stat, Stat]] = {}
         self._lock = threading.Lock()  # (_seen: marked on the loop, looked at here)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lsp-live", daemon=True)
@@ -85,13 +88,27 @@ class Looker:
             got = self._roots[common] = (mark, worktree_roots(common))
         return got[1]
 
-    def _shared(self, common: str) -> object:
-        ecm = layout.ecm_dir(common)
-        ledger = layout.ledger_path(ecm)
-        return (_stat(ledger), _stat(ledger + "-wal"),
-                others_buffers(ecm, os.getpid()), tuple(self.roots(common)))
+    @staticmethod
+    def _ledger(common: str) -> tuple[Stat, Stat]:
+        ledger = layout.ledger_path(layout.ecm_dir(common))
+        return _stat(ledger), _stat(ledger + "-wal")
 
-    def _mark(self, common: str, rel: str, shared: object) -> object:
+    def _shared(self, common: str) -> tuple[object, ...]:
+        return (*self._ledger(common), others_buffers(layout.ecm_dir(common), os.getpid()),
+                tuple(self.roots(common)))
+
+    def wrote(self, common: str) -> None:
+        """This server's own judgement may just have written the ledger (a deny records
+        the person's wait): that is no sibling's change (else the next look judged again,
+        which wrote again: identical diagnostics a few times a second while a deny
+        stood). A sibling's write in the same moment waits for its next sign: the
+        re-asking of a standing deny, or its files."""
+        got = self._ledger(common)
+        with self._lock:
+            self._own[common] = got
+
+    def _mark(self, common: str, rel: str, shared: tuple[object, ...]
+              ) -> tuple[tuple[object, ...], tuple[Stat, ...]]:
         return shared, tuple(_stat(os.path.join(r, rel)) for r in self.roots(common))
 
     def mark(self, uri: str, common: str, rel: str) -> None:
@@ -104,20 +121,30 @@ class Looker:
     def look(self) -> list[str]:
         """One look: the documents whose picture changed since the last."""
         docs = self._docs()
-        shared: dict[str, object] = {}
+        shared: dict[str, tuple[object, ...]] = {}
         out = []
         for uri, (common, rel) in docs.items():
             if common not in shared:
                 shared[common] = self._shared(common)
             mark = self._mark(common, rel, shared[common])
             with self._lock:
-                if uri in self._seen and self._seen[uri] != mark:
+                was = self._seen.get(uri)
+                if was is not None and was != mark and not self._ours(common, was, mark):
                     out.append(uri)
                 self._seen[uri] = mark
         with self._lock:
             for gone in set(self._seen) - set(docs):
                 del self._seen[gone]
         return out
+
+    def _ours(self, common: str, was: object, now: tuple[tuple[object, ...],
+                                                         tuple[Stat, ...]]) -> bool:
+        """Whether the only change from ``was`` to ``now`` is the ledger as this server
+        left it after its own write."""
+        if not isinstance(was, tuple) or len(was) != 2 or not isinstance(was[0], tuple):
+            return False
+        return (was[1] == now[1] and was[0][2:] == now[0][2:]
+                and tuple(now[0][:2]) == self._own.get(common))
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):

@@ -124,6 +124,8 @@ class Proximity(LanguageServer):
                 if note and note != doc.said:
                     self.log(f"proximity: {doc.where.rel}: {note}", types.MessageType.Warning)
                 found = self.findings(doc, doc.path, doc.where, text)
+                if any(f.decision == decision.DENY for f in found):  # (it recorded a wait)
+                    self.looker.wrote(doc.where.common)
             else:
                 documents.unshare(doc)
         except Exception as e:  # a failure of ours, git's absence: said, never shown as red
