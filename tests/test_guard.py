@@ -90,6 +90,37 @@ def test_a_tag_pushed_onto_a_branch_is_judged_as_the_work_it_carries(tmp_path):
         != git(main, "rev-parse", "feat/b").stdout.strip()
 
 
+def test_a_detached_checkout_pushing_yielding_work_is_judged_as_that_work(tmp_path):
+    """A detached checkout holds no line of work: the commits its HEAD has are others'.
+    Pushed from a new worktree detached at the branch that must yield, or from the main
+    checkout detached there, they are judged as that branch's worktree (found by an
+    attacker: `git worktree add --detach ../wd feat/b; git push origin HEAD:main` landed
+    them, judged as a worktree with no standing advice)."""
+    main = installed(tmp_path)
+    a, b, _ra, _rb = collide(main, tmp_path)
+    # told to yield, b commits more on the contested lines: it buys b nothing, but a new
+    # identity carrying these commits would hold by their count
+    text = (b / "f.txt").read_text()
+    for n in range(17, 24):
+        text = text.replace(f"line {n}\n", f"line {n} by b\n")
+    (b / "f.txt").write_text(text)
+    git(b, "commit", "-qam", "b: more on the contested lines")
+    wd = tmp_path / "wd"
+    git(main, "worktree", "add", "-q", "--detach", str(wd), "feat/b")
+    for where in (wd, main):
+        if where == main:
+            git(main, "checkout", "-q", "--detach", "feat/b")
+        blocked = run(where, "git", "push", "-q", "origin", "HEAD:refs/heads/main")
+        assert blocked.returncode != 0, (where, blocked.stderr)
+        assert "must yield to 'wt-a'" in blocked.stderr, blocked.stderr
+    # the holder's side, detached too, passes; and a branch's own HEAD is its own work
+    git(main, "checkout", "-q", "--detach", "feat/a")
+    ok = run(main, "git", "push", "-q", "origin", "HEAD:refs/heads/side")
+    assert ok.returncode == 0, ok.stderr
+    own = run(a, "git", "push", "-q", "origin", "HEAD:refs/heads/a-copy")
+    assert own.returncode == 0, own.stderr
+
+
 def test_every_ref_of_a_long_push_is_judged(tmp_path):
     """git hands pre-push one line per pushed ref: the one that must yield is judged where
     it comes in the list, past a megabyte of others too (the guard read the first 1 MiB

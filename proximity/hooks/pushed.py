@@ -25,6 +25,8 @@ def whose_work(ctx: workspace.Context, agents: list[Agent], me: Agent, ref: str,
     or zeros when it has none there). More than one when the push lands several lines of
     work at once (a checkout that merged both sides): judged on the merge, as each."""
     holder = owner(agents, ref)
+    if holder is None and ref == "HEAD" and me.branch:
+        holder = me  # (`git push origin HEAD:x` on a branch: that branch's work)
     if holder is None:
         return [carrier(ctx, agents, me, sha) or me]
     landed = landing(ctx, agents, holder, sha, old)
@@ -99,17 +101,19 @@ def owner(agents: list[Agent], ref: str) -> Agent | None:
 def carrier(ctx: workspace.Context, agents: list[Agent], me: Agent, sha: str) -> Agent | None:
     """For a pushed branch checked out nowhere (a copy of another worktree's branch, or one
     built on it): the one local worktree whose own commits it carries -- its HEAD is in
-    the pushed history and not in the pushing worktree's -- the deepest such when their
-    heads line up; None when none does or unrelated ones do. (Without it, `git branch copy
+    the pushed history and not in the pushing worktree's (any, from a detached checkout,
+    whose HEAD is nobody's line of work) -- the deepest such when their heads line up;
+    None when none does or unrelated ones do. (Without it, `git branch copy
     feat/b; git push origin copy` pushed the commits that must yield, judged as the pushing
     worktree.)"""
     repo = ctx.repo
     found = []
     for a in agents:
-        if a.id == me.id or a.remote or a.error is not None or not a.head:
-            continue
-        if me.head and repo.is_ancestor(a.head, me.head):
-            continue  # history the pusher has too: nobody's own work here
+        if a.id == me.id or a.remote or a.error is not None or not a.head or not a.branch:
+            continue  # (a detached checkout holds no line of work of its own)
+        if me.branch and me.head and repo.is_ancestor(a.head, me.head):
+            continue  # history the pusher's own line of work has too: nobody's own here
+        # (a detached checkout holds no line of work: what its HEAD has is others')
         if repo.is_ancestor(a.head, sha):
             found.append(a)
     deepest = [a for a in found

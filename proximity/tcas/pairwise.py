@@ -223,9 +223,13 @@ class Pairwise:
         commits between the base and the agent's HEAD whose hunks lie within ``near_lines``
         of the contested base lines (the whole file where the region has no lines: an
         exact conflict without line evidence, a symbol). Padding elsewhere in the file, a
-        commit in another file, or the commits a rebase has replayed so far buy nothing."""
+        commit in another file, the commits a rebase has replayed so far, or the commits a
+        detached checkout has (a worktree checked out at the work that must yield holds no
+        right-of-way by its count) buy nothing."""
         if not contested or not agent.head or agent.operation or agent.head == base:
             return 0
+        if not agent.branch and not agent.remote:
+            return 0  # a detached checkout's commits are others' lines (or a look at them)
         key = (agent.head, base or "")
         if key not in self.committed:
             base_tree = self.repo.commit_tree(base) if base else gitio.EMPTY_TREE
