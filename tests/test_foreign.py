@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import git, lines
+from conftest import git, lines, live_objects
+from test_faults import commit, hooked_repo, run
 
 from proximity import gitio
+from proximity.gitio import bulk
 
 PY = sys.executable
 APP = lines(40)
@@ -141,4 +143,50 @@ def test_git_is_never_run_in_a_repository_a_command_or_an_edit_names_outside_its
         got = bash(where, cmd)["hookSpecificOutput"]
         assert got["permissionDecision"] == "deny", (cmd, got)
         assert "'a'" in got["permissionDecisionReason"], (cmd, got)
+    assert not marker.exists()
+
+
+def test_a_repository_inside_a_sibling_never_runs_its_config_in_anyones_hooks(tmp_path):
+    """wb holds an untracked repository of its own (`nested`, its fsmonitor set), and one
+    deeper in an untracked directory. Commits and `proximity status` in wa snapshot wb
+    again and again (git's `add` looks inside a repository it holds already, to see
+    whether it is modified): the marker never appears, and wb's snapshot still records
+    each repository as git does, a gitlink to its HEAD, also when wb's untracked files are
+    summarized and when only a few paths are read again."""
+    marker = tmp_path / "PWNED"
+    main, _remote = hooked_repo(tmp_path)
+    wa, wb = tmp_path / "wa", tmp_path / "wb"
+    for wt in (wa, wb):
+        git(main, "worktree", "add", "-q", "-b", f"feat/{wt.name}", str(wt))
+    nested = planted(wb / "nested", marker)
+    (wb / "deep").mkdir()
+    deeper = planted(wb / "deep" / "er", marker)
+    marker.unlink(missing_ok=True)
+    for _ in range(2):
+        c = commit(wa)
+        assert c.returncode == 0, c.stderr
+        s = run(wa, PY, "-m", "proximity", "status")
+        assert s.returncode == 0, s.stderr
+        assert not marker.exists(), s.stdout
+    repo = gitio.Repo(str(wa))
+    (w,) = [w for w in repo.worktrees() if w.path == str(wb)]
+
+    def recorded(tree: str) -> dict[str, str]:
+        out = git(main, "ls-tree", "-r", tree, env=live_objects(main)).stdout
+        return {ln.split("\t")[1]: ln.split()[2] for ln in out.splitlines()
+                if ln.startswith("160000 ")}
+
+    heads = {"nested": git(nested, "rev-parse", "HEAD").stdout.strip(),
+             "deep/er": git(deeper, "rev-parse", "HEAD").stdout.strip()}
+    assert recorded(repo.snapshot_tree(w)) == heads
+    assert recorded(repo.snapshot_paths(w, ["nested", "deep", "."], keep=True)) == heads
+    (wb / "gen").mkdir()
+    for i in range(bulk.UNTRACKED_MAX + 1):
+        (wb / "gen" / f"{i}.txt").write_text(f"{i}\n")
+    assert recorded(repo.snapshot_tree(w)) == heads
+    assert repo.summaries[w.id] == {"gen": bulk.UNTRACKED_MAX + 1}
+    git(nested, "commit", "-q", "--allow-empty", "-m", "moved on")  # (git itself: no marker)
+    heads["nested"] = git(nested, "rev-parse", "HEAD").stdout.strip()
+    marker.unlink(missing_ok=True)
+    assert recorded(repo.snapshot_tree(w)) == heads
     assert not marker.exists()
