@@ -89,6 +89,67 @@ def checkout_of(start: str) -> tuple[str, str] | None:
         d = parent
 
 
+def found_by_git(start: str) -> str | None:
+    """The git dir git's own search finds from ``start``, from files alone; None when it
+    finds none. Git searches from the physical directory (a link on the way is followed
+    first) and, at each level up, takes a `.git` (a directory, or a file's ``gitdir:``
+    line), else the directory itself when it looks like a git dir (a bare repository, or
+    the inside of one). Where git would be stricter (an invalid `.git` it passes by), this
+    still stops there: the answer names a repository git could use, never misses one."""
+    d = os.path.realpath(start)
+    while True:
+        dotgit = os.path.join(d, ".git")
+        if os.path.isdir(dotgit):
+            return dotgit
+        if os.path.isfile(dotgit):
+            try:
+                text = _read(dotgit).strip()
+            except OSError:
+                return dotgit  # (git stops at it too: unreadable is an error there)
+            if not text.startswith("gitdir:"):
+                return dotgit
+            return os.path.join(d, text[len("gitdir:"):].strip())
+        if os.path.lexists(os.path.join(d, "HEAD")) and (
+                os.path.isdir(os.path.join(d, "objects"))
+                or os.path.lexists(os.path.join(d, "commondir"))):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def of_repository(start: str, common: str) -> bool:
+    """Whether git run in ``start`` works in the repository whose common dir is
+    ``common``: in its main checkout or one of its linked worktrees (their git dirs are
+    the common dir itself and the admin dirs under its ``worktrees/``), as git's own
+    search finds it and as proximity's (checkout_of, which does not follow links first)
+    does. A nested repository, a submodule or a `.git` file naming a git dir elsewhere is
+    another repository: its config is not this repository's, and git reading that
+    repository's index runs what its config names (core.fsmonitor)."""
+    try:
+        mine = os.path.realpath(common)
+        found = [found_by_git(start), (checkout_of(start) or ("", None))[1]]
+        return all(g is not None and _own_git_dir(os.path.realpath(g), mine)
+                   for g in found)
+    except (OSError, ValueError):
+        return False
+
+
+def _own_git_dir(gitdir: str, common: str) -> bool:
+    if gitdir == common:
+        return True
+    return os.path.dirname(gitdir) == os.path.join(common, "worktrees") and \
+        os.path.realpath(common_dir(gitdir)) == common
+
+
+def common_of(start: str) -> str | None:
+    """The common dir (real path) of the repository git's own search finds from
+    ``start``, from files alone; None when there is none."""
+    gitdir = found_by_git(start)
+    return os.path.realpath(common_dir(gitdir)) if gitdir is not None else None
+
+
 def operation_in_progress(admin_dir: str) -> str | None:
     """The multi-step git operation under way in a worktree, from its git dir alone.
 

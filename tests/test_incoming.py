@@ -68,7 +68,7 @@ def patch(tmp_path: Path, branch: str) -> str:
 
 
 def test_every_form_that_brings_work_in_is_judged_where_git_merge_is(airspace, tmp_path):
-    _sp, _a, b = airspace
+    sp, _a, b = airspace
     before = git(b, "status", "--porcelain").stdout, git(b, "rev-parse", "HEAD").stdout
     assert hook(b, "git merge release")["permissionDecision"] == "deny"
     assert reply(b, "git merge later") == {}  # no objection: no decision at all
@@ -82,8 +82,8 @@ def test_every_form_that_brings_work_in_is_judged_where_git_merge_is(airspace, t
                          "git pull origin later:later"),
         "compound": ("cd . && git merge release", "git status; git merge later"),
         "cd DIR": (f"cd {b} && git merge release", f"cd {b} && git merge later"),
-        "git -C": (f"git -C {b.name} merge --no-edit release",
-                   f"git -C {b.name} merge later"),
+        "git -C": (f"git -C ../{b.name} merge --no-edit release",
+                   f"git -C ../{b.name} merge later"),
         "sh -c": ("bash -c 'cd . && git merge release'", "sh -c \"git pull origin later\""),
         "subshell": ("(git fetch -q origin && git merge origin/release) 2>&1 | tail -3",
                      "git fetch -q origin || true; git merge origin/later > /dev/null"),
@@ -96,7 +96,7 @@ def test_every_form_that_brings_work_in_is_judged_where_git_merge_is(airspace, t
                     "git restore --source=later --worktree -- app.txt"),
     }
     for name, (bad, good) in forms.items():
-        where = tmp_path if name == "git -C" else b
+        where = sp.main if name == "git -C" else b  # (-C: a sibling worktree of it)
         got = hook(where, bad)
         assert got["permissionDecision"] == "deny", (name, got)
         assert "'a'" in got["permissionDecisionReason"], (name, got)

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from proximity import checkargs
+from proximity import checkargs, gitfiles
 from proximity.agents import incoming, shell
 from proximity.agents.decision import ALLOW, ASK, DENY, Conflict, Decision
 from proximity.agents.edits import Edit
@@ -162,7 +162,8 @@ def _harness(req: CheckRequest) -> CheckAnswer:
             return _after(h, event, req.cwd)
         if req.skip:
             return _said(h, event, ALLOW, "proximity: PROXIMITY_SKIP=1")
-        return _judged(h, event, h.read(event, req.cwd), req.deny_on)
+        home = gitfiles.common_of(h.home(event, req.cwd))
+        return _judged(h, event, h.read(event, req.cwd), req.deny_on, home)
     except BadEvent as e:  # (not "allowed": the harness's own permission flow decides)
         return _said(h, {}, ALLOW, f"proximity: unreadable hook event ({e}); not checked",
                      judged=False)
@@ -179,21 +180,41 @@ def _said(h: Harness, event: Json, verdict: str, reason: str,
     return CheckAnswer(verdict, reason, conflicts, judged, reply=h.reply(said, event))
 
 
-def _judged(h: Harness, event: Json, ask: Ask, deny_on: str | None) -> CheckAnswer:
+def _judged(h: Harness, event: Json, ask: Ask, deny_on: str | None, home: str | None
+            ) -> CheckAnswer:
+    """``home``: the common dir of the repository the session works in (None: none)."""
     if isinstance(ask, Other):
         return _said(h, event, ALLOW, f"proximity: {ask.why}")
     if isinstance(ask, Command):
-        return _command(h, event, ask, deny_on)
-    return _files(h, event, ask, deny_on)
+        return _command(h, event, ask, deny_on, home)
+    return _files(h, event, ask, deny_on, home)
 
 
-def _command(h: Harness, event: Json, cmd: Command, deny_on: str | None) -> CheckAnswer:
+def foreign(where: str, home: str | None) -> str | None:
+    """Why git is not run in directory ``where`` for a session whose repository's common
+    dir is ``home``; None when ``where`` is in one of that repository's worktrees. Decided
+    from files, before any git runs there: git in another repository (one nested in a
+    worktree, one an agent made or unpacked) reads that repository's config, and reading
+    its index runs the command its core.fsmonitor names, before the person is asked."""
+    if home is not None and gitfiles.of_repository(where, home):
+        return None
+    w = shown(where, 300)
+    if gitfiles.found_by_git(where) is None:
+        return f"{w} is in no git repository"
+    if home is None:
+        return f"the session is in no git repository, so none is its own: {w} is not " \
+            "(no git is run there)"
+    return f"{w} is in another repository than this session's (no git is run there)"
+
+
+def _command(h: Harness, event: Json, cmd: Command, deny_on: str | None, home: str | None
+             ) -> CheckAnswer:
     """A shell command: each command in it that brings other work in (agents/incoming.py)
     is checked as the merge it is, the strictest answer with every reason; one that moves
     files, as edits of each whole file it moves; any other is no file edit."""
     brought = incoming.read(cmd.command, cmd.cwd)
     if brought:
-        said = [_incoming(one, deny_on) for one in brought]
+        said = [_incoming(one, deny_on, home) for one in brought]
         order = {DENY: 0, ASK: 1, ALLOW: 2}
         worst = min(said, key=lambda x: order[x[0]])[0]
         # an allow with a part it could not read says so, that part's reason first (the
@@ -209,16 +230,19 @@ def _command(h: Harness, event: Json, cmd: Command, deny_on: str | None) -> Chec
                                 "cwd": cmd.cwd})
     if moved:
         return _files(h, event, Edits(tuple(Edit(os.path.join(cmd.cwd, p), None, None)
-                                            for p in moved)), deny_on)
+                                            for p in moved)), deny_on, home)
     return _said(h, event, ALLOW, "proximity: not a file edit")
 
 
-def _incoming(found: incoming.Found, deny_on: str | None
+def _incoming(found: incoming.Found, deny_on: str | None, home: str | None
               ) -> tuple[str, str, tuple[Conflict, ...], bool]:
     """One command that brings work in: (decision, reason, evidence, judged)."""
     what = shown(found.text, 120)
     if isinstance(found, incoming.Unread):
         return ALLOW, f"`{what}` not checked: {found.why}", (), False
+    elsewhere = foreign(found.cwd, home)
+    if elsewhere is not None:
+        return ALLOW, f"`{what}` not checked: {elsewhere}", (), False
     try:
         plan = incoming_plan(found)
         if plan is None:
@@ -233,10 +257,12 @@ def _incoming(found: incoming.Found, deny_on: str | None
     return d.decision, f"{plan.what} here: " + with_hunk(d), d.conflicts, True
 
 
-def _files(h: Harness, event: Json, ask: Edits, deny_on: str | None) -> CheckAnswer:
+def _files(h: Harness, event: Json, ask: Edits, deny_on: str | None, home: str | None
+           ) -> CheckAnswer:
     """The edits judged per worktree (a call may write in more than one); the strictest
     decision answers. An edit the harness will refuse itself, or of a file outside any
-    worktree, is not judged: said why."""
+    worktree of this repository, is not judged: said why (outside every repository: as
+    no file edit)."""
     notes = [f"{shown(e.path, 300)}: {e.unplaced}, so the edit is refused by the harness "
              "itself" for e in ask.edits if e.unplaced is not None]
     by_dir: dict[str, list[Edit]] = {}
@@ -245,6 +271,12 @@ def _files(h: Harness, event: Json, ask: Edits, deny_on: str | None) -> CheckAns
             by_dir.setdefault(existing_dir(e.path), []).append(e)
     decisions = []
     for start, items in by_dir.items():
+        if gitfiles.found_by_git(start) is None:
+            continue  # (in no repository: git finds none either)
+        elsewhere = foreign(start, home)
+        if elsewhere is not None:
+            notes.append(f"not checked: {elsewhere}")
+            continue
         try:
             decisions.append(check(start, [(e.path, e.ranges) for e in items], deny_on,
                                    cwd=start, results={e.path: e.result for e in items
@@ -295,7 +327,10 @@ def _after(h: Harness, event: Json, cwd: str) -> CheckAnswer:
     try:
         starts = {existing_dir(p) for p in h.edited(event, cwd)} or {
             str(event.get("cwd") or cwd)}
+        home = gitfiles.common_of(h.home(event, cwd))
         for start in starts:
+            if foreign(start, home) is not None:
+                continue  # (another repository's snapshot is not this one's to take)
             ctx = workspace.open_context(start, check_git=False, strict=False)
             try:
                 recorder.record_here(ctx, "snapshot")

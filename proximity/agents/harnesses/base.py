@@ -74,14 +74,17 @@ class Harness:
     """One agent harness: its name (``--hook NAME``), how it reads a pre-edit event
     (``read(event, default cwd)``), how it answers (``reply(said, event)``: a deny or an
     ask in the harness's terms, an allow as no decision at all), the files a
-    post-edit event wrote (``edited``), and how it hands the agent its messages after an
-    edit (``context``; None: the harness reads nothing back from that hook)."""
+    post-edit event wrote (``edited``), how it hands the agent its messages after an
+    edit (``context``; None: the harness reads nothing back from that hook), and the
+    session's own directory (``home``: the event's cwd, never a directory the tool call
+    itself names), whose repository is the one the hook judges for."""
 
     name: str
     read: Callable[[Json, str], Ask]
     reply: Callable[[Said, Json], Reply]
     edited: Callable[[Json, str], list[str]]
     context: Callable[[str], Reply] | None = None
+    home: Callable[[Json, str], str] = lambda event, default: cwd_of(event, default)
 
 
 def obj(value: object, what: str) -> Json:

@@ -98,4 +98,4 @@ def edited(event: Json, default: str) -> list[str]:
 
 # afterFileEdit is fire-and-forget: Cursor reads nothing back, so messages wait for the
 # next hook that can hand them over
-HARNESS = base.Harness("cursor", read, reply, edited, None)
+HARNESS = base.Harness("cursor", read, reply, edited, None, _cwd)
