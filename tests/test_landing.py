@@ -237,6 +237,19 @@ def test_the_holder_pushing_its_work_onto_the_trunk_itself_lands_it(tmp_path):
     assert again.returncode == 0 and "LANDING" not in again.stderr, again.stderr
 
 
+def test_work_pushed_onto_the_remotes_trunk_lands_when_no_checkout_holds_it(tmp_path):
+    """The main checkout is detached (or on another branch): nobody here holds main. x
+    pushes its work onto the remote's main, the branch the remote's HEAD names: it lands,
+    and y is told (it was judged as a push of x's branch: nobody was told, and a wait
+    cycle's order on x's work stood for its hour)."""
+    main, x, y = held(tmp_path)
+    git(main, "remote", "set-head", "origin", "main")
+    git(main, "checkout", "-q", "--detach")
+    landed = run(x, "git", "push", "origin", "HEAD:main")
+    assert landed.returncode == 0, landed.stderr
+    told_then_cleared(y, by="x")
+
+
 def test_the_holders_work_lands_after_its_worktree_is_gone(tmp_path):
     """x finished and its worktree was removed (as an agent's is), its branch merged
     later in the main checkout: the push lands x's work, which held right-of-way over y,

@@ -318,6 +318,22 @@ class RepoCore:
         """Whether the files say there is no remote-tracking ref (listing.no_remote_refs)."""
         return listing.no_remote_refs(self.common)
 
+    def trunk_of(self, remote: str) -> str | None:
+        """The branch a remote's HEAD names (``refs/remotes/<remote>/HEAD``, as a clone or
+        `git remote set-head` leaves it): its trunk, as a full ref; None when not known (a
+        remote given as a URL, or never asked). Read from the repository's refs only."""
+        if not remote or "/" in remote or ":" in remote or remote.startswith("."):
+            return None
+        try:
+            ref = self.pg.references.get(f"refs/remotes/{remote}/HEAD")
+        except (ValueError, KeyError, _pygit2().GitError):
+            return None
+        target = ref.target if ref is not None else None
+        prefix = f"refs/remotes/{remote}/"
+        if not isinstance(target, str) or not target.startswith(prefix):
+            return None
+        return "refs/heads/" + target.removeprefix(prefix)
+
     def current(self) -> WorktreeInfo:
         """This worktree, read from its own git dir (no `git worktree list`)."""
         wid = agent_id(self.gitdir, self.common)

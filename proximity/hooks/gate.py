@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from proximity.analysis import hunks
 from proximity.errors import LedgerError
+from proximity.gitio import MAIN_ID
 from proximity.hooks.pushed import owner, pushed_state, whose_work
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import actions, pipeline
@@ -71,6 +72,7 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     lands: list[tuple[Agent, str]] = []  # (a worktree whose work lands, the ref it lands as)
     if me is not None and pushed is not None:
         runs = []
+        trunk = ctx.repo.trunk_of(remote)
         for ref, sha, old, to in pushed:
             if brings_nothing(ctx, sha, old):
                 continue
@@ -87,6 +89,12 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                 if holder is not None and line.id != holder.id:
                     lands.append((line, ref))
                 elif onto is not None and line.id != onto.id:
+                    lands.append((line, to))
+                elif to and to == trunk and (to != f"refs/heads/{line.branch or ''}"
+                                             or line.id == MAIN_ID):
+                    # onto the remote's trunk, which no checkout holds here now (the
+                    # main checkout detached, or on another branch), or the main
+                    # checkout's own work pushed there: it lands
                     lands.append((line, to))
         if not runs:
             return Verdict(nothing=True, notes=tuple(notes))
