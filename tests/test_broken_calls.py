@@ -110,6 +110,37 @@ def test_a_fast_forward_that_breaks_a_call_already_in_this_tree_is_denied(landed
     assert len([c for c in out["conflicts"] if c["evidence"] == "symbol"]) == 1
 
 
+def test_a_landing_that_breaks_a_call_on_the_trunk_is_blocked_at_the_push(landed):
+    """h pulls the landed extra.py with a plain `git pull --rebase` (git is clean, and no
+    check was asked), then lands: from its own worktree onto the trunk, or merged and
+    pushed from the main checkout. The push carries h's change of helper() onto a trunk
+    whose extra.py calls it the old way: blocked, in the check's words, with the override
+    (found by a new user: the pull printed nothing, and the push went through)."""
+    sp, _a, h = landed
+    pulled = subprocess.run(["git", "pull", "-q", "--rebase", "origin", "main"], cwd=h,
+                            capture_output=True, text=True, check=False)
+    assert pulled.returncode == 0, pulled.stderr
+    said = "the call at extra.py:3 no longer binds (missing required 'x')"
+    own = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=h, capture_output=True,
+                         text=True, check=False)
+    assert own.returncode != 0, own.stderr
+    assert said in own.stderr and "push blocked: it lands a call" in own.stderr, own.stderr
+    git(sp.main, "merge", "-q", "--ff-only", "h")
+    from_main = subprocess.run(["git", "push", "origin", "main"], cwd=sp.main,
+                               capture_output=True, text=True, check=False)
+    assert from_main.returncode != 0 and said in from_main.stderr, from_main.stderr
+    # h's own branch, pushed under its own name, lands nothing: not this judgement
+    mine = subprocess.run(["git", "push", "origin", "h"], cwd=h, capture_output=True,
+                          text=True, check=False)
+    assert mine.returncode == 0 and said not in mine.stderr, mine.stderr
+    # the call made to fit: the landing goes through
+    sp.write(h, "extra.py", "from util import helper\n\nhelper(2)\n")
+    sp.commit(h, "extra passes x")
+    fixed = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=h,
+                           capture_output=True, text=True, check=False)
+    assert fixed.returncode == 0, fixed.stderr
+
+
 def test_a_merge_whose_new_calls_still_bind_is_not_objected_to(landed, capsys):
     """a's call fixed to helper(2) before the merge: nothing breaks, nothing is said."""
     sp, _a, _h = landed

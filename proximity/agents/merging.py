@@ -261,27 +261,36 @@ def broken_calls(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
         return []
     me = repo.current()
     ours = Agent(me.id, me.path, me.branch, head, head, repo.commit_tree(head))
-    theirs = Agent(f"merge:{plan.ref}", "", None, plan.commit, plan.commit,
-                   repo.commit_tree(plan.commit))
-    base = repo.merge_base(head, plan.commit)
+    return unbound_between(repo, ours, plan.ref, plan.commit,
+                           plan.what or f"merging {text(plan.ref)!r}", plan.conflicts)
+
+
+def unbound_between(repo: gitio.Repo, ours: Agent, ref: str, commit: str, what: str,
+                    conflicted: Collection[str] = ()) -> list[decision.Conflict]:
+    """The calls git's merge of ``commit`` (``ref``, as named) into ``ours`` would leave
+    unbound: symbol evidence of each side against their merge base, and the calls
+    ``ours`` has already that the other side's change breaks (``what``: how the words
+    name the merge). Each a Conflict, an RA where the symbol evidence alone is one."""
+    assert ours.head is not None
+    theirs = Agent(f"merge:{ref}", "", None, commit, commit, repo.commit_tree(commit))
+    base = repo.merge_base(ours.head, commit)
     # theirs against the base; and the calls this tree has already (a fast-forward
     # brings only their change: a caller that came here before it, which their branch
     # now holds too after a rebase, is none of either side's new code)
-    diff = gitio.git([*gitio.DIFF_ARGS, base or gitio.EMPTY_TREE, plan.commit],
+    diff = gitio.git([*gitio.DIFF_ARGS, base or gitio.EMPTY_TREE, commit],
                      cwd=repo.workdir
                      ).stdout.decode("utf-8", "surrogateescape")
-    here = calls.callers(repo, head, diff, set(hunks.parse(diff)))
+    here = calls.callers(repo, ours.head, diff, set(hunks.parse(diff)))
     pairs = [calls.Pair(theirs, base)] + ([calls.Pair(theirs, base, here)] if here.files
                                           else [])
     led = open_ledger(repo)
     try:
-        got = calls.unbound(repo, led, ours, pairs, conflicted=plan.conflicts)
+        got = calls.unbound(repo, led, ours, pairs, conflicted=list(conflicted))
     finally:
         if led is not None:
             led.close()
     found = list({(b.path, b.line): b for one in got for b in one}.values())
-    what = plan.what or f"merging {text(plan.ref)!r}"
-    return [decision.Conflict(text(plan.ref), None, b.path, ((b.line, b.line),), "",
+    return [decision.Conflict(text(ref), None, b.path, ((b.line, b.line),), "",
                               decision.RA if b.ra else decision.TA, "symbol",
                               f"{what} would leave a call that no longer binds: "
                               f"{text(b.detail, 600)}", ((b.line, b.line),))

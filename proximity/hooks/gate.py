@@ -12,15 +12,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from proximity.analysis import hunks
-from proximity.errors import LedgerError
+from proximity.errors import FatalError, LedgerError
 from proximity.gitio import MAIN_ID
 from proximity.hooks.pushed import owner, pushed_state, whose_work
+from proximity.model import Agent
+from proximity.safetext import text
 from proximity.snapshot import recorder, workspace
 from proximity.tcas import actions, pipeline
 from proximity.views import report
 
 if TYPE_CHECKING:
-    from proximity.model import Agent, Scan
+    from proximity.model import Scan
 
 # the live agents (and the retired ids) with this worktree read from the index given, if any
 AgentsOf = Callable[[str | None], tuple[list["Agent"], list[str]]]
@@ -45,6 +47,8 @@ class Verdict:
     posted: frozenset[int] = frozenset()
     graph_deferred: bool = False
     unjudged: tuple[tuple[str, str | None, str], ...] = ()
+    # (guard) the calls a landing leaves unbound on the branch it lands on: (words, an RA)
+    breaks: tuple[tuple[str, bool], ...] = ()
 
 
 def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
@@ -70,12 +74,16 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     # out in a worktree is that worktree's work, whoever pushes it
     runs: list[tuple[str, list[Agent]]] = [(ctx.here, agents)]
     lands: list[tuple[Agent, str]] = []  # (a worktree whose work lands, the ref it lands as)
+    onto_trunk: list[tuple[str, str, str, str]] = []  # pushes onto the integration branch
     if me is not None and pushed is not None:
         runs = []
         trunk = ctx.repo.trunk_of(remote)
         for ref, sha, old, to in pushed:
             if brings_nothing(ctx, sha, old):
                 continue
+            held = owner(agents, to) if to else None
+            if to and (to == trunk or (held is not None and held.id == MAIN_ID)):
+                onto_trunk.append((ref, sha, old, to))
             holder = owner(agents, ref)
             # pushed onto a branch another local checkout holds (`git push origin a:main`
             # from a): its work lands there, as when that checkout merges and pushes it
@@ -127,11 +135,38 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                      if a.error is not None and a.id != who and stage == "guard")
     if not must_yield and lands:
         posted += landed(ctx, lands, [r for _, r in results], remote)
+    breaks = tuple(b for push in onto_trunk for b in unbound(ctx, *push))
     return Verdict(notes=tuple(notes), texts=tuple(texts), yielding=who,
-                   must_yield=tuple(must_yield),
+                   must_yield=tuple(must_yield), breaks=breaks,
                    posted=frozenset(int(m["id"]) for m in posted
                                     if m["recipient"] == ctx.here),
                    graph_deferred=result.graph_deferred, unjudged=unjudged)
+
+
+def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str
+            ) -> list[tuple[str, bool]]:
+    """What a push onto the integration branch (``to``: the remote's trunk, or the branch
+    the main checkout holds) leaves unbound there: calls the remote's side has (``old``)
+    that the pushed change breaks, and the pushed change's calls to what the remote's side
+    redefined -- git's merge of the two judged by the scan's symbol channel, as `check
+    --merge` judges a merge (a rebase onto the trunk, then a push, is judged alike: the
+    call landed by another line of work stops binding, and git merges cleanly). Nothing
+    when the remote's commit is not here (not fetched) or the symbol evidence cannot be
+    read: the pairs still judge."""
+    if not old or set(old) == {"0"}:
+        return []
+    # lazy: the symbol channel loads only for a push onto the trunk
+    from proximity.agents.decision import RA
+    from proximity.agents.merging import unbound_between
+
+    try:
+        found = unbound_between(ctx.repo, Agent("remote", "", None, old, old,
+                                                ctx.repo.commit_tree(old)),
+                                ref, sha, f"landing {text(ref.removeprefix('refs/heads/'))}"
+                                f" on {text(to.removeprefix('refs/heads/'))}")
+    except (KeyError, ValueError, FatalError):
+        return []
+    return [(c.detail, c.level == RA) for c in found]
 
 
 def warm_up(ctx: workspace.Context) -> None:

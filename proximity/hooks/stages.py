@@ -199,6 +199,20 @@ def outcome(ctx: Context, stage: Stage, verdict: Verdict) -> tuple[list[str], bo
         # person's own git config can, and it is never silent)
         lines.append(f"proximity: the push guard is OFF for this push: git config sets {off}; "
                      "unset those proximity.* keys to turn it on again")
+    for words, _ra in verdict.breaks:
+        lines.append(f"proximity: {words}")
+    if verdict.must_yield or not any(ra for _, ra in verdict.breaks):
+        pass
+    elif stage.allow:
+        lines.append("proximity: PROXIMITY_ALLOW=1 set: letting this through despite the "
+                     "call that no longer binds.")
+        return lines, False
+    else:
+        lines.append("proximity: push blocked: it lands a call that no longer binds (git "
+                     "merges it cleanly; the program breaks). Make the call fit the new "
+                     "definition first, or override with PROXIMITY_ALLOW=1 git push (or "
+                     "--no-verify).")
+        return lines, True
     if not verdict.must_yield or not (
             stage.stage == "guard" or (stage.stage == "warn" and ctx.cfg.block_commit)):
         return lines, False
