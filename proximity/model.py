@@ -205,6 +205,9 @@ class Scan:
     paths: set[str] = field(default_factory=set)  # files of the reference tree
     # right-of-way as one order: agent -> the live agents it waits for (acyclic)
     yields: dict[str, set[str]] = field(default_factory=dict)
+    # wait cycles broken by the pre-edit check whose orders stand: (the member gone over,
+    # the one that goes first), live agents only
+    orders: set[tuple[str, str]] = field(default_factory=set)
 
     def involving(self, agent_id: str) -> list[PairResult]:
         return [p for p in self.pairs if agent_id in (p.a, p.b)]

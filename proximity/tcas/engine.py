@@ -138,4 +138,5 @@ def scan(repo: gitio.Repo, cfg: Config, facts: Facts | None = None, *,
     yields = {x: {y for y in ys if y in live} for x, ys in facts.yields.items() if x in live}
     return Scan(agents, pairs, retired or [], time.perf_counter() - t0, pw.changed, timing,
                 graph=pw.graph, graph_deferred=pw.deferred, paths=pw.paths,
-                yields={x: ys for x, ys in yields.items() if ys})
+                yields={x: ys for x, ys in yields.items() if ys},
+                orders={(g, f) for g, f in facts.orders if g in live and f in live})

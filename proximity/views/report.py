@@ -52,21 +52,24 @@ def scan_json(scan: Scan) -> dict[str, Any]:
             "timing": {k: round(v, 4) for k, v in scan.timing.items()},
             "yields": [{"agent": x, "waits_for": sorted(ys)}
                        for x, ys in sorted(scan.yields.items())],
-            "yield_cycle": rightofway.cycle(scan.yields)}
+            "yield_cycle": rightofway.cycle(scan.yields),
+            "goes_first": [{"agent": f, "over": g} for g, f in sorted(scan.orders)]}
 
 
 def yield_line(scan: Scan) -> str:
     """Who waits for whom, in one line, and whether that order has a cycle (it never
     should: a cycle would block every agent in it, so it is shown as an error)."""
+    first = "".join(f"; {text(f)} goes first over {text(g)} (a wait cycle broken, until "
+                    f"{text(f)}'s work lands)" for g, f in sorted(scan.orders))
     if not scan.yields:
-        return "right-of-way: nobody waits"
+        return f"right-of-way: nobody waits{first}"
     waits = "; ".join(f"{text(x)} waits for {', '.join(text(y) for y in sorted(ys))}"
                       for x, ys in sorted(scan.yields.items()))
     loop = rightofway.cycle(scan.yields)
     if loop:
         return (f"right-of-way: {waits} -- ERROR: a cycle ({' -> '.join(map(text, loop))}) "
-                "would block all of them; report it")
-    return f"right-of-way: {waits} (one order, no cycle)"
+                f"would block all of them; report it{first}")
+    return f"right-of-way: {waits} (one order, no cycle){first}"
 
 
 LABEL = {"clear": "CLEAR", "traffic": "TRAFFIC ADVISORY", "resolution": "RESOLUTION ADVISORY"}
