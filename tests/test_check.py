@@ -1442,7 +1442,7 @@ def test_a_wait_cycles_order_ends_with_a_removed_worktree(space, capsys):
     assert ("a", "b") in orders and ("a", "b") in waits
     # the order is seen where right-of-way is shown (status said "nobody waits")
     assert main(["scan", "--json", "-C", str(a)]) == 0
-    assert json.loads(capsys.readouterr().out)["goes_first"] == [{"agent": "b", "over": "a"}]
+    assert json.loads(capsys.readouterr().out)["goes_first"] == [["b", "a"]]
     assert main(["status", "-C", str(a)]) == 0
     assert "b goes first over a" in " ".join(capsys.readouterr().out.split())
     git(sp.main, "worktree", "remove", "--force", str(b))

@@ -53,7 +53,7 @@ def scan_json(scan: Scan) -> dict[str, Any]:
             "yields": [{"agent": x, "waits_for": sorted(ys)}
                        for x, ys in sorted(scan.yields.items())],
             "yield_cycle": rightofway.cycle(scan.yields),
-            "goes_first": [{"agent": f, "over": g} for g, f in sorted(scan.orders)]}
+            "goes_first": [[f, g] for g, f in sorted(scan.orders)]}
 
 
 def yield_line(scan: Scan) -> str:
