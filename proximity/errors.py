@@ -13,6 +13,12 @@ class NotARepository(FatalError):
     pass
 
 
+class NoSuchDirectory(NotARepository):
+    """The directory named to run in (``-C``) does not exist: bad usage."""
+
+    exit_code = 2
+
+
 class GitTooOld(FatalError):
     pass
 

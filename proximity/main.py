@@ -30,6 +30,44 @@ def _add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _count(value: str) -> int:
+    """A count of at least 1 (argparse's type: a bad one is exit 2, said why)."""
+    import argparse
+
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is not a count (want 1 or more)")
+    return n
+
+
+def _seconds(value: str) -> float:
+    """A positive, finite number of seconds."""
+    import argparse
+    import math
+
+    try:
+        s = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(s) or s <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number of seconds")
+    return s
+
+
+def _kind(value: str) -> str:
+    """An event kind: a short word (letters, digits, '-', '_'), never empty."""
+    import argparse
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}", value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an event kind (a word of letters, digits, '-' or '_')")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
@@ -63,11 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("snapshot", help="record this worktree's working state in the ledger")
     _add_common(p)
-    p.add_argument("--kind", default="manual", help="the event kind recorded (default: manual)")
+    p.add_argument("--kind", default="manual", type=_kind,
+                   help="the event kind recorded (default: manual)")
 
     p = sub.add_parser("ledger", help="recent ledger events")
     _add_common(p)
-    p.add_argument("-n", type=int, default=20, help="how many events (default: 20)")
+    p.add_argument("-n", type=_count, default=20, help="how many events (default: 20)")
 
     p = sub.add_parser("doctor", help="check git, ledger, hooks and worktrees")
     _add_common(p)
@@ -134,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("watch", help="live control pane")
     _add_common(p, json_flag=False)
-    p.add_argument("--interval", type=float, default=2.0,
+    p.add_argument("--interval", type=_seconds, default=2.0,
                    help="seconds between redraws (default: 2; at once when the ledger changes)")
     p.add_argument("--once", action="store_true", help="render one frame and exit")
 
@@ -161,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true",
                    help="list what would leave this machine (refs, paths, sizes); send nothing")
     p.add_argument("--watch", action="store_true", help="sync again every --interval seconds")
-    p.add_argument("--interval", type=float, default=30.0, help="seconds (default: 30)")
+    p.add_argument("--interval", type=_seconds, default=30.0, help="seconds (default: 30)")
     return parser
 
 

@@ -56,3 +56,31 @@ def test_the_kept_demo_blocks_bobs_push_as_the_readme_shows(tmp_path):
     assert pushed.returncode != 0
     assert "push blocked: this worktree must yield to 'alice'" in pushed.stderr
     assert git(root / "shop", "ls-remote", "origin").stdout == ""  # nothing reached it
+
+
+def test_bad_input_is_bad_usage_with_a_reason(space, capsys):
+    """Each of these was taken as it came (found by a new user): a lines typo in `intend`
+    declared a file nobody has, `ledger -n -5` printed everything, an empty event kind
+    was recorded, `scan --focus` of a worktree nobody has said "0 pairs", a dry run
+    "would push to" a remote that does not exist, and `-C` of a directory that does not
+    exist was a failure (1), not bad usage (2)."""
+    sp = space({"app.py": "x = 1\n"})
+    a = sp.wt("a")
+    cases = [
+        (["intend", "-C", str(a), "app.py:x"], "bad line range 'x'"),
+        (["ledger", "-C", str(a), "-n", "-5"], "not a count"),
+        (["snapshot", "-C", str(a), "--kind", ""], "not an event kind"),
+        (["scan", "-C", str(a), "--focus", "nosuch"], "no such worktree"),
+        (["sync", "-C", str(a), "nosuchremote", "--dry-run"], "no remote named"),
+        (["-C", str(sp.root / "nowhere"), "status"], "no such directory"),
+    ]
+    for argv, said in cases:
+        try:
+            rc = main(argv)
+        except SystemExit as e:  # (argparse's own exit for a bad argument)
+            rc = int(e.code or 0)
+        err = capsys.readouterr().err
+        assert rc == 2 and said in err, (argv, rc, err)
+    assert main(["ledger", "-C", str(a), "--json"]) == 0
+    kinds = {e["kind"] for e in json.loads(capsys.readouterr().out)["events"]}
+    assert "" not in kinds and not any(k.startswith("app.py") for k in kinds)

@@ -39,7 +39,7 @@ from proximity.agents.harnesses.base import (
 )
 from proximity.agents.merging import MergePlan, check_merge, check_plan, incoming_plan
 from proximity.agents.precheck import check
-from proximity.analysis.intervals import bounded_specs, parse_spec
+from proximity.analysis.intervals import bounded_specs, lines_typo, parse_spec
 from proximity.errors import NotARepository, UsageError
 from proximity.protocol import MAX_EVENT_CHARS
 from proximity.safetext import text as shown
@@ -89,12 +89,9 @@ def of_specs(cwd: str, specs: Sequence[str], deny_on: str | None = None,
     wire), bounded before any is parsed (too many, too long, a NUL: UsageError)."""
     parsed = [parse_spec(s) for s in bounded_specs(specs)]
     for path, ranges in parsed:
-        head, sep, tail = path.rpartition(":")
-        if ranges is None and sep and head and not os.path.lexists(os.path.join(cwd, path)) \
-                and os.path.isfile(os.path.join(cwd, head)):
-            # (a typo in the lines read as part of the name would check a file nobody has
-            # and allow it: "no sibling worktree is working on these lines")
-            raise UsageError(f"bad line range {tail!r} in {path!r} (want START-END, 1-based)")
+        # (a typo in the lines read as part of the name would check a file nobody has
+        # and allow it: "no sibling worktree is working on these lines")
+        lines_typo(cwd, path, ranges)
     return CheckRequest(cwd, tuple(Edit(p, r, None) for p, r in parsed), merge=merge,
                         deny_on=deny_on)
 

@@ -123,10 +123,23 @@ def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
     return m.group(1), tuple(out)
 
 
-def parse_intent(spec: str, workdir: str) -> tuple[str, list[tuple[int, int]] | None]:
+def lines_typo(cwd: str, path: str, ranges: tuple[Range, ...] | None) -> None:
+    """UsageError for a spec whose line ranges did not parse and read as part of the name
+    (``app.py:x``): a name nobody has, where the part before the colon is a file. Checked
+    or declared as written, it would be a file nobody works on."""
+    head, sep, tail = path.rpartition(":")
+    if ranges is None and sep and head and not os.path.lexists(os.path.join(cwd, path)) \
+            and os.path.isfile(os.path.join(cwd, head)):
+        raise UsageError(f"bad line range {tail!r} in {path!r} (want START-END, 1-based)")
+
+
+def parse_intent(spec: str, workdir: str, cwd: str | None = None
+                 ) -> tuple[str, list[tuple[int, int]] | None]:
     """``path`` or ``path:10-20,30`` -> (path confined to the worktree at ``workdir``, see
-    :func:`confine`; ranges or None for the whole file)."""
+    :func:`confine`; ranges or None for the whole file). ``cwd``: where a relative path
+    is read from (the worktree by default)."""
     path, ranges = parse_spec(spec)
+    lines_typo(cwd or workdir, path, ranges)
     return confine(workdir, path), None if ranges is None else list(ranges)
 
 

@@ -7,6 +7,8 @@ import json
 import sys
 
 from proximity.analysis import intervals
+from proximity.errors import UsageError
+from proximity.safetext import text
 from proximity.snapshot import workspace
 from proximity.tcas import pipeline
 from proximity.views import progress, report, tables
@@ -29,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
                                    progress=progress.bar)
     finally:
         ctx.close()
+    focus = getattr(args, "focus", None)
+    if focus is not None and all(a.id != focus for a in result.agents):
+        live = ", ".join(sorted(text(a.id) for a in result.agents)) or "none"
+        raise UsageError(f"--focus {text(focus)!r}: no such worktree (the live ones: {live})")
     if args.json:
         json.dump(report.scan_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proximity import layout, owned
-from proximity.errors import FatalError, NotARepository
+from proximity.errors import FatalError, NoSuchDirectory, NotARepository
 from proximity.gitfiles import (
     _read,
     agent_id,
@@ -146,7 +146,7 @@ class RepoCore:
     def __init__(self, start: str | os.PathLike[str], fast: bool = False) -> None:
         start = os.path.abspath(start)
         if not os.path.isdir(start):
-            raise NotARepository(f"{start}: no such directory")
+            raise NoSuchDirectory(f"{start}: no such directory")
         self._pg: pygit2.Repository | None = None
         self._pg_alts: set[str] = set()  # object stores added to _pg's reads
         self._pgw: pygit2.Repository | None = None  # writing into the store (_writer)

@@ -19,11 +19,12 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
 
 from proximity import gitio, owned
-from proximity.errors import FatalError
+from proximity.errors import FatalError, UsageError
 from proximity.remote import inbound, quarantine, signing, untrusted
 from proximity.remote import outgoing as outgoing_rules
 from proximity.remote.inbound import LOCAL_NS
 from proximity.remote.machine import machine_id
+from proximity.safetext import text
 from proximity.snapshot.agents import live_agents
 from proximity.snapshot.workspace import Context
 
@@ -40,6 +41,22 @@ def default_remote(ctx: Context) -> str:
     if len(remotes) == 1:
         return remotes[0]
     raise FatalError("no remote to sync with: name one (`proximity sync REMOTE`)")
+
+
+def chosen_remote(ctx: Context, remote: str | None) -> str:
+    """The remote to sync with: the one named (a configured remote, or a URL or path git
+    can push to), else the configured or default one. A name that is neither is an
+    error said at once (a dry run said it "would push to" a remote that does not exist)."""
+    if not remote:
+        return ctx.cfg.sync_remote or default_remote(ctx)
+    if "/" in remote or ":" in remote:
+        return remote
+    remotes = gitio.git(["remote"], cwd=ctx.repo.workdir).stdout.decode().split()
+    if remote not in remotes:
+        known = ", ".join(remotes) or "none"
+        raise UsageError(f"no remote named {text(remote)!r} (the remotes: {text(known)}); "
+                         "name one, or a URL")
+    return remote
 
 
 class Change(TypedDict):
@@ -216,7 +233,7 @@ def sync(ctx: Context, remote: str | None, prune: bool = False,
     each step as it begins, for a terminal's spinner)."""
     gitio.require_git()
     step = say or (lambda _s: None)
-    remote = remote or ctx.cfg.sync_remote or default_remote(ctx)
+    remote = chosen_remote(ctx, remote)
     machine = machine_id(ctx)
     t0 = time.perf_counter()
     step("snapshotting the worktrees")
@@ -233,7 +250,7 @@ def sync(ctx: Context, remote: str | None, prune: bool = False,
 def dry_run(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, Any]:
     """What `sync` would send, without sending or writing anything."""
     gitio.require_git()
-    remote = remote or ctx.cfg.sync_remote or default_remote(ctx)
+    remote = chosen_remote(ctx, remote)
     machine = machine_id(ctx)
     plans = outgoing(ctx, machine, write=False)
     refs = []
