@@ -1490,6 +1490,23 @@ def test_a_side_told_to_yield_never_goes_first_in_a_wait_cycle(tmp_path, capsys)
     assert ours.returncode == 0, ours.stderr
 
 
+def test_the_headline_names_the_sibling_on_the_very_lines_asked_for(space, capsys):
+    """a changed line 9 (touching line 10), d changed line 10 itself: asked about line 10,
+    the deny names d first (it named a, first by name: the neighbour, not the owner of
+    the line; found by a new user)."""
+    sp = space({"f.txt": lines(20)})
+    a, c, d = sp.wt("a"), sp.wt("c"), sp.wt("d")
+    sp.write(a, "f.txt", lines(20).replace("line 9\n", "line 9 by a\n"))
+    sp.write(d, "f.txt", lines(20).replace("line 10\n", "line 10 by d\n"))
+    for wt in (a, d):
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    _, got = run_check(c, "f.txt:10", capsys=capsys)
+    assert got["decision"] == "deny", got
+    assert got["reason"].startswith("worktree 'd'"), got["reason"]
+    assert [x["agent"] for x in got["conflicts"]][:2] == ["d", "a"], got["conflicts"]
+
+
 def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     """a waits on b, b on c, c on a (each holds uncommitted lines the next one's edit
     meets): no two of them wait on each other, yet none can move. The member whose wait is

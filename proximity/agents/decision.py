@@ -192,6 +192,11 @@ def evidence(side: Side) -> list[Conflict]:
     return out
 
 
+def _overlap(a: Sequence[Range], b: Sequence[Range]) -> bool:
+    """Whether two sets of base line ranges share a line (touching is not sharing)."""
+    return any(max(lo, blo) <= min(hi, bhi) for lo, hi in a for blo, bhi in b)
+
+
 def decide(sides: Sequence[Side], deny_on: str = "ra", behind: Collection[str] = (),
            ahead: Mapping[str, str] | None = None) -> Decision:
     """allow / ask / deny for one request, from every sibling's evidence. ``behind``: the
@@ -205,6 +210,7 @@ def decide(sides: Sequence[Side], deny_on: str = "ra", behind: Collection[str] =
         raise ValueError(f"unknown check policy {deny_on!r} (want one of {', '.join(DENY_ON)})")
     first = ahead or {}
     found = []
+    on: dict[int, bool] = {}  # found[i]: their lines are the very lines asked for
     for s in sides:
         for c in evidence(s):
             why = first.get(c.agent) if c.level == RA else None
@@ -213,9 +219,12 @@ def decide(sides: Sequence[Side], deny_on: str = "ra", behind: Collection[str] =
                        "right-of-way, they steer")
             if why is not None:
                 c = c._replace(level=TA, right_of_way=True, detail=f"{c.detail} ({why})")
+            on[id(c)] = s.mine is not None and _overlap(c.ranges, s.mine)
             found.append(c)
+    # the headline: the strongest evidence, and of equals the sibling whose lines are the
+    # ones asked for before one whose lines only touch them (a neighbour's line)
     found.sort(key=lambda c: ({RA: 0, TA: 1}.get(c.level, 2), c.evidence != "conflict",
-                              c.agent, c.path))
+                              not on.get(id(c), False), c.agent, c.path))
     if not found:
         return Decision(ALLOW, "no sibling worktree is working on these lines", ())
     top = found[0]
