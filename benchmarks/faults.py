@@ -6,7 +6,8 @@ every few seconds, then the service SIGSTOPped and left stopped. Afterwards the 
 (or service) records what was left pending. Every commit made must have exactly one commit
 event in the ledger.
 
-With ``--table``: instead, each fault of fault_cases.py played for real, and the table
+With ``--table``: instead, each fault of fault_cases.py and each route around the guard of
+guard_routes.py played for real, and the table
 "fault → what the user sees → is the guard still on" (markdown) printed.
 
     python benchmarks/faults.py [--worktrees 8] [--commits 30] [--kill-every 3]
@@ -189,8 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def fault_table(out: str | None) -> int:
     """Each fault case, played; the table printed; 1 when any left the guard off silently."""
     import fault_cases
+    import guard_routes
 
-    rows = fault_cases.play(lambda line: print(line, file=sys.stderr))
+    rows = fault_cases.play(lambda line: print(line, file=sys.stderr),
+                            [*fault_cases.CASES, *guard_routes.CASES])
     print(fault_cases.table(rows))
     if out:
         Path(out).write_text(json.dumps([r._asdict() for r in rows], indent=2) + "\n")

@@ -1,0 +1,80 @@
+"""Routes around the push guard, each played for real: the push that must yield, taken
+another way (a tag, a detached checkout, a worktree attribute, a wait cycle the yielding
+side starts, a sibling's repository config). Rows of `faults.py --table`, as
+fault_cases.py's: ``on`` means the push was still blocked.
+
+A helper module of benchmarks/faults.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fault_cases import PY, Row, Space, git, run, said, space, verdict
+
+
+def check(s: Space, where: Path, spec: str) -> str:
+    p, _ = run(where, PY, "-m", "proximity", "check", "--json", spec, env=s.env)
+    return str(json.loads(p.stdout or "{}").get("decision", "?"))
+
+
+def tag_onto_the_trunk() -> Row:
+    with space() as s:
+        git(s.main, "tag", "t", "feat/b", env=s.env)
+        p, took = run(s.main, "git", "push", "-q", "origin", "t:refs/heads/main", env=s.env)
+        return Row("a tag on the work that must yield, pushed onto main", said(
+            p.stderr, "blocked"), verdict(p), took)
+
+
+def detached_worktree() -> Row:
+    with space() as s:
+        wd = s.root / "wd"
+        git(s.main, "worktree", "add", "-q", "--detach", str(wd), "feat/b", env=s.env)
+        p, took = run(wd, "git", "push", "-q", "origin", "HEAD:refs/heads/main", env=s.env)
+        return Row("a new worktree detached at that work pushes HEAD:main", said(
+            p.stderr, "blocked"), verdict(p), took)
+
+
+def union_attributes() -> Row:
+    with space() as s:
+        (s.b / ".gitattributes").write_text("* merge=union\n")  # untracked, git's own driver
+        p, took = run(s.b, "git", "push", "-q", "origin", "feat/b", env=s.env)
+        return Row("an untracked `* merge=union` .gitattributes in the yielding worktree",
+                   said(p.stderr, "blocked"), verdict(p), took)
+
+
+def cycle_by_the_yielder() -> Row:
+    with space() as s:
+        check(s, s.b, "f.txt:10")  # denied: b waits on a
+        (s.b / "f.txt").write_text((s.b / "f.txt").read_text().replace(
+            "line 15\n", "line 15 by b\n"))
+        run(s.b, PY, "-m", "proximity", "snapshot", env=s.env)
+        check(s, s.a, "f.txt:15")  # denied on b's live line: a waits on b
+        check(s, s.a, "f.txt:15")
+        check(s, s.b, "f.txt:10")
+        git(s.b, "stash", "-q", env=s.env)
+        p, took = run(s.b, "git", "push", "-q", "origin", "feat/b", env=s.env)
+        return Row("the yielding side closes a wait cycle on the holder, then pushes",
+                   said(p.stderr, "blocked"), verdict(p), took)
+
+
+def nested_repository_config() -> Row:
+    with space() as s:
+        marker = s.root / "ran"
+        nested = s.a / "nested"  # (in the holder's worktree: the yielding push reads it)
+        git(s.b, "init", "-q", str(nested), env=s.env)
+        (nested / "x").write_text("x\n")
+        git(nested, "add", "x", env=s.env)
+        git(nested, "commit", "-qm", "x", env=s.env)
+        git(nested, "config", "core.fsmonitor", f"touch {marker}; false", env=s.env)
+        p, took = run(s.b, "git", "push", "-q", "origin", "feat/b", env=s.env)
+        ran = marker.exists()
+        return Row("a repository inside a sibling's worktree whose config names a command "
+                   "(core.fsmonitor)", ("the command RAN; " if ran else "nothing ran; ")
+                   + said(p.stderr, "blocked"), verdict(p) if not ran else "OFF, SILENT",
+                   took)
+
+
+CASES = [tag_onto_the_trunk, detached_worktree, union_attributes, cycle_by_the_yielder,
+         nested_repository_config]
