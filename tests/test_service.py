@@ -676,3 +676,31 @@ def test_a_killed_writers_scratch_files_go_at_service_start_and_in_gc(space, ser
     left = set(os.listdir(Path(common) / "ecm" / "index"))
     assert not left & set(goes), left
     assert set(stays) <= left
+
+
+def test_the_check_reads_a_siblings_unrecorded_new_call_as_the_service_keeps_it(
+        space, services):
+    """b writes a new call to compute() and nothing records it (no hook, no snapshot: an
+    editor's save, or a tool without hooks). a asks about the lines defining compute: with
+    the service on, its kept state of b is read, as its scan reads it (it read b's last
+    recorded state, and allowed; found by a new user)."""
+    _sp, a, b, common = three(space, services)
+    assert service_cmd.start(common)
+    (b / "pkg" / "extra.py").write_text("from pkg.core import compute\n\n\nVALUE = compute(7)\n")
+
+    def asked() -> dict[str, object]:
+        proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--json",
+                               "pkg/core.py:1-2"], cwd=a, capture_output=True, text=True,
+                              check=False, timeout=60)
+        return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+    got = wait_for(lambda: (lambda d: d if d["decision"] != "allow" else None)(asked()),
+                   timeout=20)
+    assert got["decision"] == "ask", got  # type: ignore[index]
+    assert "compute" in got["reason"] and "'b'" in got["reason"], got  # type: ignore[index]
+    # nothing recorded b's new file: the ledger holds no event naming it
+    led = Ledger(os.path.join(common, "ecm"))
+    try:
+        assert all("pkg/extra.py" not in e.files for e in led.events("b", 50))
+    finally:
+        led.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from proximity import gitio
 from proximity.agents import calls, decision, definitions
@@ -19,9 +19,18 @@ from proximity.errors import LedgerError
 from proximity.ledger import Ledger
 from proximity.model import Agent, Range
 
+# where a resident service answers: common dir -> {worktree id: (HEAD, the tree of its
+# working state)} as its watcher keeps them (current ones only); None elsewhere
+LIVE: Callable[[str], Mapping[str, tuple[str | None, str]]] | None = None
+
 
 def recorded_tree(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
-    """The sibling's last recorded working tree, else its HEAD."""
+    """The sibling's working tree as the resident service keeps it (its watcher sees every
+    save, recorded or not), else as last recorded, else its HEAD."""
+    if LIVE is not None:
+        kept = LIVE(repo.common).get(w.id)
+        if kept is not None and kept[0] == w.head and kept[1]:
+            return kept[1]
     ev = None
     if ledger is not None:
         try:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from proximity import gitio, layout
-from proximity.agents import output
+from proximity.agents import output, theirs
 from proximity.agents.answer import answer as answer_check
 from proximity.ledger import inbox
 from proximity.protocol import (
@@ -183,6 +183,24 @@ class Dispatch:
                  cookies: Cookies) -> None:
         self.state, self.scheduler, self.watcher, self.cookies = (state, scheduler, watcher,
                                                                   cookies)
+        # the check answered here reads siblings' symbols from the states kept warm (an
+        # edit nobody recorded yet, a person's save, is seen as the scan sees it)
+        theirs.LIVE = self.kept_trees
+
+    def kept_trees(self, common: str) -> dict[str, tuple[str | None, str]]:
+        """The worktrees' kept states that are current (none the watcher marked changed
+        since), for ``common``; nothing while the worker is between them."""
+        air = self.scheduler.air
+        if air is None or os.path.realpath(common) != os.path.realpath(self.state.common):
+            return {}
+        snaps = air.snapshots
+        try:  # (the worker replaces these as it goes: read once, as they are)
+            dirty = set(snaps.dirty)
+            kept = list(snaps.agents.items())
+        except RuntimeError:
+            return {}
+        return {wid: (a.head, a.tree) for wid, a in kept
+                if wid not in dirty and a.tree and a.error is None and not a.remote}
 
     def serve(self, conn: socket.socket) -> None:
         with conn:
