@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 import anyio
-from conftest import lines
+from conftest import git, lines
 
 APP = lines(30)
 
@@ -145,3 +145,29 @@ def test_intend_and_check_confine_every_path_to_the_worktree(space):
     assert "at most 1000" in why["many"] and "git's own" in why["git's"]
     assert payload(results[-1]) == {"agent": "a", "intents": {"other.txt": [[1, 2]],
                                                                "app.txt": None}}
+
+
+def test_a_tools_repo_in_another_repository_is_refused_and_runs_nothing(space, tmp_path):
+    """An agent (or what it read) names, as the tool's `repo`, a repository nested in the
+    worktree whose config runs a command when git reads its index (core.fsmonitor): the
+    tool refuses, and nothing ran. A sibling worktree of this repository is acted for."""
+    sp = space({"app.txt": APP})
+    a, b = sp.wt("a"), sp.wt("b")
+    nested = a / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    (nested / "x").write_text("x\n")
+    git(nested, "add", "x")
+    git(nested, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    marker = tmp_path / "ran"
+    git(nested, "config", "core.fsmonitor", f"touch {marker}; false")
+    _init, _tools, results = anyio.run(session, str(a), [
+        ("status", {"repo": str(nested)}),
+        ("check", {"paths": ["x:1"], "repo": "vendor/lib"}),
+        ("status", {"repo": str(b)}),
+    ])
+    for result in results[:2]:
+        assert result.is_error, result
+        assert "not in a checkout of this repository" in result.content[0].text
+    assert not marker.exists()
+    assert payload(results[2])["agent"] == "b"

@@ -18,13 +18,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from proximity import __version__, checkargs
+from proximity import __version__, checkargs, gitfiles
 from proximity.agents import output
 from proximity.agents.answer import CheckRequest, answer, of_specs
 from proximity.analysis import hunks
 from proximity.analysis.intervals import bounded_specs
 from proximity.errors import FatalError, UsageError
 from proximity.model import last_commit
+from proximity.safetext import text
 from proximity.snapshot import declared, workspace
 from proximity.tcas import pipeline
 from proximity.views import messages, report
@@ -51,9 +52,19 @@ Repo = Annotated[str | None, Field(
 
 
 def _where(repo: str | None, default: str) -> str:
-    if repo is not None:
-        bounded_specs([repo])  # (a NUL, a megabyte: refused before anything opens it)
-    return os.path.abspath(repo or default)
+    """The directory a tool acts for: ``repo`` when given, a checkout of the repository
+    the server runs in (a nested repository, a submodule or another repository is
+    refused before any git runs there: git reading its index runs what its config names,
+    core.fsmonitor), else where the server runs."""
+    if repo is None:
+        return os.path.abspath(default)
+    bounded_specs([repo])  # (a NUL, a megabyte: refused before anything opens it)
+    where = os.path.abspath(os.path.join(default, repo))
+    mine = gitfiles.common_of(default)
+    if mine is not None and not gitfiles.of_repository(where, mine):
+        raise UsageError(f"{text(repo, 300)!r} is not in a checkout of this repository "
+                         "(the one the server runs in): not acted on, and no git run there")
+    return where
 
 
 def check_tool(paths: list[str], deny_on: str | None, repo: str | None, default: str,
