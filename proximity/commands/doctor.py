@@ -99,7 +99,7 @@ def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     last sync rejected. Nothing before the first `proximity sync`."""
     state = _json(os.path.join(repo.ecm_dir, quarantine.STATE))
     pins = _json(os.path.join(repo.ecm_dir, signing.PINS))
-    refs = gitio.git(["for-each-ref", "--format=%(refname)", LOCAL_NS], cwd=repo.workdir
+    refs = gitio.git(["for-each-ref", "--format=%(refname)", LOCAL_NS], cwd=repo.here
                      ).stdout.decode("utf-8", "replace").split()
     if not state and not refs:
         return []
@@ -234,7 +234,7 @@ def hook_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     def add(name: str, ok: bool | None, detail: str) -> None:
         out.append({"check": name, "status": _status(ok), "detail": detail})
 
-    proc = gitio.git(["rev-parse", "--git-path", "hooks"], cwd=repo.workdir, ok=(0, 128))
+    proc = gitio.git(["rev-parse", "--git-path", "hooks"], cwd=repo.here, ok=(0, 128))
     real = proc.stdout.decode("utf-8", "surrogateescape").strip()
     hooks_dir = os.path.realpath(os.path.join(repo.workdir, real)) if real else \
         os.path.join(repo.common, "hooks")
@@ -303,7 +303,7 @@ def add_host_config(add: Any, repo: gitio.Repo, host: str) -> None:
             "the branch")
         return
     main = next((w for w in repo.worktrees() if not w.prunable), None)
-    committed = gitio.git(["show", f"{main.head}:{name}"], cwd=repo.workdir, ok=(0, 128)) \
+    committed = gitio.git(["show", f"{main.head}:{name}"], cwd=repo.here, ok=(0, 128)) \
         if main is not None and main.head else None
     if committed is not None and committed.returncode == 0 and \
             committed.stdout.decode("utf-8", "replace") != text:
