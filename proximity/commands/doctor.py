@@ -72,6 +72,15 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
         if wt.prunable:
             add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
                 "(`git worktree prune` and `proximity gc` clean it up)")
+        elif wt.admin and not gitio.of_repository(wt.path, repo.common):
+            # (its files are still read, through the git dir listed here: gitio.At)
+            found = gitio.found_by_git(wt.path)
+            add(f"worktree {wt.id}", None,
+                f"{wt.path}: its .git names {found or 'no git dir'}, not the git dir this "
+                f"repository lists for it ({wt.admin}); git run there works in another "
+                "repository. proximity reads its files through the listed one (its index, "
+                "this repository's config), never the other's ('git worktree repair' "
+                "points it back)")
     return out
 
 
