@@ -200,13 +200,13 @@ def callers(repo: gitio.Repo, tree: str, diff_text: str, changed: set[str]) -> W
     if not names:
         return WorkingSet()
     args = ["grep", "-l", "-w", "-F", *(x for n in names for x in ("-e", n)), tree]
-    found = gitio.git(args, repo.workdir, ok=(0, 1), env=repo.objects_env()  # (the store)
+    found = gitio.git(args, repo.here, ok=(0, 1), env=repo.objects_env()  # (the store)
                       ).stdout.decode("utf-8", "replace")
     paths = [ln.split(":", 1)[1] for ln in found.splitlines() if ":" in ln]
     paths = [p for p in paths if p not in changed and registry.dialect_of(p)][:MAX_CALLERS]
     if not paths:
         return WorkingSet()
-    listed = gitio.git(["ls-tree", "-z", tree, "--", *paths], repo.workdir,
+    listed = gitio.git(["ls-tree", "-z", tree, "--", *paths], repo.here,
                        env=repo.objects_env()).stdout.decode("utf-8", "surrogateescape")
     files = {}
     for entry in listed.split("\0"):

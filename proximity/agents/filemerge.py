@@ -9,7 +9,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 
-from proximity import gitfiles, gitio
+from proximity import gitio
 from proximity.agents import scratch
 from proximity.agents.kept import DIFF_ENTRIES
 from proximity.analysis import hunks
@@ -32,7 +32,7 @@ def joined(ranges: tuple[Range, ...], own: hunks.FileDiff | None) -> tuple[Range
 
 
 def merges(jobs: Sequence[tuple[int, bytes | None, bytes | None, str, str | None]],
-           cwd: str, read: Mapping[str, bytes | None]) -> dict[int, str]:
+           cwd: gitio.Where, read: Mapping[str, bytes | None]) -> dict[int, str]:
     """``git merge-file`` of (base blob, this file after the edit, the sibling's file on
     disk; this side's live file, which may already hold the edit's result: an editor's
     shared buffer), per job: "same" when the merge is this side's result (they made no change this
@@ -115,51 +115,50 @@ def ort_conflicts(triples: Sequence[tuple[bytes, bytes, bytes | None]]) -> list[
     return out
 
 
-def renames(pairs: Sequence[tuple[str, str | None]]
+def renames(pairs: Sequence[tuple[gitio.At, str | None]]
             ) -> dict[tuple[str, str | None], dict[str, str]]:
     """Per (worktree, base): the files it moved since the base, committed or staged (a
     `git mv`), old path -> new path, found as git's merge finds them (-M, its default
-    similarity). Unstaged moves (a plain `mv`) are a deletion and a new file to git too."""
-    jobs = sorted({(p, b) for p, b in pairs if b})
+    similarity), keyed by (the worktree's path, base). Unstaged moves (a plain `mv`) are
+    a deletion and a new file to git too."""
+    jobs = sorted({(w, b) for w, b in pairs if b})
     out: dict[tuple[str, str | None], dict[str, str]] = {}
     # the staged moves depend on the index file and the base alone: a worktree whose index
     # was not written since (git replaces it whole: a new inode) is not asked again
-    marks = {p: _index_mark(p) for p, _ in jobs}
-    ask = [(p, b) for p, b in jobs if marks[p] is None or MOVES.get((p, b), (None,))[0]
-           != marks[p]]
+    marks = {w: _index_mark(w) for w, _ in jobs}
+    ask = [(w, b) for w, b in jobs if marks[w] is None or MOVES.get((w, b), (None,))[0]
+           != marks[w]]
     texts = gitio.git_many([(["diff-index", "--cached", "-M", "-z", "--name-status",
-                              "--diff-filter=R", b], p) for p, b in ask])
+                              "--diff-filter=R", b], w) for w, b in ask])
     if len(MOVES) + len(ask) > DIFF_ENTRIES:
         MOVES.clear()
-    for (p, b), raw in zip(ask, texts, strict=True):
+    for (w, b), raw in zip(ask, texts, strict=True):
         parts = (raw or b"").decode("utf-8", "surrogateescape").split("\0")
         moved = {}
         for i in range(0, len(parts) - 2, 3):
             if parts[i].startswith("R"):
                 moved[parts[i + 1]] = parts[i + 2]
-        mark = marks[p]
+        mark = marks[w]
         if raw is not None and mark is not None:
-            MOVES[p, b] = (mark, moved)
-        out[p, b] = moved
-    for p, b in jobs:
-        if (p, b) not in out:
-            out[p, b] = dict(MOVES[p, b][1])
+            MOVES[w, b] = (mark, moved)
+        out[w.path, b] = moved
+    for w, b in jobs:
+        if (w.path, b) not in out:
+            out[w.path, b] = dict(MOVES[w, b][1])
     return out
 
 
-
 # The staged moves of a worktree against a base, by its index file's identity (renames).
-# The staged moves of a worktree against a base, by its index file's identity (renames).
-MOVES: dict[tuple[str, str | None], tuple[tuple[int, int, int], dict[str, str]]] = {}
+MOVES: dict[tuple[gitio.At, str | None], tuple[tuple[int, int, int], dict[str, str]]] = {}
 
 
-def _index_mark(worktree: str) -> tuple[int, int, int] | None:
-    """The identity of a worktree's index file (None: not known from files)."""
-    found = gitfiles.checkout_of(worktree)
-    if found is None:
+def _index_mark(worktree: gitio.At) -> tuple[int, int, int] | None:
+    """The identity of a worktree's index file (None: not known from files): the one in
+    the git dir the repository lists for it (gitio.At), which its git reads."""
+    if not worktree.admin:
         return None
     try:
-        st = os.stat(os.path.join(found[0], found[1], "index"))
+        st = os.stat(os.path.join(worktree.admin, "index"))
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino

@@ -44,7 +44,7 @@ def merge_plan(start: str, ref: str) -> MergePlan:
     git's own merge in the object store (nothing in the worktree or index is touched):
     the paths and HEAD's lines it replaces, to be checked like edits."""
     repo = gitio.Repo(start, fast=True)
-    commit = gitio.commit_of(ref, repo.workdir)
+    commit = gitio.commit_of(ref, repo.here)
     if commit is None:
         raise UsageError(f"--merge: {ref!r} names no commit here")
     head = _head(repo, "--merge: ")
@@ -55,7 +55,7 @@ def merge_plan(start: str, ref: str) -> MergePlan:
 
 
 def _head(repo: gitio.Repo, prefix: str = "") -> str:
-    head = gitio.commit_of("HEAD", repo.workdir)
+    head = gitio.commit_of("HEAD", repo.here)
     if not head:
         raise UsageError(f"{prefix}this worktree has no commit to bring work into")
     return head
@@ -65,7 +65,7 @@ def _plan(repo: gitio.Repo, head: str, ref: str, commit: str, result: tuple[str,
           joins: bool, what: str) -> MergePlan:
     tree, conflicts = result
     diff = gitio.git([*gitio.MOVED_DIFF_ARGS, head, tree],
-                     cwd=repo.workdir, env=repo.objects_env()
+                     cwd=repo.here, env=repo.objects_env()
                      ).stdout.decode("utf-8", "surrogateescape")
     change = {p: d for p, d in hunks.parse(diff).items()
               if d.hunks or d.new_file or d.binary}  # a pure rename changes no line
@@ -102,7 +102,7 @@ def incoming_plan(inc: Incoming) -> MergePlan | None:
             raise UsageError(f"git cannot apply {text(inc.refs[0])!r} here")
         return _plan(repo, head, inc.refs[0], stash, got, False,
                      f"applying {text(inc.refs[0])!r}")
-    source = gitio.commit_of(inc.refs[0], inc.cwd)
+    source = gitio.commit_of(inc.refs[0], repo.here.inside(inc.cwd))
     if source is None:
         if inc.how == "checkout" and "--" not in inc.text.split():
             return None  # `checkout X Y` with no commit X: paths from the index
@@ -116,7 +116,7 @@ def incoming_plan(inc: Incoming) -> MergePlan | None:
 
 
 def _commit(repo: gitio.Repo, ref: str) -> str:
-    commit = gitio.commit_of(ref, repo.workdir)
+    commit = gitio.commit_of(ref, repo.here)
     if commit is None:
         if ref == UPSTREAM:
             raise UsageError("this branch has no upstream to bring in")
@@ -133,11 +133,11 @@ def _pulled(repo: gitio.Repo, inc: Incoming) -> str:
     remote = inc.remote
     if remote == ".":
         return inc.refs[0] if inc.refs else UPSTREAM
-    known = gitio.git(["remote"], cwd=repo.workdir).stdout.decode("utf-8", "replace").split()
+    known = gitio.git(["remote"], cwd=repo.here).stdout.decode("utf-8", "replace").split()
     if remote not in known:
         raise UsageError(f"pulls from {text(remote)!r}, which is no remote configured here")
     if not inc.refs:
-        up = gitio.git(["rev-parse", "--symbolic-full-name", UPSTREAM], cwd=repo.workdir,
+        up = gitio.git(["rev-parse", "--symbolic-full-name", UPSTREAM], cwd=repo.here,
                        ok=(0, 128)).stdout.decode("utf-8", "replace").strip()
         if up.startswith(f"refs/remotes/{remote}/"):
             return UPSTREAM
@@ -145,7 +145,7 @@ def _pulled(repo: gitio.Repo, inc: Incoming) -> str:
                          "not there")
     branch = inc.refs[0].removeprefix("refs/heads/")
     for ref in (f"refs/remotes/{remote}/{branch}", f"refs/tags/{branch}"):
-        if gitio.commit_of(ref, repo.workdir):
+        if gitio.commit_of(ref, repo.here):
             return ref
     raise UsageError(f"{text(remote)}/{text(branch)} is not fetched here yet (fetch it, then "
                      "merge it, to have it checked)")
@@ -156,7 +156,7 @@ def _picks(repo: gitio.Repo, head: str, inc: Incoming) -> MergePlan:
     for arg in inc.refs:
         if ".." in arg or arg.startswith("^"):
             out = gitio.git(["rev-list", "--reverse", "--end-of-options", arg],
-                            cwd=repo.workdir, ok=(0, 128))
+                            cwd=repo.here, ok=(0, 128))
             if out.returncode:
                 raise UsageError(f"{text(arg)!r} names no commits here")
             commits += out.stdout.decode().split()
@@ -167,7 +167,7 @@ def _picks(repo: gitio.Repo, head: str, inc: Incoming) -> MergePlan:
     tree, conflicts = head, list[str]()
     for c in commits:
         parent = f"{c}^{inc.mainline or 1}"
-        base = parent if gitio.commit_of(parent, repo.workdir) else gitio.EMPTY_TREE
+        base = parent if gitio.commit_of(parent, repo.here) else gitio.EMPTY_TREE
         got = repo.merge3(base, tree, c)
         if got is None:
             raise UsageError(f"git cannot pick {c[:12]} here")
@@ -256,7 +256,7 @@ def broken_calls(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
     on either side and the changed definition on the other: the scan's symbol evidence
     for this worktree's HEAD and the commit merged, against their merge base (a pick, a
     patch or a stash joins no history: not judged here)."""
-    head = gitio.commit_of("HEAD", repo.workdir)
+    head = gitio.commit_of("HEAD", repo.here)
     if not plan.joins or not plan.commit or not head:
         return []
     me = repo.current()
@@ -278,7 +278,7 @@ def unbound_between(repo: gitio.Repo, ours: Agent, ref: str, commit: str, what: 
     # brings only their change: a caller that came here before it, which their branch
     # now holds too after a rebase, is none of either side's new code)
     diff = gitio.git([*gitio.DIFF_ARGS, base or gitio.EMPTY_TREE, commit],
-                     cwd=repo.workdir
+                     cwd=repo.here
                      ).stdout.decode("utf-8", "surrogateescape")
     here = calls.callers(repo, ours.head, diff, set(hunks.parse(diff)))
     pairs = [calls.Pair(theirs, base)] + ([calls.Pair(theirs, base, here)] if here.files
@@ -324,7 +324,7 @@ def landing(repo: gitio.Repo, plan: MergePlan) -> set[str]:
     me = repo.current()
     if not me.head or not plan.commit:
         return set()
-    brought = gitio.git(["rev-list", plan.commit, "--not", me.head], cwd=repo.workdir,
+    brought = gitio.git(["rev-list", plan.commit, "--not", me.head], cwd=repo.here,
                         ok=(0, 128)).stdout.decode().split()
     if not brought:
         return set()
@@ -375,7 +375,7 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan, behind: Collection[str] =
         return []
     parents = ["-p", head, "-p", plan.commit] if plan.joins else ["-p", head]
     merged = gitio.git(["commit-tree", plan.tree, *parents, "-m", "proximity merge check"],
-                       cwd=repo.workdir, env={**repo.objects_env(), **SNAPSHOT_IDENT}
+                       cwd=repo.here, env={**repo.objects_env(), **SNAPSHOT_IDENT}
                        ).stdout.decode().strip()
     led = open_ledger(repo)
     out: list[decision.Conflict] = []

@@ -67,13 +67,13 @@ def relative(repo: gitio.Repo, path: str, cwd: str) -> str:
 
 
 # -- facts ----------------------------------------------------------------------------
-def _ignored_new(worktree: str, path: str, base_blob: bytes | None) -> bool:
+def _ignored_new(worktree: gitio.At, path: str, base_blob: bytes | None) -> bool:
     """A file the base does not have and git would not add (ignored): not their work."""
     return base_blob is None and path not in gitio.untracked(worktree, [path]) and \
         not _tracked(worktree, path)
 
 
-def _tracked(worktree: str, path: str) -> bool:
+def _tracked(worktree: gitio.At, path: str) -> bool:
     return bool(gitio.git_many([(["ls-files", "--", path], worktree)], ok=(0,))[0])
 
 
@@ -109,7 +109,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # most pairs share this worktree's HEAD as their base: read its blobs while the
     # worktrees are listed
     early: dict[tuple[str | None, str], subprocess.Popen[bytes]] = {
-        (me.head, p): gitio.git_start(gitio.blob_args(me.head, p), repo.workdir)
+        (me.head, p): gitio.git_start(gitio.blob_args(me.head, p), repo.here)
         for p in paths if (me.head, p) not in BLOBS} if me.head else {}
     try:
         listed = repo.worktrees_from_files()
@@ -127,7 +127,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     heads = sorted({w.head for w in siblings if w.head and w.head != me.head}
                    if me.head else ())
     asked = [h for h in heads if (me.head, h) not in BASES]
-    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in asked])
+    found = gitio.git_many([(["merge-base", me.head or "", h], repo.here) for h in asked])
     based = {h: (out.decode().strip() or None) if out is not None else None
              for h, out in zip(asked, found, strict=True)}
     # (a failure is asked again next time; "no common commit" is an answer)
@@ -137,7 +137,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                for h in heads}
     moved: set[str] = set()  # bases taken from the merged branch's side
     if merging:
-        after = gitio.git_many([(["merge-base", merging, h], repo.workdir) for h in heads])
+        after = gitio.git_many([(["merge-base", merging, h], repo.here) for h in heads])
         for h, res in zip(heads, after, strict=True):
             b2 = res.decode().strip() if res else ""
             b1 = base_of.get(h)
@@ -148,7 +148,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     after_merge: dict[str, dict[str, hunks.FileDiff]] = {}
     if merged and moved:
         texts = gitio.git_many([([*gitio.MOVED_DIFF_ARGS, b, merged, "--", *paths],
-                                 repo.workdir) for b in sorted(moved)],
+                                 repo.here) for b in sorted(moved)],
                                env=repo.objects_env())  # (the merge's tree is in the store)
         after_merge = {b: hunks.parse((t or b"").decode("utf-8", "replace"))
                        for b, t in zip(sorted(moved), texts, strict=True)}
@@ -161,8 +161,8 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     distinct = sorted({b or "" for b in bases.values()})
     # moves, as git's merge follows them: a requested path this worktree moved is its
     # old path in the base; a sibling that moved that old path has its work at the new one
-    moves = filemerge.renames([(me.path, b or None) for b in distinct]
-                    + [(w.path, bases[w.id]) for w in siblings])
+    moves = filemerge.renames([(me.at, b or None) for b in distinct]
+                              + [(w.at, bases[w.id]) for w in siblings])
     origin: dict[tuple[str | None, str], str] = {}  # (base, requested path) -> base path
     for one in distinct:
         back = {new: old for old, new in moves.get((me.path, one or None), {}).items()}
@@ -171,7 +171,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
               if (b or None, p) not in prefetched or origin[b or None, p] != p]
     known = {k: BLOBS[k[0], origin[k]] for k in wanted if (k[0], origin[k]) in BLOBS}
     asked_blobs = [k for k in wanted if k not in known]
-    blobs = gitio.git_many([(gitio.blob_args(b, origin[b, p]), repo.workdir)
+    blobs = gitio.git_many([(gitio.blob_args(b, origin[b, p]), repo.here)
                             for b, p in asked_blobs], ok=(0,))
     remember(BLOBS, {(b, origin[b, p]): blob
                      for (b, p), blob in zip(asked_blobs, blobs, strict=True)
@@ -180,6 +180,9 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                  **dict(zip(asked_blobs, blobs, strict=True))}
     sides = [(w.id, w.path, bases[w.id]) for w in siblings] + [
         ("", me.path, b or None) for b in distinct]
+    # where git runs in each worktree: its repository named, never the one its `.git`
+    # file names (gitio.At)
+    ats = {w.path: w.at for w in [*siblings, me]}
     todo, keys = [], []
     diffs: dict[tuple[str, str | None], dict[str, hunks.FileDiff]] = {}
     lives: dict[tuple[str, str], str] = {}  # (worktree id, requested path) -> its file
@@ -215,7 +218,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             if data is not None and data != base_blob[base, p] and b"\r\n" in data:
                 data = data.replace(b"\r\n", b"\n")  # an autocrlf checkout of the same blob
             if data != base_blob[base, p] and not (
-                    os.path.exists(live) and _ignored_new(wpath, p, base_blob[base, p])):
+                    os.path.exists(live) and _ignored_new(ats[wpath], p, base_blob[base, p])):
                 ck = diff_key(wpath, base, f"{rel}\0{origin[base, p]}", raw)
                 if ck in DIFFS:  # this very file against this very base: diffed before
                     hit = DIFFS[ck]
@@ -269,7 +272,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
         asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS},
                              key=str)
-        more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir)
+        more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.here)
                                for b, t in asked_trees],
                               env=repo.objects_env())  # (recorded trees: the store)
         fresh = dict(zip(asked_trees, more, strict=True))
@@ -308,7 +311,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
             for i, s in enumerate(out) for t in targets
             if t.path == s.path and t.result is not None
             and any(c.evidence == "conflict" for c in decision.evidence(s))]
-    for i, outcome in filemerge.merges(jobs, repo.workdir, read).items():
+    for i, outcome in filemerge.merges(jobs, repo.here, read).items():
         out[i] = out[i]._replace(merge=outcome)
     return out
 
@@ -347,7 +350,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
                  encoded(after[p]) if p in after else None) for p, r in targets]
     files = None if deny_on else config_files(repo)
     cfg = None if deny_on or files in POLICY else gitio.git_start(
-        ["config", "--get", "proximity.checkPolicy"], repo.workdir)
+        ["config", "--get", "proximity.checkPolicy"], repo.here)
     ledger = standing.open_ledger(repo)
     try:
         sides = gather(repo, tg, ledger, merging, merged)

@@ -179,5 +179,5 @@ def retyped(repo: gitio.Repo, base: str | None, path: str, theirs: str, mine: st
         return False  # (a deleted file is a deletion, not a change of kind)
     if base is None:
         return link
-    out = gitio.git(["ls-tree", "-z", base, "--", path], cwd=repo.workdir, ok=(0, 128))
+    out = gitio.git(["ls-tree", "-z", base, "--", path], cwd=repo.here, ok=(0, 128))
     return link != out.stdout.startswith(b"120000 ")

@@ -49,7 +49,7 @@ def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
     if not candidates:
         return set()
     got = gitio.git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes"],
-                    cwd=repo.workdir, ok=(0, 128)).stdout.decode("utf-8", "replace")
+                    cwd=repo.here, ok=(0, 128)).stdout.decode("utf-8", "replace")
     tracking: dict[str, set[str]] = {}
     for line in got.splitlines():
         ref, _, sha = line.partition(" ")
@@ -64,7 +64,7 @@ def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
             if not had or w.head in had:
                 continue
             ahead = set(gitio.git(["rev-list", "--max-count=2000", str(w.head), "--not",
-                                   *sorted(had)], cwd=repo.workdir, ok=(0, 128)
+                                   *sorted(had)], cwd=repo.here, ok=(0, 128)
                                   ).stdout.decode().split())
             lines = [v.id for v in trees if v.id not in (w.id, me) and v.head in ahead]
             if not lines:

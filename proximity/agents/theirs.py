@@ -65,7 +65,7 @@ def their_work(repo: gitio.Repo, ledger: Ledger | None, siblings: Sequence[gitio
     states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
     pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
     asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
-    more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir) for b, t in asked_trees],
+    more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.here) for b, t in asked_trees],
                           env=repo.objects_env())  # (recorded trees: the store)
     fresh = dict(zip(asked_trees, more, strict=True))
     remember(TREE_DIFFS, {k: v for k, v in fresh.items() if v is not None})
@@ -116,7 +116,7 @@ def broken_calls(repo: gitio.Repo, ledger: Ledger | None, me: gitio.WorktreeInfo
     try:
         # the files after the edit, as blobs the symbol channel reads (written, as a
         # snapshot's are: an object nothing refers to is git's to prune)
-        oids = {result: gitio.git(["hash-object", "-w", "--stdin"], cwd=repo.workdir,
+        oids = {result: gitio.git(["hash-object", "-w", "--stdin"], cwd=repo.here,
                                   input=result).stdout.decode().strip()
                 for _, _, result in writing.values()}
         found = calls.new_calls(repo, ledger, ours, [
@@ -150,7 +150,7 @@ def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]
         return []
     heads = sorted({w.head for w in siblings if w.head})
     asked = [h for h in heads if me.head and (me.head, h) not in BASES]
-    found = gitio.git_many([(["merge-base", me.head or "", h], repo.workdir) for h in asked])
+    found = gitio.git_many([(["merge-base", me.head or "", h], repo.here) for h in asked])
     remember(BASES, {(me.head, h): (out.decode().strip() or None)
                      for h, out in zip(asked, found, strict=True) if out is not None})
     base_of = {h: BASES.get((me.head, h)) for h in heads}
@@ -163,7 +163,7 @@ def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]
     # (two trees' diff never changes: kept by the pair of ids, as the symbol evidence's)
     pairs = {w.id: (base_of.get(w.head or ""), states[w.id]) for w in siblings}
     todo = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
-    fresh = dict(zip(todo, gitio.git_many([(gitio.tree_diff_args(b, t), repo.workdir)
+    fresh = dict(zip(todo, gitio.git_many([(gitio.tree_diff_args(b, t), repo.here)
                                            for b, t in todo],
                                           env=repo.objects_env()),  # (recorded: the store)
                      strict=True))

@@ -72,6 +72,15 @@ def checks(repo_path: str | None) -> list[dict[str, str]]:
         if wt.prunable:
             add(f"worktree {wt.id}", None, f"{wt.path} is gone: retired, never blocks "
                 "(`git worktree prune` and `proximity gc` clean it up)")
+        elif wt.admin and not gitio.of_repository(wt.path, repo.common):
+            # (its files are still read, through the git dir listed here: gitio.At)
+            found = gitio.found_by_git(wt.path)
+            add(f"worktree {wt.id}", None,
+                f"{wt.path}: its .git names {found or 'no git dir'}, not the git dir this "
+                f"repository lists for it ({wt.admin}); git run there works in another "
+                "repository. proximity reads its files through the listed one (its index, "
+                "this repository's config), never the other's ('git worktree repair' "
+                "points it back)")
     return out
 
 
@@ -99,7 +108,7 @@ def remote_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     last sync rejected. Nothing before the first `proximity sync`."""
     state = _json(os.path.join(repo.ecm_dir, quarantine.STATE))
     pins = _json(os.path.join(repo.ecm_dir, signing.PINS))
-    refs = gitio.git(["for-each-ref", "--format=%(refname)", LOCAL_NS], cwd=repo.workdir
+    refs = gitio.git(["for-each-ref", "--format=%(refname)", LOCAL_NS], cwd=repo.here
                      ).stdout.decode("utf-8", "replace").split()
     if not state and not refs:
         return []
@@ -234,7 +243,7 @@ def hook_checks(repo: gitio.Repo) -> list[dict[str, str]]:
     def add(name: str, ok: bool | None, detail: str) -> None:
         out.append({"check": name, "status": _status(ok), "detail": detail})
 
-    proc = gitio.git(["rev-parse", "--git-path", "hooks"], cwd=repo.workdir, ok=(0, 128))
+    proc = gitio.git(["rev-parse", "--git-path", "hooks"], cwd=repo.here, ok=(0, 128))
     real = proc.stdout.decode("utf-8", "surrogateescape").strip()
     hooks_dir = os.path.realpath(os.path.join(repo.workdir, real)) if real else \
         os.path.join(repo.common, "hooks")
@@ -303,7 +312,7 @@ def add_host_config(add: Any, repo: gitio.Repo, host: str) -> None:
             "the branch")
         return
     main = next((w for w in repo.worktrees() if not w.prunable), None)
-    committed = gitio.git(["show", f"{main.head}:{name}"], cwd=repo.workdir, ok=(0, 128)) \
+    committed = gitio.git(["show", f"{main.head}:{name}"], cwd=repo.here, ok=(0, 128)) \
         if main is not None and main.head else None
     if committed is not None and committed.returncode == 0 and \
             committed.stdout.decode("utf-8", "replace") != text:

@@ -64,7 +64,7 @@ def recorded_interpreter(path: str) -> str | None:
 
 
 def hooks_dir(repo: gitio.Repo, force: bool) -> str:
-    out = gitio.git(["config", "--get", "core.hooksPath"], cwd=repo.workdir, ok=(0, 1))
+    out = gitio.git(["config", "--get", "core.hooksPath"], cwd=repo.here, ok=(0, 1))
     custom = out.stdout.decode().strip()
     if custom and not force:
         raise FatalError(

@@ -95,7 +95,7 @@ def history(ctx: workspace.Context) -> list[dict[str, Any]]:
         if (base, head) not in memo:
             try:
                 out = gitio.git(["diff", "--name-only", "-z", "--no-renames", base, head],
-                                cwd=ctx.repo.workdir).stdout
+                                cwd=ctx.repo.here).stdout
                 memo[base, head] = [p for p in out.decode(errors="surrogateescape")
                                     .split("\0") if p]
             except FatalError:  # a commit gc dropped, or one from another machine

@@ -22,7 +22,7 @@ from proximity.gitfiles import (
 )
 from proximity.gitio import listing
 from proximity.gitio.listing import WorktreeInfo
-from proximity.gitio.run import away_env, git
+from proximity.gitio.run import At, Where, away_env, git
 from proximity.gitio.store import ObjectStore, refused_write
 
 T = TypeVar("T")
@@ -237,12 +237,33 @@ class RepoCore:
         self._see()
         return env
 
-    def _git(self, args: Sequence[str], cwd: str | None = None,
+    def _git(self, args: Sequence[str], cwd: Where | None = None,
              env: Mapping[str, str] | None = None, **kw: Any
              ) -> subprocess.CompletedProcess[bytes]:
-        """``git`` in this repository (or ``cwd``) with the object store's environment."""
-        return git(args, cwd=cwd or self.workdir, env={**self.objects_env(), **(env or {})},
+        """``git`` in this worktree (or ``cwd``: a worktree's At) with the object store's
+        environment."""
+        return git(args, cwd=cwd or self.here, env={**self.objects_env(), **(env or {})},
                    **kw)
+
+    @property
+    def here(self) -> At:
+        """Where git runs in the worktree this repository was opened from, its git dir
+        named (run.At)."""
+        return At(self.workdir, self.gitdir)
+
+    def at(self, path: str) -> At:
+        """Where git runs in the worktree whose top is ``path``, its repository named:
+        the git dir the common dir lists for it (listing.admin_dir), never the one its
+        `.git` file names. One the repository does not list has none: git is not run
+        there (run.placed)."""
+        real = os.path.realpath(path)
+        if real == self.workdir:
+            return self.here
+        listed = self.worktrees_from_files()
+        for wt in self.worktrees() if listed is None else listed:
+            if wt.path == real and wt.admin:
+                return wt.at
+        return At(real, "")
 
     def _git_away(self, args: Sequence[str], env: Mapping[str, str] | None = None,
                   **kw: Any) -> subprocess.CompletedProcess[bytes]:
@@ -308,7 +329,7 @@ class RepoCore:
 
     # -- airspace -----------------------------------------------------------------------
     def worktrees(self) -> list[WorktreeInfo]:
-        return listing.listed(self.common, self.workdir)
+        return listing.listed(self.common)
 
     def worktrees_from_files(self) -> list[WorktreeInfo] | None:
         """What `worktrees()` lists, read from the common dir's files (listing.from_files)."""

@@ -20,7 +20,7 @@ class History(RepoCore):
     """History: merge bases, ancestry, and what a step of history changed."""
 
     def is_ancestor_cli(self, anc: str, desc: str) -> bool:
-        return is_ancestor_cli(anc, desc, self.workdir)
+        return is_ancestor_cli(anc, desc, self.here)
 
     def parents_cli(self, commit: str) -> list[str]:
         """Parents of a commit: from its loose object when it is one (a fresh commit is),

@@ -8,7 +8,7 @@ import os
 from typing import NamedTuple
 
 from proximity.gitfiles import MAIN_ID, _read, populating, worktree_id
-from proximity.gitio.run import git
+from proximity.gitio.run import At, git
 
 
 class WorktreeInfo(NamedTuple):
@@ -21,10 +21,17 @@ class WorktreeInfo(NamedTuple):
     locked: bool = False
     populating: bool = False  # git has not finished writing it (gitfiles.populating)
 
+    @property
+    def at(self) -> At:
+        """Where git runs in this worktree, its repository named (run.At)."""
+        return At(self.path, self.admin)
 
-def listed(common: str, workdir: str) -> list[WorktreeInfo]:
+
+def listed(common: str) -> list[WorktreeInfo]:
     """Every worktree as `git worktree list` gives it (the main checkout first)."""
-    out = git(["worktree", "list", "--porcelain", "-z"], cwd=workdir).stdout
+    # (the repository named: the common dir; `worktree list` reads only its files)
+    out = git(["worktree", "list", "--porcelain", "-z"], cwd=common,
+              env={"GIT_DIR": common}).stdout
     infos: list[WorktreeInfo] = []
     for n, record in enumerate(out.split(b"\0\0")):
         fields = [f.decode("utf-8", "surrogateescape") for f in record.split(b"\0") if f]
@@ -178,27 +185,32 @@ def read_head(common: str, workdir: str, admin: str) -> tuple[str | None, str | 
         return text, None
     else:
         branch = None
-    # unborn branch, reftable, or a layout the files do not show: ask git
-    out = git(["rev-parse", "-q", "--verify", "HEAD"], cwd=workdir, ok=(0, 1))
+    # unborn branch, reftable, or a layout the files do not show: ask git, of that git
+    # dir (its HEAD, not the one of the worktree we run in)
+    out = git(["rev-parse", "-q", "--verify", "HEAD"], cwd=admin or workdir,
+              env={"GIT_DIR": admin} if admin else None, ok=(0, 1))
     return (out.stdout.decode().strip() or None), branch
 
 
 def admin_dir(common: str, path: str) -> str | None:
-    """A linked worktree's own git dir, from its `.git` file (or, the worktree gone, the
-    one whose gitdir file points at it)."""
+    """A linked worktree's own git dir: the admin dir under the common dir's
+    ``worktrees/`` whose ``gitdir`` file names the worktree at ``path`` (what `git
+    worktree list` reads), never the worktree's own `.git` file. That file is the
+    worktree's data: its agent can point it at a git dir of its own making, whose config
+    git would then read, and run, in every sibling's hooks (run.At)."""
+    base = os.path.join(common, "worktrees")
     try:
-        text = _read(os.path.join(path, ".git")).strip()
+        names = sorted(os.listdir(base))
     except OSError:
-        # missing worktree: find the admin dir whose gitdir file points here
-        base = os.path.join(common, "worktrees")
-        for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-            try:
-                target = _read(os.path.join(base, name, "gitdir")).strip()
-            except OSError:
-                continue
-            if os.path.dirname(target) == path:
-                return os.path.join(base, name)
         return None
-    if text.startswith("gitdir:"):
-        return os.path.realpath(os.path.join(path, text[len("gitdir:"):].strip()))
+    want = os.path.realpath(path)
+    for name in names:
+        admin = os.path.join(base, name)
+        try:
+            target = _read(os.path.join(admin, "gitdir")).strip()
+        except OSError:
+            continue
+        if target and os.path.realpath(os.path.dirname(
+                os.path.normpath(os.path.join(admin, target)))) == want:
+            return admin
     return None

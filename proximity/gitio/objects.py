@@ -276,7 +276,7 @@ class Objects(RepoCore):
                 out.append(str(patch.text or ""))
             return "".join(out)
         except Exception:
-            return tree_diff(self.workdir, old, new, paths, env=self.objects_env())
+            return tree_diff(self.here, old, new, paths, env=self.objects_env())
 
     def _blob_at(self, tree: pygit2.Tree, path: str) -> pygit2.Blob | None:
         """The blob at ``path`` in ``tree`` (None: absent, a directory, a submodule)."""

@@ -10,13 +10,14 @@ import os
 
 from proximity.errors import FatalError
 from proximity.gitio.base import RepoCore, _pygit2
+from proximity.gitio.run import Where
 from proximity.gitio.store import refused_write
 
 
 class Patches(RepoCore):
     """A hook host's stashed edits put back on a snapshot."""
 
-    def tree_with_patch(self, tree: str, patch: str, cwd: str) -> str | None:
+    def tree_with_patch(self, tree: str, patch: str, cwd: Where) -> str | None:
         """``tree`` with a `git diff --binary` patch of tracked files applied, in a
         temporary index (a hook host's stashed unstaged edits: stash.py): the files of
         the patch that ``tree`` holds as the patch found them (each file's blob before
@@ -31,7 +32,7 @@ class Patches(RepoCore):
         except (FatalError, OSError):
             return None
 
-    def _applied(self, tree: str, fits: list[bytes], cwd: str) -> str | None:
+    def _applied(self, tree: str, fits: list[bytes], cwd: Where) -> str | None:
         tmp = self._scratch("unstash")
         env = {"GIT_INDEX_FILE": tmp}
         part = f"{tmp}.patch"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from proximity.configlimits import MAX_CONFIG_BYTES
 from proximity.gitio.base import RepoCore
-from proximity.gitio.run import git
+from proximity.gitio.run import Where, git
 
 
-def _config_entries(cwd: str) -> list[tuple[str, str, str]]:
+def _config_entries(cwd: Where) -> list[tuple[str, str, str]]:
     """Every ``proximity.*`` git config entry as (scope, key, value), in one git call."""
     proc = git(["config", "-z", "--show-scope", "--get-regexp", r"^proximity\."], cwd=cwd,
                ok=(0, 1))
@@ -49,7 +49,7 @@ def policy_inputs(repo: RepoCore) -> tuple[list[tuple[str, bytes | int]],
                 data = data[size + 1:]
     committed: list[tuple[str, bytes | int]] = [
         (name.split(":", 1)[1], contents.get(name, size)) for name, size in found]
-    entries = _config_entries(repo.workdir)
+    entries = _config_entries(repo.here)
     # "local" is the repository's own config in the common dir, shared by every worktree
     shared = [(k, v) for scope, k, v in entries if scope == "local"]
     return committed, shared, [(k, v) for _, k, v in entries], "the main checkout's HEAD"

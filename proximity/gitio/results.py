@@ -67,12 +67,13 @@ class Results(Objects):
         has them; ``overlay``: a file under them that ``source`` lacks stays (checkout),
         else it goes (restore)."""
         spec = ["--", *paths]
+        where = self.here.inside(cwd)  # (the pathspecs are relative to it)
         try:
             with self._index_of(head, "paths") as env:
                 taken = self._git(["ls-tree", "-r", "-z", "--full-name", source, *spec],
-                                  cwd=cwd, env=env).stdout
+                                  cwd=where, env=env).stdout
                 if not overlay:
-                    mine = self._git(["ls-files", "-z", "--full-name", *spec], cwd=cwd,
+                    mine = self._git(["ls-files", "-z", "--full-name", *spec], cwd=where,
                                      env=env).stdout
                     have = {e.split(b"\t", 1)[1] for e in taken.split(b"\0") if b"\t" in e}
                     gone = [p for p in mine.split(b"\0") if p and p not in have]

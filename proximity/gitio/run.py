@@ -1,9 +1,10 @@
 """The one git runner: every git subprocess proximity starts, with one time-limit policy.
 
 Every git subprocess runs with the repository-locating ``GIT_*`` variables scrubbed, so a
-hook that git started for one worktree can look at its siblings safely; each has a time
-limit by the class of work it does (``TIMEOUTS``), and a git that outlives it is killed with
-its process group.
+hook that git started for one worktree can look at its siblings safely, and git run in a
+worktree is told which repository it works in (``At``) instead of finding it from that
+worktree's files; each has a time limit by the class of work it does (``TIMEOUTS``), and a
+git that outlives it is killed with its process group.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from proximity import knobs, owned
 from proximity.errors import FatalError, GitTimeout, GitTooOld
@@ -40,6 +42,39 @@ SNAPSHOT_IDENT = {
     "GIT_COMMITTER_NAME": "proximity", "GIT_COMMITTER_EMAIL": "proximity@localhost",
     "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_DATE": "@0 +0000",
 }
+
+
+class At(NamedTuple):
+    """A worktree of the repository as git must be run in it: the repository named
+    explicitly (GIT_DIR: its git dir as the common dir lists it, GIT_WORK_TREE: the
+    worktree), never found from the worktree's own `.git` file. That file is the
+    worktree's data, as its other files are: pointed at a git dir its agent made, with
+    a config of its own (core.fsmonitor), git finding the repository from it would run
+    that config's commands in every sibling's hooks."""
+
+    path: str  # the worktree's top directory
+    admin: str  # its git dir (the common dir for the main checkout); "" when not known
+    cwd: str = ""  # where git runs in it (pathspecs are relative to it); "": its top
+
+    def inside(self, d: str) -> At:
+        """The same worktree, git running in ``d`` (a directory in it)."""
+        return self._replace(cwd=d)
+
+
+Where = str | os.PathLike[str] | At  # where git runs: a directory, or a worktree (At)
+
+
+def placed(where: Where, env: Mapping[str, str] | None) -> tuple[str, Mapping[str, str] | None]:
+    """(working directory, environment) of git run ``where``: in a worktree (At), with
+    its repository named; a worktree whose git dir is not known is not run in at all
+    (FatalError): letting git find one there is what At is for."""
+    if not isinstance(where, At):
+        return os.fspath(where), env
+    if not where.admin:
+        raise FatalError(f"{where.path}: the repository does not list this worktree's "
+                         "git dir, so git is not run there")
+    return where.cwd or where.path, {**(env or {}), "GIT_DIR": where.admin,
+                                     "GIT_WORK_TREE": where.path}
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -141,7 +176,7 @@ def time_limit(args: Sequence[str]) -> float:
 
 def git(
     args: Sequence[str],
-    cwd: str | os.PathLike[str],
+    cwd: Where,
     *,
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
@@ -151,6 +186,7 @@ def git(
     """Run git; a call past its time limit is killed (with anything it started) and
     raises GitTimeout."""
     cmd = ["git", "-c", "core.quotePath=false", "-c", "advice.addEmbeddedRepo=false", *args]
+    cwd, env = placed(cwd, env)
     limit = timeout if timeout is not None else time_limit(args)
     name = args[0] if args else ""
     CALLS[name] = CALLS.get(name, 0) + 1
@@ -218,7 +254,7 @@ def require_git() -> None:
         )
 
 
-def any_ignored(workdir: str, paths: Sequence[str]) -> bool:
+def any_ignored(workdir: Where, paths: Sequence[str]) -> bool:
     """Whether any of ``paths`` matches an ignore rule (tracked or not: --no-index)."""
     proc = git(["check-ignore", "--no-index", "--stdin", "-z"], cwd=workdir,
                input=b"".join(_b(p) + b"\0" for p in paths), ok=(0, 1))
@@ -241,20 +277,20 @@ DIFF_ARGS = ("diff", *_AS_MERGED, "--no-renames")
 MOVED_DIFF_ARGS = ("diff", *_AS_MERGED, "-M")
 
 
-def untracked(worktree: str, paths: Sequence[str] = ()) -> list[str]:
+def untracked(worktree: Where, paths: Sequence[str] = ()) -> list[str]:
     """Untracked, not ignored files (what `add -A` would add), limited to ``paths``."""
     out = git(["ls-files", "-z", "--others", "--exclude-standard", "--", *paths],
               cwd=worktree).stdout
     return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
 
-def new_file_diff(worktree: str, path: str) -> str:
+def new_file_diff(worktree: Where, path: str) -> str:
     """The whole of an untracked file as an addition (`git diff --no-index`)."""
     return git([*DIFF_ARGS, "--no-index", "--", "/dev/null", path], cwd=worktree,
                ok=(0, 1)).stdout.decode("utf-8", "replace")
 
 
-def commit_of(ref: str, cwd: str) -> str | None:
+def commit_of(ref: str, cwd: Where) -> str | None:
     """The commit a name says (git's answer; the name is never read as an option), or
     None."""
     try:
@@ -266,7 +302,7 @@ def commit_of(ref: str, cwd: str) -> str | None:
     return sha if out.returncode == 0 and len(sha) in (40, 64) else None
 
 
-def is_ancestor_cli(anc: str, desc: str, cwd: str) -> bool:
+def is_ancestor_cli(anc: str, desc: str, cwd: Where) -> bool:
     """Whether ``anc`` is ``desc`` or one of its ancestors, by git (no libgit2)."""
     if anc == desc:
         return True
@@ -274,7 +310,7 @@ def is_ancestor_cli(anc: str, desc: str, cwd: str) -> bool:
                ok=(0, 1, 128)).returncode == 0
 
 
-def tree_diff(cwd: str, old: str | None, new: str, paths: Sequence[str],
+def tree_diff(cwd: Where, old: str | None, new: str, paths: Sequence[str],
               env: Mapping[str, str] | None = None) -> str:
     """`git diff -U0` between two tree-ishes, limited to ``paths`` (Repo.tree_diff's
     answer when libgit2 cannot read the objects)."""
@@ -286,7 +322,7 @@ _STARTED: weakref.WeakKeyDictionary[subprocess.Popen[bytes], tuple[float, str]] 
     weakref.WeakKeyDictionary()  # a started git -> (its time limit, what it runs)
 
 
-def git_start(args: Sequence[str], cwd: str, env: Mapping[str, str] | None = None
+def git_start(args: Sequence[str], cwd: Where, env: Mapping[str, str] | None = None
               ) -> subprocess.Popen[bytes]:
     """Start a git command without waiting for it (see git_finish, which waits for it
     within its time limit as git() does, and kills it with anything it started past it).
@@ -294,6 +330,7 @@ def git_start(args: Sequence[str], cwd: str, env: Mapping[str, str] | None = Non
     name = args[0] if args else ""
     CALLS[name] = CALLS.get(name, 0) + 1
     limit = time_limit(args)
+    cwd, env = placed(cwd, env)
     try:
         p = subprocess.Popen(["git", "-c", "core.quotePath=false", *args], cwd=cwd,
                              env=clean_env(env), stdin=subprocess.DEVNULL,
@@ -322,19 +359,22 @@ def reap(proc: subprocess.Popen[bytes]) -> None:
         _kill(proc)
 
 
-def git_many(jobs: Sequence[tuple[Sequence[str], str]], ok: tuple[int, ...] = (0, 1),
+def git_many(jobs: Sequence[tuple[Sequence[str], Where]], ok: tuple[int, ...] = (0, 1),
              env: Mapping[str, str] | None = None) -> list[bytes | None]:
     """Run several git commands at once (processes, not threads): stdout of each, or None
     when it failed. A check's facts come from a handful of small, independent git calls.
-    One past its time limit stops them all (GitTimeout). ``env``: as git_start's."""
-    procs: list[subprocess.Popen[bytes]] = []
+    One past its time limit stops them all (GitTimeout). ``env``: as git_start's. A job
+    in a worktree whose git dir is not known (an At without one) is not run: None."""
+    procs: list[subprocess.Popen[bytes] | None] = []
     try:
         for args, cwd in jobs:
-            procs.append(git_start(args, cwd, env))
-        return [git_finish(p, ok) for p in procs]
+            procs.append(None if isinstance(cwd, At) and not cwd.admin
+                         else git_start(args, cwd, env))
+        return [None if p is None else git_finish(p, ok) for p in procs]
     finally:
         for p in procs:
-            reap(p)
+            if p is not None:
+                reap(p)
 
 
 def blob_args(commit: str | None, path: str) -> list[str]:

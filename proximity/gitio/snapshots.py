@@ -31,6 +31,7 @@ from proximity.gitio.objects import Objects
 from proximity.gitio.run import (
     EMPTY_TREE,
     SNAPSHOT_IDENT,
+    Where,
     _b,
     any_ignored,
     git,
@@ -94,7 +95,7 @@ class Snapshots(Objects):
             if start_tree is not None and src == user_index and os.path.exists(tmp):
                 # the tree of the user's index this snapshot starts from (the resident
                 # service compares a commit's index with it: see service.snapshots)
-                start_tree.append(self._git(["write-tree"], cwd=wt.path, env=env
+                start_tree.append(self._git(["write-tree"], cwd=wt.at, env=env
                                             ).stdout.decode().strip())  # tmp is private already
             others, shadow_only, theirs, links = self._untracked(wt, env, user_index)
             large = self._large(wt, others | shadow_only)
@@ -105,19 +106,19 @@ class Snapshots(Objects):
                 links = self._add_summarized(wt, env, others, large, groups, theirs, links)
             elif large or links:
                 if large:
-                    git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path,
+                    git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.at,
                         env=env, input=b"".join(_b(p) + b"\0" for p in large))
                 specs = b"".join(b":(exclude,literal)" + _b(p) + b"\0" for p in large)
                 self._git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
-                           "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                           "--pathspec-file-nul"], cwd=wt.at, env=env, ok=(0, 1),
                           input=b".\0" + specs + _excluded(links))
             else:
-                self._git(["add", "-A", "--ignore-errors", "."], cwd=wt.path, env=env,
+                self._git(["add", "-A", "--ignore-errors", "."], cwd=wt.at, env=env,
                           ok=(0, 1))
             self._add_links(wt, env, links)
             if large:
                 self._add_stubs(wt, env, large)
-            tree = self._git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+            tree = self._git(["write-tree"], cwd=wt.at, env=env).stdout.decode().strip()
             if os.path.dirname(tmp) == shadow_dir and keep and self._kept_objects():
                 os.replace(tmp, shadow)
             return tree
@@ -142,7 +143,7 @@ class Snapshots(Objects):
             shadow = os.path.join(d, name)
             if name[:-4] in live:
                 try:
-                    out[name[:-4]] = self.index_tree(shadow, self.workdir)
+                    out[name[:-4]] = self.index_tree(shadow, self.here)
                     continue
                 except FatalError as e:
                     if "invalid object" not in str(e):
@@ -174,17 +175,17 @@ class Snapshots(Objects):
             gone = [p for p in paths if p not in present]
             if gone:  # a deleted path is named only when the index has it (or under it)
                 out = git(["ls-files", "-z", "--", *(":(literal)" + p for p in gone)],
-                          cwd=wt.path, env=env).stdout.decode("utf-8", "surrogateescape")
+                          cwd=wt.at, env=env).stdout.decode("utf-8", "surrogateescape")
                 had = [q for q in out.split("\0") if q]
                 here += [p for p in gone if any(q == p or q.startswith(p + "/") for q in had)]
             if here:
                 links = self._links_under(wt, env, here)
                 self._git(["add", "-A", "--ignore-errors", "--pathspec-from-file=-",
-                           "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                           "--pathspec-file-nul"], cwd=wt.at, env=env, ok=(0, 1),
                           input=b"".join(b":(literal)" + _b(p) + b"\0" for p in here)
                           + _excluded(links))
                 self._add_links(wt, env, links)
-            tree = self._git(["write-tree"], cwd=wt.path, env=env).stdout.decode().strip()
+            tree = self._git(["write-tree"], cwd=wt.at, env=env).stdout.decode().strip()
             if keep:
                 os.replace(tmp, shadow)
             return tree
@@ -212,8 +213,9 @@ class Snapshots(Objects):
             if hashing is not None:
                 reap(hashing[1])
 
-    def hash_start(self, cwd: str, files: Sequence[str]) -> subprocess.Popen[bytes]:
-        """`git hash-object -w -- files` started (snapshot_overlay takes its answer)."""
+    def hash_start(self, cwd: Where, files: Sequence[str]) -> subprocess.Popen[bytes]:
+        """`git hash-object -w -- files` started (snapshot_overlay takes its answer);
+        ``cwd``: the worktree's At."""
         return git_start(["hash-object", "-w", "--", *files], cwd, env=self.objects_env())
 
     def _overlay(self, wt: WorktreeInfo, base_tree: str, paths: Sequence[str],
@@ -257,7 +259,7 @@ class Snapshots(Objects):
                     return None
                 new.append(rel)
             files.append((rel, 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644))
-        if new and any_ignored(wt.path, new):
+        if new and any_ignored(wt.at, new):
             return None
         changes: dict[tuple[str, ...], tuple[str, int] | None] = {
             tuple(p.split("/")): None for p in gone}
@@ -266,7 +268,7 @@ class Snapshots(Objects):
             if hashing is not None and hashing[0] == [p for p, _ in files]:
                 got = git_finish(hashing[1], ok=(0,))
             out = got.split() if got is not None else self._git(
-                ["hash-object", "-w", "--stdin-paths"], cwd=wt.path,
+                ["hash-object", "-w", "--stdin-paths"], cwd=wt.at,
                 input=b"".join(_b(p) + b"\n" for p, _ in files)).stdout.split()
             if len(out) != len(files):
                 return None
@@ -277,7 +279,7 @@ class Snapshots(Objects):
         except (KeyError, ValueError, TypeError, pygit2.GitError):
             return None
 
-    def index_tree(self, index_file: str, cwd: str) -> str:
+    def index_tree(self, index_file: str, cwd: Where) -> str:
         """The tree an index file holds (`git write-tree`), from a private copy: the
         index itself is never written. Remembered by the file's identity and stat (git
         replaces an index file whole, never in place)."""
@@ -296,10 +298,10 @@ class Snapshots(Objects):
             self.memo[key] = tree
         return tree
 
-    def _index_tree(self, index_file: str, cwd: str) -> str:
+    def _index_tree(self, index_file: str, cwd: Where) -> str:
         return self._write_live(lambda: self._index_tree_once(index_file, cwd))
 
-    def _index_tree_once(self, index_file: str, cwd: str) -> str:
+    def _index_tree_once(self, index_file: str, cwd: Where) -> str:
         # (in the temporary directory when the ledger's index directory cannot take it)
         tmp = self._scratch(os.path.basename(index_file) + ".proximity", file_size(index_file)) \
             if os.path.isdir(layout.index_dir(self.ecm_dir)) else \
@@ -319,7 +321,7 @@ class Snapshots(Objects):
         repositories `add -A` would reach: see _add_links): index reads and the walk
         `add -A` makes anyway."""
         def listing(args: list[str], index: str) -> set[bytes]:
-            out = git(["ls-files", "-z", *args], cwd=wt.path, env={"GIT_INDEX_FILE": index},
+            out = git(["ls-files", "-z", *args], cwd=wt.at, env={"GIT_INDEX_FILE": index},
                       ok=(0, 1)).stdout
             return {p for p in out.split(b"\0") if p}
 
@@ -336,7 +338,7 @@ class Snapshots(Objects):
     def _staged(self, wt: WorktreeInfo, index: str, paths: Sequence[str]) -> dict[bytes, bytes]:
         """path -> mode of the entries of ``index`` under ``paths`` (literal)."""
         out = git(["ls-files", "-z", "--stage", "--", *(":(literal)" + p for p in paths)],
-                  cwd=wt.path, env={"GIT_INDEX_FILE": index}, ok=(0, 1)).stdout
+                  cwd=wt.at, env={"GIT_INDEX_FILE": index}, ok=(0, 1)).stdout
         staged: dict[bytes, bytes] = {}
         for entry in out.split(b"\0"):
             meta, tab, path = entry.partition(b"\t")
@@ -371,7 +373,7 @@ class Snapshots(Objects):
         hooks. So `add` passes them by (_excluded) and `update-index` records them: it
         reads the HEAD alone (a repository gone since: its entry goes, as with `add`)."""
         if links:
-            self._git(["update-index", "-z", "--add", "--remove", "--stdin"], cwd=wt.path,
+            self._git(["update-index", "-z", "--add", "--remove", "--stdin"], cwd=wt.at,
                       env=env, input=b"".join(p + b"\0" for p in links), ok=(0, 128))
 
     def _large(self, wt: WorktreeInfo, cands: set[bytes]) -> dict[str, os.stat_result]:
@@ -398,14 +400,14 @@ class Snapshots(Objects):
         git's own listing of them. The embedded repositories ``links`` are passed by (see
         _add_links): those the summary does not leave out are returned, to be recorded."""
         tracked_dirs = bulk.dirs_of(_s(t) for t in theirs)
-        held = git(["ls-files", "-z"], cwd=wt.path, env=env).stdout.split(b"\0")
+        held = git(["ls-files", "-z"], cwd=wt.at, env=env).stdout.split(b"\0")
         drop = [raw for raw in held if raw and raw not in theirs and (
             _s(raw) in large or bulk.group_of(_s(raw), tracked_dirs) in groups)]
         if drop:
-            git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.path, env=env,
+            git(["update-index", "-z", "--force-remove", "--stdin"], cwd=wt.at, env=env,
                 input=b"".join(raw + b"\0" for raw in drop))
         self._git(["add", "-u", "--ignore-errors", "--pathspec-from-file=-",
-                   "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                   "--pathspec-file-nul"], cwd=wt.at, env=env, ok=(0, 1),
                   input=b".\0" + _excluded(links))
         kept = [p for p in links if p in theirs or not bulk.under(_s(p) + "/", groups)]
         new = [raw for raw in others if _s(raw) not in large
@@ -413,7 +415,7 @@ class Snapshots(Objects):
                and raw.rstrip(b"/") not in links]
         if new:
             self._git(["add", "--ignore-errors", "--pathspec-from-file=-",
-                       "--pathspec-file-nul"], cwd=wt.path, env=env, ok=(0, 1),
+                       "--pathspec-file-nul"], cwd=wt.at, env=env, ok=(0, 1),
                       input=b"".join(b":(literal)" + raw + b"\0" for raw in new))
         return kept
 
@@ -422,11 +424,11 @@ class Snapshots(Objects):
         lines = []
         for path, st in sorted(large.items()):
             stub = (f"{LARGE_STUB}size={st.st_size} mtime_ns={st.st_mtime_ns}\n").encode()
-            oid = self._git(["hash-object", "-w", "--stdin"], cwd=wt.path, env=env,
+            oid = self._git(["hash-object", "-w", "--stdin"], cwd=wt.at, env=env,
                             input=stub).stdout.decode().strip()
             mode = "100755" if st.st_mode & 0o111 else "100644"
             lines.append(f"{mode} {oid}\t".encode() + _b(path) + b"\0")
-        self._git(["update-index", "-z", "--index-info"], cwd=wt.path, env=env,
+        self._git(["update-index", "-z", "--index-info"], cwd=wt.at, env=env,
                   input=b"".join(lines))
 
     def snapshot_commit(self, tree: str, head: str | None,

@@ -227,7 +227,7 @@ def unstashed(ctx: workspace.Context, agents: list[Agent], patch: str | None) ->
     me = next((a for a in agents if a.id == ctx.here), None)
     if not patch or me is None or me.error is not None or me.unread or not me.tree:
         return agents
-    tree = ctx.repo.tree_with_patch(me.tree, patch, me.path)
+    tree = ctx.repo.tree_with_patch(me.tree, patch, ctx.repo.at(me.path))
     if not tree or tree == me.tree:
         return agents
     back = replace(me, tree=tree, snapshot=ctx.repo.snapshot_commit(tree, me.head))

@@ -84,7 +84,7 @@ def own_work(ctx: workspace.Context, sha: str, old: str, landed: list[Agent]) ->
     merge commits that join them are the landing itself: judged on the merge.)"""
     heads = [str(a.head) for a in landed]
     out = gitio.git(["rev-list", "--no-merges", "-n", "1", sha, "--not", old, *heads],
-                    cwd=ctx.repo.workdir, ok=(0, 128))
+                    cwd=ctx.repo.here, ok=(0, 128))
     return out.returncode != 0 or bool(out.stdout.strip())
 
 

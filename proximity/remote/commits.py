@@ -9,7 +9,7 @@ from proximity.remote import untrusted
 from proximity.remote.signing import Signature
 
 
-def kinds(cwd: str, oids: list[str]) -> dict[str, tuple[str, int]]:
+def kinds(cwd: gitio.Where, oids: list[str]) -> dict[str, tuple[str, int]]:
     """(type, size) of the objects present in the repository at ``cwd`` (one `cat-file`)."""
     if not oids:
         return {}
@@ -23,7 +23,7 @@ def kinds(cwd: str, oids: list[str]) -> dict[str, tuple[str, int]]:
     return kinds
 
 
-def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
+def signatures(cwd: gitio.Where, commits: list[str]) -> dict[str, Signature]:
     """What git says about each commit's signature: the raw headers say whether there is
     one (git says "N" for a signature it cannot read too), `git log %G?` checks the signed
     ones (with this clone's gpg/ssh settings, which the quarantine includes)."""
@@ -46,7 +46,7 @@ def signatures(cwd: str, commits: list[str]) -> dict[str, Signature]:
     return out
 
 
-def read_commits(cwd: str, oids: list[str]) -> dict[str, bytes]:
+def read_commits(cwd: gitio.Where, oids: list[str]) -> dict[str, bytes]:
     """Raw objects of those ``oids`` that may be snapshot commits (commits within the
     snapshot commit limit; inbound.py rejects anything else): two `git cat-file` runs."""
     small = [c for c, (kind, size) in kinds(cwd, oids).items()

@@ -41,7 +41,7 @@ def _read_commits(ctx: Context, oids: list[str]) -> dict[str, bytes | str]:
     nothing larger than a snapshot commit may be is ever read."""
     if not oids:
         return {}
-    cwd = ctx.repo.workdir
+    cwd = ctx.repo.here
     out: dict[str, bytes | str] = {}
     checked = gitio.git(["cat-file", "--batch-check"], cwd=cwd,
                         input="\n".join(oids).encode() + b"\n").stdout.decode()
@@ -93,7 +93,7 @@ def _refs(ctx: Context, mine: str, cache: dict[str, Any]
     limits, machines this one has known longest (by first sight of their snapshots) come
     first, so a flood of new machine ids cannot crowd out established teammates."""
     out = gitio.git(["for-each-ref", "--format=%(objectname) %(refname)", LOCAL_NS],
-                    cwd=ctx.repo.workdir).stdout.decode("utf-8", "replace").splitlines()
+                    cwd=ctx.repo.here).stdout.decode("utf-8", "replace").splitlines()
     by_machine: dict[str, list[tuple[str, str, str, str, str]]] = {}
     known: dict[str, float] = {}
     for line in out:
@@ -234,7 +234,7 @@ def _changed_paths(ctx: Context, pairs: list[tuple[str, str]]
     if not pairs:
         return {}
     heads = [f"{a} {b}\n".encode() for a, b in pairs]
-    data = gitio.git(["diff-tree", "--stdin", "-r", "--name-only", "-z"], cwd=ctx.repo.workdir,
+    data = gitio.git(["diff-tree", "--stdin", "-r", "--name-only", "-z"], cwd=ctx.repo.here,
                      input=b"".join(heads), env=ctx.repo.objects_env()).stdout
     out: dict[tuple[str, str], list[str]] = {p: [] for p in pairs}
     pos, i = 0, -1
@@ -259,7 +259,7 @@ def forget_unreferenced(ctx: Context) -> int:
         return 0
 
     live = set(gitio.git(["for-each-ref", "--format=%(objectname)", LOCAL_NS],
-                         cwd=ctx.repo.workdir).stdout.decode().split())
+                         cwd=ctx.repo.here).stdout.decode().split())
     try:
         full = ctx.ledger.cache("remote", lazy=False)
         if len(full) <= 2 * len(live) + 64:

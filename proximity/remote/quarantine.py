@@ -60,7 +60,7 @@ def fetch(ctx: Context, remote: str, mine: str) -> dict[str, Any]:
     state = load_state(ctx).get(remote, {})
     known_big = state.get("oversized", {}) if isinstance(state.get("oversized"), dict) else {}
     skip = _known_oversized(ctx, remote, known_big) if known_big else {}
-    local = _refs(repo.workdir, f"{LOCAL_NS}{remote}/")
+    local = _refs(repo.here, f"{LOCAL_NS}{remote}/")
     try:
         return _through(ctx, remote, mine, limit, skip, local)
     except OSError as e:  # the quarantine could not be made: nothing was fetched
@@ -77,7 +77,7 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
         fetched = _refs(q, Q_NS)
         new = {n: oid for n, oid in fetched.items()
                if local.get(n) != oid and n.split("/", 1)[0] != mine}
-        rejected = _oversized(q, repo.workdir, new, limit)
+        rejected = _oversized(q, repo.here, new, limit)
         oversized = {new[n]: why for n, why in rejected.items()}
         sigs = commits.signatures(q, sorted({o for n, o in new.items() if n not in rejected}))
         judged, pins = _judge_signatures(ctx, sigs, {n: o for n, o in new.items()
@@ -91,13 +91,13 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
                 f"delete {Q_NS}{n}\n" for n in sorted(rejected)).encode(*_RAW))
         gitio.git(["-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1", "fetch",
                    "--quiet", "--no-tags", "--no-write-fetch-head", q,
-                   f"+{Q_NS}*:{LOCAL_NS}{remote}/*"], cwd=repo.workdir, timeout=600)
+                   f"+{Q_NS}*:{LOCAL_NS}{remote}/*"], cwd=repo.here, timeout=600)
     signing.save_pins(ctx, pins)
     gone = [n for n in local if n not in fetched and n not in skip]
     held = vanished(ctx, {n: local[n] for n in gone}, mine)
     drop = [n for n in gone if n not in held]
     if drop:
-        gitio.git(["update-ref", "--stdin"], cwd=repo.workdir, input="".join(
+        gitio.git(["update-ref", "--stdin"], cwd=repo.here, input="".join(
             f"delete {LOCAL_NS}{remote}/{n}\n" for n in drop).encode(*_RAW))
     for n, (_oid, why) in skip.items():
         rejected[n] = why
@@ -168,7 +168,7 @@ def _quarantine(ctx: Context) -> Iterator[str]:
     owned.private_dir(repo.ecm_dir)
     q = tempfile.mkdtemp(prefix="inbound.", dir=repo.ecm_dir)
     try:
-        fmt = gitio.git(["rev-parse", "--show-object-format"], cwd=repo.workdir
+        fmt = gitio.git(["rev-parse", "--show-object-format"], cwd=repo.here
                         ).stdout.decode().strip() or "sha1"
         gitio.git(["init", "-q", "--bare", f"--object-format={fmt}", q], cwd=repo.ecm_dir)
         with open(os.path.join(q, "objects", "info", "alternates"), "w") as f:
@@ -210,7 +210,7 @@ def _known_oversized(ctx: Context, remote: str, known: dict[str, Any]
                      ) -> dict[str, tuple[str, str]]:
     """Refs whose commit on the remote was rejected as oversized before: name -> (commit,
     why). One `git ls-remote`, only when such a commit is remembered."""
-    proc = gitio.git(["ls-remote", remote, f"{ECM_NS}*"], cwd=ctx.repo.workdir,
+    proc = gitio.git(["ls-remote", remote, f"{ECM_NS}*"], cwd=ctx.repo.here,
                      ok=(0, 2, 128))
     out = {}
     for line in proc.stdout.decode(*_RAW).splitlines():
@@ -220,7 +220,7 @@ def _known_oversized(ctx: Context, remote: str, known: dict[str, Any]
     return out
 
 
-def _refs(cwd: str, prefix: str) -> dict[str, str]:
+def _refs(cwd: gitio.Where, prefix: str) -> dict[str, str]:
     """Refs under ``prefix``: name after the prefix -> object id."""
     out = gitio.git(["for-each-ref", "--format=%(objectname) %(refname)", prefix],
                     cwd=cwd).stdout.decode(*_RAW)
@@ -232,7 +232,7 @@ def _refs(cwd: str, prefix: str) -> dict[str, str]:
     return refs
 
 
-def _oversized(q: str, workdir: str, new: dict[str, str], limit: int) -> dict[str, str]:
+def _oversized(q: str, workdir: gitio.Where, new: dict[str, str], limit: int) -> dict[str, str]:
     """Snapshots in ``new`` (name -> commit) that would bring an object over ``limit`` this
     clone lacks: name -> why. One `git rev-list` over all of them; only when it finds
     something, one per snapshot to say which."""
@@ -257,7 +257,8 @@ def _oversized(q: str, workdir: str, new: dict[str, str], limit: int) -> dict[st
     return out
 
 
-def _big_objects(q: str, workdir: str, tips: list[str], limit: int) -> dict[str, int | None]:
+def _big_objects(q: str, workdir: gitio.Where, tips: list[str], limit: int
+                 ) -> dict[str, int | None]:
     """Blobs over ``limit`` reachable from ``tips`` and not from this clone's refs, that
     this clone does not have either: oid -> size (None: withheld by the server)."""
     # --missing=print also keeps rev-list from fetching a withheld blob on demand
@@ -272,7 +273,7 @@ def _big_objects(q: str, workdir: str, tips: list[str], limit: int) -> dict[str,
     return {o: sizes.get(o) for o in flagged if o not in have}
 
 
-def _sizes(cwd: str, oids: list[str]) -> dict[str, int]:
+def _sizes(cwd: gitio.Where, oids: list[str]) -> dict[str, int]:
     """Sizes of the objects present in the repository at ``cwd`` (one `cat-file`)."""
     return {oid: size for oid, (_kind, size) in commits.kinds(cwd, oids).items()}
 

@@ -32,10 +32,10 @@ from proximity.snapshot.workspace import Context
 def default_remote(ctx: Context) -> str:
     repo = ctx.repo
     out = gitio.git(["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"],
-                    cwd=repo.workdir, ok=(0, 128)).stdout.decode().strip()
+                    cwd=repo.here, ok=(0, 128)).stdout.decode().strip()
     if out and "/" in out:
         return out.split("/", 1)[0]
-    remotes = gitio.git(["remote"], cwd=repo.workdir).stdout.decode().split()
+    remotes = gitio.git(["remote"], cwd=repo.here).stdout.decode().split()
     if "origin" in remotes:
         return "origin"
     if len(remotes) == 1:
@@ -51,7 +51,7 @@ def chosen_remote(ctx: Context, remote: str | None) -> str:
         return ctx.cfg.sync_remote or default_remote(ctx)
     if "/" in remote or ":" in remote:
         return remote
-    remotes = gitio.git(["remote"], cwd=ctx.repo.workdir).stdout.decode().split()
+    remotes = gitio.git(["remote"], cwd=ctx.repo.here).stdout.decode().split()
     if remote not in remotes:
         known = ", ".join(remotes) or "none"
         raise UsageError(f"no remote named {text(remote)!r} (the remotes: {text(known)}); "
@@ -108,7 +108,7 @@ def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = Tr
     repo, cfg = ctx.repo, ctx.cfg
     base = repo.commit_tree(head) if head else gitio.EMPTY_TREE
     raw = gitio.git(["diff-tree", "-r", "-z", "--no-renames", base, tree],
-                    cwd=repo.workdir, env=repo.objects_env()).stdout.split(b"\0")
+                    cwd=repo.here, env=repo.objects_env()).stdout.split(b"\0")
     entries: list[tuple[str, str, str, str, str, str]] = []
     for info, name in zip(raw[0::2], raw[1::2], strict=False):
         f = info.decode().lstrip(":").split()
@@ -140,10 +140,10 @@ def filtered_tree(ctx: Context, tree: str, head: str | None, *, write: bool = Tr
     os.unlink(tmp)  # git wants to create the index itself
     try:
         env = {**repo.objects_env(), "GIT_INDEX_FILE": tmp}
-        gitio.git(["read-tree", tree], cwd=repo.workdir, env=env)
-        gitio.git(["update-index", "-z", "--index-info"], cwd=repo.workdir, env=env,
+        gitio.git(["read-tree", tree], cwd=repo.here, env=env)
+        gitio.git(["update-index", "-z", "--index-info"], cwd=repo.here, env=env,
                   input="".join(e + "\0" for e in edits).encode("utf-8", "surrogateescape"))
-        tree = gitio.git(["write-tree"], cwd=repo.workdir, env=env).stdout.decode().strip()
+        tree = gitio.git(["write-tree"], cwd=repo.here, env=env).stdout.decode().strip()
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -154,7 +154,7 @@ def _sizes(ctx: Context, oids: list[str]) -> dict[str, int]:
     """Object sizes, from one `git cat-file --batch-check` (0 for a missing object)."""
     if not oids:
         return {}
-    out = gitio.git(["cat-file", "--batch-check"], cwd=ctx.repo.workdir,
+    out = gitio.git(["cat-file", "--batch-check"], cwd=ctx.repo.here,
                     input="\n".join(oids).encode() + b"\n", env=ctx.repo.objects_env()
                     ).stdout.decode()
     sizes = {}
@@ -194,7 +194,7 @@ def push(ctx: Context, remote: str, machine: str, commits: dict[str, str],
         return {"pushed": 0, "pruned": 0}
     # (the snapshots' objects are in the private store: this push, and only it, sends them)
     proc = gitio.git(["push", "--no-verify", "--porcelain", remote, *refspecs],
-                     cwd=ctx.repo.workdir, ok=(0, 1, 128),
+                     cwd=ctx.repo.here, ok=(0, 1, 128),
                      env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": ":".join(
                          gitio.quote_path(d) for d in ctx.repo.store.read_dirs())})
     text = (proc.stdout + proc.stderr).decode(errors="replace")
@@ -207,7 +207,7 @@ def push(ctx: Context, remote: str, machine: str, commits: dict[str, str],
 
 
 def list_remote(ctx: Context, remote: str, prefix: str) -> list[str]:
-    proc = gitio.git(["ls-remote", remote, prefix + "*"], cwd=ctx.repo.workdir, ok=(0, 2, 128))
+    proc = gitio.git(["ls-remote", remote, prefix + "*"], cwd=ctx.repo.here, ok=(0, 2, 128))
     if proc.returncode == 128:
         raise FatalError(f"cannot reach the remote {remote!r}: "
                          f"{quarantine.first_error(proc.stderr.decode(errors='replace'))}")
@@ -222,8 +222,8 @@ def fetch(ctx: Context, remote: str, machine: str) -> dict[str, Any]:
     and drops what pruned refs left unreachable."""
     decided = quarantine.fetch(ctx, remote, machine)
     # thousands of loose ref files would slow every git command that reads refs
-    gitio.git(["pack-refs", "--all"], cwd=ctx.repo.workdir, ok=(0, 1, 128))
-    gitio.git(["gc", "--auto", "--quiet"], cwd=ctx.repo.workdir, ok=(0, 1, 128))
+    gitio.git(["pack-refs", "--all"], cwd=ctx.repo.here, ok=(0, 1, 128))
+    gitio.git(["gc", "--auto", "--quiet"], cwd=ctx.repo.here, ok=(0, 1, 128))
     return decided
 
 
@@ -258,7 +258,7 @@ def dry_run(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, 
         unpushed = None
         if o.head:
             out = gitio.git(["rev-list", "--count", o.head, "--not", f"--remotes={remote}"],
-                            cwd=ctx.repo.workdir, ok=(0, 128)).stdout.decode().strip()
+                            cwd=ctx.repo.here, ok=(0, 128)).stdout.decode().strip()
             unpushed = int(out) if out.isdigit() else None
         refs.append({"ref": o.ref, "worktree": o.worktree, "branch": o.branch,
                      "head": o.head, "head_commits_not_on_remote": unpushed,
@@ -275,9 +275,9 @@ def dry_run(ctx: Context, remote: str | None, prune: bool = False) -> dict[str, 
 def prune_fetched(ctx: Context, remote: str, machine: str) -> int:
     """Drop local copies of this machine's own refs (the remote no longer has retired ones)."""
     out = gitio.git(["for-each-ref", "--format=%(refname)", f"{LOCAL_NS}{remote}/{machine}/"],
-                    cwd=ctx.repo.workdir).stdout.decode().split()
+                    cwd=ctx.repo.here).stdout.decode().split()
     if out:
-        gitio.git(["update-ref", "--stdin"], cwd=ctx.repo.workdir,
+        gitio.git(["update-ref", "--stdin"], cwd=ctx.repo.here,
                   input="".join(f"delete {ref}\n" for ref in out).encode())
     return len(out)
 

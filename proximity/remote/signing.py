@@ -73,7 +73,7 @@ def judge(sig: Signature, pinned: str | None) -> Verdict:
 
 def signing_key(ctx: Context) -> str | None:
     """The user's ``user.signingKey`` (any git config scope), when set."""
-    out = gitio.git(["config", "--get", "user.signingkey"], cwd=ctx.repo.workdir,
+    out = gitio.git(["config", "--get", "user.signingkey"], cwd=ctx.repo.here,
                     ok=(0, 1)).stdout.decode().strip()
     return out or None
 
@@ -85,7 +85,7 @@ def signed_commit(ctx: Context, tree: str, head: str | None, message: str) -> st
     args = ["commit-tree", "-S", tree, "-m", message]
     if head:
         args[3:3] = ["-p", head]
-    proc = gitio.git(args, cwd=ctx.repo.workdir, env={**ctx.repo.objects_env(), **SNAPSHOT_IDENT},
+    proc = gitio.git(args, cwd=ctx.repo.here, env={**ctx.repo.objects_env(), **SNAPSHOT_IDENT},
                      ok=(0, 1, 128))
     if proc.returncode != 0:
         raise FatalError("could not sign the snapshot with user.signingKey: "

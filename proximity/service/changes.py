@@ -54,7 +54,7 @@ class Changes:
                 ids.add(wid)  # a file its state holds: no need to ask git about ignores
                 continue
             try:
-                skip = fswatch.ignored(roots[wid], rels)
+                skip = fswatch.ignored(snaps.ats[wid], rels)
             except Exception:
                 skip = set()
             if any(r not in skip for r in rels):

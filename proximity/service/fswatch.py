@@ -46,7 +46,7 @@ def owner(path: str, roots: dict[str, str]) -> str | None:
     return best
 
 
-def ignored(workdir: str, paths: list[str]) -> set[str]:
+def ignored(workdir: gitio.Where, paths: list[str]) -> set[str]:
     """The ones among ``paths`` (relative to ``workdir``) that git ignores (untracked and
     matching an ignore rule), asked in one batch."""
     if not paths:

@@ -33,6 +33,7 @@ class WarmSnapshots:
         self.ctx = ctx
         self.agents: dict[str, Agent] = {}
         self.paths: dict[str, str] = {}  # every live worktree's id -> its directory
+        self.ats: dict[str, gitio.At] = {}  # and where git runs in it (gitio.At)
         self.dirty: set[str] = set()  # worktrees whose kept state is not known current
         self.known: dict[str, str] = {}  # snapshot commits made: "snap:tree:head" -> id
         self.start_trees: dict[str, str] = {}  # the index tree each warm snapshot began at
@@ -85,6 +86,7 @@ class WarmSnapshots:
             if not wt.populating:  # not in the airspace until git has written it
                 (retired.append(wt.id) if wt.prunable else live.append(wt))
         self.paths = {wt.id: wt.path for wt in live}
+        self.ats = {wt.id: wt.at for wt in live}
         # the pre-commit and post-commit of a plain `git commit` name the worktree's own
         # index: that state is the worktree's state (kept), not a commit's private index
         own = bool(index) and any(wt.id == focus and own_index(wt.admin, str(index))
@@ -226,7 +228,7 @@ class WarmSnapshots:
         if not files:
             return None
         try:
-            return files, repo.hash_start(wt.path, files)
+            return files, repo.hash_start(wt.at, files)
         except FatalError:
             return None
 
@@ -253,7 +255,7 @@ class WarmSnapshots:
 
         repo = self.ctx.repo
         try:
-            now = repo.index_tree(index, wt.path)
+            now = repo.index_tree(index, wt.at)
             if now == start:
                 return True
             delta = repo.tree_delta(start, now)
@@ -264,7 +266,7 @@ class WarmSnapshots:
             # a path tracked in both (modified) is taken from the file either way; only
             # one tracked in one index alone, if ignored, makes `add -A` differ
             once = [p for p in differ if delta[p][0] in "AD"]
-            return not once or not gitio.any_ignored(wt.path, once)
+            return not once or not gitio.any_ignored(wt.at, once)
         except Exception:
             return False
 

@@ -60,7 +60,10 @@ class WarmAirspace:
 
         out = gitio.git(["worktree", "list", "--porcelain", "-z"], cwd=common).stdout
         for item in out.decode("utf-8", "surrogateescape").split("\0"):
-            if item.startswith("worktree ") and os.path.isdir(item[9:]):
+            # (the repository is opened from it: never one whose `.git` names a git dir
+            # this repository does not list, whose config would then be read as ours)
+            if item.startswith("worktree ") and os.path.isdir(item[9:]) and \
+                    gitio.of_repository(item[9:], common):
                 return item[9:]
         raise OSError(f"no live worktree of {common}")
 

@@ -62,7 +62,7 @@ def unstashed(ctx: Context, snap: Snap, patch: str | None) -> Snap:
     on the tree read from its files (that tree when the patch does not apply)."""
     if not patch or not snap.tree:
         return snap
-    tree = ctx.repo.tree_with_patch(snap.tree, patch, snap.path)
+    tree = ctx.repo.tree_with_patch(snap.tree, patch, ctx.repo.at(snap.path))
     return snap._replace(tree=tree) if tree else snap
 
 
