@@ -9,6 +9,8 @@ A helper module of benchmarks/faults.py.
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 from pathlib import Path
 
 from fault_cases import PY, Row, Space, git, run, said, space, verdict
@@ -76,5 +78,27 @@ def nested_repository_config() -> Row:
                    took)
 
 
+def redirected_git_file() -> Row:
+    with space() as s:
+        marker = s.root / "ran"
+        admin = Path((s.a / ".git").read_text().split(":", 1)[1].strip())
+        common = admin.parent.parent
+        own = s.a / "own.git"  # a git dir of the holder's own making, its config a command
+        shutil.copytree(admin, own)
+        (own / "commondir").unlink()
+        (own / "objects").symlink_to(common / "objects")
+        shutil.rmtree(own / "refs", ignore_errors=True)
+        shutil.copytree(common / "refs", own / "refs")
+        (own / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+                                    f"\tfsmonitor = touch {shlex.quote(str(marker))}; false\n")
+        (s.a / ".git").write_text(f"gitdir: {own}\n")
+        p, took = run(s.b, "git", "push", "-q", "origin", "feat/b", env=s.env)
+        ran = marker.exists()
+        return Row("a sibling's `.git` file pointed at a git dir of its making whose config "
+                   "names a command", ("the command RAN; " if ran else "nothing ran; ")
+                   + said(p.stderr, "blocked"), verdict(p) if not ran else "OFF, SILENT",
+                   took)
+
+
 CASES = [tag_onto_the_trunk, detached_worktree, union_attributes, cycle_by_the_yielder,
-         nested_repository_config]
+         nested_repository_config, redirected_git_file]
