@@ -220,7 +220,7 @@ def unreadable_sibling() -> Row:
         finally:
             subprocess.run(["pkill", "-f", "sleep 61.2347"], check=False)
         return Row("a sibling's state cannot be read (a clean filter that hangs)",
-                   said(p.stderr, "OFF"), verdict(p), took)
+                   said(p.stderr, "OFF", "could not be read"), verdict(p), took)
 
 
 def corrupt_config() -> Row:
