@@ -19,7 +19,9 @@ def test_not_a_repository(tmp_path, capsys):
 
 
 def test_missing_directory(tmp_path, capsys):
-    assert main(["scan", "-C", str(tmp_path / "nope")]) == 1
+    # bad usage (exit 2, as docs/commands.md says of it), where a directory that is no
+    # repository is a failure (1)
+    assert main(["scan", "-C", str(tmp_path / "nope")]) == 2
     assert "no such directory" in capsys.readouterr().err
 
 

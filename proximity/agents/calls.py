@@ -11,11 +11,13 @@ import contextlib
 import difflib
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from proximity import config, gitio
-from proximity.agents import definitions, edits
+from proximity.agents import decision, definitions, edits
+from proximity.agents.standing import open_ledger
+from proximity.analysis import hunks
 from proximity.analysis.languages import registry
 from proximity.analysis.symbols import hazard
 from proximity.channels import symbol
@@ -23,6 +25,7 @@ from proximity.channels.evidence import Evidence, Result
 from proximity.errors import ConfigError, LedgerError
 from proximity.ledger import Ledger
 from proximity.model import TEXT, Agent, Facts, FileChange, Finding, Range, WorkingSet
+from proximity.safetext import text
 from proximity.tcas.pairwise import Pairwise
 
 # what breaks a call (a changed behaviour is approach evidence, never a broken contract;
@@ -252,3 +255,35 @@ def new_calls(repo: gitio.Repo, ledger: Ledger | None, me: Agent,
 def blob_id(data: bytes) -> str:
     """git's id of a blob of ``data`` (the base's blob is in the object store already)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def unbound_between(repo: gitio.Repo, ours: Agent, ref: str, commit: str, what: str,
+                    conflicted: Collection[str] = ()) -> list[decision.Conflict]:
+    """The calls git's merge of ``commit`` (``ref``, as named) into ``ours`` would leave
+    unbound: symbol evidence of each side against their merge base, and the calls
+    ``ours`` has already that the other side's change breaks (``what``: how the words
+    name the merge). Each a Conflict, an RA where the symbol evidence alone is one."""
+    assert ours.head is not None
+    theirs = Agent(f"merge:{ref}", "", None, commit, commit, repo.commit_tree(commit))
+    base = repo.merge_base(ours.head, commit)
+    # theirs against the base; and the calls this tree has already (a fast-forward
+    # brings only their change: a caller that came here before it, which their branch
+    # now holds too after a rebase, is none of either side's new code)
+    diff = gitio.git([*gitio.DIFF_ARGS, base or gitio.EMPTY_TREE, commit],
+                     cwd=repo.here
+                     ).stdout.decode("utf-8", "surrogateescape")
+    here = callers(repo, ours.head, diff, set(hunks.parse(diff)))
+    pairs = [Pair(theirs, base)] + ([Pair(theirs, base, here)] if here.files
+                                          else [])
+    led = open_ledger(repo)
+    try:
+        got = unbound(repo, led, ours, pairs, conflicted=list(conflicted))
+    finally:
+        if led is not None:
+            led.close()
+    found = list({(b.path, b.line): b for one in got for b in one}.values())
+    return [decision.Conflict(text(ref), None, b.path, ((b.line, b.line),), "",
+                              decision.RA if b.ra else decision.TA, "symbol",
+                              f"{what} would leave a call that no longer binds: "
+                              f"{text(b.detail, 600)}", ((b.line, b.line),))
+            for b in found]

@@ -261,40 +261,8 @@ def broken_calls(repo: gitio.Repo, plan: MergePlan) -> list[decision.Conflict]:
         return []
     me = repo.current()
     ours = Agent(me.id, me.path, me.branch, head, head, repo.commit_tree(head))
-    return unbound_between(repo, ours, plan.ref, plan.commit,
-                           plan.what or f"merging {text(plan.ref)!r}", plan.conflicts)
-
-
-def unbound_between(repo: gitio.Repo, ours: Agent, ref: str, commit: str, what: str,
-                    conflicted: Collection[str] = ()) -> list[decision.Conflict]:
-    """The calls git's merge of ``commit`` (``ref``, as named) into ``ours`` would leave
-    unbound: symbol evidence of each side against their merge base, and the calls
-    ``ours`` has already that the other side's change breaks (``what``: how the words
-    name the merge). Each a Conflict, an RA where the symbol evidence alone is one."""
-    assert ours.head is not None
-    theirs = Agent(f"merge:{ref}", "", None, commit, commit, repo.commit_tree(commit))
-    base = repo.merge_base(ours.head, commit)
-    # theirs against the base; and the calls this tree has already (a fast-forward
-    # brings only their change: a caller that came here before it, which their branch
-    # now holds too after a rebase, is none of either side's new code)
-    diff = gitio.git([*gitio.DIFF_ARGS, base or gitio.EMPTY_TREE, commit],
-                     cwd=repo.here
-                     ).stdout.decode("utf-8", "surrogateescape")
-    here = calls.callers(repo, ours.head, diff, set(hunks.parse(diff)))
-    pairs = [calls.Pair(theirs, base)] + ([calls.Pair(theirs, base, here)] if here.files
-                                          else [])
-    led = open_ledger(repo)
-    try:
-        got = calls.unbound(repo, led, ours, pairs, conflicted=list(conflicted))
-    finally:
-        if led is not None:
-            led.close()
-    found = list({(b.path, b.line): b for one in got for b in one}.values())
-    return [decision.Conflict(text(ref), None, b.path, ((b.line, b.line),), "",
-                              decision.RA if b.ra else decision.TA, "symbol",
-                              f"{what} would leave a call that no longer binds: "
-                              f"{text(b.detail, 600)}", ((b.line, b.line),))
-            for b in found]
+    return calls.unbound_between(repo, ours, plan.ref, plan.commit,
+                                 plan.what or f"merging {text(plan.ref)!r}", plan.conflicts)
 
 
 def with_broken_calls(d: decision.Decision, broken: list[decision.Conflict], policy: str

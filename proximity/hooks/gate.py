@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from proximity.agents import calls, decision
 from proximity.analysis import hunks
 from proximity.errors import FatalError, LedgerError
 from proximity.gitio import MAIN_ID
@@ -155,18 +156,14 @@ def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str
     read: the pairs still judge."""
     if not old or set(old) == {"0"}:
         return []
-    # lazy: the symbol channel loads only for a push onto the trunk
-    from proximity.agents.decision import RA
-    from proximity.agents.merging import unbound_between
-
     try:
-        found = unbound_between(ctx.repo, Agent("remote", "", None, old, old,
+        found = calls.unbound_between(ctx.repo, Agent("remote", "", None, old, old,
                                                 ctx.repo.commit_tree(old)),
                                 ref, sha, f"landing {text(ref.removeprefix('refs/heads/'))}"
                                 f" on {text(to.removeprefix('refs/heads/'))}")
     except (KeyError, ValueError, FatalError):
         return []
-    return [(c.detail, c.level == RA) for c in found]
+    return [(c.detail, c.level == decision.RA) for c in found]
 
 
 def warm_up(ctx: workspace.Context) -> None:
