@@ -306,3 +306,22 @@ def test_a_checkout_holding_a_blocked_landing_does_not_deny_the_holder(tmp_path)
                          "--json").stdout)
     assert got["decision"] == "ask", got
     assert "main" in {c["agent"] for c in got["conflicts"]}, got
+
+
+def test_the_pull_a_landing_advises_is_quoted_for_a_shell(tmp_path):
+    """A remote or branch name may hold backticks, `$(…)` and `;` (git allows them): the
+    command the LANDING message advises, copied into a shell, runs git with those names
+    and nothing else (found by an attacker: it ran what the remote's name held)."""
+    import shlex
+
+    from proximity.views import messages
+
+    marker = tmp_path / "ran"
+    remote = f"../evil`touch {marker}`$(touch {marker});x.git"
+    said = messages.landed({"from": "x", "branch": "x", "onto": "m`id`;y", "by": "main",
+                            "remote": remote})
+    command = said.split("(`", 1)[1].split("`, or", 1)[0]
+    assert shlex.split(command) == ["git", "pull", "--rebase", remote, "m`id`;y"]
+    subprocess.run(["bash", "-c", "echo " + command], cwd=tmp_path, check=True,
+                   capture_output=True)
+    assert not marker.exists()

@@ -181,6 +181,11 @@ def _defined(diff_text: str) -> frozenset[str]:
 
 
 MAX_CALLERS = 200  # files of a tree read for calls of what a merge redefines, at most
+# a caller file past this size is not read for calls (the symbol channel's cost grows with
+# its calls times its definitions: a 40,000-line test file took a push past its hook's
+# time limit), nor are callers past CALLERS_BYTES in all
+CALLER_BYTES = 256 * 1024
+CALLERS_BYTES = 2 * 1024 * 1024
 
 
 def redefined(diff_text: str) -> set[str]:
@@ -198,7 +203,8 @@ def redefined(diff_text: str) -> set[str]:
 def callers(repo: gitio.Repo, tree: str, diff_text: str, changed: set[str]) -> WorkingSet:
     """The files of ``tree`` that name what the diff redefines and that it leaves as they
     are, each as a whole new file (all its code is read as the reader's): a call already
-    in this tree that the change breaks (a fast-forward brings only the change)."""
+    in this tree that the change breaks (a fast-forward brings only the change). Files
+    past CALLER_BYTES, and past CALLERS_BYTES in all, are not read."""
     names = sorted(redefined(diff_text))
     if not names:
         return WorkingSet()
@@ -209,14 +215,20 @@ def callers(repo: gitio.Repo, tree: str, diff_text: str, changed: set[str]) -> W
     paths = [p for p in paths if p not in changed and registry.dialect_of(p)][:MAX_CALLERS]
     if not paths:
         return WorkingSet()
-    listed = gitio.git(["ls-tree", "-z", tree, "--", *paths], repo.here,
+    listed = gitio.git(["ls-tree", "-z", "-l", tree, "--", *paths], repo.here,
                        env=repo.objects_env()).stdout.decode("utf-8", "surrogateescape")
     files = {}
+    total = 0
     for entry in listed.split("\0"):
         meta, _, path = entry.partition("\t")
         parts = meta.split()
-        if len(parts) == 3 and parts[1] == "blob":
-            files[path] = FileChange(path, "A", TEXT, (), (), new_oid=parts[2])
+        if len(parts) != 4 or parts[1] != "blob" or not parts[3].isdigit():
+            continue
+        size = int(parts[3])
+        if size > CALLER_BYTES or total + size > CALLERS_BYTES:
+            continue
+        total += size
+        files[path] = FileChange(path, "A", TEXT, (), (), new_oid=parts[2])
     return WorkingSet(files)
 
 

@@ -136,7 +136,9 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                      if a.error is not None and a.id != who and stage == "guard")
     if not must_yield and lands:
         posted += landed(ctx, lands, [r for _, r in results], remote)
-    breaks = tuple(b for push in onto_trunk for b in unbound(ctx, *push))
+    # (a push already blocked for the work it must yield to needs no more reasons: the
+    # calls are judged when it may land)
+    breaks = () if must_yield else tuple(b for push in onto_trunk for b in unbound(ctx, *push))
     return Verdict(notes=tuple(notes), texts=tuple(texts), yielding=who,
                    must_yield=tuple(must_yield), breaks=breaks,
                    posted=frozenset(int(m["id"]) for m in posted

@@ -4,6 +4,7 @@ that came from another worktree is shown through the safe-text helpers."""
 
 from __future__ import annotations
 
+import shlex
 import time
 from typing import Any
 
@@ -77,7 +78,9 @@ def landed(b: dict[str, Any]) -> str:
     # the remote it was pushed to, as the pusher named it (a name, or a URL)
     remote = text(b.get("remote"), 300) if b.get("remote") else ""
     to = f" to {remote}" if remote else ""
-    pull = (f"`git pull --rebase {remote} {onto}`" if remote and " " not in remote
+    # a command a person may copy into a shell: every name in it quoted for one (a remote
+    # or branch name may hold backticks, `$(…)`, `;`: git allows them)
+    pull = (f"`git pull --rebase {shlex.quote(remote)} {shlex.quote(onto)}`" if remote
             else f"`git pull --rebase` from the remote holding {onto}")
     return (f"proximity inbox: LANDING: the work of {text(b.get('from'))!r} (branch "
             f"{text(b.get('branch'))}) is being pushed as {onto}{to} from "
