@@ -38,8 +38,8 @@ def _count(value: str) -> int:
         n = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} is not a count (want 1 or more)")
+    if not 1 <= n <= 1_000_000_000:
+        raise argparse.ArgumentTypeError(f"{value} is not a count (want 1 to 1000000000)")
     return n
 
 

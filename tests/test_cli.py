@@ -69,6 +69,10 @@ def test_bad_input_is_bad_usage_with_a_reason(space, capsys):
     cases = [
         (["intend", "-C", str(a), "app.py:x"], "bad line range 'x'"),
         (["ledger", "-C", str(a), "-n", "-5"], "not a count"),
+        (["ledger", "-C", str(a), "-n", "9" * 20], "not a count"),  # (no OverflowError)
+        (["intend", "-C", str(a), "app.py:1-" + "9" * 5000], "bad line range"),  # (no
+        (["check", "-C", str(a), "app.py:" + "9" * 5000], "bad line range"),  # ValueError)
+        (["intend", "-C", str(a), "app.py:\u0663"], "bad line range"),  # (another script's 3)
         (["snapshot", "-C", str(a), "--kind", ""], "not an event kind"),
         (["scan", "-C", str(a), "--focus", "nosuch"], "no such worktree"),
         (["sync", "-C", str(a), "nosuchremote", "--dry-run"], "no remote named"),

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from proximity.errors import UsageError
 from proximity.model import Range
+from proximity.safetext import text
 
 Span = tuple[int, int]  # padded, closed, always hi > lo
 
@@ -105,7 +106,10 @@ def gap(a: Sequence[Range], b: Sequence[Range]) -> int | None:
     return best
 
 
-SPEC = re.compile(r"^(.*?):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)$")
+# line numbers: ASCII digits, nine at most (a line past 999,999,999 is no file's; more
+# digits, or another script's digits, are a typo said as such, never a crash or a range)
+LINE = r"[0-9]{1,9}"
+SPEC = re.compile(rf"^(.*?):({LINE}(?:-{LINE})?(?:,{LINE}(?:-{LINE})?)*)$")
 
 
 def parse_spec(spec: str) -> tuple[str, tuple[Range, ...] | None]:
@@ -130,7 +134,8 @@ def lines_typo(cwd: str, path: str, ranges: tuple[Range, ...] | None) -> None:
     head, sep, tail = path.rpartition(":")
     if ranges is None and sep and head and not os.path.lexists(os.path.join(cwd, path)) \
             and os.path.isfile(os.path.join(cwd, head)):
-        raise UsageError(f"bad line range {tail!r} in {path!r} (want START-END, 1-based)")
+        raise UsageError(f"bad line range {text(tail, 40)!r} in {text(path, 300)!r} (want "
+                         "START-END, 1-based)")
 
 
 def parse_intent(spec: str, workdir: str, cwd: str | None = None
