@@ -76,6 +76,8 @@ def test_bad_input_is_bad_usage_with_a_reason(space, capsys):
         (["snapshot", "-C", str(a), "--kind", ""], "not an event kind"),
         (["scan", "-C", str(a), "--focus", "nosuch"], "no such worktree"),
         (["sync", "-C", str(a), "nosuchremote", "--dry-run"], "no remote named"),
+        (["sync", "-C", str(a), str(sp.root / "remote.git")], "no remote named"),  # a path
+        (["sync", "-C", str(a), "--", "--upload-pack=touch x"], "no remote named"),
         (["-C", str(sp.root / "nowhere"), "status"], "no such directory"),
     ]
     for argv, said in cases:

@@ -44,18 +44,19 @@ def default_remote(ctx: Context) -> str:
 
 
 def chosen_remote(ctx: Context, remote: str | None) -> str:
-    """The remote to sync with: the one named (a configured remote, or a URL or path git
-    can push to), else the configured or default one. A name that is neither is an
-    error said at once (a dry run said it "would push to" a remote that does not exist)."""
+    """The remote to sync with: the one named (a configured remote), else the configured
+    or default one. Anything else is an error said at once (a dry run said it "would
+    push to" a remote that does not exist; a URL failed at git's refspec)."""
     if not remote:
         return ctx.cfg.sync_remote or default_remote(ctx)
-    if "/" in remote or ":" in remote:
-        return remote
     remotes = gitio.git(["remote"], cwd=ctx.repo.here).stdout.decode().split()
     if remote not in remotes:
+        # (other machines' snapshots are kept under the remote's name: a URL, a path or
+        # an option is no name to keep them under, nor to hand git)
         known = ", ".join(remotes) or "none"
-        raise UsageError(f"no remote named {text(remote)!r} (the remotes: {text(known)}); "
-                         "name one, or a URL")
+        raise UsageError(f"no remote named {text(remote, 300)!r} (the remotes: "
+                         f"{text(known, 300)}); name one (`git remote add NAME URL` first "
+                         "for a URL)")
     return remote
 
 
