@@ -170,3 +170,34 @@ def test_advice_told_on_live_work_stands_when_the_side_told_to_yield_commits_fir
     assert blocked.returncode != 0 and "push blocked" in blocked.stderr, blocked.stderr
     ok = run(wts[holder[-1]], "git", "push", "-q", "origin", f"feat/{holder[-1]}")
     assert ok.returncode == 0, ok.stderr
+
+
+def test_advice_ends_when_the_collision_is_over_whoever_recorded_it(tmp_path):
+    """a's live lines were recorded and b was told to yield. a gives them back with no
+    hook running (its file as at HEAD), and a scan judges the pair clear: the collision is
+    over, and the advice with it. b commits its line; a redoes its lines, again with no
+    hook: a new collision, decided anew (b holds by its committed line) -- as when a had
+    never claimed them (found by an attacker: a, told once, kept right-of-way through a
+    revert no event recorded, and blocked b's push)."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    main = init_repo(tmp_path / "main", FILES)
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "origin", "main")
+    assert run(main, PY, "-m", "proximity", "install").returncode == 0
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        git(main, "worktree", "add", "-q", "-b", br, str(wt))
+    edit(a, "f.txt", 5, 7, "a")
+    assert run(a, PY, "-m", "proximity", "snapshot").returncode == 0
+    edit(b, "f.txt", 5, 5, "b")
+    (p,) = [x for x in scan(main)["pairs"] if x["advisory"] == "resolution"]
+    assert p["yielding"] == "wt-b", p
+    (a / "f.txt").write_text(FILES["f.txt"])  # given back, no hook
+    assert all(x["advisory"] == "clear" for x in scan(main)["pairs"])
+    git(b, "commit", "-qam", "b's line")
+    edit(a, "f.txt", 5, 7, "a")  # redone, no hook
+    (q,) = [x for x in scan(main)["pairs"] if x["advisory"] == "resolution"]
+    assert q["yielding"] == "wt-a", q
+    ok = run(b, "git", "push", "-q", "origin", "feat/b")
+    assert ok.returncode == 0, ok.stderr

@@ -228,6 +228,19 @@ class Traffic(Events):
                                             int(lines), files]))
                             for k, yielding, since, lines, files in rows])
 
+    def release(self, pairs: Collection[tuple[str, str]]) -> None:
+        """The pairs judged clear, both sides read: the collision is over, and with it the
+        advice told about it (a holder's revert that no hook recorded ends its claim as a
+        recorded one does; a collision met again later is decided again)."""
+        if not pairs:
+            return
+        told = {str(k) for (k,) in self.db.execute(
+            "SELECT key FROM cache WHERE kind='right-of-way'")}
+        keys = [(k,) for k in {f"{x}\t{y}" for x, y in (sorted(p) for p in pairs)} & told]
+        if keys:
+            with self.tx() as db:
+                db.executemany("DELETE FROM cache WHERE kind='right-of-way' AND key=?", keys)
+
     # -- recency ------------------------------------------------------------------------
     def recency(self, stream: str, files: Mapping[str, str], window: int = 60
                 ) -> dict[str, float]:

@@ -84,9 +84,16 @@ def record_risk(ctx: Context, result: Scan) -> None:
     remote = {x.id for x in result.agents if x.remote}
     samples = []
     decisions = {}
+    # both sides read as they are, neither mid-rebase or the like: a clear pair is over
+    whole = {x.id for x in result.agents if x.error is None and x.unread is None
+             and not x.remote and not x.operation}
+    over = []
     for p in result.pairs:
         a, b = sorted((p.a, p.b))
         samples.append((a, b, p.risk, p.advisory, float(total.get(a, 0) + total.get(b, 0))))
+        if p.advisory == "clear" and {a, b} <= whole and not p.in_progress \
+                and all(v is not None for v in p.channels.values()):
+            over.append((a, b))
         if p.advisory == "resolution" and p.yielding and not {a, b} & remote:
             holder = b if p.yielding == a else a
             prio = p.priority.get(holder)
@@ -94,6 +101,7 @@ def record_risk(ctx: Context, result: Scan) -> None:
                                  tuple(p.contested))
     with contextlib.suppress(LedgerError):
         ctx.ledger.add_risk(samples)
+        ctx.ledger.release(over)
         ctx.ledger.hold(decisions)
 
 
