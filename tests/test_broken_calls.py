@@ -314,3 +314,22 @@ def test_every_harness_hears_the_same_about_a_new_call(live):
         got = proximity(a, "check", "--hook", name, stdin=json.dumps(event))
         assert got.returncode == 0, got.stderr
         assert "helper(x) in util.py" in got.stdout, (name, got.stdout)
+
+
+def test_a_signature_one_parameter_a_line_is_judged_at_the_landing(landed):
+    """h adds a required parameter on a line of its own to a signature written one
+    parameter a line (as black writes a long one): no changed line holds the function's
+    name, and the landing that breaks the trunk's call to it was let through."""
+    sp, _a, h = landed
+    lib = "def scale(\n    n,\n):\n    return n\n"
+    sp.write(sp.main, "lib.py", lib)
+    sp.write(sp.main, "use.py", "from lib import scale\n\nscale(1)\n")
+    sp.commit(sp.main, "lib and its use")
+    git(sp.main, "push", "-q", "origin", "main")
+    git(h, "rebase", "-q", "main")
+    sp.write(h, "lib.py", lib.replace("    n,\n", "    n,\n    k,\n"))
+    sp.commit(h, "scale takes k")
+    pushed = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=h,
+                            capture_output=True, text=True, check=False)
+    assert pushed.returncode != 0, pushed.stderr
+    assert "the call at use.py:3 no longer binds" in pushed.stderr, pushed.stderr

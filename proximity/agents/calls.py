@@ -189,11 +189,18 @@ CALLERS_BYTES = 2 * 1024 * 1024
 
 
 def redefined(diff_text: str) -> set[str]:
-    """The names whose definition header a diff's changed lines hold (``defined`` without
-    the hunk headers' and paths' words: names worth looking for in a whole tree)."""
+    """The names whose definition a diff changes: those its changed lines define, and the
+    definitions git names as its hunks' context (``defined`` without the other words of
+    hunk headers and paths: names worth looking for in a whole tree)."""
     out: set[str] = set()
     for row in diff_text.split("\n"):
-        if row[:1] in ("+", "-") and not row.startswith(("+++", "---")):
+        if row.startswith("@@"):
+            # the definition git names as a hunk's context: a change inside it, such as a
+            # parameter on a line of its own (a signature one parameter a line changes
+            # no line that holds its name)
+            m = definitions.DEF_NAME.match(row.split("@@", 2)[-1].strip())
+            out.update([m.group(1)] if m else [])
+        elif row[:1] in ("+", "-") and not row.startswith(("+++", "---")):
             m = definitions.DEF_NAME.match(row[1:]) or HEADER.match(row[1:])
             out.update([m.group(1)] if m else [])
             out.update(TYPE.findall(row))
