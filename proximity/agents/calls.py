@@ -193,18 +193,27 @@ def redefined(diff_text: str) -> set[str]:
     definitions git names as its hunks' context (``defined`` without the other words of
     hunk headers and paths: names worth looking for in a whole tree)."""
     out: set[str] = set()
+    context: str | None = None  # the definition git names as the hunk's context
     for row in diff_text.split("\n"):
         if row.startswith("@@"):
-            # the definition git names as a hunk's context: a change inside it, such as a
-            # parameter on a line of its own (a signature one parameter a line changes
-            # no line that holds its name)
             m = definitions.DEF_NAME.match(row.split("@@", 2)[-1].strip())
-            out.update([m.group(1)] if m else [])
+            context = m.group(1) if m else None
         elif row[:1] in ("+", "-") and not row.startswith(("+++", "---")):
             m = definitions.DEF_NAME.match(row[1:]) or HEADER.match(row[1:])
             out.update([m.group(1)] if m else [])
             out.update(TYPE.findall(row))
+            if context and PARAMETER.match(row[1:]):
+                # a parameter on a line of its own, in the definition git names (a
+                # signature one parameter a line changes no line that holds its name)
+                out.add(context)
     return {n for n in out if len(n) > 2 and n not in hazard.AMBIENT}
+
+
+# a line of a signature written one parameter a line: a name, its type, its default and
+# the comma that follows (black writes it after the last one too); or the closing
+# parenthesis (a body's line is none of these, as a rule)
+PARAMETER = re.compile(r"^\s*(?:\*{0,2}[A-Za-z_$][\w$]*\s*\??(?::[^=,]+)?(?:=[^,]+)?,"
+                       r"|\)\s*(?:->[^:]+)?:?)\s*$")
 
 
 def callers(repo: gitio.Repo, tree: str, diff_text: str, changed: set[str]) -> WorkingSet:
