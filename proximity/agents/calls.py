@@ -24,6 +24,7 @@ from proximity.channels import symbol
 from proximity.channels.evidence import Evidence, Result
 from proximity.errors import ConfigError, LedgerError
 from proximity.ledger import Ledger
+from proximity.ledger.cache import TrackedDict
 from proximity.model import TEXT, Agent, Facts, FileChange, Finding, Range, WorkingSet
 from proximity.safetext import text
 from proximity.tcas.pairwise import Pairwise
@@ -90,6 +91,12 @@ def unbound(repo: gitio.Repo, ledger: Ledger | None, ours: Agent, pairs: Sequenc
                       prior={"conflict": exact})
         out.append([Broken(*_call_site(f), f.detail, f.score >= cfg.tau_ra)
                     for f in symbol.run(ev).findings if f.kind in CONTRACT])
+    # the files' facts parsed here kept for the next question (keyed by blob: a landing
+    # asked again, a push retried, parses nothing twice); a ledger that cannot be written
+    # keeps none, as the scan's own caches
+    if ledger is not None and isinstance(facts.symbols_cache, TrackedDict):
+        with contextlib.suppress(LedgerError):
+            ledger.save_cache("symbols", facts.symbols_cache)
     return out
 
 
