@@ -325,3 +325,16 @@ def test_the_pull_a_landing_advises_is_quoted_for_a_shell(tmp_path):
     subprocess.run(["bash", "-c", "echo " + command], cwd=tmp_path, check=True,
                    capture_output=True)
     assert not marker.exists()
+
+
+def test_a_push_by_url_onto_the_remotes_trunk_lands_too(tmp_path):
+    """git hands pre-push the URL when the push names one: the configured remote with that
+    URL says which branch is its trunk (a push by URL with the main checkout detached left
+    the order standing and told nobody)."""
+    main, x, y = held(tmp_path)
+    git(main, "remote", "set-head", "origin", "main")
+    git(main, "checkout", "-q", "--detach")
+    url = git(main, "remote", "get-url", "origin").stdout.strip()
+    landed = run(x, "git", "push", url, "HEAD:main")
+    assert landed.returncode == 0, landed.stderr
+    told_then_cleared(y, by="x", remote=url)

@@ -340,20 +340,8 @@ class RepoCore:
         return listing.no_remote_refs(self.common)
 
     def trunk_of(self, remote: str) -> str | None:
-        """The branch a remote's HEAD names (``refs/remotes/<remote>/HEAD``, as a clone or
-        `git remote set-head` leaves it): its trunk, as a full ref; None when not known (a
-        remote given as a URL, or never asked). Read from the repository's refs only."""
-        if not remote or "/" in remote or ":" in remote or remote.startswith("."):
-            return None
-        try:
-            ref = self.pg.references.get(f"refs/remotes/{remote}/HEAD")
-        except (ValueError, KeyError, _pygit2().GitError):
-            return None
-        target = ref.target if ref is not None else None
-        prefix = f"refs/remotes/{remote}/"
-        if not isinstance(target, str) or not target.startswith(prefix):
-            return None
-        return "refs/heads/" + target.removeprefix(prefix)
+        """The branch a remote's HEAD names (listing.trunk_of)."""
+        return listing.trunk_of(self.pg, remote)
 
     def current(self) -> WorktreeInfo:
         """This worktree, read from its own git dir (no `git worktree list`)."""

@@ -5,7 +5,7 @@ hook), and a worktree's HEAD from its own git dir."""
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from proximity.gitfiles import MAIN_ID, _read, populating, worktree_id
 from proximity.gitio.run import At, git
@@ -214,3 +214,27 @@ def admin_dir(common: str, path: str) -> str | None:
                 os.path.normpath(os.path.join(admin, target)))) == want:
             return admin
     return None
+
+
+def trunk_of(pg: Any, remote: str) -> str | None:
+    """The branch a remote's HEAD names (``refs/remotes/<remote>/HEAD``, as a clone or
+    `git remote set-head` leaves it): its trunk, as a full ref; None when not known (a
+    URL no configured remote has, or never asked). ``remote``: a configured remote's name,
+    or the URL a push names (git hands the pre-push hook either); ``pg``: the repository
+    (pygit2). Read from its config and refs only."""
+    if not remote:
+        return None
+    import pygit2  # (the repository given is pygit2's: loaded already)
+
+    try:
+        names: dict[str, str] = {str(r.name): str(r.url or "") for r in pg.remotes}
+        if remote not in names:  # a push by URL: the configured remote with that URL
+            remote = next((n for n, url in names.items() if url == remote), "")
+        ref = pg.references.get(f"refs/remotes/{remote}/HEAD") if remote else None
+    except (ValueError, KeyError, pygit2.GitError):
+        return None
+    target = ref.target if ref is not None else None
+    prefix = f"refs/remotes/{remote}/"
+    if not isinstance(target, str) or not target.startswith(prefix):
+        return None
+    return "refs/heads/" + target.removeprefix(prefix)
