@@ -133,6 +133,12 @@ def frames(led: Ledger, committed: Committed) -> list[dict[str, Any]]:
             note = state.message(row)
             if out:  # a message belongs to the scan that posted it, just before
                 out[-1]["events"].append(note)
+                # and a steer names who that scan told to yield: its frame says so (the
+                # decision itself may be gone since, released when the pair cleared)
+                for pair in out[-1]["pairs"]:
+                    key = _pair(pair["a"], pair["b"])
+                    if pair["advisory"] == "resolution" and key in state.told:
+                        pair["yielding"] = text(state.told[key])
             continue
         notes = [state.event(row)] if what == "event" else state.risk(row)
         out.append(state.frame(t, notes, standing))
