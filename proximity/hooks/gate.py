@@ -149,20 +149,20 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
 def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str
             ) -> list[tuple[str, bool]]:
     """What a push onto the integration branch (``to``: the remote's trunk, or the branch
-    the main checkout holds) leaves unbound there: calls the remote's side has (``old``)
-    that the pushed change breaks, and the pushed change's calls to what the remote's side
-    redefined -- git's merge of the two judged by the scan's symbol channel, as `check
-    --merge` judges a merge (a rebase onto the trunk, then a push, is judged alike: the
-    call landed by another line of work stops binding, and git merges cleanly). Nothing
-    when the remote's commit is not here (not fetched) or the symbol evidence cannot be
-    read: the pairs still judge."""
+    the main checkout holds) leaves unbound there, as (words, an RA): git's merge of the
+    remote's commit (``old``) and the pushed one judged by the scan's symbol channel, as
+    `check --merge` judges a merge -- chiefly a call the trunk has that the pushed change
+    breaks (a `git pull --rebase`, then a push: git merges cleanly, the program breaks).
+    After a rebase the trunk's own change is history the push has: calls the push adds
+    to it are not told apart here. Nothing when the remote's commit is not here (not
+    fetched) or the symbol evidence cannot be read: the pairs still judge."""
     if not old or set(old) == {"0"}:
         return []
-    try:
-        found = calls.unbound_between(ctx.repo, Agent("remote", "", None, old, old,
-                                                ctx.repo.commit_tree(old)),
-                                ref, sha, f"landing {text(ref.removeprefix('refs/heads/'))}"
-                                f" on {text(to.removeprefix('refs/heads/'))}")
+    what = (f"landing {text(ref.removeprefix('refs/heads/'))} on "
+            f"{text(to.removeprefix('refs/heads/'))}")
+    try:  # (the remote's commit not fetched: KeyError)
+        remote = Agent("remote", "", None, old, old, ctx.repo.commit_tree(old))
+        found = calls.unbound_between(ctx.repo, remote, ref, sha, what)
     except (KeyError, ValueError, FatalError):
         return []
     return [(c.detail, c.level == decision.RA) for c in found]
