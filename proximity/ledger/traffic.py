@@ -36,17 +36,10 @@ class Traffic(Events):
         the events that could say were compacted away."""
         if not paths:
             return None
-        marks = ",".join("?" * len(paths))
-        rows = self.db.execute(
-            f"SELECT e.seq, e.head, (SELECT p.head FROM events p WHERE p.stream=e.stream "
-            f"AND p.seq<e.seq ORDER BY p.seq DESC LIMIT 1), j.key, j.value "
-            f"FROM events e, json_each(e.files) j "
-            f"WHERE e.stream=? AND j.key IN ({marks}) ORDER BY e.seq", (stream, *paths))
         start: dict[str, int | None] = {}
-        for seq, head, before, path, oid in rows:
+        for seq, head, before, path, oid in self._path_events(stream, paths):
             if oid is None:
-                if (committed is not None and head and before and head != before
-                        and start.get(path) is not None and committed(before, head, path)):
+                if start.get(path) is not None and _committed(committed, before, head, path):
                     continue  # committed, not reverted: the same work goes on
                 start[path] = None
             elif start.get(path) is None:
@@ -68,17 +61,22 @@ class Traffic(Events):
         """Whether an event of ``stream`` after ledger order ``since`` records its work on
         one of ``paths`` ending (the path no longer differs from HEAD, and did not go into
         a commit meanwhile: see reached)."""
+        return any(oid is None and not _committed(committed, before, head, path)
+                   for _, head, before, path, oid in self._path_events(stream, paths, since))
+
+    def _path_events(self, stream: str, paths: Collection[str], after: int = 0
+                     ) -> list[tuple[int, str | None, str | None, str, str | None]]:
+        """``stream``'s events after ledger order ``after`` that record one of ``paths``,
+        in order: (seq, HEAD, the HEAD of its event before, path, the path's blob or None:
+        it no longer differs from HEAD)."""
         if not paths:
-            return False
+            return []
         marks = ",".join("?" * len(paths))
-        rows = self.db.execute(
-            f"SELECT e.head, (SELECT p.head FROM events p WHERE p.stream=e.stream "
-            f"AND p.seq<e.seq ORDER BY p.seq DESC LIMIT 1), j.key "
+        return self.db.execute(
+            f"SELECT e.seq, e.head, (SELECT p.head FROM events p WHERE p.stream=e.stream "
+            f"AND p.seq<e.seq ORDER BY p.seq DESC LIMIT 1), j.key, j.value "
             f"FROM events e, json_each(e.files) j WHERE e.stream=? AND e.seq>? "
-            f"AND j.key IN ({marks}) AND j.value IS NULL", (stream, since, *paths))
-        return any(not (committed is not None and head and before and head != before
-                        and committed(before, head, path))
-                   for head, before, path in rows)
+            f"AND j.key IN ({marks}) ORDER BY e.seq", (stream, after, *paths)).fetchall()
 
     # -- who waits on whom (the pre-edit check's denies) -----------------------------------
     def wait(self, waiter: str, holders: Collection[str], now: float) -> None:
@@ -319,3 +317,12 @@ class Traffic(Events):
             out.setdefault(stream, {})[path] = (
                 [(int(r[0]), int(r[1])) for r in rr] if rr else None, json.loads(clock))
         return out
+
+
+def _committed(committed: Callable[[str, str, str], bool] | None, before: str | None,
+               head: str | None, path: str) -> bool:
+    """Whether a path that no longer differs from HEAD went into the commits between a
+    stream's two events (``committed(old head, new head, path)``): its work goes on, it
+    was not reverted."""
+    return (committed is not None and bool(head) and bool(before) and head != before
+            and committed(str(before), str(head), path))
