@@ -13,7 +13,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from fault_cases import PY, Row, Space, git, run, said, space, verdict
+from fault_cases import PY, Row, Space, git, push, run, said, space, verdict
 
 
 def check(s: Space, where: Path, spec: str) -> str:
@@ -41,7 +41,7 @@ def detached_worktree() -> Row:
 def union_attributes() -> Row:
     with space() as s:
         (s.b / ".gitattributes").write_text("* merge=union\n")  # untracked, git's own driver
-        p, took = run(s.b, "git", "push", "-q", "origin", "feat/b", env=s.env)
+        p, took = push(s)
         return Row("an untracked `* merge=union` .gitattributes in the yielding worktree",
                    said(p.stderr, "blocked"), verdict(p), took)
 
@@ -56,7 +56,7 @@ def cycle_by_the_yielder() -> Row:
         check(s, s.a, "f.txt:15")
         check(s, s.b, "f.txt:10")
         git(s.b, "stash", "-q", env=s.env)
-        p, took = run(s.b, "git", "push", "-q", "origin", "feat/b", env=s.env)
+        p, took = push(s)
         return Row("the yielding side closes a wait cycle on the holder, then pushes",
                    said(p.stderr, "blocked"), verdict(p), took)
 
@@ -70,12 +70,8 @@ def nested_repository_config() -> Row:
         git(nested, "add", "x", env=s.env)
         git(nested, "commit", "-qm", "x", env=s.env)
         git(nested, "config", "core.fsmonitor", f"touch {marker}; false", env=s.env)
-        p, took = run(s.b, "git", "push", "-q", "origin", "feat/b", env=s.env)
-        ran = marker.exists()
-        return Row("a repository inside a sibling's worktree whose config names a command "
-                   "(core.fsmonitor)", ("the command RAN; " if ran else "nothing ran; ")
-                   + said(p.stderr, "blocked"), verdict(p) if not ran else "OFF, SILENT",
-                   took)
+        return pushed_past_a_command(s, marker, "a repository inside a sibling's worktree "
+                                     "whose config names a command (core.fsmonitor)")
 
 
 def redirected_git_file() -> Row:
@@ -92,12 +88,18 @@ def redirected_git_file() -> Row:
         (own / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
                                     f"\tfsmonitor = touch {shlex.quote(str(marker))}; false\n")
         (s.a / ".git").write_text(f"gitdir: {own}\n")
-        p, took = run(s.b, "git", "push", "-q", "origin", "feat/b", env=s.env)
-        ran = marker.exists()
-        return Row("a sibling's `.git` file pointed at a git dir of its making whose config "
-                   "names a command", ("the command RAN; " if ran else "nothing ran; ")
-                   + said(p.stderr, "blocked"), verdict(p) if not ran else "OFF, SILENT",
-                   took)
+        return pushed_past_a_command(s, marker, "a sibling's `.git` file pointed at a git "
+                                     "dir of its making whose config names a command")
+
+
+def pushed_past_a_command(s: Space, marker: Path, fault: str) -> Row:
+    """The yielding push, with a command planted in the holder's worktree that touches
+    ``marker`` if anything runs it: a command that ran is the guard turned against its
+    users, whatever the push's verdict."""
+    p, took = push(s)
+    ran = marker.exists()
+    return Row(fault, ("the command RAN; " if ran else "nothing ran; ")
+               + said(p.stderr, "blocked"), verdict(p) if not ran else "OFF, SILENT", took)
 
 
 CASES = [tag_onto_the_trunk, detached_worktree, union_attributes, cycle_by_the_yielder,
