@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, held_over, lines
+from conftest import Space, git, held_over, lines
 
 from proximity import gitio, layout, unsaved
 from proximity.agents import decision, edits, kept, precheck, scratch, theirs
@@ -1261,18 +1261,25 @@ def test_two_recorded_changes_that_meet_do_not_deny_each_other(pair, capsys):
     assert b_again["decision"] == "deny" and "'a'" in b_again["reason"]
 
 
+def crossed(space, capsys: pytest.CaptureFixture[str]) -> tuple[Space, Path, Path]:  # type: ignore[no-untyped-def]
+    """a holds an uncommitted change of x.txt's line 5, b of y.txt's, both recorded: each
+    one's next edit on the other's line is denied for the other's work."""
+    sp = space({"x.txt": lines(10), "y.txt": lines(10)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "x.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
+    sp.write(b, "y.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
+    for wt in (a, b):
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    return sp, a, b
+
+
 def test_a_wait_cycle_across_files_lets_the_first_waiter_go(space, capsys):
     """a holds uncommitted changes on x.txt, b on y.txt, and each one's next edit is on the
     other's lines: each is denied for the other's work and neither can commit, nor land.
     The one that was denied first goes on when it asks again (asked); the other stays
     denied -- one order, never both waiting on each other."""
-    sp = space({"x.txt": lines(10), "y.txt": lines(10)})
-    a, b = sp.wt("a"), sp.wt("b")
-    sp.write(a, "x.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
-    assert main(["snapshot", "-C", str(a)]) == 0
-    sp.write(b, "y.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
-    assert main(["snapshot", "-C", str(b)]) == 0
-    capsys.readouterr()
+    _sp, a, b = crossed(space, capsys)
     _, b_first = run_check(b, "x.txt:5", capsys=capsys)
     assert b_first["decision"] == "deny" and "'a'" in b_first["reason"]
     _, a_first = run_check(a, "y.txt:5", capsys=capsys)
@@ -1288,13 +1295,7 @@ def test_traffic_next_to_a_sibling_that_waits_on_you_is_yours_to_go_on_with(spac
     lines (git merges them cleanly): an ask. Shown to a person as traffic it stops them,
     and an ask is recorded as no wait: a and b would wait on each other unseen. So the
     ask says a goes on (right-of-way: information in the editor), and only while b waits."""
-    sp = space({"x.txt": lines(10), "y.txt": lines(10)})
-    a, b = sp.wt("a"), sp.wt("b")
-    sp.write(a, "x.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
-    sp.write(b, "y.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
-    for wt in (a, b):
-        assert main(["snapshot", "-C", str(wt)]) == 0
-    capsys.readouterr()
+    _sp, a, b = crossed(space, capsys)
     _, before = run_check(a, "y.txt:3", capsys=capsys)
     (c,) = before["conflicts"]
     assert before["decision"] == "ask" and not c["right_of_way"], before
@@ -1420,13 +1421,7 @@ def test_a_wait_cycles_order_ends_with_a_removed_worktree(space, capsys):
     """a went first over b's lines in a wait cycle; b's worktree is removed and `gc` runs:
     the order and the waits that named b end. A worktree added later under the same name
     is new work (git reuses removed worktrees' names): it was gone over by nobody."""
-    sp = space({"x.txt": lines(10), "y.txt": lines(10)})
-    a, b = sp.wt("a"), sp.wt("b")
-    sp.write(a, "x.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
-    sp.write(b, "y.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
-    for wt in (a, b):
-        assert main(["snapshot", "-C", str(wt)]) == 0
-    capsys.readouterr()
+    sp, a, b = crossed(space, capsys)
     run_check(b, "x.txt:5", capsys=capsys)
     run_check(a, "y.txt:5", capsys=capsys)
     assert run_check(b, "x.txt:5", capsys=capsys)[1]["decision"] == "ask"  # b goes first

@@ -24,6 +24,19 @@ def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+def hooked(tmp_path: Path) -> Path:
+    """The main checkout of a repository of FILES with the plain hooks installed, its main
+    pushed to a bare remote (origin)."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    main = init_repo(tmp_path / "main", FILES)
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "origin", "main")
+    r = run(main, PY, "-m", "proximity", "install")
+    assert r.returncode == 0, r.stderr
+    return main
+
+
 def edit(wt: Path, name: str, lo: int, hi: int, tag: str) -> None:
     text = (wt / name).read_text().splitlines(keepends=True)
     for i in range(lo - 1, hi):
@@ -34,13 +47,7 @@ def edit(wt: Path, name: str, lo: int, hi: int, tag: str) -> None:
 def ring(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
     """a, b, c: a~b contest f (b has more committed there: a yields), b~c contest g (c has
     more: b yields), c~a contest h (a has more: c yields) -- pairwise, a ring."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    main = init_repo(tmp_path / "main", FILES)
-    git(main, "remote", "add", "origin", str(remote))
-    git(main, "push", "-q", "origin", "main")
-    r = run(main, PY, "-m", "proximity", "install")
-    assert r.returncode == 0, r.stderr
+    main = hooked(tmp_path)
     wts = {}
     for name in "abc":
         wts[name] = tmp_path / f"wt-{name}"
@@ -85,12 +92,7 @@ def test_a_ring_of_contested_files_is_one_order_and_someone_goes(tmp_path):
 
 
 def test_the_holders_edit_that_narrows_the_contest_does_not_flip_the_advice(tmp_path):
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    main = init_repo(tmp_path / "main", FILES)
-    git(main, "remote", "add", "origin", str(remote))
-    r = run(main, PY, "-m", "proximity", "install")
-    assert r.returncode == 0, r.stderr
+    main = hooked(tmp_path)
     a, b = tmp_path / "wt-a", tmp_path / "wt-b"
     for wt, br in ((a, "feat/a"), (b, "feat/b")):
         git(main, "worktree", "add", "-q", "-b", br, str(wt))
@@ -144,12 +146,7 @@ def test_advice_told_on_live_work_stands_when_the_side_told_to_yield_commits_fir
     it, and the holder's own commit does not flip the advice either (found by a new user:
     the one told to yield was told, at its commit, that it had right-of-way, and the
     holder, at its own, to yield)."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    main = init_repo(tmp_path / "main", FILES)
-    git(main, "remote", "add", "origin", str(remote))
-    r = run(main, PY, "-m", "proximity", "install")
-    assert r.returncode == 0, r.stderr
+    main = hooked(tmp_path)
     wts = {n: tmp_path / f"wt-{n}" for n in "ab"}
     for n, wt in wts.items():
         git(main, "worktree", "add", "-q", "-b", f"feat/{n}", str(wt))
@@ -179,12 +176,7 @@ def test_advice_ends_when_the_collision_is_over_whoever_recorded_it(tmp_path):
     hook: a new collision, decided anew (b holds by its committed line) -- as when a had
     never claimed them (found by an attacker: a, told once, kept right-of-way through a
     revert no event recorded, and blocked b's push)."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    main = init_repo(tmp_path / "main", FILES)
-    git(main, "remote", "add", "origin", str(remote))
-    git(main, "push", "-q", "origin", "main")
-    assert run(main, PY, "-m", "proximity", "install").returncode == 0
+    main = hooked(tmp_path)
     a, b = tmp_path / "wt-a", tmp_path / "wt-b"
     for wt, br in ((a, "feat/a"), (b, "feat/b")):
         git(main, "worktree", "add", "-q", "-b", br, str(wt))
