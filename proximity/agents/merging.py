@@ -16,7 +16,7 @@ from proximity.agents.checkpolicy import deny_policy
 from proximity.agents.incoming import UPSTREAM, Incoming
 from proximity.agents.precheck import check, edits_of
 from proximity.agents.standing import open_ledger
-from proximity.agents.theirs import recorded_tree
+from proximity.agents.theirs import recorded_trees
 from proximity.analysis import hunks
 from proximity.errors import FatalError, UsageError
 from proximity.gitio import SNAPSHOT_IDENT
@@ -355,7 +355,7 @@ def exact_conflicts(repo: gitio.Repo, plan: MergePlan, behind: Collection[str] =
             try:  # its live state now (a merge is rare: worth reading every sibling)
                 tree = repo.snapshot_tree(w)
             except FatalError:
-                tree = recorded_tree(led, repo, w)
+                tree = recorded_trees(led, repo, [w])[w.id]
             theirs = w.head if tree == w.head else repo.snapshot_commit(tree, w.head)
             got = repo.merge_result(merged, theirs)
             if got is None or not got[1]:

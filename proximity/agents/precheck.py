@@ -268,7 +268,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     # the editor gives it): asked below whether a sibling's change leaves the call unbound
     writing = theirs.writing(targets, lives)
     if any(defined.values()):
-        states = {w.id: theirs.recorded_tree(ledger, repo, w) for w in siblings}
+        states = theirs.recorded_trees(ledger, repo, siblings)
         pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
         asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS},
                              key=str)

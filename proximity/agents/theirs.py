@@ -24,22 +24,26 @@ from proximity.model import Agent, Range
 LIVE: Callable[[str], Mapping[str, tuple[str | None, str]]] | None = None
 
 
-def recorded_tree(ledger: Ledger | None, repo: gitio.Repo, w: gitio.WorktreeInfo) -> str:
-    """The sibling's working tree as the resident service keeps it (its watcher sees every
-    save, recorded or not), else as last recorded, else its HEAD."""
-    if LIVE is not None:
-        kept = LIVE(repo.common).get(w.id)
-        if kept is not None and kept[0] == w.head and kept[1]:
-            return kept[1]
-    ev = None
-    if ledger is not None:
-        try:
-            ev = ledger.last_event(w.id)
-        except LedgerError:
-            ev = None
-    if ev is not None and ev.tree and ev.head == w.head:
-        return ev.tree
-    return w.head or gitio.EMPTY_TREE
+def recorded_trees(ledger: Ledger | None, repo: gitio.Repo,
+                   siblings: Sequence[gitio.WorktreeInfo]) -> dict[str, str]:
+    """Each sibling's working tree as the resident service keeps it (its watcher sees
+    every save, recorded or not), else as last recorded, else its HEAD."""
+    kept = LIVE(repo.common) if LIVE is not None else {}
+    out = {}
+    for w in siblings:
+        live = kept.get(w.id)
+        if live is not None and live[0] == w.head and live[1]:
+            out[w.id] = live[1]
+            continue
+        ev = None
+        if ledger is not None:
+            try:
+                ev = ledger.last_event(w.id)
+            except LedgerError:
+                ev = None
+        out[w.id] = ev.tree if ev is not None and ev.tree and ev.head == w.head \
+            else w.head or gitio.EMPTY_TREE
+    return out
 
 
 def new_uses(pair: tuple[str | None, str], fresh: Mapping[tuple[str | None, str], bytes | None],
@@ -62,7 +66,7 @@ def their_work(repo: gitio.Repo, ledger: Ledger | None, siblings: Sequence[gitio
     """Each sibling's work as last recorded in the ledger (hooks, PostToolUse), else its
     committed work: (its tree, its diff against the pair's base), a tree-to-tree diff that
     never walks a worktree (two trees' diff never changes: kept by the pair of ids)."""
-    states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
+    states = recorded_trees(ledger, repo, siblings)
     pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
     asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
     more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.here) for b, t in asked_trees],
@@ -156,7 +160,7 @@ def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]
     base_of = {h: BASES.get((me.head, h)) for h in heads}
     ledger = open_ledger(repo)
     try:
-        states = {w.id: recorded_tree(ledger, repo, w) for w in siblings}
+        states = recorded_trees(ledger, repo, siblings)
     finally:
         if ledger is not None:
             ledger.close()

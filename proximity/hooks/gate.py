@@ -88,7 +88,7 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
             holder = owner(agents, ref)
             # pushed onto a branch another local checkout holds (`git push origin a:main`
             # from a): its work lands there, as when that checkout merges and pushes it
-            onto = owner(agents, to) if to and to != ref else None
+            onto = held if to != ref else None
             for line in whose_work(ctx, agents, me, ref, sha, old):
                 state = pushed_state(ctx, line, ref, sha)
                 run = [state if a.id == line.id else a for a in agents]

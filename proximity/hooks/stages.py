@@ -199,15 +199,13 @@ def outcome(ctx: Context, stage: Stage, verdict: Verdict) -> tuple[list[str], bo
         # person's own git config can, and it is never silent)
         lines.append(f"proximity: the push guard is OFF for this push: git config sets {off}; "
                      "unset those proximity.* keys to turn it on again")
-    for words, _ra in verdict.breaks:
-        lines.append(f"proximity: {words}")
-    if verdict.must_yield or not any(ra for _, ra in verdict.breaks):
-        pass
-    elif stage.allow:
-        lines.append("proximity: PROXIMITY_ALLOW=1 set: letting this through despite the "
-                     "call that no longer binds.")
-        return lines, False
-    else:
+    lines += [f"proximity: {words}" for words, _ra in verdict.breaks]
+    # (breaks are judged only of a push no advisory blocks already: gate.judge)
+    if any(ra for _, ra in verdict.breaks):
+        if stage.allow:
+            lines.append("proximity: PROXIMITY_ALLOW=1 set: letting this through despite "
+                         "the call that no longer binds.")
+            return lines, False
         lines.append("proximity: push blocked: it lands a call that no longer binds (git "
                      "merges it cleanly; the program breaks). Make the call fit the new "
                      "definition first, or override with PROXIMITY_ALLOW=1 git push (or "
