@@ -113,7 +113,6 @@ def carrier(ctx: workspace.Context, agents: list[Agent], me: Agent, sha: str) ->
             continue  # (a detached checkout holds no line of work of its own)
         if me.branch and me.head and repo.is_ancestor(a.head, me.head):
             continue  # history the pusher's own line of work has too: nobody's own here
-        # (a detached checkout holds no line of work: what its HEAD has is others')
         if repo.is_ancestor(a.head, sha):
             found.append(a)
     deepest = [a for a in found

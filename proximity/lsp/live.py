@@ -15,6 +15,9 @@ from collections.abc import Callable
 from proximity import layout, owned, unsaved
 
 Stat = tuple[int, int, int] | None
+# what a document's picture depends on: (the ledger's two stats, the other editors'
+# buffers, the worktrees), and its file's stat in each worktree
+Mark = tuple[tuple[object, ...], tuple[Stat, ...]]
 INTERVAL = 0.2  # seconds between looks
 
 
@@ -66,7 +69,7 @@ class Looker:
         # docs(): uri -> (common dir, path inside the worktree) of each judged document
         self._docs, self._changed, self._orphaned = docs, changed, orphaned
         self.parent, self._interval = parent, interval
-        self._seen: dict[str, object] = {}
+        self._seen: dict[str, Mark] = {}
         self._roots: dict[str, tuple[Stat, list[str]]] = {}
         # per common dir: the ledger's stats just after this server's own write there (a
         # deny records a wait): a look that sees them sees no sibling's change
@@ -107,8 +110,7 @@ class Looker:
         with self._lock:
             self._own[common] = got
 
-    def _mark(self, common: str, rel: str, shared: tuple[object, ...]
-              ) -> tuple[tuple[object, ...], tuple[Stat, ...]]:
+    def _mark(self, common: str, rel: str, shared: tuple[object, ...]) -> Mark:
         return shared, tuple(_stat(os.path.join(r, rel)) for r in self.roots(common))
 
     def mark(self, uri: str, common: str, rel: str) -> None:
@@ -137,12 +139,9 @@ class Looker:
                 del self._seen[gone]
         return out
 
-    def _ours(self, common: str, was: object, now: tuple[tuple[object, ...],
-                                                         tuple[Stat, ...]]) -> bool:
+    def _ours(self, common: str, was: Mark, now: Mark) -> bool:
         """Whether the only change from ``was`` to ``now`` is the ledger as this server
         left it after its own write."""
-        if not isinstance(was, tuple) or len(was) != 2 or not isinstance(was[0], tuple):
-            return False
         return (was[1] == now[1] and was[0][2:] == now[0][2:]
                 and tuple(now[0][:2]) == self._own.get(common))
 
