@@ -118,6 +118,38 @@ def test_star_args_call_is_unknown_binding_low_evidence(space, scan_json, capsys
     assert f[0]["kind"] == "body-used" and "*args" in f[0]["detail"]
 
 
+@pytest.mark.parametrize("decorators", [
+    "@click.command()\n@click.option('--unit')\n",  # click passes the options itself
+    "@cli.command()\n",  # a group's command: a Command object, called with argv
+    "@mock.patch('os.getcwd')\n",  # the patch passes its mock as an extra argument
+    "@given(st.integers())\n",  # hypothesis draws the arguments
+])
+def test_a_decorator_that_supplies_the_arguments_breaks_no_call(space, scan_json, capsys,
+                                                                 decorators):
+    # the decorator stands between the call and the definition: the call binds to what
+    # it returns, so a changed parameter list is a changed body, never a broken contract
+    base = LIB.replace("def area(w, h):", decorators + "def area():")
+    sp = space({"lib.py": base, "app.py": "import lib\n"})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(a, "lib.py", base.replace("def area():", "def area(unit):"))
+    sp.write(b, "app.py", "import lib\n\nX = lib.area()\n")
+    p, f = sym(scan_json(sp.main, capsys=capsys))
+    assert p["advisory"] != "resolution"
+    assert [x["kind"] for x in f] == ["body-used"]
+    assert "decorat" in f[0]["detail"] and "app.py:3" in f[0]["detail"]
+
+
+@pytest.mark.parametrize("decorator", ["@functools.lru_cache(maxsize=None)\n",
+                                       "@contextlib.contextmanager\n", "@deprecated\n"])
+def test_a_decorator_that_keeps_the_signature_still_breaks_the_call(space, scan_json, capsys,
+                                                                    decorator):
+    base = LIB.replace("def area(w, h):", decorator + "def area(w, h):")
+    p, f = run(space, scan_json, capsys, base.replace("def area(w, h):", "def area(w, h, d):"),
+               {"app.py": "import lib\n\nX = lib.area(1, 2)\n"}, base={"lib.py": base})
+    assert p["advisory"] == "resolution"
+    assert f[0]["kind"] == "incompatible-call" and "missing required 'd'" in f[0]["detail"]
+
+
 def test_alias_keeps_a_rename_resolving(space, scan_json, capsys):
     renamed = LIB.replace("def scale(x, k):", "def resize(x, k):") + "\n\nscale = resize\n"
     p, f = run(space, scan_json, capsys, renamed,

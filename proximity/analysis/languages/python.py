@@ -113,6 +113,11 @@ def analyse(dialect: str, data: bytes) -> base.Facts | None:
 
 def binding(dialect: str, old: base.Params, new: base.Params, call: base.Call,
             via_class: bool, qual: str) -> base.Binding:
+    if "supplied" in new or "supplied" in old:
+        # a decorator supplies the arguments (SUPPLIERS): whether the call binds is the
+        # decorator's business, unknown here
+        return None, None, f"{pycalls.signature(qual, new)} (decorated by " \
+            f"@{new.get('supplied') or old.get('supplied')})"
     why = pycalls.binds(new, call, via_class)
     before = pycalls.binds(old, call, via_class)
     if why == "" and before == "":

@@ -104,9 +104,11 @@ def evaluate(ch: Changed, wf: WriterFile, call: Call | None, exact: bool,
         if call is None or not exact:
             return None  # passed as a value: still there, nothing to bind
         why, before, sig = binding(ch, wf, call, via_class)
-        if why is None:
+        if why is None:  # (the call's shape: arguments, keywords, *args, **kwargs, …)
+            how = ("passes *args/**kwargs" if call[2] or call[3]
+                   else "binds to what the decorator made of it")
             return "body-used", (f"{sig} in {where} (signature changed): the call at {at} "
-                                 "passes *args/**kwargs, so whether it still binds is unknown")
+                                 f"{how}, so whether it still binds is unknown")
         if why == "" or (before is not None and before != ""):
             return None  # still binds (or never did: not this change's doing)
         if why.startswith(SOFT):

@@ -99,6 +99,24 @@ def _getattr_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: list[ast.
     return names
 
 
+# decorators whose result is called with other arguments than the function's own: the
+# framework supplies them (click's options and context, a command object called with argv,
+# mock.patch's mocks, hypothesis' drawn values, pytest's fixtures). A call to such a
+# function binds to what the decorator made, so its parameter list is no contract of the
+# call's. Other decorators are taken to keep the signature (functools.wraps does).
+SUPPLIERS = frozenset(("command", "group", "option", "argument", "pass_context", "pass_obj",
+                       "given", "fixture", "patch", "usefixtures"))
+
+
+def _supplier(d: ast.expr) -> str | None:
+    """The decorator's dotted name when it supplies the function's arguments."""
+    name = ast.unparse(d.func if isinstance(d, ast.Call) else d)
+    parts = name.split(".")
+    if parts[-1] in SUPPLIERS or (len(parts) > 1 and parts[-2] == "patch"):
+        return name
+    return None
+
+
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, in_class: bool) -> Params:
     a = fn.args
     pos = a.posonlyargs + a.args
@@ -109,12 +127,17 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, in_class: bool) -> Param
     if in_class:
         method = "static" if "staticmethod" in decos else (
             "class" if "classmethod" in decos else "inst")
-    return {"pos": shape[: len(a.posonlyargs)], "args": shape[len(a.posonlyargs):],
-            "var": a.vararg is not None,
-            "kwonly": [[p.arg, d is not None] for p, d in zip(a.kwonlyargs, a.kw_defaults,
-                                                              strict=True)],
-            "kw": a.kwarg is not None, "method": method,
-            "property": bool(decos & {"property", "cached_property", "setter"})}
+    params: Params = {
+        "pos": shape[: len(a.posonlyargs)], "args": shape[len(a.posonlyargs):],
+        "var": a.vararg is not None,
+        "kwonly": [[p.arg, d is not None] for p, d in zip(a.kwonlyargs, a.kw_defaults,
+                                                          strict=True)],
+        "kw": a.kwarg is not None, "method": method,
+        "property": bool(decos & {"property", "cached_property", "setter"})}
+    supplied = next(filter(None, map(_supplier, fn.decorator_list)), None)
+    if supplied is not None:
+        params["supplied"] = supplied
+    return params
 
 
 def _defs(body: list[ast.stmt], prefix: str, out: Facts) -> None:

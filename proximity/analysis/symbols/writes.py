@@ -22,7 +22,7 @@ from proximity.analysis.languages import registry
 from proximity.analysis.languages.base import Def, Facts
 from proximity.model import FileChange, WorkingSet
 
-FORMAT = "s11"  # bump when analysis changes, so cached results of older versions are unused
+FORMAT = "s12"  # bump when analysis changes, so cached results of older versions are unused
 
 
 def analyse(path: str, data: bytes) -> Facts | None:
