@@ -141,3 +141,20 @@ def test_stale_remote_snapshots_never_block(tmp_path, monkeypatch):
         assert remote_mod.agents(ctx, include_stale=True)
     finally:
         ctx.close()
+
+
+def test_a_remote_named_by_a_relative_path_is_reached_from_every_worktree(tmp_path):
+    # `git remote add origin ../remote.git`: git reads the path from the worktree's top,
+    # and so does sync, wherever it fetches through (its quarantine lies elsewhere)
+    _remote, m1, m2 = machines(tmp_path)
+    for m in (m1, m2):
+        git(m, "remote", "set-url", "origin", "../remote.git")
+    a = tmp_path / "m1-a"
+    git(m1, "worktree", "add", "-q", "-b", "feat/a", str(a))
+    (a / "f.txt").write_text(lines(30).replace("line 10\n", "machine one\n"))
+    (m2 / "sub").mkdir()
+    for where in (a, m2 / "sub"):
+        r = cli("sync", "--json", "-C", str(where))
+        assert r.returncode == 0, r.stderr
+    id1 = (m1 / ".git" / "ecm" / "machine-id").read_text().strip()
+    assert f"{id1}/m1-a" in agent_ids(scan(m2))

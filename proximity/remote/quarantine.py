@@ -73,7 +73,7 @@ def _through(ctx: Context, remote: str, mine: str, limit: int,
     """The fetch through one quarantine, the refs updated, the decisions told and kept."""
     repo = ctx.repo
     with _quarantine(ctx) as q:
-        _fetch_into(q, remote, limit, skip)
+        _fetch_into(q, _source(ctx, remote), remote, limit, skip)
         fetched = _refs(q, Q_NS)
         new = {n: oid for n, oid in fetched.items()
                if local.get(n) != oid and n.split("/", 1)[0] != mine}
@@ -194,12 +194,27 @@ def _quote(path: str) -> str:
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _fetch_into(q: str, remote: str, limit: int, skip: dict[str, tuple[str, str]]) -> None:
-    """Everyone's refs/ecm/* into the quarantine's refs/q/*, the server asked to withhold
-    blobs over ``limit``; refs in ``skip`` (known oversized commits) left out."""
+def _source(ctx: Context, remote: str) -> str:
+    """What the quarantine fetches from for ``remote``: the remote itself, or, when its URL
+    is a relative path (``../shared.git``), that path as git reads it in this worktree,
+    made absolute (the quarantine is elsewhere: the name would find another directory)."""
+    proc = gitio.git(["config", "--get", f"remote.{remote}.url"], cwd=ctx.repo.here,
+                     ok=(0, 1))
+    url = proc.stdout.decode(*_RAW).rstrip("\n")
+    head = url.split("/", 1)[0]
+    if not url or os.path.isabs(url) or "://" in url or ":" in head:
+        return remote  # a URL, an absolute path, host:path, or no URL of its own
+    return os.path.join(ctx.repo.workdir, url)
+
+
+def _fetch_into(q: str, source: str, remote: str, limit: int,
+                skip: dict[str, tuple[str, str]]) -> None:
+    """Everyone's refs/ecm/* from ``source`` (the remote ``remote``) into the quarantine's
+    refs/q/*, the server asked to withhold blobs over ``limit``; refs in ``skip`` (known
+    oversized commits) left out."""
     refspecs = [f"+{ECM_NS}*:{Q_NS}*", *(f"^{ECM_NS}{n}" for n in sorted(skip))]
     proc = gitio.git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                      f"--filter=blob:limit={limit + 1}", "--stdin", remote], cwd=q,
+                      f"--filter=blob:limit={limit + 1}", "--stdin", "--", source], cwd=q,
                      input="".join(r + "\n" for r in refspecs).encode(*_RAW), ok=(0, 1, 128))
     if proc.returncode != 0:
         raise FatalError(f"could not fetch refs/ecm/* from {remote!r}: "
