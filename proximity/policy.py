@@ -83,7 +83,11 @@ def load_policy(committed: list[tuple[str, bytes | int]], shared: list[tuple[str
     if trusted:
         sources.append("git config (trusted keys: " + ", ".join(sorted(trusted)) + ")")
     cfg, warnings = _lenient_layers(layers, trusted, faults, texts)
-    return Policy(cfg, sources or ["defaults"], faults + warnings, tuple(faults))
+    # (an entry of the repository's own git config is read twice: as the shared layer and
+    # among the user's entries for trusted keys; its fault is said once)
+    faults = list(dict.fromkeys(faults))
+    return Policy(cfg, sources or ["defaults"], list(dict.fromkeys(faults + warnings)),
+                  tuple(faults))
 
 
 def _checked(table: Table, where: str, text: str | None, section: str | None,

@@ -103,6 +103,15 @@ def test_the_rest_of_a_committed_policy_stands_when_one_value_is_refused():
     assert policy.config == config.Config() and policy.faults == ()
 
 
+def test_a_bad_git_config_entry_is_said_once():
+    # the repository's own git config is read as the shared layer and again among the
+    # user's entries (for the trusted keys): one bad entry, one fault
+    entry = [("proximity.sync", "origin")]
+    policy = load_policy([], entry, entry, ORIGIN)
+    assert len(policy.faults) == 1 and "proximity.sync" in policy.faults[0]
+    assert policy.warnings == list(policy.faults) and policy.config == config.Config()
+
+
 def test_only_the_persons_own_git_config_may_turn_the_guard_off_and_it_says_so(tmp_path):
     main, _ = hooked_repo(tmp_path)
     zero = "[weights]\n" + "".join(f"{c} = 0\n" for c in config.CHANNELS)
