@@ -10,12 +10,20 @@ real bare remote.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import git, pair
 from test_hooks import BASE, make_repo, run
+
+
+def holders(stderr: str) -> list[str]:
+    """The worktrees a blocked push names as the ones it must yield to (the trunk that
+    landed a holder's lines is one of them)."""
+    m = re.search(r"this worktree must yield to ((?:'[^']*'(?:, )?)+)", stderr)
+    return re.findall(r"'([^']*)'", m.group(1)) if m else []
 
 
 def held(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -60,7 +68,8 @@ def test_the_main_checkout_lands_the_holders_work_fast_forward(tmp_path):
     """The person integrating does what most teams do: in the main checkout, `git merge
     --ff-only x`, `git push origin main`. The commit holds right-of-way under the name x:
     it does under the name of the main checkout too (it was blocked: "this worktree must
-    yield to 'y'"). The same push again goes through; y, which must yield, stays blocked."""
+    yield to 'y'"). The same push again goes through; y, which must yield, stays blocked,
+    now yielding to the trunk that holds x's lines as well."""
     main, _x, y = held(tmp_path)
     git(main, "merge", "-q", "--ff-only", "x")
     landed = run(main, "git", "push", "origin", "main")
@@ -70,8 +79,8 @@ def test_the_main_checkout_lands_the_holders_work_fast_forward(tmp_path):
     again = run(main, "git", "push", "origin", "main")
     assert again.returncode == 0, again.stderr
     blocked = run(y, "git", "push", "origin", "y")
-    assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr, \
-        blocked.stderr
+    assert blocked.returncode != 0, blocked.stderr
+    assert "this worktree must yield to 'main', 'x'" in blocked.stderr, blocked.stderr
 
 
 def test_the_main_checkout_lands_the_holders_work_as_a_merge_commit(tmp_path):
@@ -82,7 +91,29 @@ def test_the_main_checkout_lands_the_holders_work_as_a_merge_commit(tmp_path):
     landed = run(main, "git", "push", "origin", "main")
     assert landed.returncode == 0, landed.stderr
     blocked = run(y, "git", "push", "origin", "y")
-    assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
+    assert blocked.returncode != 0 and "x" in holders(blocked.stderr), blocked.stderr
+
+
+def test_the_trunk_that_landed_the_holders_work_never_yields_to_the_other_side(tmp_path):
+    """Once the main checkout has landed x's work (merged and pushed), the trunk holds
+    those lines: y, which must yield to x, yields to the trunk too, whatever it has
+    committed there, and the person's next push from the main checkout, which carries
+    nothing of either (a README line), goes through (it was blocked: the main checkout,
+    reaching the lines after y, was told to yield to y)."""
+    main, _x, y = held(tmp_path)
+    git(main, "merge", "-q", "--no-ff", "-m", "land x", "x")
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+    scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
+    p = pair(scan, "main", "y")
+    assert p["advisory"] == "resolution" and p["yielding"] == "y", p
+    (main / "README").write_text("a note of the integrator's\n")
+    git(main, "add", "README")
+    git(main, "commit", "-qm", "a note")
+    again = run(main, "git", "push", "origin", "main")
+    assert again.returncode == 0 and "push blocked" not in again.stderr, again.stderr
+    blocked = run(y, "git", "push", "origin", "y")
+    assert blocked.returncode != 0 and "must yield" in blocked.stderr, blocked.stderr
 
 
 def test_a_checkout_that_merged_the_yielding_side_is_judged_as_it(tmp_path):
@@ -211,7 +242,7 @@ def told_then_cleared(y: Path, by: str, remote: str = "origin") -> None:
     """y, told to yield to x, stays blocked and is told x's work landed (pushed from
     ``by`` to ``remote``), and clears once it rebased onto it; told once."""
     blocked = run(y, "git", "push", "origin", "y")
-    assert blocked.returncode != 0 and "this worktree must yield to 'x'" in blocked.stderr
+    assert blocked.returncode != 0 and "x" in holders(blocked.stderr), blocked.stderr
     said = " ".join(blocked.stderr.split())
     assert f"LANDING: the work of 'x' (branch x) is being pushed as main to {remote} from " \
         f"'{by}'" in said, blocked.stderr
@@ -284,7 +315,7 @@ def test_the_resident_service_lands_the_holders_work_alike(tmp_path, monkeypatch
         landed = run(main, "git", "push", "origin", "main")
         assert landed.returncode == 0, landed.stderr
         blocked = run(y, "git", "push", "origin", "y")
-        assert blocked.returncode != 0 and "must yield to 'x'" in blocked.stderr, \
+        assert blocked.returncode != 0 and "x" in holders(blocked.stderr), \
             blocked.stderr
         status = service_state(common).get("status")
         assert isinstance(status, dict), status

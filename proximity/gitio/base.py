@@ -343,6 +343,10 @@ class RepoCore:
         """The branch a remote's HEAD names (listing.trunk_of)."""
         return listing.trunk_of(self.pg, remote)
 
+    def trunk_tips(self) -> list[str]:
+        """The commits the remotes' trunks are at (listing.trunk_tips): landed work."""
+        return listing.trunk_tips(self.pg, self.common)
+
     def current(self) -> WorktreeInfo:
         """This worktree, read from its own git dir (no `git worktree list`)."""
         wid = agent_id(self.gitdir, self.common)

@@ -238,3 +238,33 @@ def trunk_of(pg: Any, remote: str) -> str | None:
     if not isinstance(target, str) or not target.startswith(prefix):
         return None
     return "refs/heads/" + target.removeprefix(prefix)
+
+
+def trunk_tips(pg: Any, common: str) -> list[str]:
+    """The commits the remotes' trunks are at, as this clone last fetched or pushed them:
+    per configured remote, the branch its HEAD names (trunk_of), else the branch of the
+    main checkout's name (``refs/remotes/<remote>/<branch>``). What they hold has landed.
+    Read from the config and refs only; ``pg``: the repository (pygit2)."""
+    import pygit2  # (the repository given is pygit2's: loaded already)
+
+    try:
+        with open(os.path.join(common, "HEAD")) as f:
+            head = f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        head = ""
+    own = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else ""
+    tips: list[str] = []
+    try:
+        for remote in pg.remotes:
+            name = str(remote.name)
+            trunk = trunk_of(pg, name)
+            branch = trunk.removeprefix("refs/heads/") if trunk else own
+            ref = pg.references.get(f"refs/remotes/{name}/{branch}") if branch else None
+            if ref is None:
+                continue
+            target = ref.resolve().target
+            if str(target) not in tips:
+                tips.append(str(target))
+    except (ValueError, KeyError, pygit2.GitError):
+        return tips
+    return tips

@@ -18,6 +18,7 @@ from proximity.tcas.rightofway import (
     cleared,
     contested_of,
     in_order,
+    landed,
     ordered,
     priority,
     shared_priority,
@@ -102,6 +103,7 @@ def assess(pw: Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRes
         yielding = standing(pw, a, b, base, yielding, contested, facts,
                             {a.id: pa, b.id: pb})
         yielding = ordered(facts, a.id, b.id, yielding)
+        yielding = landed(pw, a, b, base, contested, yielding)
         yielding = in_order(facts, a.id, b.id, yielding)
     elif not (a.remote or b.remote):
         cleared(facts, a.id, b.id)

@@ -5,6 +5,7 @@ region. Every pair of the scan reads through it (the channels' ``Scope``)."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Any
 
 from proximity import gitio
@@ -244,6 +245,20 @@ class Pairwise:
             if fc is not None:
                 total += lines_of_work(fc, region, self.cfg.near_lines)
         return total
+
+    def landed_lines(self, agent: Agent, base: str | None, contested: Contested) -> int:
+        """The agent's committed work in the contested region that a remote's trunk
+        already holds (pushed, or merged there and pushed): committed_lines up to where
+        its HEAD meets that trunk, when that point lies past the pair's base."""
+        if not contested or not agent.head or not base or agent.remote:
+            return 0
+        got = 0
+        for tip in self.repo.trunk_tips():
+            point = self.repo.merge_base(agent.head, tip)
+            if point and point != base and self.repo.merge_base(point, base) == base:
+                got = max(got, self.committed_lines(replace(agent, head=point), base,
+                                                    contested))
+        return got
 
     def agent_edges(self, agent: Agent, ws: WorkingSet) -> list[tuple[str, str]]:
         """Import edges of an agent's changed files, resolved in the reference tree and

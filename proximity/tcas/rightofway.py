@@ -23,6 +23,9 @@ class Work(Protocol):
     def committed_lines(self, agent: Agent, base: str | None, contested: Contested) -> int:
         ...
 
+    def landed_lines(self, agent: Agent, base: str | None, contested: Contested) -> int:
+        ...
+
 
 def lines_of_work(fc: FileChange, region: tuple[Range, ...] | None = None, near: int = 0
                   ) -> int:
@@ -77,6 +80,21 @@ def standing(pw: Work, a: Agent, b: Agent, base: str | None, yielding: str,
     if seq is not None and facts.broke_since is not None and not facts.broke_since(
             holder, set(contested), since, pw.repo.committed_path):
         return told
+    return yielding
+
+
+def landed(pw: Work, a: Agent, b: Agent, base: str | None, contested: Contested,
+           yielding: str) -> str:
+    """Work a remote's trunk holds already is not undone by an advice: when one side's
+    committed work on the contested lines has landed and the other's has not, the other
+    side yields, whatever was told before or would decide (committed counts, who came
+    first). So the main checkout that merged and pushed the holder's lines is never told
+    to yield to the side that must rebase onto them."""
+    la, lb = (pw.landed_lines(x, base, contested) for x in (a, b))
+    if la and not lb:
+        return b.id
+    if lb and not la:
+        return a.id
     return yielding
 
 
