@@ -93,6 +93,15 @@ POLICY_FILES = (".proximity.toml", "pyproject.toml")
 Table = dict[str, object]
 
 
+def _finite(v: float) -> bool:
+    """Whether a number is finite (an integer of thousands of digits is not a setting:
+    math.isfinite cannot even convert it)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 def _coerce(name: str, value: object, default: object) -> object:
     if name == "weights":
         if not isinstance(value, dict):
@@ -102,7 +111,7 @@ def _coerce(name: str, value: object, default: object) -> object:
             if k not in CHANNELS:
                 raise ConfigError(f"[tool.proximity.weights] unknown channel {shown(k)}; "
                                   f"known: {', '.join(CHANNELS)}")
-            if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+            if (not isinstance(v, (int, float)) or isinstance(v, bool) or not _finite(v)
                     or not 0 <= v <= 1):
                 raise ConfigError(f"[tool.proximity.weights] {k} must be a number in [0, 1]")
             out[k] = float(v)
@@ -124,7 +133,7 @@ def _coerce(name: str, value: object, default: object) -> object:
         return value
     if isinstance(default, (int, float)) and not isinstance(default, bool):
         if (not isinstance(value, (int, float)) or isinstance(value, bool)
-                or not math.isfinite(value) or value < 0 or value > MAX_NUMBER):
+                or not _finite(value) or value < 0 or value > MAX_NUMBER):
             raise ConfigError(f"[tool.proximity] {name} must be a finite non-negative number "
                               f"(got {shown(value)})")
         return type(default)(value)
@@ -200,6 +209,9 @@ def _toml(data: bytes | int, where: str) -> Table:
         raise ConfigError(f"{at}: not valid TOML: {e}") from e
     except RecursionError as e:  # (a guard: the nesting is bounded above)
         raise ConfigError(f"{where}: nested too deeply to parse") from e
+    except ValueError as e:  # a value the parser refuses past its syntax: an integer of
+        # thousands of digits (Python's limit on converting them)
+        raise ConfigError(f"{where}: not valid TOML: {str(e).split(';')[0]}") from e
 
 
 def _error_line(message: str, data: bytes) -> int | None:

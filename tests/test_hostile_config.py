@@ -38,6 +38,11 @@ HOSTILE = {
     "deep-header": b"[" + b".".join([b"t"] * 50_000) + b"]\nx = 1\n",
     # a number whose message would quote a structure too deep to print
     "deep-value": b"near_lines = " + b"[" * 30 + b"]" * 30 + b"\n",
+    # integers past Python's limit on converting them (tomllib raised ValueError), and
+    # below it but past any float (math.isfinite raised OverflowError): both took the
+    # guard off in every worktree ("internal error"), doctor and status with it
+    "huge-integer": b"gamma = " + b"9" * 5000 + b"\n",
+    "integer-past-floats": b"[weights]\ntree = " + b"9" * 4000 + b"\n",
 }
 
 
