@@ -13,7 +13,7 @@ import sys
 
 from proximity import __version__, checkargs, owned
 from proximity.errors import FatalError, UsageError
-from proximity.hooks.inputs import HOOK_NAMES, HookCall, parse_hook
+from proximity.hooks.inputs import HOOK_NAMES, HookCall, done_exit, parse_hook
 
 TYPE_CHECKING = False  # (not typing's: a hook never imports typing)
 if TYPE_CHECKING:
@@ -302,7 +302,7 @@ def _command(args: argparse.Namespace) -> int:
     -C DIR check``: no fast path asked the service), any other by the table."""
     _started_in(args)
     if args.command == "hook":
-        return _in_process_hook(HookCall(args.stage, tuple(args.args)))
+        return done_exit(_in_process_hook(HookCall(args.stage, tuple(args.args))))
     if args.command == "check":
         return _in_process_check(checkargs.CheckArgs(args.paths, args.json, args.deny_on,
                                                       args.repo, args.hook, args.merge), None)
@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None, handed: HookCall | None = None,
     if call is not None:
         got = handed if handed is not None else client[0](call) if client else call
         if isinstance(got, int):
-            return got
+            return done_exit(got)
         call = got
     elif check is not None and told is None:
         asked = client[1](check) if client else None
@@ -346,7 +346,7 @@ def main(argv: Sequence[str] | None = None, handed: HookCall | None = None,
     args = None if call is not None or check is not None else build_parser().parse_args(argv)
     try:
         if call is not None:
-            return _in_process_hook(call)
+            return done_exit(_in_process_hook(call))
         if check is not None:
             return _in_process_check(check, told)
         assert args is not None

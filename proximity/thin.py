@@ -58,11 +58,14 @@ def skipped(stage: str) -> bool:
 
 
 def run_hook(argv: list[str]) -> int | inputs.HookCall | None:
-    """`proximity hook NAME ARGS…` (``argv``: NAME ARGS…, from the hook script's boot and
-    the console script): skipped, answered by the service (the exit code), or the call
+    """`proximity hook NAME ARGS…` (``argv``: NAME ARGS…, from the hook script's boot):
+    skipped or answered by the service (the exit code, inputs.done_exit), or the call
     handed to the in-process hook; None: NAME is no hook."""
     call = inputs.parse_hook(argv)
-    return ask_hook(call) if call is not None else None
+    if call is None:
+        return None
+    got = ask_hook(call)
+    return inputs.done_exit(got) if isinstance(got, int) else got
 
 
 def ask_hook(call: inputs.HookCall) -> int | inputs.HookCall:

@@ -6,8 +6,10 @@ installed by `proximity install`.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -1220,11 +1222,17 @@ def test_no_hook_holds_its_callers_pipes_after_git_returns(tmp_path, monkeypatch
 
 
 def test_every_pre_push_that_did_not_judge_says_the_guard_is_off(tmp_path):
-    """An interpreter that fails (exit 1), or none at all: the push goes on, and its line
-    says the guard is off for it, never only that a hook failed."""
+    """An interpreter that fails (exit 1), none at all, or a program that exits 0 without
+    running anything (it passed for a judged "go on", silently): the push goes on, and
+    its line says the guard is off for it, never only that a hook failed; doctor fails
+    the interpreter."""
     main, _ = hooked_repo(tmp_path)
     commit(main)
-    for python in ("/bin/false", "/nonexistent/python3"):
+    d = run(main, sys.executable, "-m", "proximity", "doctor", "--json",
+            env={"PROXIMITY_PYTHON": "/bin/true"})
+    row = next(c for c in json.loads(d.stdout)["checks"] if c["check"] == "hook interpreter")
+    assert row["status"] == "fail" and "/bin/true exited 0" in row["detail"], row
+    for python in ("/bin/false", "/nonexistent/python3", "/bin/true"):
         p = run(main, "git", "push", "-q", "origin", "main",
                 env={"PROXIMITY_PYTHON": python, "PATH": "/usr/bin:/bin"})
         assert p.returncode == 0, p.stderr

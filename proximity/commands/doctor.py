@@ -375,7 +375,13 @@ def add_interpreter(add: Any, hook_path: str) -> None:
             f"({last}); the hooks warn and skip. Install them there, or rerun "
             "`proximity install` from a Python that has them")
         return
-    add("hook interpreter", True, f"{python}: proximity {proc.stdout.strip()}, pygit2 ok")
+    version = proc.stdout.strip()
+    if not version:  # (exit 0 and not a word: /bin/true, a wrapper that ran nothing)
+        add("hook interpreter", False, f"{python} exited 0 without importing proximity (it "
+            "printed no version: no Python that has it); the hooks warn and skip. Set "
+            "PROXIMITY_PYTHON to a Python that has proximity, or unset it")
+        return
+    add("hook interpreter", True, f"{python}: proximity {version}, pygit2 ok")
     recorded = recorded_interpreter(hook_path) or interpreter()
     if _read(hook_path) != script(recorded):
         add("hook script", None, f"{hook_path} is an older proximity hook; rerun "

@@ -184,6 +184,20 @@ def blocked_exit() -> int:
     return code if 0 < code < 126 else 1
 
 
+def done_exit(code: int) -> int:
+    """A hook's exit code as its caller reads it: 0 ("go on") becomes the code the hook
+    script asks for (PROXIMITY_DONE_EXIT), so that it can tell proximity's own "go on"
+    from a program that exited 0 without running it (PROXIMITY_PYTHON=/bin/true would
+    otherwise switch the guard off without a word); every other code is kept."""
+    if code != 0:
+        return code
+    try:
+        done = int(os.environ.get("PROXIMITY_DONE_EXIT", "0"))
+    except ValueError:
+        return 0
+    return done if 0 < done < 126 else 0
+
+
 def allowed() -> bool:
     """PROXIMITY_ALLOW=1: let a blocked commit or push through."""
     return knobs.allow()
