@@ -136,6 +136,23 @@ def test_next_hook_run_delivers_the_inbox(space, capsys):
     assert inbox(b, capsys) == []  # delivered exactly once
 
 
+def test_advice_about_a_collision_that_ended_is_never_delivered(space, capsys):
+    """a's scan posts b a STEER AWAY; before b's next hook, b's edit goes (the pair is
+    judged clear by a recorded scan): the advice is withdrawn, not delivered late (b read
+    "STEER AWAY from 'a'" after the collision was over). Kept in the history."""
+    sp, a, b = ra_space(space)
+    hook(a)  # a's scan posts steer for b
+    posted = inbox(b, capsys, "--all")  # (the history: read, not taken)
+    assert [(m["type"], m["delivered"]) for m in posted] == [("steer", None)]
+    sp.write(b, "f.txt", lines(30))  # b's edit goes: the pair is clear
+    hook(a)
+    capsys.readouterr()
+    hook(b, "post-commit")
+    assert "STEER AWAY" not in capsys.readouterr().err
+    assert inbox(b, capsys) == []
+    assert [m["type"] for m in inbox(b, capsys, "--all")] == ["steer"]
+
+
 def test_inbox_survives_concurrent_writers_and_readers(tmp_path):
     ecm = str(tmp_path / "ecm")
     Ledger(ecm).close()

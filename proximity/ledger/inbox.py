@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from proximity.errors import LedgerBusy
@@ -22,6 +22,9 @@ def _cooling(db: sqlite3.Connection, recipient: str, sender: str, kind: str, now
         "SELECT created, hops FROM inbox WHERE recipient=? AND sender=? AND type=? "
         "ORDER BY id DESC LIMIT 1", (recipient, sender, kind)).fetchone()
     return bool(last and now - last[0] < cooldown_s and hops - last[1] < cooldown_hops)
+
+
+ADVICE = ("transmit", "steer", "hold")  # about a collision; a landing or an order is not
 
 
 class Inbox(LedgerCore):
@@ -61,6 +64,26 @@ class Inbox(LedgerCore):
                 "VALUES (?,?,?,?,?,?)", (recipient, sender, kind, json.dumps(dict(body)), now,
                                          hops))
             return int(cur.lastrowid or 0)
+
+    def withdraw(self, pairs: Collection[tuple[str, str]]) -> int:
+        """Advice not yet delivered about pairs judged clear with both sides read (the
+        collision it was about is over): never delivered (a STEER AWAY read after the other
+        side had switched away, or after one's own work had landed); marked delivered, so
+        the history keeps it. How many. Read without the write lock first: the common case
+        (nothing to withdraw) writes nothing."""
+        if not pairs:
+            return 0
+        over = {(min(p), max(p)) for p in pairs}
+        rows = self.db.execute(
+            "SELECT id, recipient, sender FROM inbox WHERE delivered IS NULL AND type IN "
+            f"({','.join('?' * len(ADVICE))})", ADVICE).fetchall()
+        now = time.time()
+        ids = [(now, int(i)) for i, r, s in rows if (min(r, s), max(r, s)) in over]
+        if ids:
+            with self.tx() as db:
+                db.executemany("UPDATE inbox SET delivered=? WHERE id=? AND delivered IS NULL",
+                               ids)
+        return len(ids)
 
     def take(self, recipient: str) -> list[dict[str, Any]]:
         """Undelivered messages for ``recipient``, marked delivered in the same transaction."""

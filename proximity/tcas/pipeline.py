@@ -102,6 +102,7 @@ def record_risk(ctx: Context, result: Scan) -> None:
     with contextlib.suppress(LedgerError):
         ctx.ledger.add_risk(samples)
         ctx.ledger.release(over)
+        ctx.ledger.withdraw(over)
         ctx.ledger.hold(decisions)
 
 
