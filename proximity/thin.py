@@ -87,6 +87,10 @@ def _hook(call: inputs.HookCall) -> int | inputs.HookCall:
     stage = call.stage
     if not client.enabled() or stage not in STAGES:
         return call
+    # the service runs git with its own limits; a value set here that is out of range is
+    # said all the same, as the in-process path says it (never ignored without a word)
+    knobs.git_timeout()
+    knobs.service_idle(0.0)
     found = where(os.getcwd())
     if found is None:
         return call

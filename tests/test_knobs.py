@@ -36,6 +36,31 @@ def test_a_git_time_limit_out_of_range_is_the_default_and_the_push_is_judged(tmp
     assert len(said) == 1 and "from 1 to 86400" in said[0], p.stderr
 
 
+def test_a_git_time_limit_out_of_range_is_said_when_the_service_judges_too(tmp_path):
+    """With the service answering, the hook's own process runs no git and read no limit:
+    a value out of range went without a word."""
+    from proximity.commands import service as service_cmd
+
+    main, _ = hooked_repo(tmp_path)
+    common = os.path.realpath(main / ".git")
+    env = {"PROXIMITY_SERVICE": "1"}
+    try:
+        r = run(main, PY, "-m", "proximity", "service", "start", "--json", env=env)
+        assert r.returncode == 0, r.stderr
+        _a, b = _conflicting_pair(main, tmp_path)
+        p = run(b, "git", "push", "-q", "origin", "feat/b",
+                env={**env, "PROXIMITY_GIT_TIMEOUT": "nan"})
+        assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+        said = warnings_about(p.stderr, "PROXIMITY_GIT_TIMEOUT")
+        assert len(said) == 1 and "from 1 to 86400" in said[0], p.stderr
+        status = json.loads(run(main, PY, "-m", "proximity", "service", "status", "--json",
+                                env=env).stdout)
+        answered = status["status"]["answered"]  # (the service judged it)
+        assert answered.get("hook", 0) >= 1 and not answered.get("hook_fallback"), answered
+    finally:
+        service_cmd.stop(common, timeout=10.0)
+
+
 @pytest.mark.parametrize("value", ["yes", "true", "2"])
 def test_skip_and_allow_other_than_one_or_zero_keep_the_guard_and_say_so(tmp_path, value):
     main, _ = hooked_repo(tmp_path)
