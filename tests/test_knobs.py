@@ -155,7 +155,8 @@ def test_the_knobs_page_lists_every_variable_the_code_reads():
     code = "".join(p.read_text() for p in (root / "proximity").rglob("*.py"))
     code += (root / "proximity" / "assets" / "proximity-hook").read_text()
     read = set(re.findall(r"PROXIMITY_[A-Z_]+", code))
-    internal = {"PROXIMITY_BLOCKED_EXIT", "PROXIMITY_HOOK_ROOT", "PROXIMITY_HOOK_SCRIPT",
+    internal = {"PROXIMITY_BLOCKED_EXIT", "PROXIMITY_DONE_EXIT", "PROXIMITY_HOOK_ROOT",
+                "PROXIMITY_HOOK_SCRIPT",
                 "PROXIMITY_SYNC_COOKIE", "PROXIMITY_ROOT"}  # set by the hook script itself
     page = (root / "docs" / "configuration.md").read_text()
     missing = sorted(v for v in read - internal if f"`{v}" not in page)
