@@ -141,6 +141,44 @@ def test_a_landing_that_breaks_a_call_on_the_trunk_is_blocked_at_the_push(landed
     assert fixed.returncode == 0, fixed.stderr
 
 
+def test_a_call_written_before_a_rebase_onto_the_changed_definition_is_blocked_at_landing(
+        space, tmp_path):
+    """The other way round: h changes helper() to helper(x) and lands first; a, whose
+    extra.py calls helper() the old way, takes it with a plain `git pull --rebase` (git is
+    clean) and lands. After the rebase the trunk's change is history a's push has, so the
+    two sides of the pair are gone: the call a wrote before the rebase, still in what it
+    pushes, is judged against what the trunk changed since a's old base (it went through,
+    and the trunk's program broke). Made to fit, it lands."""
+    sp: Space = space({"util.py": UTIL, "app.py": APP})
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(sp.main, "remote", "add", "origin", str(remote))
+    git(sp.main, "push", "-q", "origin", "main")
+    assert proximity(sp.main, "install").returncode == 0
+    h, a = sp.wt("h", "h"), sp.wt("a", "a")
+    sp.write(h, "util.py", "def helper(x):\n    return x\n")
+    sp.write(h, "app.py", "from util import helper\n\nhelper(1)\n")
+    sp.commit(h, "helper x")
+    sp.write(a, "extra.py", CALLS)
+    sp.commit(a, "extra")
+    first = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=h, capture_output=True,
+                           text=True, check=False)
+    assert first.returncode == 0, first.stderr
+    pulled = subprocess.run(["git", "pull", "-q", "--rebase", "origin", "main"], cwd=a,
+                            capture_output=True, text=True, check=False)
+    assert pulled.returncode == 0, pulled.stderr
+    own = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=a, capture_output=True,
+                         text=True, check=False)
+    assert own.returncode != 0, own.stderr
+    assert "extra.py:3 no longer binds (missing required 'x')" in own.stderr, own.stderr
+    assert "push blocked: it lands a call" in own.stderr, own.stderr
+    sp.write(a, "extra.py", "from util import helper\n\nhelper(2)\n")
+    sp.commit(a, "extra passes x")
+    fixed = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=a,
+                           capture_output=True, text=True, check=False)
+    assert fixed.returncode == 0, fixed.stderr
+
+
 def test_a_merge_whose_new_calls_still_bind_is_not_objected_to(landed, capsys):
     """a's call fixed to helper(2) before the merge: nothing breaks, nothing is said."""
     sp, _a, _h = landed

@@ -322,3 +322,65 @@ def unbound_between(repo: gitio.Repo, ours: Agent, ref: str, commit: str, what: 
                               f"{what} would leave a call that no longer binds: "
                               f"{text(b.detail, 600)}", ((b.line, b.line),))
             for b in found]
+
+
+MAX_REFLOG = 50  # entries of a branch's reflog read for its last rebase, at most
+
+
+def rebased_from(repo: gitio.Repo, ref: str, sha: str, trunk: str) -> str | None:
+    """The tip the pushed branch had before the rebase that made the history ``sha`` holds
+    (``ref``: the local ref pushed; HEAD is this worktree's branch), when it had work the
+    ``trunk`` commit lacks: read from the branch's reflog, where git writes "rebase
+    (finish): refs/heads/B onto X" (`git pull --rebase` alike). None: no such rebase."""
+    branch = ref if ref.startswith("refs/heads/") else None
+    if ref == "HEAD":
+        here = repo.current().branch
+        branch = f"refs/heads/{here}" if here else None
+    if branch is None:
+        return None
+    try:
+        entries = repo.pg.references[branch].log()
+        for i, e in enumerate(entries):
+            if i >= MAX_REFLOG:
+                return None
+            message = str(e.message or "")
+            if "rebase" not in message or "(finish)" not in message:
+                continue
+            new, before = str(e.oid_new), str(e.oid_old)
+            if set(before) == {"0"} or not (new == sha or repo.is_ancestor(new, sha)):
+                return None  # (the newest rebase made another history: not this push's)
+            return None if repo.is_ancestor(before, trunk) else before
+    except (KeyError, ValueError):
+        return None
+    return None
+
+
+def still_unbound(repo: gitio.Repo, ours: Agent, ref: str, before: str, sha: str, what: str
+                  ) -> list[decision.Conflict]:
+    """The calls the branch wrote before its rebase (its tip then: ``before``) that the
+    trunk (``ours``) changed the definition of since, and that the pushed commit ``sha``
+    still makes, line for line: after the rebase the trunk's change is history the push
+    has, so the pair the scan judged before it is gone, and git merged cleanly."""
+    tree = repo.commit_tree(sha)
+    old_tree = repo.commit_tree(before)
+    kept: list[decision.Conflict] = []
+    lines: dict[tuple[str, str], set[bytes]] = {}
+    for c in unbound_between(repo, ours, ref, before, what):
+        if c.evidence != "symbol" or not c.ranges:
+            continue
+        had = _line(repo, old_tree, c.path, c.ranges[0][0])
+        key = (tree, c.path)
+        if key not in lines:
+            oid = repo.blob_id_at(tree, c.path)
+            lines[key] = {ln.strip() for ln in repo.blob(oid).splitlines()} if oid else set()
+        if had and had in lines[key]:
+            kept.append(c._replace(detail=f"{c.detail} (written before the rebase onto it, "
+                                          "and pushed as written)"))
+    return kept
+
+
+def _line(repo: gitio.Repo, tree: str, path: str, n: int) -> bytes | None:
+    """Line ``n`` (1-based) of ``path`` in ``tree``, stripped; None when there is none."""
+    oid = repo.blob_id_at(tree, path)
+    got = repo.blob(oid).splitlines() if oid else []
+    return got[n - 1].strip() or None if 0 < n <= len(got) else None

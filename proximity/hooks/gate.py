@@ -153,9 +153,11 @@ def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str
     remote's commit (``old``) and the pushed one judged by the scan's symbol channel, as
     `check --merge` judges a merge -- chiefly a call the trunk has that the pushed change
     breaks (a `git pull --rebase`, then a push: git merges cleanly, the program breaks).
-    After a rebase the trunk's own change is history the push has: calls the push adds
-    to it are not told apart here. Nothing when the remote's commit is not here (not
-    fetched) or the symbol evidence cannot be read: the pairs still judge."""
+    After a rebase the trunk's own change is history the push has: the calls the branch
+    wrote before it (its reflog's tip then) are judged against the trunk's change since
+    its old base, where the pushed commit still makes them (calls.still_unbound). Nothing
+    when the remote's commit is not here (not fetched) or the symbol evidence cannot be
+    read: the pairs still judge."""
     if not old or set(old) == {"0"}:
         return []
     what = (f"landing {text(ref.removeprefix('refs/heads/'))} on "
@@ -163,9 +165,12 @@ def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str
     try:  # (the remote's commit not fetched: KeyError)
         remote = Agent("remote", "", None, old, old, ctx.repo.commit_tree(old))
         found = calls.unbound_between(ctx.repo, remote, ref, sha, what)
+        before = calls.rebased_from(ctx.repo, ref, sha, old)
+        if before is not None:
+            found += calls.still_unbound(ctx.repo, remote, ref, before, sha, what)
     except (KeyError, ValueError, FatalError):
         return []
-    return [(c.detail, c.level == decision.RA) for c in found]
+    return list({c.detail: (c.detail, c.level == decision.RA) for c in found}.values())
 
 
 def warm_up(ctx: workspace.Context) -> None:
