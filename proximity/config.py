@@ -147,7 +147,15 @@ def shown(value: object) -> str:
     long or deeply nested it is (a file is data a branch provides)."""
     import reprlib
 
-    r = reprlib.Repr()
+    class Short(reprlib.Repr):
+        def repr_int(self, x: int, level: int) -> str:
+            # (a hexadecimal one of 5,000 digits parses; its decimal form is past Python's
+            # limit on converting it, and quoting it raised)
+            if x.bit_length() > 256:
+                return f"<an integer of {x.bit_length()} bits>"
+            return super().repr_int(x, level)
+
+    r = Short()
     r.maxstring, r.maxother, r.maxlevel, r.maxlist, r.maxdict = 60, 60, 2, 4, 4
     return r.repr(value)
 

@@ -43,6 +43,10 @@ HOSTILE = {
     # guard off in every worktree ("internal error"), doctor and status with it
     "huge-integer": b"gamma = " + b"9" * 5000 + b"\n",
     "integer-past-floats": b"[weights]\ntree = " + b"9" * 4000 + b"\n",
+    # past the limit in decimal only: parsed, and quoting it in the warning raised
+    "hex-integer": b"gamma = 0x" + b"f" * 5000 + b"\n",
+    "octal-in-a-list": b"retain_events = [0o" + b"7" * 6000 + b"]\n",
+    "binary-integer": b"hub_degree = 0b" + b"1" * 20000 + b"\n",
 }
 
 
