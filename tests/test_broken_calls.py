@@ -141,14 +141,21 @@ def test_a_landing_that_breaks_a_call_on_the_trunk_is_blocked_at_the_push(landed
     assert fixed.returncode == 0, fixed.stderr
 
 
+@pytest.mark.parametrize("service", ["0", "1"])
 def test_a_call_written_before_a_rebase_onto_the_changed_definition_is_blocked_at_landing(
-        space, tmp_path):
+        space, tmp_path, monkeypatch, service):
     """The other way round: h changes helper() to helper(x) and lands first; a, whose
     extra.py calls helper() the old way, takes it with a plain `git pull --rebase` (git is
     clean) and lands. After the rebase the trunk's change is history a's push has, so the
     two sides of the pair are gone: the call a wrote before the rebase, still in what it
     pushes, is judged against what the trunk changed since a's old base (it went through,
-    and the trunk's program broke). Made to fit, it lands."""
+    and the trunk's program broke). Made to fit, it lands. Judged alike by the resident
+    service, which runs in the main checkout (it read the main checkout's branch as the
+    one HEAD pushed, and let the call land)."""
+    from test_thin import stop
+
+    from proximity.commands import service as service_cmd
+
     sp: Space = space({"util.py": UTIL, "app.py": APP})
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
@@ -161,22 +168,31 @@ def test_a_call_written_before_a_rebase_onto_the_changed_definition_is_blocked_a
     sp.commit(h, "helper x")
     sp.write(a, "extra.py", CALLS)
     sp.commit(a, "extra")
-    first = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=h, capture_output=True,
-                           text=True, check=False)
-    assert first.returncode == 0, first.stderr
-    pulled = subprocess.run(["git", "pull", "-q", "--rebase", "origin", "main"], cwd=a,
-                            capture_output=True, text=True, check=False)
-    assert pulled.returncode == 0, pulled.stderr
-    own = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=a, capture_output=True,
-                         text=True, check=False)
-    assert own.returncode != 0, own.stderr
-    assert "extra.py:3 no longer binds (missing required 'x')" in own.stderr, own.stderr
-    assert "push blocked: it lands a call" in own.stderr, own.stderr
-    sp.write(a, "extra.py", "from util import helper\n\nhelper(2)\n")
-    sp.commit(a, "extra passes x")
-    fixed = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=a,
-                           capture_output=True, text=True, check=False)
-    assert fixed.returncode == 0, fixed.stderr
+    common = str(sp.main / ".git")
+    monkeypatch.setenv("PROXIMITY_SERVICE", service)
+    monkeypatch.setenv("PROXIMITY_SERVICE_IDLE", "60")
+    try:
+        if service == "1":
+            assert service_cmd.start(common)
+        first = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=h,
+                               capture_output=True, text=True, check=False)
+        assert first.returncode == 0, first.stderr
+        pulled = subprocess.run(["git", "pull", "-q", "--rebase", "origin", "main"], cwd=a,
+                                capture_output=True, text=True, check=False)
+        assert pulled.returncode == 0, pulled.stderr
+        own = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=a,
+                             capture_output=True, text=True, check=False)
+        assert own.returncode != 0, own.stderr
+        assert "extra.py:3 no longer binds (missing required 'x')" in own.stderr, own.stderr
+        assert "push blocked: it lands a call" in own.stderr, own.stderr
+        sp.write(a, "extra.py", "from util import helper\n\nhelper(2)\n")
+        sp.commit(a, "extra passes x")
+        fixed = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=a,
+                               capture_output=True, text=True, check=False)
+        assert fixed.returncode == 0, fixed.stderr
+    finally:
+        if service == "1":
+            stop(common)
 
 
 def test_a_merge_whose_new_calls_still_bind_is_not_objected_to(landed, capsys):

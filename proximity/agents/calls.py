@@ -327,17 +327,11 @@ def unbound_between(repo: gitio.Repo, ours: Agent, ref: str, commit: str, what: 
 MAX_REFLOG = 50  # entries of a branch's reflog read for its last rebase, at most
 
 
-def rebased_from(repo: gitio.Repo, ref: str, sha: str, trunk: str) -> str | None:
-    """The tip the pushed branch had before the rebase that made the history ``sha`` holds
-    (``ref``: the local ref pushed; HEAD is this worktree's branch), when it had work the
-    ``trunk`` commit lacks: read from the branch's reflog, where git writes "rebase
-    (finish): refs/heads/B onto X" (`git pull --rebase` alike). None: no such rebase."""
-    branch = ref if ref.startswith("refs/heads/") else None
-    if ref == "HEAD":
-        here = repo.current().branch
-        branch = f"refs/heads/{here}" if here else None
-    if branch is None:
-        return None
+def rebased_from(repo: gitio.Repo, branch: str, sha: str, trunk: str) -> str | None:
+    """The tip the pushed ``branch`` (a full ref) had before the rebase that made the
+    history ``sha`` holds, when it had work the ``trunk`` commit lacks: read from the
+    branch's reflog, where git writes "rebase (finish): refs/heads/B onto X" (`git pull
+    --rebase` alike). None: no such rebase."""
     try:
         entries = repo.pg.references[branch].log()
         for i, e in enumerate(entries):

@@ -138,7 +138,9 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
         posted += landed(ctx, lands, [r for _, r in results], remote)
     # (a push already blocked for the work it must yield to needs no more reasons: the
     # calls are judged when it may land)
-    breaks = () if must_yield else tuple(b for push in onto_trunk for b in unbound(ctx, *push))
+    here = me.branch if me is not None else None
+    breaks = () if must_yield else tuple(b for push in onto_trunk
+                                         for b in unbound(ctx, *push, here=here))
     return Verdict(notes=tuple(notes), texts=tuple(texts), yielding=who,
                    must_yield=tuple(must_yield), breaks=breaks,
                    posted=frozenset(int(m["id"]) for m in posted
@@ -146,8 +148,8 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                    graph_deferred=result.graph_deferred, unjudged=unjudged)
 
 
-def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str
-            ) -> list[tuple[str, bool]]:
+def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str,
+            here: str | None = None) -> list[tuple[str, bool]]:
     """What a push onto the integration branch (``to``: the remote's trunk, or the branch
     the main checkout holds) leaves unbound there, as (words, an RA): git's merge of the
     remote's commit (``old``) and the pushed one judged by the scan's symbol channel, as
@@ -157,7 +159,8 @@ def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str
     wrote before it (its reflog's tip then) are judged against the trunk's change since
     its old base, where the pushed commit still makes them (calls.still_unbound). Nothing
     when the remote's commit is not here (not fetched) or the symbol evidence cannot be
-    read: the pairs still judge."""
+    read: the pairs still judge. ``here``: the pushing worktree's branch (what a push of
+    HEAD pushes; the service judging it runs in another checkout)."""
     if not old or set(old) == {"0"}:
         return []
     what = (f"landing {text(ref.removeprefix('refs/heads/'))} on "
@@ -165,7 +168,9 @@ def unbound(ctx: workspace.Context, ref: str, sha: str, old: str, to: str
     try:  # (the remote's commit not fetched: KeyError)
         remote = Agent("remote", "", None, old, old, ctx.repo.commit_tree(old))
         found = calls.unbound_between(ctx.repo, remote, ref, sha, what)
-        before = calls.rebased_from(ctx.repo, ref, sha, old)
+        branch = ref if ref.startswith("refs/heads/") else (
+            f"refs/heads/{here}" if ref == "HEAD" and here else None)
+        before = calls.rebased_from(ctx.repo, branch, sha, old) if branch else None
         if before is not None:
             found += calls.still_unbound(ctx.repo, remote, ref, before, sha, what)
     except (KeyError, ValueError, FatalError):
