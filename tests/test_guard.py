@@ -530,3 +530,20 @@ def test_the_side_told_to_yield_buys_nothing_by_committing_more(space, scan_json
     assert p["yielding"] == "b"  # still
     # a gives its claim up (reverts): the decision is made again
     assert _revert_and_redo(sp, a, scan_json, capsys)["yielding"] == "a"
+
+
+def test_a_push_of_head_names_the_worktrees_branch_to_the_other_side(tmp_path):
+    """`git push origin HEAD:feat/b`: the pushed ref is HEAD, the line of work is feat/b;
+    the other side read "HOLD COURSE from 'wt-b' (branch HEAD)"."""
+    import json
+
+    main, _remote = make_repo(tmp_path, "cooldown_seconds = 0\ncooldown_hops = 0\n",
+                              ".proximity.toml")  # (every judgement tells again)
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main, check=True,
+                   capture_output=True)
+    a, b, _ra, _rb = collide(main, tmp_path)
+    pb = run(b, "git", "push", "-q", "origin", "HEAD:feat/b")
+    assert pb.returncode != 0 and "push blocked" in pb.stderr, pb.stderr
+    got = run(a, sys.executable, "-m", "proximity", "inbox", "--json", "--all")
+    told = [m["body"] for m in json.loads(got.stdout)["messages"] if m["from"] == "wt-b"]
+    assert told and told[0].get("branch") == "feat/b", told  # (the newest: the push's)

@@ -128,7 +128,8 @@ def pushed_state(ctx: workspace.Context, me: Agent, ref: str, sha: str) -> Agent
     pairs' channel results are found by their key instead of computed again (git's merge
     of two states is the same from the snapshot commit as from the commit: same tree,
     same merge bases). Right-of-way is still computed from this HEAD."""
-    branch = ref.removeprefix("refs/heads/") or me.branch
+    # (a push of HEAD, or of a commit by name, is the worktree's branch: "HEAD" is none)
+    branch = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else me.branch
     tree = ctx.repo.commit_tree(sha)
     if me.error is None and me.head == sha and me.tree == tree and me.snapshot:
         return replace(me, branch=branch)
