@@ -369,3 +369,23 @@ def test_a_push_by_url_onto_the_remotes_trunk_lands_too(tmp_path):
     landed = run(x, "git", "push", url, "HEAD:main")
     assert landed.returncode == 0, landed.stderr
     told_then_cleared(y, by="x", remote=url)
+
+
+def inbox_of(where: Path, *extra: str) -> list[dict]:  # type: ignore[type-arg]
+    got = run(where, sys.executable, "-m", "proximity", "inbox", "--json", *extra)
+    return json.loads(got.stdout)["messages"]  # type: ignore[no-any-return]
+
+
+def test_advice_that_a_landing_reversed_is_withdrawn(tmp_path):
+    """y, told to yield to x, lands its work on the trunk anyway (PROXIMITY_ALLOW=1): the
+    trunk holds y's lines now, so x yields to them, and the HOLD COURSE x had not read yet
+    is withdrawn (x read "HOLD COURSE from 'y'" after it had become the side to yield)."""
+    main, x, y = held(tmp_path)
+    waiting = [m for m in inbox_of(x, "--all") if m["delivered"] is None]
+    assert [m["type"] for m in waiting if m["from"] == "y"] == ["hold"], waiting
+    over = run(y, "git", "push", "origin", "y:main", env={"PROXIMITY_ALLOW": "1"})
+    assert over.returncode == 0, over.stderr
+    scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
+    p = pair(scan, "x", "y")
+    assert p["advisory"] == "resolution" and p["yielding"] == "x", p
+    assert not [m for m in inbox_of(x) if m["type"] == "hold" and m["from"] == "y"]

@@ -65,20 +65,26 @@ class Inbox(LedgerCore):
                                          hops))
             return int(cur.lastrowid or 0)
 
-    def withdraw(self, pairs: Collection[tuple[str, str]]) -> int:
-        """Advice not yet delivered about pairs judged clear with both sides read (the
-        collision it was about is over): never delivered (a STEER AWAY read after the other
-        side had switched away, or after one's own work had landed); marked delivered, so
-        the history keeps it. How many. Read without the write lock first: the common case
-        (nothing to withdraw) writes nothing."""
-        if not pairs:
+    def withdraw(self, pairs: Collection[tuple[str, str]],
+                 yields: Collection[tuple[str, str]] = ()) -> int:
+        """Advice not yet delivered that no longer holds, never delivered; marked
+        delivered, so the history keeps it. ``pairs``: judged clear with both sides read
+        (the collision it was about is over: a STEER AWAY read after the other side had
+        switched away, or after one's own work had landed); ``yields``: (yielding, holder)
+        as decided now, which ends the opposite advice (a HOLD COURSE to the side that
+        now yields, once the other's work landed over it). How many. Read without the
+        write lock first: the common case (nothing to withdraw) writes nothing."""
+        if not pairs and not yields:
             return 0
         over = {(min(p), max(p)) for p in pairs}
+        # (recipient, sender, type) of advice the decisions now contradict
+        flipped = {(y, h, "hold") for y, h in yields} | {(h, y, "steer") for y, h in yields}
         rows = self.db.execute(
-            "SELECT id, recipient, sender FROM inbox WHERE delivered IS NULL AND type IN "
+            "SELECT id, recipient, sender, type FROM inbox WHERE delivered IS NULL AND type IN "
             f"({','.join('?' * len(ADVICE))})", ADVICE).fetchall()
         now = time.time()
-        ids = [(now, int(i)) for i, r, s in rows if (min(r, s), max(r, s)) in over]
+        ids = [(now, int(i)) for i, r, s, t in rows
+               if (min(r, s), max(r, s)) in over or (r, s, t) in flipped]
         if ids:
             with self.tx() as db:
                 db.executemany("UPDATE inbox SET delivered=? WHERE id=? AND delivered IS NULL",

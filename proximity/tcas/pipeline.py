@@ -102,7 +102,8 @@ def record_risk(ctx: Context, result: Scan) -> None:
     with contextlib.suppress(LedgerError):
         ctx.ledger.add_risk(samples)
         ctx.ledger.release(over)
-        ctx.ledger.withdraw(over)
+        ctx.ledger.withdraw(over, [(y, b if y == a else a)
+                                   for (a, b), (y, *_rest) in decisions.items()])
         ctx.ledger.hold(decisions)
 
 
