@@ -158,3 +158,10 @@ def test_a_remote_named_by_a_relative_path_is_reached_from_every_worktree(tmp_pa
         assert r.returncode == 0, r.stderr
     id1 = (m1 / ".git" / "ecm" / "machine-id").read_text().strip()
     assert f"{id1}/m1-a" in agent_ids(scan(m2))
+    # a worktree one level deeper: git reads the path from there and finds nothing; sync
+    # says so (it blamed the remote: "did not take refs/ecm/*")
+    deep = tmp_path / "deeper" / "m1-d"
+    git(m1, "worktree", "add", "-q", "-b", "feat/d", str(deep))
+    r = cli("sync", "-C", str(deep))
+    assert r.returncode != 0 and "relative path '../remote.git'" in r.stderr, r.stderr
+    assert "did not take" not in r.stderr

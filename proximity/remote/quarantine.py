@@ -194,17 +194,25 @@ def _quote(path: str) -> str:
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _source(ctx: Context, remote: str) -> str:
-    """What the quarantine fetches from for ``remote``: the remote itself, or, when its URL
-    is a relative path (``../shared.git``), that path as git reads it in this worktree,
-    made absolute (the quarantine is elsewhere: the name would find another directory)."""
+def relative_url(ctx: Context, remote: str) -> tuple[str, str] | None:
+    """(its URL, the path git reads it as in this worktree: from the worktree's top) when
+    ``remote``'s URL is a relative path (``../shared.git``); None for a URL, an absolute
+    path, host:path, or a remote with no URL of its own."""
     proc = gitio.git(["config", "--get", f"remote.{remote}.url"], cwd=ctx.repo.here,
                      ok=(0, 1))
     url = proc.stdout.decode(*_RAW).rstrip("\n")
     head = url.split("/", 1)[0]
     if not url or os.path.isabs(url) or "://" in url or ":" in head:
-        return remote  # a URL, an absolute path, host:path, or no URL of its own
-    return os.path.join(ctx.repo.workdir, url)
+        return None
+    return url, os.path.normpath(os.path.join(ctx.repo.workdir, url))
+
+
+def _source(ctx: Context, remote: str) -> str:
+    """What the quarantine fetches from for ``remote``: the remote itself, or, when its URL
+    is a relative path, that path as git reads it in this worktree, made absolute (the
+    quarantine is elsewhere: the name would find another directory)."""
+    rel = relative_url(ctx, remote)
+    return rel[1] if rel is not None else remote
 
 
 def _fetch_into(q: str, source: str, remote: str, limit: int,

@@ -235,6 +235,13 @@ def sync(ctx: Context, remote: str | None, prune: bool = False,
     gitio.require_git()
     step = say or (lambda _s: None)
     remote = chosen_remote(ctx, remote)
+    rel = quarantine.relative_url(ctx, remote)
+    if rel is not None and not os.path.exists(rel[1]):
+        raise FatalError(
+            f"the remote {remote!r} is the relative path {rel[0]!r}, which git reads from "
+            f"this worktree's top as {rel[1]}: nothing is there (a worktree elsewhere than "
+            f"the one it was written for); give it an absolute URL (`git remote set-url "
+            f"{remote} …`)")
     machine = machine_id(ctx)
     t0 = time.perf_counter()
     step("snapshotting the worktrees")
