@@ -162,6 +162,23 @@ def test_a_bad_interpreter_setting_is_named_when_the_fallback_works(tmp_path):
     assert any(e["kind"] == "commit" for e in events(main))
 
 
+def test_the_last_fallback_is_named_too(tmp_path):
+    """Neither the interpreter set nor python3 has proximity; the `proximity` command on
+    PATH runs the hook: said, as the python3 fallback is (it ran without a word, after a
+    line saying python3 was used)."""
+    main, _ = hooked_repo(tmp_path)
+    bin_ = tmp_path / "bin"
+    shim(bin_, "python3", f'exec {PY} -S -I "$@"')  # a python3 without the package
+    shim(bin_, "proximity", f'exec {PY} -m proximity "$@"')
+    env = {"PROXIMITY_PYTHON": "/nonexistent/python3",
+           "PATH": f"{bin_}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+    r = commit(main, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "cannot run proximity; using the proximity command on PATH" in r.stderr, r.stderr
+    assert "git goes on" not in r.stderr  # the fallback ran the hook
+    assert any(e["kind"] == "commit" for e in events(main))
+
+
 def test_skip_starts_no_python_and_a_hook_starts_it_once(tmp_path):
     main, _ = hooked_repo(tmp_path)
     bin_ = tmp_path / "bin"
