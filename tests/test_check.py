@@ -1542,3 +1542,21 @@ def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     assert "git stash push -- PATH" in shown
     assert main(["inbox", "-C", str(c)]) == 0
     assert "GOES FIRST" not in capsys.readouterr().out  # (c goes on over nobody's lines)
+
+
+def test_a_siblings_change_of_a_file_past_the_read_limit_is_judged_whole(space, capsys):
+    """A tracked text file past what the check reads whole (scratch.MAX_READ): a
+    sibling's change of one line is a change of the whole file, found by comparing the
+    file with its base in pieces, and said so (the check read it whole, with git's diff
+    of it: 20 s and 900 MB for 150 MB)."""
+    row = "x" * 70 + "\n"
+    big = "".join(f"{i:08d} {row}" for i in range((scratch.MAX_READ // 80) + 1000))
+    assert len(big) > scratch.MAX_READ
+    sp = space({"big.txt": big, "small.txt": lines(5)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "big.txt", big.replace(f"00000010 {row}", "changed by b\n", 1))
+    rc, out = run_check(a, "big.txt:400000", capsys=capsys)
+    assert rc == 1 and out["decision"] == "deny", out
+    assert "too large to compare by lines" in out["reason"], out
+    rc, out = run_check(b, "big.txt:5", capsys=capsys)  # a has not changed it
+    assert rc == 0 and out["decision"] == "allow", out

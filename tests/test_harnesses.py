@@ -429,3 +429,39 @@ def test_docs_set_up_every_harness_with_its_own_hook(tmp_path):
     codex = tomllib.loads(next(b for k, b in blocks if k == "toml"))["hooks"]
     assert codex["PreToolUse"][0]["hooks"][0]["command"] == "proximity check --hook codex"
 
+
+
+def test_a_huge_file_an_edit_names_is_never_read_whole(pair, tmp_path):
+    """An Edit naming a file of gigabytes (a sparse 3 GiB log, in the worktree or
+    anywhere else): answered without reading it (the hook read it whole: 4-6 GB resident
+    and 20-37 s, past the harness's own time limit). In the worktree it is judged as the
+    whole file, unread; outside every repository it is not judged. The peak is read by a
+    process of its own around the hook's (its children's largest resident set)."""
+    _sp, a, _b = pair
+    inside, outside = a / "huge.log", tmp_path / "elsewhere" / "huge.log"
+    outside.parent.mkdir()
+    for f in (inside, outside):
+        with open(f, "wb") as out:
+            out.truncate(3 << 30)
+    measure = ("import resource, subprocess, sys\n"
+               "p = subprocess.run(sys.argv[1:], stdin=sys.stdin, capture_output=True)\n"
+               "sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+               " + '\\n' + p.stdout.decode())\n"
+               "sys.exit(p.returncode)\n")
+    try:
+        for f in (inside, outside):
+            event = {"session_id": "s", "cwd": str(a), "hook_event_name": "PreToolUse",
+                     "tool_name": "Edit", "tool_input": {"file_path": str(f),
+                                                         "old_string": "a",
+                                                         "new_string": "b"}}
+            proc = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m",
+                                   "proximity", "check", "--hook", "claude"],
+                                  input=json.dumps(event), capture_output=True, text=True,
+                                  cwd=a, timeout=120, check=False)
+            assert proc.returncode == 0, proc.stderr
+            rss, reply = proc.stdout.split("\n", 1)
+            assert int(rss) < 1 << 20, rss  # KiB: under 1 GiB, never the file's 3 GiB
+            assert "permissionDecision" not in reply, reply  # no sibling works there
+    finally:
+        inside.unlink()
+        outside.unlink()

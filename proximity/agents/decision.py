@@ -143,10 +143,13 @@ def evidence(side: Side) -> list[Conflict]:
             out.append(Conflict(side.agent, side.branch, side.path, tuple(h.base for h in hit),
                                 hunks.excerpt(hit) or ("(a file made a link, or a link "
                                                        "a file)" if d.retyped else
+                                                       "(a file too large to compare by "
+                                                       "lines)" if d.large else
                                                        "(binary change)"), RA, "conflict",
                                 f"{who} changed {path}"
                                 + (" from a file to a link or back: git's merge stops at "
                                    "'distinct types'" if d.retyped else
+                                   " (too large to compare by lines)" if d.large else
                                    " (binary)" if theirs is None else "")
                                 + f"; an edit of "
                                 f"{_lines(side.requested)} would conflict at merge"))

@@ -9,8 +9,14 @@ import difflib
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from proximity.agents.scratch import read_bytes
+from proximity.agents.scratch import MAX_READ, TooLarge, read_capped
 from proximity.model import Range
+
+
+def _target(path: str) -> bytes | TooLarge | None:
+    """A file an edit targets, read to place the edit; past MAX_READ its size: the edit is
+    judged as the whole file, unread (a path an agent names may be a log of gigabytes)."""
+    return read_capped(path, MAX_READ)
 
 
 class Edit(NamedTuple):
@@ -53,9 +59,10 @@ def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
 
 
 def read_text(path: str) -> str | None:
-    """The file as text, its line ends made "\n" as a harness shows them."""
-    data = read_bytes(path)
-    return None if data is None else _decoded(data, False)[0]
+    """The file as text, its line ends made "\n" as a harness shows them (None: no file,
+    or one past MAX_TARGET)."""
+    data = _target(path)
+    return None if data is None or isinstance(data, TooLarge) else _decoded(data, False)[0]
 
 
 def _decoded(data: bytes, raw: bool) -> tuple[str, bool]:
@@ -138,7 +145,9 @@ def edits_of(path: str, edits: Sequence[tuple[str, str, bool]]) -> Edit:
     replaces, and the file it leaves. A file that does not exist is made by an edit of an
     empty old_string (the whole file); any other edit of it, and one whose text is nowhere
     in the file, the harness refuses itself (``unplaced``)."""
-    data = read_bytes(path)  # (once: each reading below is of these bytes)
+    data = _target(path)  # (once: each reading below is of these bytes)
+    if isinstance(data, TooLarge):
+        return Edit(path, None, None)  # (the whole file, unread)
     if data is None:
         if edits and not edits[0][0]:
             return Edit(path, None, edits[0][1] if len(edits) == 1 else None)
@@ -166,7 +175,10 @@ def write_of(path: str, content: object) -> list[Edit]:
     a new file; nothing when the content is the same."""
     if not isinstance(content, str):
         return [Edit(path, None, None)]
-    current = read_text(path)
+    data = _target(path)
+    if isinstance(data, TooLarge):
+        return [Edit(path, None, None)]  # (the whole file, unread)
+    current = None if data is None else _decoded(data, False)[0]
     if current is None:
         return [Edit(path, None, content)]  # a new file: all of it is the edit
     changed = written_lines(current, content)

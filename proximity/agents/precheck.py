@@ -190,6 +190,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     buffers = unsaved.listing(repo.ecm_dir)
     typed: set[str] = set()  # requested paths this worktree holds in an unsaved buffer
     read: dict[str, bytes | None] = {}  # the files read, by path
+    large: set[str] = set()  # files past scratch.MAX_READ: never read whole
     for key, wpath, base in sides + [(SAVED, me.path, b or None) for b in distinct]:
         for p in paths:
             if key == SAVED and p not in typed:
@@ -210,7 +211,16 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                                                                        retyped=True)
                 continue
             if live not in read:  # (this worktree's file: once, whatever the bases)
-                read[live] = read_bytes(live)
+                whole = scratch.read_capped(live, scratch.MAX_READ)
+                if isinstance(whole, scratch.TooLarge):
+                    large.add(live)
+                read[live] = None if isinstance(whole, scratch.TooLarge) else whole
+            if live in large and not scratch.outside(wpath, live, rel):
+                # compared with its base in pieces; a change is one of the whole file
+                if not scratch.same_content(live, base_blob[base, p]):
+                    diffs.setdefault((key, base), {})[p] = hunks.FileDiff((), binary=True,
+                                                                           large=True)
+                continue
             data = raw = read[live]
             if data is None or scratch.outside(wpath, live, rel):  # (a FIFO, a device, a
                 data = raw = None  # directory linked out of the worktree: read as gone)

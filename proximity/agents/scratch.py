@@ -137,17 +137,56 @@ def _tidy(d: str) -> None:
                 os.unlink(path)
 
 
-def read_bytes(path: str) -> bytes | None:
+# a file the check reads whole, at most: past it a file is compared with its base by
+# streaming and judged at the file level (a path may be a log of gigabytes)
+MAX_READ = 32 << 20
+
+
+class TooLarge(int):
+    """The size of a regular file past the limit it was read with (it was not read)."""
+
+
+def same_content(path: str, blob: bytes | None) -> bool:
+    """Whether the file at ``path`` holds exactly ``blob`` (None: none), read in pieces
+    and never whole: a size that differs answers at once."""
+    if blob is None:
+        return False
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size != len(blob):
+                return False
+            at = 0
+            while piece := f.read(1 << 20):
+                if blob[at:at + len(piece)] != piece:
+                    return False
+                at += len(piece)
+            return at == len(blob)
+    except OSError:
+        return False
+
+
+def read_bytes(path: str, limit: int | None = None) -> bytes | None:
     """A regular file's bytes; None when it cannot be read, or is no regular file: a FIFO
     or a device (a sibling's, or a link to one) has no content git would read, and reading
-    it could wait for ever or never end."""
+    it could wait for ever or never end. ``limit``: past it, its size (TooLarge) instead
+    of its bytes."""
+    got = read_capped(path, limit)
+    return None if isinstance(got, TooLarge) else got
+
+
+def read_capped(path: str, limit: int | None) -> bytes | TooLarge | None:
+    """read_bytes, telling a file over ``limit`` bytes apart: its size, never its bytes (a
+    path an agent names may be a log of gigabytes, anywhere)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return None
+        if limit is not None and st.st_size > limit:
+            return TooLarge(st.st_size)
         with os.fdopen(fd, "rb") as f:
             fd = -1  # (closed with f)
             return f.read()

@@ -51,6 +51,7 @@ class FileDiff(NamedTuple):
     new_file: bool = False
     deleted: bool = False
     retyped: bool = False  # a file made a link or a link a file (git merges no lines there)
+    large: bool = False  # past what the check reads whole: compared whole, no lines (binary)
 
     @property
     def changed(self) -> bool:
