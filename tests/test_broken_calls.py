@@ -247,6 +247,20 @@ def test_a_new_call_to_a_function_a_live_sibling_changed_is_asked_with_its_signa
     assert write(a, "extra.py", "from util import helper\n\nhelper(2)\n")[0] == "allow"
 
 
+def test_a_siblings_unrecorded_signature_is_read_in_process_as_the_service_reads_it(live):
+    """h changes helper() again on disk and records nothing: judged in process (no
+    service), the check reads h's files as they are now, as the service's watcher does
+    (in process it read h's last recorded state only: "the same answers, only slower"
+    did not hold)."""
+    sp, a, h = live
+    recorded = (h / "util.py").read_text()
+    assert "def scale(n, k=1):" in recorded  # (scale(3) binds to what was recorded)
+    sp.write(h, "util.py", recorded.replace("def scale(n, k=1):", "def scale(n, k):"))
+    said, why = write(a, "extra.py", "from util import scale\n\nscale(3)\n")
+    assert said == "ask", why
+    assert "missing required 'k'" in why, why
+
+
 def test_a_siblings_committed_signature_counts_as_its_live_one(live):
     """h commits its helper(x) (the commit hook records it): the same ask."""
     sp, a, h = live

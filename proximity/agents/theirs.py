@@ -15,7 +15,7 @@ from proximity.agents.kept import BASES, TREE_DIFFS, USES, remember
 from proximity.agents.scratch import read_bytes
 from proximity.agents.standing import open_ledger
 from proximity.analysis.languages import registry
-from proximity.errors import LedgerError
+from proximity.errors import FatalError, LedgerError
 from proximity.ledger import Ledger
 from proximity.model import Agent, Range
 
@@ -25,10 +25,14 @@ LIVE: Callable[[str], Mapping[str, tuple[str | None, str]]] | None = None
 
 
 def recorded_trees(ledger: Ledger | None, repo: gitio.Repo,
-                   siblings: Sequence[gitio.WorktreeInfo]) -> dict[str, str]:
+                   siblings: Sequence[gitio.WorktreeInfo], now: bool = False
+                   ) -> dict[str, str]:
     """Each sibling's working tree as the resident service keeps it (its watcher sees
-    every save, recorded or not), else as last recorded, else its HEAD."""
-    kept = LIVE(repo.common) if LIVE is not None else {}
+    every save, recorded or not); in process with ``now``, as it is on disk now
+    (snapshotted as a scan does: the service's answer, only slower); else as last
+    recorded, else its HEAD."""
+    kept = LIVE(repo.common) if LIVE is not None else (
+        _snapshots(repo, siblings) if now else {})
     out = {}
     for w in siblings:
         live = kept.get(w.id)
@@ -44,6 +48,23 @@ def recorded_trees(ledger: Ledger | None, repo: gitio.Repo,
         out[w.id] = ev.tree if ev is not None and ev.tree and ev.head == w.head \
             else w.head or gitio.EMPTY_TREE
     return out
+
+
+def _snapshots(repo: gitio.Repo, siblings: Sequence[gitio.WorktreeInfo]
+               ) -> dict[str, tuple[str | None, str]]:
+    """The siblings' working trees now (git's work, in parallel); one that cannot be
+    snapshotted is left out (its recorded state answers)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def tree(w: gitio.WorktreeInfo) -> str | None:
+        try:
+            return repo.snapshot_tree(w)
+        except (FatalError, OSError):
+            return None
+
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(siblings)))) as pool:
+        trees = list(pool.map(tree, siblings))
+    return {w.id: (w.head, t) for w, t in zip(siblings, trees, strict=True) if t}
 
 
 def new_uses(pair: tuple[str | None, str], fresh: Mapping[tuple[str | None, str], bytes | None],
@@ -63,10 +84,12 @@ def new_uses(pair: tuple[str | None, str], fresh: Mapping[tuple[str | None, str]
 
 def their_work(repo: gitio.Repo, ledger: Ledger | None, siblings: Sequence[gitio.WorktreeInfo],
                 bases: Mapping[str, str | None]) -> dict[str, tuple[str, str]]:
-    """Each sibling's work as last recorded in the ledger (hooks, PostToolUse), else its
-    committed work: (its tree, its diff against the pair's base), a tree-to-tree diff that
-    never walks a worktree (two trees' diff never changes: kept by the pair of ids)."""
-    states = recorded_trees(ledger, repo, siblings)
+    """Each sibling's work as the service keeps it, or as it is on disk now (in process:
+    the calls an edit writes are judged against what the siblings' files say, as the
+    service judges them), else as last recorded, else its committed work: (its tree, its
+    diff against the pair's base; two trees' diff never changes: kept by the pair of
+    ids)."""
+    states = recorded_trees(ledger, repo, siblings, now=True)
     pairs = {w.id: (bases[w.id], states[w.id]) for w in siblings}
     asked_trees = sorted({pr for pr in pairs.values() if pr not in TREE_DIFFS}, key=str)
     more = gitio.git_many([(gitio.tree_diff_args(b, t), repo.here) for b, t in asked_trees],
