@@ -1560,3 +1560,32 @@ def test_a_siblings_change_of_a_file_past_the_read_limit_is_judged_whole(space, 
     assert "too large to compare by lines" in out["reason"], out
     rc, out = run_check(b, "big.txt:5", capsys=capsys)  # a has not changed it
     assert rc == 0 and out["decision"] == "allow", out
+
+
+def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space):
+    """Agent a changed line 5 (saved); a person in h types over it in an unsaved buffer
+    and is shown the deny (an Error); a then asks about its own line 5, denied by the
+    person's buffer: the two wait on each other. The person typed before being told, so
+    that wait is never the cycle's oldest: a goes first and the person stays denied (the
+    person went first, and a was told to set its change aside)."""
+    base = "".join(f"v{i} = {i}\n" for i in range(1, 11))
+    sp = space({"f.py": base})
+    a, h = sp.wt("a"), sp.wt("h")
+    sp.write(a, "f.py", base.replace("v5 = 5\n", "v5 = 555  # agent a\n"))
+    assert main(["snapshot", "-C", str(a)]) == 0  # (the ledger the waits are kept in)
+    common = git(h, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+    ecm = os.path.join(common, "ecm")
+    typed = base.replace("v5 = 5\n", "v5 = 50  # person, unsaved\n")
+    unsaved.write(ecm, "h", "f.py", typed.encode())
+    try:
+        person = answer(CheckRequest(str(h), (edits.Edit(str(h / "f.py"), ((5, 5),), typed),)))
+        assert person.decision == "deny", person
+        for _ in range(2):  # (asked again: the wait a's first deny recorded stands)
+            agent = answer(CheckRequest(str(a), (edits.Edit(str(a / "f.py"), ((5, 5),),
+                                                            None),)))
+            assert "'h' goes first" not in agent.reason, agent.reason
+        again = answer(CheckRequest(str(h), (edits.Edit(str(h / "f.py"), ((5, 5),), typed),)))
+        assert again.decision == "deny", again
+        assert "you have right-of-way" not in again.reason, again.reason
+    finally:
+        unsaved.remove(ecm, "h", "f.py")

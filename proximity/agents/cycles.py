@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from proximity.agents import decision, waits
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger
+from proximity.ledger.traffic import LATE
 from proximity.safetext import text
 from proximity.views.messages import SET_ASIDE
 
@@ -49,8 +50,17 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
                 **{h: f"'{text(h)}' was told that you go first (a cycle of waits broken "
                    "before): you go first, they steer" for h in again}, **ahead})
         if d.decision == decision.DENY:
+            holders = {c.agent for c in d.conflicts if c.level == decision.RA}
+            # a person shown the deny on lines they had typed already, where only the
+            # other side had changed them: told after the edit, not before it, so that
+            # wait is never a cycle's oldest (else typing over an agent's lines, then
+            # being shown the error, took them over once the agent asked about its own)
+            late = {c.agent for c in d.conflicts if c.level == decision.RA and any(
+                s.typed and s.agent == c.agent and s.path == c.path
+                and not decision.held(s, c) for s in sides)}
             with contextlib.suppress(LedgerError):
-                ledger.wait(me, {c.agent for c in d.conflicts if c.level == decision.RA}, now)
+                ledger.wait(me, holders - late, now)
+                ledger.wait(me, late, now, since=LATE)
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them

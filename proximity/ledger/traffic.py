@@ -13,6 +13,9 @@ from proximity.ledger.events import Events
 # a wait on a holder stands while the waiter asks again and is denied within this many
 # seconds (an agent retries within one; one that stopped asking waits on nobody)
 WAIT_FRESH = 120.0
+# the time of a wait that is never a wait cycle's oldest (agents/cycles.py: a person shown
+# a deny on lines they had typed already): later than any other
+LATE = 1e18
 # a wait cycle's order (who went first over whose live lines) stands this long after it was
 # last given, unless the first member's work lands before: the member gone over was told to
 # wait for that landing, and not asking meanwhile is how it waits
@@ -79,16 +82,18 @@ class Traffic(Events):
             f"AND j.key IN ({marks}) ORDER BY e.seq", (stream, after, *paths)).fetchall()
 
     # -- who waits on whom (the pre-edit check's denies) -----------------------------------
-    def wait(self, waiter: str, holders: Collection[str], now: float) -> None:
+    def wait(self, waiter: str, holders: Collection[str], now: float,
+             since: float | None = None) -> None:
         """``waiter`` was denied for ``holders``' work: since when it waits on each (an
-        earlier wait that still stands keeps its time)."""
+        earlier wait that still stands keeps its time; ``since``: the time a new one is
+        given, LATE for a wait that is never a cycle's oldest)."""
         with self.tx() as db:
             db.executemany(
                 "INSERT INTO cache VALUES ('waits', ?, ?) ON CONFLICT(kind, key) DO UPDATE "
                 "SET value = CASE WHEN json_extract(value, '$[1]') >= ? THEN "
                 "json_array(json_extract(value, '$[0]'), ?) ELSE excluded.value END",
-                [(f"{waiter}\t{h}", json.dumps([now, now]), now - WAIT_FRESH, now)
-                 for h in holders])
+                [(f"{waiter}\t{h}", json.dumps([now if since is None else since, now]),
+                  now - WAIT_FRESH, now) for h in holders])
 
     def waits(self, now: float) -> dict[tuple[str, str], float]:
         """Every wait that stands now: (waiter, holder) -> since when (asked again and denied
