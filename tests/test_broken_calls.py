@@ -49,16 +49,22 @@ def decision_of(reply: dict[str, Any]) -> tuple[str, str]:
             out.get("permissionDecisionReason") or "")
 
 
-@pytest.fixture
-def landed(space, tmp_path):  # type: ignore[no-untyped-def]
-    """The swarm's history: lane a adds extra.py calling helper(); lane h changes helper()
-    to helper(x) and its one caller. The main checkout lands a and pushes it."""
+def hooked(space: Any, tmp_path: Path) -> Space:
+    """util.py and app.py on main, pushed to a bare origin, the plain hooks installed."""
     sp: Space = space({"util.py": UTIL, "app.py": APP})
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(sp.main, "remote", "add", "origin", str(remote))
     git(sp.main, "push", "-q", "origin", "main")
     assert proximity(sp.main, "install").returncode == 0
+    return sp
+
+
+@pytest.fixture
+def landed(space, tmp_path):  # type: ignore[no-untyped-def]
+    """The swarm's history: lane a adds extra.py calling helper(); lane h changes helper()
+    to helper(x) and its one caller. The main checkout lands a and pushes it."""
+    sp = hooked(space, tmp_path)
     a, h = sp.wt("a", "a"), sp.wt("h", "h")
     sp.write(a, "extra.py", CALLS)
     sp.commit(a, "extra")
@@ -156,12 +162,7 @@ def test_a_call_written_before_a_rebase_onto_the_changed_definition_is_blocked_a
 
     from proximity.commands import service as service_cmd
 
-    sp: Space = space({"util.py": UTIL, "app.py": APP})
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(sp.main, "remote", "add", "origin", str(remote))
-    git(sp.main, "push", "-q", "origin", "main")
-    assert proximity(sp.main, "install").returncode == 0
+    sp = hooked(space, tmp_path)
     h, a = sp.wt("h", "h"), sp.wt("a", "a")
     sp.write(h, "util.py", "def helper(x):\n    return x\n")
     sp.write(h, "app.py", "from util import helper\n\nhelper(1)\n")
