@@ -1,6 +1,7 @@
 """Right-of-way: which of two colliding worktrees yields. Computed from facts both sides
 share (committed work on the contested lines, then who reached them first in the ledger,
-then a stable id), never from either side's clock; a standing decision holds once told."""
+then a stable id), never from either side's clock; a standing decision holds once told,
+and work a remote's trunk holds already holds over all of it."""
 
 from __future__ import annotations
 
