@@ -355,26 +355,22 @@ def still_unbound(repo: gitio.Repo, ours: Agent, ref: str, before: str, sha: str
     trunk (``ours``) changed the definition of since, and that the pushed commit ``sha``
     still makes, line for line: after the rebase the trunk's change is history the push
     has, so the pair the scan judged before it is gone, and git merged cleanly."""
-    tree = repo.commit_tree(sha)
-    old_tree = repo.commit_tree(before)
+    tree, old_tree = repo.commit_tree(sha), repo.commit_tree(before)
+    read: dict[tuple[str, str], list[bytes]] = {}
+
+    def lines(at: str, path: str) -> list[bytes]:  # (each file read once, stripped)
+        if (at, path) not in read:
+            oid = repo.blob_id_at(at, path)
+            read[at, path] = [ln.strip() for ln in repo.blob(oid).splitlines()] if oid else []
+        return read[at, path]
+
     kept: list[decision.Conflict] = []
-    lines: dict[tuple[str, str], set[bytes]] = {}
     for c in unbound_between(repo, ours, ref, before, what):
         if c.evidence != "symbol" or not c.ranges:
             continue
-        had = _line(repo, old_tree, c.path, c.ranges[0][0])
-        key = (tree, c.path)
-        if key not in lines:
-            oid = repo.blob_id_at(tree, c.path)
-            lines[key] = {ln.strip() for ln in repo.blob(oid).splitlines()} if oid else set()
-        if had and had in lines[key]:
+        had = lines(old_tree, c.path)
+        n = c.ranges[0][0]
+        if 0 < n <= len(had) and had[n - 1] and had[n - 1] in lines(tree, c.path):
             kept.append(c._replace(detail=f"{c.detail} (written before the rebase onto it, "
                                           "and pushed as written)"))
     return kept
-
-
-def _line(repo: gitio.Repo, tree: str, path: str, n: int) -> bytes | None:
-    """Line ``n`` (1-based) of ``path`` in ``tree``, stripped; None when there is none."""
-    oid = repo.blob_id_at(tree, path)
-    got = repo.blob(oid).splitlines() if oid else []
-    return got[n - 1].strip() or None if 0 < n <= len(got) else None

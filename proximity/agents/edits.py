@@ -60,7 +60,7 @@ def lines_of(text: str, needle: str, every: bool = False) -> list[Range] | None:
 
 def read_text(path: str) -> str | None:
     """The file as text, its line ends made "\n" as a harness shows them (None: no file,
-    or one past MAX_TARGET)."""
+    or one past MAX_READ)."""
     data = _target(path)
     return None if data is None or isinstance(data, TooLarge) else _decoded(data, False)[0]
 

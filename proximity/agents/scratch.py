@@ -165,12 +165,11 @@ def same_content(path: str, blob: bytes | None) -> bool:
         return False
 
 
-def read_bytes(path: str, limit: int | None = None) -> bytes | None:
+def read_bytes(path: str) -> bytes | None:
     """A regular file's bytes; None when it cannot be read, or is no regular file: a FIFO
     or a device (a sibling's, or a link to one) has no content git would read, and reading
-    it could wait for ever or never end. ``limit``: past it, its size (TooLarge) instead
-    of its bytes."""
-    got = read_capped(path, limit)
+    it could wait for ever or never end."""
+    got = read_capped(path, None)
     return None if isinstance(got, TooLarge) else got
 
 

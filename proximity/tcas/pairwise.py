@@ -41,6 +41,7 @@ class Pairwise:
         self.reaches: dict[tuple[str, str], Reach] = {}
         self.sets: dict[tuple[str, str], WorkingSet] = {}
         self.committed: dict[tuple[str, str], dict[str, FileChange]] = {}
+        self.tips: list[str] | None = None  # the remotes' trunks (landed_lines)
         # parseable files above which a first graph build is deferred (when the facts say
         # to defer): the pre-edit check, judging one pair in a hook, never builds one
         self.cold_files = COLD_GRAPH_FILES
@@ -252,8 +253,10 @@ class Pairwise:
         its HEAD meets that trunk, when that point lies past the pair's base."""
         if not contested or not agent.head or not base or agent.remote:
             return 0
+        if self.tips is None:  # (the refs read once a scan, not once an agent and pair)
+            self.tips = self.repo.trunk_tips()
         got = 0
-        for tip in self.repo.trunk_tips():
+        for tip in self.tips:
             point = self.repo.merge_base(agent.head, tip)
             if point and point != base and self.repo.merge_base(point, base) == base:
                 got = max(got, self.committed_lines(replace(agent, head=point), base,
