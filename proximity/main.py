@@ -286,7 +286,7 @@ def _in_process_hook(call: HookCall) -> int:
     # lazy: the hook's own command (~260 ms to import); the table besides: ~170 ms more
     from proximity.commands import hook
 
-    return hook.run(call)
+    return done_exit(hook.run(call))
 
 
 def _in_process_check(check: CheckArgs, told: Fallback | None) -> int:
@@ -302,7 +302,7 @@ def _command(args: argparse.Namespace) -> int:
     -C DIR check``: no fast path asked the service), any other by the table."""
     _started_in(args)
     if args.command == "hook":
-        return done_exit(_in_process_hook(HookCall(args.stage, tuple(args.args))))
+        return _in_process_hook(HookCall(args.stage, tuple(args.args)))
     if args.command == "check":
         return _in_process_check(checkargs.CheckArgs(args.paths, args.json, args.deny_on,
                                                       args.repo, args.hook, args.merge), None)
@@ -346,7 +346,7 @@ def main(argv: Sequence[str] | None = None, handed: HookCall | None = None,
     args = None if call is not None or check is not None else build_parser().parse_args(argv)
     try:
         if call is not None:
-            return done_exit(_in_process_hook(call))
+            return _in_process_hook(call)
         if check is not None:
             return _in_process_check(check, told)
         assert args is not None
