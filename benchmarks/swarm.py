@@ -47,7 +47,10 @@ lands in finishing order, ``--land-from``:
 
 Only the ``proximity`` policy obeys the guard (the others push with ``PROXIMITY_ALLOW=1``); a
 blocked push waits a step. Counted: landings whose rebase or merge conflicted
-(``conflicts_at_landing``; resolved with the lane's side, ``-X theirs``, so the run goes on),
+(``conflicts_at_landing``; resolved with the lane's side, ``-X theirs``, so the run goes on;
+``--resolve redo``: the lane's author redoes its change of each conflicting file on top of
+the trunk, both sides' lines kept, one file a step at its own pace, ``resolve_steps``, and
+the landing is tried again, where it may meet work landed meanwhile),
 landings after which the trunk is broken (``broken_at_landing``: ``--verify CMD``, the
 repository's own tests, fails where it passed before, and passes on the lane's own tip
 alone -- else ``broken_by_own_lane``: the lane broke itself, its change redone on a trunk
@@ -138,6 +141,9 @@ class Tally:
     # lines of landed work the landings' resolutions threw away (each conflict resolved with
     # the lane's side: the trunk's side of each conflict hunk, where it is not the base's)
     dropped_at_landing: int = 0
+    # steps lanes spent redoing their change of conflicting files on top of the trunk before
+    # landing again (``--resolve redo``; with ``theirs`` a resolution costs nothing)
+    resolve_steps: int = 0
     conflict_log: list[dict[str, Any]] = field(default_factory=list)  # each, and the check's word
     broken_at_landing: int = 0
     broken_files: list[str] = field(default_factory=list)
@@ -204,6 +210,11 @@ class Rules:
     reask: int = 2  # a waiting participant asks again every this many steps
     # participants gone over in a wait cycle set their change there aside (GOES FIRST)
     follow_first: bool = True
+    # how a conflict at landing is resolved: ``theirs``, the lane's side of each hunk at no
+    # cost in steps (the trunk's side thrown away); ``redo``, the lane's author redoes its
+    # change of each conflicting file on top of the trunk, keeping both sides' lines (git's
+    # union merge), one file a step at its own pace, then the landing is tried again
+    resolve: str = "theirs"
 
 
 class Swarm:
@@ -537,9 +548,11 @@ class Swarm:
         self.t.commits += 1
 
     # rebasing and landing
-    def rebase(self, p: Participant) -> bool:
+    def rebase(self, p: Participant, keep_both: bool = False) -> bool:
         """Onto the new trunk, its uncommitted edits kept; False when git conflicted (the
-        participant's side then wins, as a resolver who redoes its change would have it)."""
+        participant's side then wins, as a resolver who redoes its change would have it;
+        ``keep_both``: both sides' lines of each conflict hunk are kept, as a resolver who
+        redoes its change on top of the trunk's has it)."""
         git(["fetch", "-q", "origin"], p.wt)
         p.synced = self.landings
         clean = True
@@ -548,12 +561,8 @@ class Swarm:
         if git(["rebase", "-q", "origin/main"], p.wt, ok=(0, 1), extra=self.env).returncode:
             clean = False
             git(["rebase", "--abort"], p.wt, ok=(0, 1, 128))
-            if git(["rebase", "-q", "-X", "theirs", "origin/main"], p.wt, ok=(0, 1),
-                   extra=self.env).returncode:
-                git(["rebase", "--abort"], p.wt, ok=(0, 1, 128))
-                git(["merge", "-q", "-X", "theirs", "--no-edit", "origin/main"], p.wt,
-                    ok=(0, 1), extra=self.env)
-                self.take_theirs(p.wt)
+            with self.union(keep_both):
+                self.resolve_rebase(p)
         if stashed.returncode == 0 and has_stash and \
                 git(["stash", "pop", "-q"], p.wt, ok=(0, 1)).returncode:
             clean = False
@@ -561,6 +570,37 @@ class Swarm:
             git(["reset", "-q"], p.wt)
             git(["stash", "drop", "-q"], p.wt, ok=(0, 1))
         return clean
+
+    @contextlib.contextmanager
+    def union(self, on: bool) -> Any:
+        """While on, git's merges in every checkout keep both sides of a conflict hunk (the
+        built-in union driver, set for every path in the repository's info/attributes)."""
+        if not on:
+            yield
+            return
+        attrs = os.path.join(self.repo, ".git", "info", "attributes")
+        before = read(attrs)
+        os.makedirs(os.path.dirname(attrs), exist_ok=True)
+        with open(attrs, "wb") as f:
+            f.write((before or b"") + b"\n* merge=union\n")
+        try:
+            yield
+        finally:
+            if before is None:
+                os.remove(attrs)
+            else:
+                with open(attrs, "wb") as f:
+                    f.write(before)
+
+    def resolve_rebase(self, p: Participant) -> None:
+        """The rebase git stopped, done again with the lane's side of each hunk (or, under
+        ``union``, both sides' lines); what that leaves unmerged, by a merge the same way."""
+        if git(["rebase", "-q", "-X", "theirs", "origin/main"], p.wt, ok=(0, 1),
+               extra=self.env).returncode:
+            git(["rebase", "--abort"], p.wt, ok=(0, 1, 128))
+            git(["merge", "-q", "-X", "theirs", "--no-edit", "origin/main"], p.wt,
+                ok=(0, 1), extra=self.env)
+            self.take_theirs(p.wt)
 
     def take_theirs(self, checkout: str) -> None:
         """What ``-X theirs`` left unmerged (modify/delete and the like): the incoming side's
@@ -607,6 +647,8 @@ class Swarm:
                 self.merge_denied(p, r.stdout)
                 return None
         self.rebase_to_land(p)
+        if p.resolving:
+            return None
         onto = out(["rev-parse", "origin/main"], p.wt)
         return onto if self.push(p, p.wt, "HEAD:main") else None
 
@@ -614,13 +656,17 @@ class Swarm:
         """The lane rebased onto the trunk to land; a conflict there is this landing's
         (counted, its files and what the merge check said, if it was asked, logged)."""
         before = out(["rev-parse", "HEAD"], p.wt)
-        if self.rebase(p):
+        redo = self.rules.resolve == "redo"
+        if self.rebase(p, keep_both=redo):
             return
         self.t.conflicts_at_landing += 1
         files = sorted(conflict_files(p.wt, before, "origin/main") or ())
         self.t.conflict_files += [f"{p.name}:{f}" for f in files]
-        dropped = dropped_lines(p.wt, "origin/main", before)
+        # (redone on top of the trunk, both sides' lines are kept: nothing thrown away)
+        dropped = 0 if redo else dropped_lines(p.wt, "origin/main", before)
         self.t.dropped_at_landing += dropped
+        if redo:
+            p.resolving = self.resolve_cost(p, files)
         # the two commits met (with --keep, the remote and the lane's branch hold both)
         self.t.conflict_log.append({"agent": p.name, "files": files, "step":
                                     self.t.makespan_steps, "check": said, "rebased": True,
@@ -655,7 +701,8 @@ class Swarm:
                    extra=self.env).returncode:
                 self.t.conflicts_at_landing += 1
                 self.t.conflict_files += sorted(f"{p.name}:{f}" for f in files or ())
-                dropped = dropped_lines(main, "HEAD", branch)
+                dropped = 0 if self.rules.resolve == "redo" else \
+                    dropped_lines(main, "HEAD", branch)
                 self.t.dropped_at_landing += dropped
                 self.t.conflict_log.append({"agent": p.name, "step": self.t.makespan_steps,
                                             "files": sorted(files or ()), "check": said,
@@ -663,10 +710,24 @@ class Swarm:
                                             "lane": out(["rev-parse", branch], main),
                                             "onto": out(["rev-parse", "HEAD"], main)})
                 git(["merge", "--abort"], main, ok=(0, 1, 128))
+                if self.rules.resolve == "redo":
+                    # the person hands it back: its author redoes the change on top of the
+                    # trunk in the lane's worktree, and the merge is tried again after
+                    self.rebase(p, keep_both=True)
+                    p.resolving = self.resolve_cost(p, sorted(files or ()))
+                    return None
                 git(["merge", "-q", "-X", "theirs", "--no-edit", branch], main, ok=(0, 1),
                     extra=self.env)
                 self.take_theirs(main)
         return onto if self.push(p, main, "main") else None
+
+    @staticmethod
+    def resolve_cost(p: Participant, files: list[str]) -> int:
+        """Steps to redo its change of ``files`` on top of the trunk: one file an edit, as
+        many edits a turn as it makes between two saves, a turn every ``pace`` steps (at
+        least one step: a conflict is never free)."""
+        per = p.habits.files_per_save
+        return max(1, -(-len(files) // per)) * p.habits.pace
 
     def land(self, p: Participant) -> bool:
         lander = self.land_main if self.rules.land_from == "main" else self.land_own
@@ -747,7 +808,11 @@ class Swarm:
                     continue
                 moved |= self.work(p)
         for p in list(self.finished):
-            if p.state == "land":
+            if p.state == "land" and p.resolving:  # at work on its conflicts: not waiting
+                p.resolving -= 1
+                self.t.resolve_steps += 1
+                moved = True
+            elif p.state == "land":
                 if self.land(p):
                     moved = True
                 else:
@@ -973,6 +1038,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--land-from", default="own", choices=("own", "main"),
                     help="each lane pushes its own branch, or a person merges it in the "
                          "main checkout and pushes main from there")
+    ap.add_argument("--resolve", default="theirs", choices=("theirs", "redo"),
+                    help="a conflict at landing: the lane's side of each hunk at no cost "
+                         "(the trunk's thrown away), or redone by the lane's author on top "
+                         "of the trunk, both sides kept, one file a step, then landed again")
     ap.add_argument("--stall", type=int, default=4, help="steps without a move = deadlock")
     ap.add_argument("--reask", type=int, default=2,
                     help="a waiting participant asks again every this many steps")
@@ -1036,7 +1105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 save_assignment(base, key, a)
         humans = frozenset(random.Random(args.seed).sample(range(args.agents), args.humans))
         rules = Rules(args.stall, not args.no_post, not args.no_sync, args.land_from, humans,
-                      args.verify, args.reask, args.follow_goes_first)
+                      args.verify, args.reask, args.follow_goes_first, args.resolve)
         for policy in POLICIES if args.policy == "all" else (args.policy,):
             root = os.path.join(work, policy)
             os.makedirs(root)
@@ -1045,6 +1114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(report(t, a, {"repository": git_dir, "seed": args.seed,
                                          "contention": args.contention,
                                          "follow_goes_first": args.follow_goes_first,
+                                         "resolve": args.resolve,
                                          "verify": args.verify or "compile"}))
             print(f"{policy:13} landed {t.landed}/{t.agents} conflicts {t.conflicts_at_landing}"
                   f" broken {t.broken_at_landing} waiting {t.waiting_steps} makespan "

@@ -66,6 +66,9 @@ class Participant:
     # redone once that holder's work has landed
     aside: dict[str, str] = field(default_factory=dict)
     written: list[Edit] = field(default_factory=list)  # edits written, in order
+    # steps of conflict resolution left before its landing is tried again (``--resolve
+    # redo``: the lane redoes its change of each conflicting file on top of the trunk)
+    resolving: int = 0
 
     @property
     def human(self) -> bool:

@@ -195,3 +195,48 @@ def test_a_participant_gone_over_in_a_wait_cycle_reads_the_files_as_the_product_
 
     denied = "worktree 'a9' changed tox.ini line 3" + gone_over({"a3": first["paths"]})
     assert steer_orders(denied) == {"uv.lock": "a3", "src/a b.py": "a3"}
+
+
+@pytest.mark.parametrize("land_from", ["own", "main"])
+def test_an_uncoordinated_conflict_redone_on_top_of_the_trunk_costs_steps_and_keeps_both(
+        tmp_path, land_from):
+    """``--resolve redo``: a conflict at landing is no longer free. The lane's author redoes
+    its change of each conflicting file on top of the trunk (a step a file) and lands
+    again; every lane's CHANGES.rst entry is on the trunk at the end, none thrown away."""
+    repo = tmp_path / "src"
+    hot_history(repo)
+    keep = tmp_path / "keep"
+    runs = {}
+    for resolve in ("theirs", "redo"):
+        out = tmp_path / f"{resolve}.json"
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "swarm.py"), "--git-dir",
+                        str(repo), "--agents", "3", "--policy", "none", "--contention", "hot",
+                        "--hot-files", "1", "--pool", "5", "--land-from", land_from,
+                        "--resolve", resolve, "--seed", "1", "--keep", str(keep / resolve),
+                        "--json", str(out)], check=True, timeout=180, capture_output=True,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")})
+        runs[resolve] = json.loads(out.read_text())
+    theirs, redo = runs["theirs"], runs["redo"]
+    assert redo["resolve"] == "redo" and redo["landed"] == 3 and redo["deadlocks"] == 0
+    assert redo["conflicts_at_landing"] >= 2
+    assert redo["resolve_steps"] >= redo["conflicts_at_landing"]
+    assert redo["dropped_at_landing"] == 0 and theirs["dropped_at_landing"] >= 1
+    assert theirs["resolve_steps"] == 0
+    assert redo["makespan_steps"] > theirs["makespan_steps"]
+
+    def entries(resolve: str) -> tuple[set[str], set[str]]:
+        """The lanes' own CHANGES.rst entries, and the trunk's at the end."""
+        root = keep / resolve / "none"
+        lanes = set()
+        for ref in git(root / "repo", "for-each-ref", "--format=%(refname)",
+                       "refs/heads/agent/").split():
+            lanes |= {ln for ln in git(root / "repo", "diff", f"{redo['trunk']}..{ref}", "--",
+                                        "CHANGES.rst").split("\n")
+                      if ln.startswith("+- ")}
+        trunk = git(root / "remote.git", "show", "main:CHANGES.rst").split("\n")
+        return {ln[1:] for ln in lanes}, set(trunk)
+
+    lanes, trunk = entries("redo")
+    assert len(lanes) >= 2 and lanes <= trunk
+    lanes, trunk = entries("theirs")
+    assert not lanes <= trunk  # (the free resolution threw a landed entry away)
