@@ -337,6 +337,13 @@ def test_claude_hook_fails_open(pair, tmp_path):
     assert proc.returncode == 0
     out = json.loads(proc.stdout)
     assert set(out) == {"systemMessage"} and "unreadable" in out["systemMessage"], out
+    # a hook wired without its event (nothing on standard input): said, never a silent {}
+    for name in ("claude", "codex", "gemini", "cursor"):
+        proc = subprocess.run([sys.executable, "-m", "proximity", "check", "--hook", name],
+                              input="", capture_output=True, text=True, cwd=a, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert "no hook event on standard input; not checked" in proc.stdout, (name,
+                                                                                proc.stdout)
     # a file outside any worktree, a command that edits nothing: no objection, no decision
     outside = tmp_path / "elsewhere"
     outside.mkdir()

@@ -153,6 +153,9 @@ def _harness(req: CheckRequest) -> CheckAnswer:
         if post:
             return _after(h, {}, req.cwd)
         return _said(h, {}, ALLOW, oversized(size), judged=False)
+    if not post and not (req.event or "").strip():  # (a hook wired without its event)
+        return _said(h, {}, ALLOW, "proximity: no hook event on standard input; not checked",
+                     judged=False)
     try:
         event = parse_event(req.event or "")
         if post:
