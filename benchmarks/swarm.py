@@ -815,6 +815,8 @@ class Swarm:
             elif p.state == "land":
                 if self.land(p):
                     moved = True
+                elif p.resolving:  # its landing met a conflict: at work on it from here
+                    moved = True
                 else:
                     p.waited += 1
                     self.t.waiting_steps += 1
