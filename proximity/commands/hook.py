@@ -97,8 +97,10 @@ def run(call: HookCall) -> int:
 def _run(call: HookCall) -> int:
     stage = call.stage
     try:
+        # a commit's config warnings are said once, by its pre-commit, as when the service
+        # answers it (its post-commit then runs in the shell alone)
         ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot",
-                                     strict=False)
+                                     strict=False, say=call.name != "post-commit")
     except FatalError as e:
         err(off_line(stage, str(e)) if stage == "guard" else
             f"proximity: warning: {e} (hook skipped; git goes on)")

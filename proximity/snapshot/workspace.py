@@ -33,17 +33,18 @@ class Context:
 
 
 def open_context(path: str | None = None, *, need_ledger: bool = False,
-                 check_git: bool = True, strict: bool = True) -> Context:
+                 check_git: bool = True, strict: bool = True, say: bool = True) -> Context:
     """``check_git=False``: the snapshot hook uses only plumbing older than the floor that
     scans need (merge-tree --write-tree), so it skips the `git --version` round trip.
     ``strict=False`` (hooks, the service): a bad setting in the policy is a warning and
-    the rest judges; a command the user runs stops at it (ConfigError)."""
+    the rest judges; a command the user runs stops at it (ConfigError). ``say=False``: the
+    policy's warnings are left to another hook of the same git command."""
     if check_git:
         gitio.require_git()
     repo = gitio.Repo(path or os.getcwd(), fast=not check_git)
     policy = load_policy(*gitio.policy_inputs(repo))
     cfg = policy.strict() if strict else policy.config
-    for w in policy.warnings:
+    for w in policy.warnings if say else ():
         warn(w)
     repo.large_bytes = cfg.large_bytes
     parsers.configure(cfg.large_bytes, cfg.long_line)
