@@ -388,4 +388,12 @@ def test_advice_that_a_landing_reversed_is_withdrawn(tmp_path):
     scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
     p = pair(scan, "x", "y")
     assert p["advisory"] == "resolution" and p["yielding"] == "x", p
-    assert not [m for m in inbox_of(x) if m["type"] == "hold" and m["from"] == "y"]
+    got = inbox_of(x)
+    assert not [m for m in got if m["type"] == "hold" and m["from"] == "y"]
+    # and x hears that y's work lands over its lines, when it lands: not first at its own
+    # push, blocked
+    over_x = [m for m in got if m["type"] == "landed" and m["from"] == "y"]
+    assert len(over_x) == 1 and over_x[0]["body"].get("over") is True, got
+    from proximity.views import messages
+    said = messages.render(over_x[0]["body"])
+    assert "LANDING" in said and "overrode the guard" in said and "rebase onto it" in said

@@ -55,14 +55,15 @@ class Verdict:
 def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
           pushed: Sequence[tuple[str, str, str, str]] | None, agents_of: AgentsOf,
           in_hook: bool = True, record: bool = True, unstash: str | None = None,
-          rid: str | None = None, remote: str = "") -> Verdict:
+          rid: str | None = None, remote: str = "", allow: bool = False) -> Verdict:
     """Record this worktree, scan its pairs (each pushed commit standing in for the lines
     of work it carries: pushed.whose_work), fire the triggers.
     ``agents_of(override)``: the live agents, as the caller keeps them (the in-process
     hook snapshots every worktree now; the service keeps them warm). ``record=False``:
     judge without recording this worktree (someone else records this very event).
     ``unstash``: the patch of unstaged edits the hook host holds out of this worktree
-    (stash.py)."""
+    (stash.py). ``allow``: a push that must yield goes on (PROXIMITY_ALLOW=1): the sides
+    it was told to yield to are told that it lands over them."""
     agents, retired = agents_of(override)
     agents = unstashed(ctx, agents, unstash)
     me = next((a for a in agents if a.id == ctx.here), None)
@@ -134,8 +135,11 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     # against it, and says so (it would otherwise pass as clear)
     unjudged = tuple((a.id, a.branch, a.error) for a in result.agents
                      if a.error is not None and a.id != who and stage == "guard")
-    if not must_yield and lands:
-        posted += landed(ctx, lands, [r for _, r in results], remote)
+    if lands and (not must_yield or (allow and stage == "guard")):
+        # (overridden: the work it yielded to is now the side whose lines the trunk
+        # contradicts; landed work holds, so they are told to rebase onto it)
+        posted += landed(ctx, lands, [r for _, r in results], remote,
+                         over=must_yield if allow else ())
     # (a push already blocked for the work it must yield to needs no more reasons: the
     # calls are judged when it may land)
     here = me.branch if me is not None else None
@@ -185,10 +189,12 @@ def warm_up(ctx: workspace.Context) -> None:
 
 
 def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[Scan],
-           remote: str = "") -> list[dict[str, object]]:
+           remote: str = "", over: Sequence[str] = ()) -> list[dict[str, object]]:
     """Tell every worktree that yields to a line of work this push lands (the standing
     advice, this judging's, or a wait cycle's order, which ends here) that it lands: the
-    yield ends once they rebase onto it. Returns the messages posted."""
+    yield ends once they rebase onto it; and each of ``over`` (the sides this push was
+    told to yield to, overridden) that it lands over their lines. Returns the messages
+    posted."""
     if ctx.ledger is None:
         return []
     try:
@@ -203,10 +209,12 @@ def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[S
         # the members a wait cycle's order told to wait for this work (agents/cycles.py)
         with contextlib.suppress(LedgerError):
             waiting |= set(ctx.ledger.end_orders(line.id))
-        for y in sorted(waiting - {line.id, ctx.here}):
+        for y in sorted((waiting | set(over)) - {line.id, ctx.here}):
             msg: dict[str, object] = {
                 "type": "landed", "from": line.id, "to": y, "branch": line.branch,
                 "onto": ref.removeprefix("refs/heads/"), "by": ctx.here}
+            if y in over:
+                msg["over"] = True
             if remote:
                 msg["remote"] = remote
             try:

@@ -154,7 +154,8 @@ def _judged(ctx: Context, stage: Stage, air: Airspace) -> StageOutcome:
     verdict = gate.judge(ctx, stage.stage, stage.kind, stage.index_file,
                          list(stage.pushed) if stage.pushed is not None else None,
                          air.agents, in_hook=air.in_hook, record=stage.record,
-                         unstash=stage.unstash, rid=stage.rid, remote=stage.remote)
+                         unstash=stage.unstash, rid=stage.rid, remote=stage.remote,
+                         allow=stage.allow)
     if stage.record:
         journal.settle_pending(ctx.repo.common, stage.rid)
     if verdict.graph_deferred:

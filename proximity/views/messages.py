@@ -82,12 +82,18 @@ def landed(b: dict[str, Any]) -> str:
     # or branch name may hold backticks, `$(…)`, `;`: git allows them)
     pull = (f"`git pull --rebase {shlex.quote(remote)} {shlex.quote(onto)}`" if remote
             else f"`git pull --rebase` from the remote holding {onto}")
-    return (f"proximity inbox: LANDING: the work of {text(b.get('from'))!r} (branch "
+    head = (f"proximity inbox: LANDING: the work of {text(b.get('from'))!r} (branch "
             f"{text(b.get('branch'))}) is being pushed as {onto}{to} from "
-            f"{text(b.get('by'))!r}.\n"
-            f"  you were told to yield to it: rebase onto it once it is there ({pull}, or "
-            f"`git rebase` onto the landed {onto}); the yield ends when your work is on top "
-            "of theirs")
+            f"{text(b.get('by'))!r}.\n")
+    if b.get("over") is True:
+        # (it was told to yield to the recipient and went on anyway: landed work holds)
+        return (head + f"  it was told to yield to you and overrode the guard: your lines "
+                f"there now meet work on {onto}; rebase onto it once it is there ({pull}, "
+                f"or `git rebase` onto the landed {onto}) and keep their lines as you redo "
+                "yours")
+    return (head + f"  you were told to yield to it: rebase onto it once it is there ({pull}, "
+            f"or `git rebase` onto the landed {onto}); the yield ends when your work is on "
+            "top of theirs")
 
 
 def goes_first(b: dict[str, Any]) -> str:
