@@ -813,9 +813,8 @@ class Swarm:
                 self.t.resolve_steps += 1
                 moved = True
             elif p.state == "land":
-                if self.land(p):
-                    moved = True
-                elif p.resolving:  # its landing met a conflict: at work on it from here
+                # (a landing that met a conflict is at work on it from here: not a wait)
+                if self.land(p) or p.resolving:
                     moved = True
                 else:
                     p.waited += 1

@@ -85,6 +85,8 @@ COLUMNS: tuple[tuple[str, Callable[[Run], Any]], ...] = (
     ("landed", lambda r: f"{r['landed']}/{r['agents']}"),
     ("conflicts at landing", lambda r: r["conflicts_at_landing"]),
     ("landed lines dropped", lambda r: r.get("dropped_at_landing", "–")),
+    # a conflict at landing resolved free with the lane's side, or redone at a cost
+    ("resolve (steps)", lambda r: f"{r.get('resolve', 'theirs')} ({r.get('resolve_steps', 0)})"),
     ("broken", lambda r: r["broken_at_landing"]),
     ("lane broke itself", lambda r: r.get("broken_by_own_lane", "–")),
     ("waiting steps", lambda r: r["waiting_steps"]),
@@ -114,8 +116,8 @@ def table(files: Sequence[str]) -> str:
 
 
 def plot(files: Sequence[str], png: str) -> None:
-    """Waiting steps, conflicts at landing and breaks at landing per policy, one group per
-    repository and N (summed over seeds)."""
+    """Waiting steps, conflicts at landing, breaks at landing and the makespan per
+    policy, one group per repository and N (summed over seeds)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,8 +127,9 @@ def plot(files: Sequence[str], png: str) -> None:
     groups = sorted({(repo_name(r), r["agents"]) for r in runs})
     panels = (("waiting_steps", "participant-steps spent waiting"),
               ("conflicts_at_landing", "conflicts at landing"),
-              ("broken_at_landing", "broken at landing"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2))
+              ("broken_at_landing", "broken at landing"),
+              ("makespan_steps", "makespan (steps)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2))
     width = 0.8 / len(POLICIES)
     for ax, (key, title) in zip(axes, panels, strict=True):
         for k, policy in enumerate(POLICIES):
