@@ -207,7 +207,10 @@ def test_the_launcher_answers_with_a_standard_stream_closed(space, services):
     closed_in = subprocess.run(["sh", "-c", f"{line} <&-"], cwd=a, capture_output=True,
                                text=True, timeout=120,
                                env={**os.environ, "PROXIMITY_SERVICE": "0"})
-    assert closed_in.stdout.strip() in ("", "{}"), closed_in.stdout  # no event: no decision
+    # no event: no decision, and the person is told nothing was checked
+    said = json.loads(closed_in.stdout)
+    assert "hookSpecificOutput" not in said, said
+    assert "no hook event on standard input; not checked" in said["systemMessage"], said
 
 
 def test_a_launch_file_cut_short_is_an_error_the_person_sees(tmp_path):
