@@ -107,11 +107,15 @@ def test_the_trunk_that_landed_the_holders_work_never_yields_to_the_other_side(t
     scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
     p = pair(scan, "main", "y")
     assert p["advisory"] == "resolution" and p["yielding"] == "y", p
+    told = [m for m in inbox_of(y, "--all") if m["type"] == "landed"]
+    assert told, "y is told that the work it yields to lands"
     (main / "README").write_text("a note of the integrator's\n")
     git(main, "add", "README")
     git(main, "commit", "-qm", "a note")
     again = run(main, "git", "push", "origin", "main")
     assert again.returncode == 0 and "push blocked" not in again.stderr, again.stderr
+    # a push that brings none of the lines y yields over is no news to y
+    assert [m for m in inbox_of(y, "--all") if m["type"] == "landed"] == told
     blocked = run(y, "git", "push", "origin", "y")
     assert blocked.returncode != 0 and "must yield" in blocked.stderr, blocked.stderr
 
