@@ -898,9 +898,12 @@ def test_a_bad_committed_config_leaves_the_guard_on_and_says_where(tmp_path, nam
     # a commit says it too, and goes on; a command the user runs stops at it, naming it
     r = commit(main)
     assert r.returncode == 0 and all(n in r.stderr for n in named), r.stderr
-    # once a commit, not by each of its hooks
-    assert sum(ln.startswith("proximity: warning:") for ln in r.stderr.splitlines()) == 1, \
-        r.stderr
+    # once a commit, not by each of its hooks (an amend: its pre-commit, not its
+    # post-rewrite again)
+    amend = run(main, "git", "commit", "-q", "--amend", "-m", "amended")
+    for got in (r, amend):
+        assert sum(ln.startswith("proximity: warning:") for ln in got.stderr.splitlines()
+                   ) == 1, got.stderr
     s = run(main, PY, "-m", "proximity", "scan")
     assert s.returncode == 2 and all(n in s.stderr for n in named), s.stderr
 
@@ -934,15 +937,23 @@ def test_a_hook_the_service_answers_says_the_bad_setting_too(tmp_path, monkeypat
         p = run(b, "git", "push", "-q", "origin", "feat/b")
         answered = service_state(common)["status"]["answered"]
         r = commit(main)
+        amend = run(main, "git", "commit", "-q", "--amend", "-m", "amended")
+        # the fault fixed, committed without the commit hook: nothing judged, nothing said
+        # (the service said the old warning here, a config it had not read again)
+        git(main, "rm", "-q", name)
+        fixed = run(main, "git", "commit", "-qm", "the config removed", "--no-verify")
     finally:
         service_cmd.stop(common, timeout=10.0)
     assert answered != before, (before, answered)  # the service judged this push
     assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
     assert all(n in p.stderr for n in named), p.stderr
-    # a commit the service answers says it once, as one judged in process does
-    assert r.returncode == 0 and all(n in r.stderr for n in named), r.stderr
-    assert sum(ln.startswith("proximity: warning:") for ln in r.stderr.splitlines()) == 1, \
-        r.stderr
+    # a commit the service answers says it once, as one judged in process does; an amend
+    # too (its pre-commit, not its post-rewrite again)
+    for got in (r, amend):
+        assert got.returncode == 0 and all(n in got.stderr for n in named), got.stderr
+        assert sum(ln.startswith("proximity: warning:") for ln in got.stderr.splitlines()
+                   ) == 1, got.stderr
+    assert fixed.returncode == 0 and "warning" not in fixed.stderr, fixed.stderr
 
 
 # -- a ledger that can be read but not written ------------------------------------------

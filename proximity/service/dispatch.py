@@ -32,7 +32,6 @@ from proximity.protocol import (
 from proximity.service import client
 from proximity.service.scheduler import BUSY
 from proximity.service.state import Job
-from proximity.snapshot import workspace
 
 if TYPE_CHECKING:
     from proximity.protocol import (
@@ -267,9 +266,8 @@ class Dispatch:
             later = req.copy()
             later["later"] = True
             work.put(Job(HOOK, request=later), 0)
-            warned = [workspace.warning_line(w) for w in air.policy_warnings]
-            queued: HookAnswer = {"ok": True, "lines": warned, "block": False,
-                                  "queued": True}
+            # (a config's warnings are said where it judges: a commit, a push)
+            queued: HookAnswer = {"ok": True, "lines": [], "block": False, "queued": True}
             return queued
         since = work.background_since
         if req["op"] == HOOK and since is not None and st.last_request - since > BUSY:
