@@ -389,6 +389,12 @@ def test_advice_that_a_landing_reversed_is_withdrawn(tmp_path):
     assert [m["type"] for m in waiting if m["from"] == "y"] == ["hold"], waiting
     over = run(y, "git", "push", "origin", "y:main", env={"PROXIMITY_ALLOW": "1"})
     assert over.returncode == 0, over.stderr
+    # before anything judges the pair again: x's check on its contested line already
+    # reads y's landed work as holding (it said "'y' was told to yield to you here: you
+    # have right-of-way" until a scan)
+    asked = run(x, sys.executable, "-m", "proximity", "check", "f.txt:20", "--json")
+    said = json.loads(asked.stdout)
+    assert said["decision"] == "deny" and "told to yield to you" not in said["reason"], said
     scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
     p = pair(scan, "x", "y")
     assert p["advisory"] == "resolution" and p["yielding"] == "x", p

@@ -366,6 +366,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
         sides = gather(repo, tg, ledger, merging, merged)
         me = repo.current().id
         behind = standing.yielding_to(ledger, me, {s.agent for s in sides})
+        behind -= standing.landed_since(repo, ledger, me, behind)
     finally:
         if ledger is not None:
             ledger.close()

@@ -5,7 +5,7 @@ holds."""
 from __future__ import annotations
 
 from proximity import gitio
-from proximity.errors import LedgerError
+from proximity.errors import FatalError, LedgerError
 from proximity.ledger import Ledger
 
 
@@ -76,3 +76,46 @@ def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
         if ledger is not None:
             ledger.close()
     return out
+
+
+def landed_since(repo: gitio.Repo, ledger: Ledger | None, me: str, others: set[str]
+                 ) -> set[str]:
+    """Of ``others`` (told to yield to this worktree), those whose committed work on the
+    files the decision was about has landed on a remote's trunk since, where this
+    worktree's has not: landed work holds (tcas.rightofway.landed), so they yield here no
+    longer, whatever was told; the next scan records it the same way. (A push that
+    overrode the guard otherwise left this worktree told it had right-of-way.)"""
+    if not others or ledger is None or repo.no_remote_refs():
+        return set()
+    try:
+        tips = repo.trunk_tips()
+        if not tips:
+            return set()
+        listed = repo.worktrees_from_files()
+        heads = {w.id: w.head for w in (repo.worktrees() if listed is None else listed)}
+        mine = heads.get(me)
+        out = set()
+        for other in sorted(others):
+            theirs = heads.get(other)
+            if not mine or not theirs:
+                continue
+            files = set(ledger.held_files(me, other) or ())
+            if _landed(repo, theirs, mine, tips, files) and \
+                    not _landed(repo, mine, theirs, tips, files):
+                out.add(other)
+        return out
+    except (FatalError, LedgerError, KeyError, ValueError):
+        return set()  # (not known: the standing decision answers)
+
+
+def _landed(repo: gitio.Repo, head: str, other: str, tips: list[str], files: set[str]
+            ) -> bool:
+    """Whether the commits of ``head`` that ``other`` lacks are on a trunk, and change one
+    of ``files`` (any file, when none is known)."""
+    if repo.is_ancestor(head, other) or not any(repo.is_ancestor(head, t) for t in tips):
+        return False
+    base = repo.merge_base(head, other)
+    if base is None:
+        return False
+    changed = repo.changed_paths(base, head)
+    return not files or bool(files & set(changed))

@@ -87,10 +87,11 @@ def landed(b: dict[str, Any]) -> str:
             f"{text(b.get('by'))!r}.\n")
     if b.get("over") is True:
         # (it was told to yield to the recipient and went on anyway: landed work holds)
-        return (head + f"  it was told to yield to you and overrode the guard: your lines "
-                f"there now meet work on {onto}; rebase onto it once it is there ({pull}, "
-                f"or `git rebase` onto the landed {onto}) and keep their lines as you redo "
-                "yours")
+        # (said before the remote answers, as every LANDING: a push it rejects lands nothing)
+        return (head + f"  it was told to yield to you and overrode the guard: once it is on "
+                f"{onto}, your lines there meet it and you yield; rebase onto it then "
+                f"({pull}, or `git rebase` onto the landed {onto}) and keep their lines as "
+                "you redo yours")
     return (head + f"  you were told to yield to it: rebase onto it once it is there ({pull}, "
             f"or `git rebase` onto the landed {onto}); the yield ends when your work is on "
             "top of theirs")
