@@ -395,6 +395,9 @@ def test_advice_that_a_landing_reversed_is_withdrawn(tmp_path):
     asked = run(x, sys.executable, "-m", "proximity", "check", "f.txt:20", "--json")
     said = json.loads(asked.stdout)
     assert said["decision"] == "deny" and "told to yield to you" not in said["reason"], said
+    # nor does x's next hook hand it y's HOLD COURSE beside the news that y lands over it
+    waiting = [m for m in inbox_of(x, "--all") if m["delivered"] is None]
+    assert [m["type"] for m in waiting if m["from"] == "y"] == ["landed"], waiting
     scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
     p = pair(scan, "x", "y")
     assert p["advisory"] == "resolution" and p["yielding"] == "x", p

@@ -215,6 +215,9 @@ def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[S
                 "onto": ref.removeprefix("refs/heads/"), "by": ctx.here}
             if y in over:
                 msg["over"] = True
+                # (its HOLD COURSE to them, unread, would contradict this)
+                with contextlib.suppress(LedgerError):
+                    ctx.ledger.withdraw((), [(y, line.id)])
             if remote:
                 msg["remote"] = remote
             try:
