@@ -182,8 +182,9 @@ def outcome(ctx: Context, stage: Stage, verdict: Verdict) -> tuple[list[str], bo
     verdict; takes this worktree's undelivered messages."""
     lines = list(verdict.notes)
     if verdict.nothing:
-        lines.append("proximity: nothing to judge in this push (deletion, tag, or commits "
-                     "the remote has); guard passes.")
+        lines.append("proximity: nothing to judge in this push (a deletion, a tag, commits "
+                     "the remote has, or commits that leave its files as they are); guard "
+                     "passes.")
         return lines + inbox_lines(ctx), False
     if verdict.graph_deferred:
         lines.append("proximity: first run: building the import graph in the background; "
