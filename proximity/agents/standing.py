@@ -80,14 +80,22 @@ def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
 
 def landed_since(repo: gitio.Repo, ledger: Ledger | None, me: str, others: set[str]
                  ) -> set[str]:
-    """Of ``others`` (told to yield to this worktree), those whose committed work on the
-    files the decision was about has landed on a remote's trunk since, where this
-    worktree's has not: landed work holds (tcas.rightofway.landed), so they yield here no
-    longer, whatever was told; the next scan records it the same way. (A push that
-    overrode the guard otherwise left this worktree told it had right-of-way.)"""
+    """Of ``others`` (told to yield to this worktree), those that pushed over it anyway
+    (their LANDING said it overrode the guard) and whose committed work on the files the
+    decision was about is on a remote's trunk now, where this worktree's is not: landed
+    work holds (tcas.rightofway.landed), so they yield here no longer; the next scan
+    records it the same way. (This worktree was otherwise told it had right-of-way until
+    then.) Only after such a LANDING: files are coarser than the scan's lines, and a
+    trunk that moved under a sibling for other reasons must not turn its ask into a
+    deny."""
     if not others or ledger is None or repo.no_remote_refs():
         return set()
     try:
+        others = {str(m["from"]) for m in ledger.messages(me, limit=200)
+                  if m["type"] == "landed" and m["from"] in others
+                  and isinstance(m["body"], dict) and m["body"].get("over") is True}
+        if not others:
+            return set()
         tips = repo.trunk_tips()
         if not tips:
             return set()
