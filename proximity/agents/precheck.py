@@ -112,8 +112,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
         (me.head, p): gitio.git_start(gitio.blob_args(me.head, p), repo.here)
         for p in paths if (me.head, p) not in BLOBS} if me.head else {}
     try:
-        listed = repo.worktrees_from_files()
-        siblings = [w for w in (repo.worktrees() if listed is None else listed)
+        siblings = [w for w in repo.worktrees_fast()
                     if w.id != me.id and not w.prunable and not w.populating
                     and os.path.isdir(w.path)]
     finally:

@@ -43,8 +43,7 @@ def holding_yielders(repo: gitio.Repo, me: str, siblings: set[str]) -> set[str]:
     worktree the lane yields to, and each waited for the other)."""
     if repo.no_remote_refs():
         return set()  # no branch has a remote-tracking ref to be beyond (no git process)
-    listed = repo.worktrees_from_files()
-    trees = [w for w in (repo.worktrees() if listed is None else listed) if not w.prunable]
+    trees = [w for w in repo.worktrees_fast() if not w.prunable]
     candidates = [w for w in trees if w.id in siblings and w.branch and w.head]
     if not candidates:
         return set()
@@ -99,8 +98,7 @@ def landed_since(repo: gitio.Repo, ledger: Ledger | None, me: str, others: set[s
         tips = repo.trunk_tips()
         if not tips:
             return set()
-        listed = repo.worktrees_from_files()
-        heads = {w.id: w.head for w in (repo.worktrees() if listed is None else listed)}
+        heads = {w.id: w.head for w in repo.worktrees_fast()}
         mine = heads.get(me)
         out = set()
         for other in sorted(others):

@@ -170,8 +170,7 @@ def signatures(start: str) -> list[tuple[str, str | None, definitions.Signature]
     sibling's changed signature may break, wherever the call is."""
     repo = gitio.Repo(start, fast=True)
     me = repo.current()
-    listed = repo.worktrees_from_files()  # (no `git worktree list`, as the check's own)
-    siblings = [w for w in (repo.worktrees() if listed is None else listed)
+    siblings = [w for w in repo.worktrees_fast()  # (as the check's own)
                 if w.id != me.id and not w.prunable and os.path.isdir(w.path)]
     if not siblings:
         return []

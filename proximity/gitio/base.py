@@ -259,8 +259,7 @@ class RepoCore:
         real = os.path.realpath(path)
         if real == self.workdir:
             return self.here
-        listed = self.worktrees_from_files()
-        for wt in self.worktrees() if listed is None else listed:
+        for wt in self.worktrees_fast():
             if wt.path == real and wt.admin:
                 return wt.at
         return At(real, "")
@@ -334,6 +333,12 @@ class RepoCore:
     def worktrees_from_files(self) -> list[WorktreeInfo] | None:
         """What `worktrees()` lists, read from the common dir's files (listing.from_files)."""
         return listing.from_files(self.common)
+
+    def worktrees_fast(self) -> list[WorktreeInfo]:
+        """Every worktree, from the common dir's files when they say (no `git worktree
+        list`), else from git."""
+        listed = self.worktrees_from_files()
+        return self.worktrees() if listed is None else listed
 
     def no_remote_refs(self) -> bool:
         """Whether the files say there is no remote-tracking ref (listing.no_remote_refs)."""

@@ -138,8 +138,8 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     if lands and (not must_yield or (allow and stage == "guard")):
         # (overridden: the work it yielded to is now the side whose lines the trunk
         # contradicts; landed work holds, so they are told to rebase onto it)
-        posted += landed(ctx, lands, [r for _, r in results], remote,
-                         over=must_yield if allow else ())
+        # (must_yield is empty unless the push was allowed past it)
+        posted += landed(ctx, lands, [r for _, r in results], remote, over=must_yield)
     # (a push already blocked for the work it must yield to needs no more reasons: the
     # calls are judged when it may land)
     here = me.branch if me is not None else None

@@ -280,8 +280,7 @@ class WarmSnapshots:
 
     def worktrees(self) -> list[gitio.WorktreeInfo]:
         """Every worktree, from files when they say (else from git)."""
-        listed = self.ctx.repo.worktrees_from_files()
-        return list(self.ctx.repo.worktrees() if listed is None else listed)
+        return list(self.ctx.repo.worktrees_fast())
 
     def note_files(self, wid: str, rels: list[str]) -> None:
         """The watcher reported these paths (relative to worktree ``wid``) changed."""
