@@ -656,16 +656,14 @@ class Swarm:
         """The lane rebased onto the trunk to land; a conflict there is this landing's
         (counted, its files and what the merge check said, if it was asked, logged)."""
         before = out(["rev-parse", "HEAD"], p.wt)
-        redo = self.rules.resolve == "redo"
-        if self.rebase(p, keep_both=redo):
+        if self.rebase(p, keep_both=self.redo):
             return
         self.t.conflicts_at_landing += 1
         files = sorted(conflict_files(p.wt, before, "origin/main") or ())
         self.t.conflict_files += [f"{p.name}:{f}" for f in files]
-        # (redone on top of the trunk, both sides' lines are kept: nothing thrown away)
-        dropped = 0 if redo else dropped_lines(p.wt, "origin/main", before)
+        dropped = self.dropped(p.wt, "origin/main", before)
         self.t.dropped_at_landing += dropped
-        if redo:
+        if self.redo:
             p.resolving = self.resolve_cost(p, files)
         # the two commits met (with --keep, the remote and the lane's branch hold both)
         self.t.conflict_log.append({"agent": p.name, "files": files, "step":
@@ -701,8 +699,7 @@ class Swarm:
                    extra=self.env).returncode:
                 self.t.conflicts_at_landing += 1
                 self.t.conflict_files += sorted(f"{p.name}:{f}" for f in files or ())
-                dropped = 0 if self.rules.resolve == "redo" else \
-                    dropped_lines(main, "HEAD", branch)
+                dropped = self.dropped(main, "HEAD", branch)
                 self.t.dropped_at_landing += dropped
                 self.t.conflict_log.append({"agent": p.name, "step": self.t.makespan_steps,
                                             "files": sorted(files or ()), "check": said,
@@ -710,7 +707,7 @@ class Swarm:
                                             "lane": out(["rev-parse", branch], main),
                                             "onto": out(["rev-parse", "HEAD"], main)})
                 git(["merge", "--abort"], main, ok=(0, 1, 128))
-                if self.rules.resolve == "redo":
+                if self.redo:
                     # the person hands it back: its author redoes the change on top of the
                     # trunk in the lane's worktree, and the merge is tried again after
                     self.rebase(p, keep_both=True)
@@ -720,6 +717,17 @@ class Swarm:
                     extra=self.env)
                 self.take_theirs(main)
         return onto if self.push(p, main, "main") else None
+
+    @property
+    def redo(self) -> bool:
+        """Conflicts at landing are redone on top of the trunk (``--resolve redo``)."""
+        return self.rules.resolve == "redo"
+
+    def dropped(self, checkout: str, kept: str, taken: str) -> int:
+        """Lines of ``kept``'s landed work a resolution of this conflict throws away:
+        taking ``taken``'s side (swarm_plan.dropped_lines); none when it is redone on top of
+        the trunk, both sides' lines kept."""
+        return 0 if self.redo else dropped_lines(checkout, kept, taken)
 
     @staticmethod
     def resolve_cost(p: Participant, files: list[str]) -> int:
