@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -410,3 +411,45 @@ def test_advice_that_a_landing_reversed_is_withdrawn(tmp_path):
     from proximity.views import messages
     said = messages.render(over_x[0]["body"])
     assert "LANDING" in said and "overrode the guard" in said and "rebase onto it" in said
+
+
+def test_a_push_the_remote_rejects_tells_nobody_it_landed(tmp_path):
+    """The guard judges before the remote answers: a LANDING posted then is held until
+    the remote-tracking ref shows the pushed commit. The remote refuses the main
+    checkout's push of x's work (its own hook): y hears nothing of a landing. The push
+    goes through on the second try: y is told once, and the dry run's LANDING, never
+    confirmed, is never shown."""
+    main, _x, y = held(tmp_path)
+    remote = Path(git(main, "remote", "get-url", "origin").stdout.strip())
+    gate = remote / "hooks" / "pre-receive"
+    gate.parent.mkdir(exist_ok=True)
+    gate.write_text("#!/bin/sh\necho 'the remote refuses this push' >&2\nexit 1\n")
+    gate.chmod(0o755)
+    git(main, "merge", "-q", "--ff-only", "x")
+    refused = run(main, "git", "push", "origin", "main")
+    assert refused.returncode != 0 and "refuses" in refused.stderr, refused.stderr
+    dry = run(main, "git", "push", "--dry-run", "origin", "main")
+    assert dry.returncode == 0, dry.stderr
+    assert not [m for m in inbox_of(y) if m["type"] == "landed"]
+    blocked = run(y, "git", "push", "origin", "y")
+    assert blocked.returncode != 0 and "LANDING" not in blocked.stderr, blocked.stderr
+    # held, one (the dry run's replaced the refused push's); dropped unseen once it is
+    # older than any push takes
+    held_now = [m for m in inbox_of(y, "--all")
+                if m["type"] == "landed" and m["delivered"] is None]
+    assert len(held_now) == 1, held_now
+    from proximity import layout
+    from proximity.snapshot import delivery
+    db = sqlite3.connect(main / ".git" / "ecm" / layout.LEDGER)
+    with db:
+        db.execute("UPDATE inbox SET created = created - ? WHERE id = ?",
+                   (delivery.HOLD_MAX + 1, held_now[0]["id"]))
+    db.close()
+    assert not [m for m in inbox_of(y) if m["type"] == "landed"]
+    assert all(m["delivered"] is not None for m in inbox_of(y, "--all"))
+    gate.unlink()
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+    told = [m for m in inbox_of(y) if m["type"] == "landed"]
+    assert len(told) == 1 and told[0]["from"] == "x", told
+    assert not [m for m in inbox_of(y) if m["type"] == "landed"]  # taken once

@@ -43,7 +43,7 @@ from proximity.analysis.intervals import bounded_specs, lines_typo, parse_spec
 from proximity.errors import NotARepository, UsageError
 from proximity.protocol import MAX_EVENT_CHARS
 from proximity.safetext import text as shown
-from proximity.snapshot import recorder, workspace
+from proximity.snapshot import delivery, recorder, workspace
 from proximity.views import messages
 
 MAX_CONTEXT = 4000  # characters of messages handed to an agent after an edit
@@ -335,7 +335,7 @@ def _after(h: Harness, event: Json, cwd: str) -> CheckAnswer:
             try:
                 recorder.record_here(ctx, "snapshot")
                 if ctx.ledger is not None and h.context is not None:
-                    msgs += ctx.ledger.take(ctx.here)
+                    msgs += delivery.take(ctx)
             finally:
                 ctx.close()
     except Exception as e:

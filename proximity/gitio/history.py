@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, cast
 
+from proximity.gitio import listing
 from proximity.gitio.base import RepoCore, _pygit2
 from proximity.gitio.run import EMPTY_TREE, is_ancestor_cli
 
@@ -97,6 +98,16 @@ class History(RepoCore):
             return ""
         message = cast("pygit2.Commit", self.pg[commit]).message
         return str(message).splitlines()[0] if message else ""
+
+    def push_arrived(self, remote: str, dest: str, sha: str) -> bool | None:
+        """Whether a push of ``sha`` onto ``dest`` at ``remote`` went through, as this
+        clone's remote-tracking ref shows it (at ``sha``, or at a commit that has it);
+        None when no remote-tracking ref maps it (listing.tracking_tip)."""
+        got = listing.tracking_tip(self.pg, remote, dest)
+        if got is None:
+            return None
+        tip = got[1]
+        return tip is not None and (tip == sha or self.is_ancestor(sha, tip))
 
     def is_ancestor(self, anc: str, desc: str) -> bool:
         """Remembered; a single-parent commit's answer is its parent's when that one is

@@ -240,6 +240,30 @@ def trunk_of(pg: Any, remote: str) -> str | None:
     return "refs/heads/" + target.removeprefix(prefix)
 
 
+def tracking_tip(pg: Any, remote: str, dest: str) -> tuple[str, str | None] | None:
+    """Where this clone keeps what ``remote`` (a configured remote's name) has at ``dest``
+    (a ref on the remote): (the remote-tracking ref its fetch refspecs map it to, the
+    commit it is at now or None when there is none yet); None when no refspec of a remote
+    of that name maps it. A successful push to the remote by its name moves that ref to
+    the pushed commit (a push by URL moves none, even the URL of a configured remote:
+    None). Read from the config and refs only; ``pg``: the repository (pygit2)."""
+    import pygit2  # (the repository given is pygit2's: loaded already)
+
+    try:
+        if remote not in {str(r.name) for r in pg.remotes} or not dest.startswith("refs/"):
+            return None
+        spec = pg.remotes[remote]
+        for i in range(spec.refspec_count):
+            one = spec.get_refspec(i)
+            if one.src_matches(dest):
+                tracking = str(one.transform(dest))
+                ref = pg.references.get(tracking)
+                return tracking, str(ref.resolve().target) if ref is not None else None
+    except (ValueError, KeyError, pygit2.GitError):
+        return None
+    return None
+
+
 def trunk_tips(pg: Any, common: str) -> list[str]:
     """The commits the remotes' trunks are at, as this clone last fetched or pushed them:
     per configured remote, the branch its HEAD names (trunk_of), else the branch of the

@@ -75,7 +75,8 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
     # each run: (whose state the pushed commit stands for, the agents); a branch checked
     # out in a worktree is that worktree's work, whoever pushes it
     runs: list[tuple[str, list[Agent]]] = [(ctx.here, agents)]
-    lands: list[tuple[Agent, str]] = []  # (a worktree whose work lands, the ref it lands as)
+    # (a worktree whose work lands, the ref it lands as, the remote's ref, the pushed commit)
+    lands: list[tuple[Agent, str, str, str]] = []
     onto_trunk: list[tuple[str, str, str, str]] = []  # pushes onto the integration branch
     if me is not None and pushed is not None:
         runs = []
@@ -97,15 +98,15 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                     run.append(state)
                 runs.append((line.id, run))
                 if holder is not None and line.id != holder.id:
-                    lands.append((line, ref))
+                    lands.append((line, ref, to, sha))
                 elif onto is not None and line.id != onto.id:
-                    lands.append((line, to))
+                    lands.append((line, to, to, sha))
                 elif to and to == trunk and (to != f"refs/heads/{line.branch or ''}"
                                              or line.id == MAIN_ID):
                     # onto the remote's trunk, which no checkout holds here now (the
                     # main checkout detached, or on another branch), or the main
                     # checkout's own work pushed there: it lands
-                    lands.append((line, to))
+                    lands.append((line, to, to, sha))
         if not runs:
             return Verdict(nothing=True, notes=tuple(notes))
     results = [(who, pipeline.run_scan(ctx, focus=who, agents=run, retired=retired,
@@ -188,13 +189,16 @@ def warm_up(ctx: workspace.Context) -> None:
     pipeline.warm_up(ctx)
 
 
-def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[Scan],
-           remote: str = "", over: Sequence[str] = ()) -> list[dict[str, object]]:
+def landed(ctx: workspace.Context, lands: list[tuple[Agent, str, str, str]],
+           scans: list[Scan], remote: str = "", over: Sequence[str] = ()
+           ) -> list[dict[str, object]]:
     """Tell every worktree that yields to a line of work this push lands (the standing
     advice, this judging's, or a wait cycle's order, which ends here) that it lands: the
     yield ends once they rebase onto it; and each of ``over`` (the sides this push was
-    told to yield to, overridden) that it lands over their lines. Returns the messages
-    posted."""
+    told to yield to, overridden) that it lands over their lines. Each message names the
+    remote's ref and the pushed commit: it is delivered once the push shows
+    (snapshot.delivery), and replaces one from an earlier try not delivered yet. Returns
+    the messages posted."""
     if ctx.ledger is None:
         return []
     try:
@@ -202,7 +206,7 @@ def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[S
     except LedgerError:
         standing = []
     posted: list[dict[str, object]] = []
-    for line, ref in lands:
+    for line, ref, to, sha in lands:
         waiting = {told for told, holder, _ in standing if holder == line.id}
         waiting |= {p.yielding for r in scans for p in r.involving(line.id)
                     if p.advisory == "resolution" and p.yielding and p.yielding != line.id}
@@ -219,9 +223,10 @@ def landed(ctx: workspace.Context, lands: list[tuple[Agent, str]], scans: list[S
                 with contextlib.suppress(LedgerError):
                     ctx.ledger.withdraw((), [(y, line.id)])
             if remote:
-                msg["remote"] = remote
+                msg.update(remote=remote, dest=to, sha=sha)
             try:
-                mid = ctx.ledger.post(y, line.id, "landed", msg, 0.0, 0.0, 0.0)
+                mid = ctx.ledger.post(y, line.id, "landed", msg, 0.0, 0.0, 0.0,
+                                      supersede=True)
             except LedgerError:
                 continue
             if mid is not None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from proximity.config import disarms
 from proximity.errors import LedgerError
 from proximity.safetext import text
-from proximity.snapshot import journal, recorder
+from proximity.snapshot import delivery, journal, recorder
 from proximity.snapshot.agents import live_agents
 from proximity.views import messages
 
@@ -238,7 +238,7 @@ def inbox_lines(ctx: Context, shown: set[int] | None = None) -> list[str]:
     if ctx.ledger is None:
         return []
     try:
-        taken = ctx.ledger.take(ctx.here)
+        taken = delivery.take(ctx)
     except LedgerError:  # busy, or open read-only: they stay undelivered for the next hook
         return []
     return [messages.render(m) for m in taken if m["id"] not in (shown or set())]

@@ -7,8 +7,8 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Literal
 
 from proximity.errors import LedgerBusy
 from proximity.ledger.db import FILENAME, LedgerCore
@@ -26,20 +26,29 @@ def _cooling(db: sqlite3.Connection, recipient: str, sender: str, kind: str, now
 
 ADVICE = ("transmit", "steer", "hold")  # about a collision; a landing or an order is not
 
+# what a taker does with one undelivered message: deliver it, keep it for a later take
+# (what it reports has not happened yet), or drop it (it never will: marked delivered,
+# never shown)
+Hold = Callable[[dict[str, Any]], Literal["take", "hold", "drop"]]
+
 
 class Inbox(LedgerCore):
     """Messages between worktrees, with cooldowns, each delivered once."""
 
     # -- inbox --------------------------------------------------------------------------
     def post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
-             hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
+             hops: float, cooldown_s: float, cooldown_hops: float,
+             supersede: bool = False) -> int | None:
         """Queue a message unless the same pair/type was posted within the cooldown.
+        ``supersede``: undelivered messages of the same pair and type are replaced by
+        this one (marked delivered, never shown), in the same transaction.
 
         None also when the ledger stays busy past the wait budget: a message is advice (the
         hook prints the advisory itself), and a lock held by someone else must never turn a
         guard's decision into an error."""
         try:
-            return self._post(recipient, sender, kind, body, hops, cooldown_s, cooldown_hops)
+            return self._post(recipient, sender, kind, body, hops, cooldown_s, cooldown_hops,
+                              supersede)
         except LedgerBusy:
             return None
 
@@ -54,11 +63,15 @@ class Inbox(LedgerCore):
             return False
 
     def _post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
-              hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
+              hops: float, cooldown_s: float, cooldown_hops: float,
+              supersede: bool = False) -> int | None:
         now = time.time()
         with self.tx() as db:
             if _cooling(db, recipient, sender, kind, now, hops, cooldown_s, cooldown_hops):
                 return None
+            if supersede:
+                db.execute("UPDATE inbox SET delivered=? WHERE recipient=? AND sender=? AND "
+                           "type=? AND delivered IS NULL", (now, recipient, sender, kind))
             cur = db.execute(
                 "INSERT INTO inbox(recipient, sender, type, body, created, hops) "
                 "VALUES (?,?,?,?,?,?)", (recipient, sender, kind, json.dumps(dict(body)), now,
@@ -91,8 +104,9 @@ class Inbox(LedgerCore):
                                ids)
         return len(ids)
 
-    def take(self, recipient: str) -> list[dict[str, Any]]:
-        """Undelivered messages for ``recipient``, marked delivered in the same transaction."""
+    def take(self, recipient: str, hold: Hold | None = None) -> list[dict[str, Any]]:
+        """Undelivered messages for ``recipient``, marked delivered in the same transaction;
+        ``hold`` says of each whether to deliver it, keep it undelivered or drop it."""
         if not self.db.execute("SELECT 1 FROM inbox WHERE recipient=? AND delivered IS NULL "
                                "LIMIT 1", (recipient,)).fetchone():
             return []  # the common case, without taking the write lock
@@ -100,11 +114,15 @@ class Inbox(LedgerCore):
             rows = db.execute("SELECT id, sender, type, body, created FROM inbox WHERE "
                               "recipient=? AND delivered IS NULL ORDER BY id",
                               (recipient,)).fetchall()
-            if rows:
-                db.execute("UPDATE inbox SET delivered=? WHERE recipient=? AND delivered IS NULL "
-                           "AND id <= ?", (time.time(), recipient, rows[-1][0]))
-        return [{"id": r[0], "from": r[1], "type": r[2], "body": json.loads(r[3]),
-                 "created": r[4]} for r in rows]
+            msgs = [{"id": r[0], "from": r[1], "type": r[2], "body": json.loads(r[3]),
+                     "created": r[4]} for r in rows]
+            what = [hold(m) if hold is not None else "take" for m in msgs]
+            done = [(time.time(), m["id"]) for m, w in zip(msgs, what, strict=True)
+                    if w != "hold"]
+            if done:
+                db.executemany("UPDATE inbox SET delivered=? WHERE id=? AND delivered IS NULL",
+                               done)
+        return [m for m, w in zip(msgs, what, strict=True) if w == "take"]
 
     def messages(self, recipient: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         q = "SELECT id, recipient, sender, type, body, created, delivered FROM inbox"

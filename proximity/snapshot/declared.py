@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from proximity.analysis.intervals import bounded_specs, parse_intent
-from proximity.snapshot import recorder, workspace
+from proximity.snapshot import delivery, recorder, workspace
 
 Intents = dict[str, list[tuple[int, int]] | None]  # path -> line ranges (None: whole file)
 
@@ -40,8 +40,7 @@ def inbox(start: str | None, delivered: int = 0) -> tuple[str, list[dict[str, An
     ctx = workspace.open_context(start, need_ledger=True)
     try:
         assert ctx.ledger is not None
-        msgs = ctx.ledger.messages(ctx.here, delivered) if delivered else ctx.ledger.take(
-            ctx.here)
+        msgs = ctx.ledger.messages(ctx.here, delivered) if delivered else delivery.take(ctx)
     finally:
         ctx.close()
     return ctx.here, msgs

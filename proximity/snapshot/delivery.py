@@ -1,0 +1,42 @@
+"""What a worktree's inbox delivers now: every message, except news that has not happened.
+
+A LANDING is posted by the push guard, which judges before the remote answers: the push
+may still be refused (a non-fast-forward, the remote's own hook), or be a dry run. It is
+delivered once this clone's remote-tracking ref for the pushed ref shows the pushed commit
+(a push that went through moves it), held until then, and dropped unseen when nothing
+confirms it within HOLD_MAX. A push by a URL no configured remote has leaves no ref to
+read: its LANDING is delivered as it comes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from proximity.snapshot.workspace import Context
+
+HOLD_MAX = 600.0  # seconds a LANDING waits for its push to show before it is dropped
+
+
+def take(ctx: Context) -> list[dict[str, Any]]:
+    """This worktree's undelivered messages that may be delivered now, marked delivered
+    (see the module's docstring); [] without a ledger. LedgerError: busy or read-only."""
+    if ctx.ledger is None:
+        return []
+
+    def hold(msg: dict[str, Any]) -> Literal["take", "hold", "drop"]:
+        body = msg.get("body")
+        if msg.get("type") != "landed" or not isinstance(body, dict):
+            return "take"
+        sha, dest, remote = body.get("sha"), body.get("dest"), body.get("remote")
+        if not (isinstance(sha, str) and isinstance(dest, str) and isinstance(remote, str)):
+            return "take"  # (posted by an earlier version: as it always was)
+        try:
+            arrived = ctx.repo.push_arrived(remote, dest, sha)
+        except Exception:  # an unreadable ref: deliver, as before the guard held any
+            arrived = None
+        if arrived is not False:
+            return "take"
+        return "drop" if time.time() - float(msg.get("created") or 0) > HOLD_MAX else "hold"
+
+    return ctx.ledger.take(ctx.here, hold)
