@@ -603,3 +603,28 @@ def test_a_judgement_asked_for_again_since_is_skipped(work):  # type: ignore[no-
         assert doc.shared and doc.seen is not None and doc.seen[0] == typed
     finally:
         documents.unshare(doc)
+
+
+@pytest.mark.asyncio
+async def test_the_hover_reads_work_landed_over_the_holder_as_the_check_does(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """y was told to yield to x and pushed onto the trunk anyway (PROXIMITY_ALLOW=1): x's
+    pre-edit check denies on y's lines (landed work holds). The hover on them says the
+    same, not that y was told to yield and x holds course."""
+    from test_landing import held
+
+    _main, x, y = held(tmp_path)
+    over = subprocess.run(["git", "push", "origin", "y:main"], cwd=y, capture_output=True,
+                          text=True, env={**os.environ, "PROXIMITY_ALLOW": "1"})
+    assert over.returncode == 0, over.stderr
+    asked = subprocess.run([*SERVER[:-1], "check", "--json", "f.txt:20"], cwd=x,
+                           capture_output=True, text=True)
+    assert json.loads(asked.stdout)["decision"] == "deny", asked.stdout
+    u = open_doc(client, x / "f.txt")
+    await diagnostics(client, u, lambda d: any(
+        g.range.start.line <= 19 < g.range.end.line for g in d))
+    hover = await client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(u), types.Position(19, 0)))
+    assert hover is not None
+    body = hover.contents.value  # type: ignore[union-attr]
+    assert "hold your course" not in body and "you yield now" in body, body

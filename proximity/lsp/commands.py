@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from proximity.errors import LedgerError
+from proximity import gitio
+from proximity.agents import standing
+from proximity.errors import FatalError, LedgerError
 from proximity.ledger import Ledger
 from proximity.lsp.documents import Where
 from proximity.safetext import text as shown
@@ -15,23 +17,31 @@ from proximity.views import messages
 
 
 def yields(where: Where, agents: set[str]) -> dict[str, str]:
-    """Who yields to whom, per sibling, as the ledger's standing decisions say."""
+    """Who yields to whom, per sibling, as the ledger's standing decisions say, and as
+    the pre-edit check reads them: a sibling told to yield here that has since landed its
+    work over this worktree's (its push overrode the guard: standing.landed_since) holds."""
     out: dict[str, str] = {}
     try:
         ledger = Ledger(where.ecm, create=False)
     except LedgerError:
         return out
     try:
+        told = standing.yielding_to(ledger, where.agent, agents)
+        over = standing.landed_since(gitio.Repo(where.root, fast=True), ledger, where.agent,
+                                     told) if told else set()
         for agent in agents:
-            got = ledger.held(where.agent, agent)
-            if got is None:
-                continue
             name = shown(agent)
-            out[agent] = (f"{name} was told to yield to you (a standing Resolution "
-                          "Advisory): hold your course, they steer" if got[0] == agent
-                          else f"you were told to yield to {name}: steer clear of "
-                          "their lines, or wait until their work lands")
-    except LedgerError:
+            if agent in over:
+                out[agent] = (f"{name} was told to yield to you, then landed its work over "
+                              "yours anyway: landed work holds, so you yield now (rebase "
+                              "onto it and keep its lines)")
+            elif agent in told:
+                out[agent] = (f"{name} was told to yield to you (a standing Resolution "
+                              "Advisory): hold your course, they steer")
+            elif ledger.held(where.agent, agent) is not None:
+                out[agent] = (f"you were told to yield to {name}: steer clear of their "
+                              "lines, or wait until their work lands")
+    except (LedgerError, FatalError):
         return out
     finally:
         ledger.close()
