@@ -97,10 +97,8 @@ def run(call: HookCall) -> int:
 def _run(call: HookCall) -> int:
     stage = call.stage
     try:
-        # a config's warnings are said where it judges (a commit's pre-commit, a push),
-        # once a git command, as the service says them: not by the snapshots around them
         ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot",
-                                     strict=False, say=stage != "snapshot")
+                                     strict=False, say=stages.says_config(stage))
     except FatalError as e:
         err(off_line(stage, str(e)) if stage == "guard" else
             f"proximity: warning: {e} (hook skipped; git goes on)")

@@ -116,6 +116,13 @@ class LiveAirspace:
         return {w.id for w in self.ctx.repo.worktrees() if not w.prunable}
 
 
+def says_config(stage: str) -> bool:
+    """Whether a hook of ``stage`` says its config's warnings: where it judges (a
+    commit's pre-commit, a push), once a git command, in process and through the service
+    alike; never the snapshots around them."""
+    return stage != "snapshot"
+
+
 def run_stage(ctx: Context, stage: Stage, air: Airspace) -> StageOutcome:
     """Run one hook stage for the worktree ``ctx.here``."""
     if stage.stage == "snapshot":

@@ -182,10 +182,8 @@ class WarmAirspace:
             return {"fallback": "not recorded"}
         if later:
             return {"lines": [], "block": False}
-        # a config's warnings are said where it judges (a commit's pre-commit, a push), once
-        # a git command, as in process: not by the snapshots around them
         warned = [workspace.warning_line(w) for w in self.policy_warnings] \
-            if stage != "snapshot" else []
+            if stages.says_config(stage) else []
         return {"lines": warned + list(done.lines), "block": done.block}
 
     def ahead(self, gate: str, admin: str) -> bool:
