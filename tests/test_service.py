@@ -704,3 +704,26 @@ def test_the_check_reads_a_siblings_unrecorded_new_call_as_the_service_keeps_it(
         assert all("pkg/extra.py" not in e.files for e in led.events("b", 50))
     finally:
         led.close()
+
+
+def test_the_policy_is_read_again_only_when_a_committed_config_file_changes(space):
+    """The service keeps the policy it read until one of its inputs changes. A commit in
+    the main checkout that leaves both committed config files as they were is not one (each
+    such commit cost every next hook a `git config` and two `cat-file` runs); a commit of
+    `.proximity.toml` or `pyproject.toml` is, at once."""
+    from proximity import gitio
+    from proximity.service.warm import _policy_key
+
+    sp = space({"app.txt": lines(10), "pyproject.toml": "[project]\nname = 'x'\n"})
+    repo = gitio.Repo(str(sp.main))
+    first = _policy_key(repo)
+    sp.write(sp.main, "app.txt", lines(10).replace("line 3\n", "line 3 changed\n"))
+    sp.commit(sp.main, "an ordinary commit")
+    assert _policy_key(gitio.Repo(str(sp.main))) == first
+    for name, text in ((".proximity.toml", "[proximity]\n"),
+                       ("pyproject.toml", "[project]\nname = 'y'\n")):
+        sp.write(sp.main, name, text)
+        sp.commit(sp.main, f"commits {name}")
+        now = _policy_key(gitio.Repo(str(sp.main)))
+        assert now != first, name
+        first = now

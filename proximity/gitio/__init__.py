@@ -35,7 +35,7 @@ from proximity.gitio.history import SOLE_BASE_WALK, History
 from proximity.gitio.listing import WorktreeInfo
 from proximity.gitio.objects import LOOSE_LIMIT
 from proximity.gitio.patches import Patches
-from proximity.gitio.policyfiles import policy_inputs
+from proximity.gitio.policyfiles import POLICY_FILES, policy_inputs
 from proximity.gitio.results import Results
 from proximity.gitio.run import (
     CALL_CLASS,
@@ -82,7 +82,7 @@ class Repo(Snapshots, Results, Patches, History):
 __all__ = [
     "CALLS", "CALL_CLASS", "DIFF_ALGORITHM", "DIFF_ARGS", "EMPTY_TREE", "LARGE_STUB",
     "LOOSE_LIMIT", "MAIN_ID", "MEMO_ENTRIES", "MIN_GIT", "MOVED_DIFF_ARGS", "OVERLAY_MAX",
-    "SNAPSHOT_IDENT", "SOLE_BASE_WALK", "TIMEOUTS",
+    "POLICY_FILES", "SNAPSHOT_IDENT", "SOLE_BASE_WALK", "TIMEOUTS",
     "At", "Repo", "Where", "WorktreeInfo", "agent_id", "any_ignored", "blob_args",
     "checkout_of", "clean_env",
     "commit_of", "common_dir", "common_of", "file_diff_args", "find_git_dir",

@@ -99,6 +99,18 @@ class History(RepoCore):
         message = cast("pygit2.Commit", self.pg[commit]).message
         return str(message).splitlines()[0] if message else ""
 
+    def committed_blobs(self, commit: str | None, names: tuple[str, ...]
+                        ) -> tuple[object, ...]:
+        """The blob ids of ``names`` (top-level files) in ``commit``'s tree, None for one
+        it lacks, read in process; the commit itself when its tree cannot be read."""
+        if not commit:
+            return (None,)
+        try:
+            tree = cast("pygit2.Commit", self.pg[commit]).tree
+            return tuple(str(tree[n].id) if n in tree else None for n in names)
+        except Exception:
+            return (commit,)
+
     def push_arrived(self, remote: str, dest: str, sha: str) -> bool | None:
         """Whether a push of ``sha`` onto ``dest`` at ``remote`` went through, as this
         clone's remote-tracking ref shows it (at ``sha``, or at a commit that has it);

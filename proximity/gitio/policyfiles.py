@@ -7,6 +7,8 @@ from proximity.configlimits import MAX_CONFIG_BYTES
 from proximity.gitio.base import RepoCore
 from proximity.gitio.run import Where, git
 
+POLICY_FILES = (".proximity.toml", "pyproject.toml")  # committed on the main checkout's HEAD
+
 
 def _config_entries(cwd: Where) -> list[tuple[str, str, str]]:
     """Every ``proximity.*`` git config entry as (scope, key, value), in one git call."""
@@ -26,7 +28,7 @@ def policy_inputs(repo: RepoCore) -> tuple[list[tuple[str, bytes | int]],
     config entries, every git config entry the user has, a name for that HEAD). A
     committed file over the size limit is given as its size, unread: a branch that
     commits a huge file costs every hook one header, not the file."""
-    names = ("HEAD:.proximity.toml", "HEAD:pyproject.toml")
+    names = tuple(f"HEAD:{name}" for name in POLICY_FILES)
     proc = git(["--git-dir", repo.common, "cat-file", "--batch-check"], cwd=repo.common,
                input="".join(n + "\n" for n in names).encode())
     found: list[tuple[str, int]] = []

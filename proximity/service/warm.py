@@ -259,8 +259,10 @@ POLICY_MAX_AGE = 5.0  # seconds a policy read stays good while none of its files
 
 
 def _policy_key(repo: gitio.Repo) -> tuple[object, ...]:
-    """What the policy's inputs look like now, from files: the main checkout's HEAD and
-    the stat of every git config file git reads (a change of any: read it again)."""
+    """What the policy's inputs look like now: the config files committed on the main
+    checkout's HEAD (their blob ids: a commit there that changes neither keeps the policy
+    read) and the stat of every git config file git reads (a change of any: read it
+    again)."""
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     paths = [os.path.join(repo.common, "config"), os.path.join(repo.common, "config.worktree"),
@@ -268,7 +270,8 @@ def _policy_key(repo: gitio.Repo) -> tuple[object, ...]:
              os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
              os.path.join(xdg, "git", "config"),
              os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
-    out: list[object] = [repo.read_head(repo.common)]
+    out: list[object] = [repo.committed_blobs(repo.read_head(repo.common)[0],
+                                              gitio.POLICY_FILES)]
     for p in paths:
         try:
             st = os.stat(p)
