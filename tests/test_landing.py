@@ -243,14 +243,17 @@ def test_the_landing_names_the_remote_it_was_pushed_to(tmp_path):
     told_then_cleared(y, by="main", remote="pub")
 
 
-def told_then_cleared(y: Path, by: str, remote: str = "origin") -> None:
+def told_then_cleared(y: Path, by: str, remote: str = "origin", url: bool = False) -> None:
     """y, told to yield to x, stays blocked and is told x's work landed (pushed from
-    ``by`` to ``remote``), and clears once it rebased onto it; told once."""
+    ``by`` to ``remote``), and clears once it rebased onto it; told once. A push to a
+    remote by name is told once the remote-tracking ref shows it (landed); one by ``url``
+    moves no such ref, and is told as it is pushed."""
     blocked = run(y, "git", "push", "origin", "y")
     assert blocked.returncode != 0 and "x" in holders(blocked.stderr), blocked.stderr
     said = " ".join(blocked.stderr.split())
-    assert f"LANDING: the work of 'x' (branch x) is being pushed as main to {remote} from " \
-        f"'{by}'" in said, blocked.stderr
+    assert (f"LANDING: the work of 'x' (branch x) is being pushed as main to {remote} from "
+            f"'{by}'" if url else f"LANDING: the work of 'x' (branch x) landed as main on "
+            f"{remote}, pushed from '{by}'") in said, blocked.stderr
     assert f"git pull --rebase {remote} main" in said
     r = run(y, "git", "pull", "-q", "--rebase", "-X", "ours", remote, "main")
     assert r.returncode == 0, r.stderr
@@ -373,7 +376,7 @@ def test_a_push_by_url_onto_the_remotes_trunk_lands_too(tmp_path):
     url = git(main, "remote", "get-url", "origin").stdout.strip()
     landed = run(x, "git", "push", url, "HEAD:main")
     assert landed.returncode == 0, landed.stderr
-    told_then_cleared(y, by="x", remote=url)
+    told_then_cleared(y, by="x", remote=url, url=True)
 
 
 def inbox_of(where: Path, *extra: str) -> list[dict]:  # type: ignore[type-arg]

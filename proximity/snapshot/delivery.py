@@ -20,7 +20,8 @@ HOLD_MAX = 600.0  # seconds a LANDING waits for its push to show before it is dr
 
 def take(ctx: Context) -> list[dict[str, Any]]:
     """This worktree's undelivered messages that may be delivered now, marked delivered
-    (see the module's docstring); [] without a ledger. LedgerError: busy or read-only."""
+    (see the module's docstring); a LANDING the remote-tracking ref confirmed says so
+    (``landed``). [] without a ledger. LedgerError: busy or read-only."""
     if ctx.ledger is None:
         return []
 
@@ -35,6 +36,8 @@ def take(ctx: Context) -> list[dict[str, Any]]:
             arrived = ctx.repo.push_arrived(remote, dest, sha)
         except Exception:  # an unreadable ref: deliver, as before the guard held any
             arrived = None
+        if arrived is True:
+            msg["landed"] = True  # (views.messages: it has landed, not "being pushed")
         if arrived is not False:
             return "take"
         return "drop" if time.time() - float(msg.get("created") or 0) > HOLD_MAX else "hold"

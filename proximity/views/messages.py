@@ -34,7 +34,7 @@ def render(msg: dict[str, Any]) -> str:
     b = msg.get("body", msg)
     kind = b.get("type", msg.get("type", ""))
     if kind == "landed":
-        return landed(b)
+        return landed(b, msg.get("landed") is True)
     if kind == "first":
         return goes_first(b)
     head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
@@ -70,10 +70,11 @@ def render(msg: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def landed(b: dict[str, Any]) -> str:
-    """The work a worktree yielded to is being pushed (the pre-push hook runs before the
-    remote takes it, so it is "landing", not yet landed): rebase onto it once it is there,
-    and the yield ends."""
+def landed(b: dict[str, Any], confirmed: bool = False) -> str:
+    """The work a worktree yielded to lands: rebase onto it, and the yield ends.
+    ``confirmed``: the remote-tracking ref shows the push went through (snapshot.delivery
+    holds the message until then); else (a push by URL leaves no such ref) it was said as
+    the push began, before the remote took it: "being pushed", to rebase onto once there."""
     onto = text(b.get("onto"), 200)
     # the remote it was pushed to, as the pusher named it (a name, or a URL)
     remote = text(b.get("remote"), 300) if b.get("remote") else ""
@@ -82,19 +83,23 @@ def landed(b: dict[str, Any]) -> str:
     # or branch name may hold backticks, `$(…)`, `;`: git allows them)
     pull = (f"`git pull --rebase {shlex.quote(remote)} {shlex.quote(onto)}`" if remote
             else f"`git pull --rebase` from the remote holding {onto}")
-    head = (f"proximity inbox: LANDING: the work of {text(b.get('from'))!r} (branch "
-            f"{text(b.get('branch'))}) is being pushed as {onto}{to} from "
-            f"{text(b.get('by'))!r}.\n")
+    who = f"the work of {text(b.get('from'))!r} (branch {text(b.get('branch'))})"
+    if confirmed:
+        head = (f"proximity inbox: LANDING: {who} landed as {onto} on {remote}, pushed from "
+                f"{text(b.get('by'))!r}.\n")
+        there, when = f"it is on {onto} now", "now"
+    else:
+        head = (f"proximity inbox: LANDING: {who} is being pushed as {onto}{to} from "
+                f"{text(b.get('by'))!r}.\n")
+        there, when = f"once it is on {onto}", "once it is there"
     if b.get("over") is True:
         # (it was told to yield to the recipient and went on anyway: landed work holds)
-        # (said before the remote answers, as every LANDING: a push it rejects lands nothing)
-        return (head + f"  it was told to yield to you and overrode the guard: once it is on "
-                f"{onto}, your lines there meet it and you yield; rebase onto it then "
-                f"({pull}, or `git rebase` onto the landed {onto}) and keep their lines as "
-                "you redo yours")
-    return (head + f"  you were told to yield to it: rebase onto it once it is there ({pull}, "
-            f"or `git rebase` onto the landed {onto}); the yield ends when your work is on "
-            "top of theirs")
+        return (head + f"  it was told to yield to you and overrode the guard: {there}, your "
+                f"lines there meet it and you yield; rebase onto it ({pull}, or `git "
+                f"rebase` onto the landed {onto}) and keep their lines as you redo yours")
+    return (head + f"  you were told to yield to it: rebase onto it {when} ({pull}, or `git "
+            f"rebase` onto the landed {onto}); the yield ends when your work is on top of "
+            "theirs")
 
 
 def goes_first(b: dict[str, Any]) -> str:
