@@ -419,10 +419,11 @@ def test_advice_that_a_landing_reversed_is_withdrawn(tmp_path):
 def test_a_push_the_remote_rejects_tells_nobody_it_landed(tmp_path):
     """The guard judges before the remote answers: a LANDING posted then is held until
     the remote-tracking ref shows the pushed commit. The remote refuses the main
-    checkout's push of x's work (its own hook): y hears nothing of a landing. The push
-    goes through on the second try: y is told once, and the dry run's LANDING, never
-    confirmed, is never shown."""
-    main, _x, y = held(tmp_path)
+    checkout's push of x's work (its own hook), then a dry run: y hears nothing of a
+    landing. The push goes through on the next try: y is told once (the three tries
+    landed one commit), even after x's later dry run of new work, which stays held and is
+    dropped unseen once older than any push takes."""
+    main, x, y = held(tmp_path)
     remote = Path(git(main, "remote", "get-url", "origin").stdout.strip())
     gate = remote / "hooks" / "pre-receive"
     gate.parent.mkdir(exist_ok=True)
@@ -436,23 +437,49 @@ def test_a_push_the_remote_rejects_tells_nobody_it_landed(tmp_path):
     assert not [m for m in inbox_of(y) if m["type"] == "landed"]
     blocked = run(y, "git", "push", "origin", "y")
     assert blocked.returncode != 0 and "LANDING" not in blocked.stderr, blocked.stderr
-    # held, one (the dry run's replaced the refused push's); dropped unseen once it is
-    # older than any push takes
-    held_now = [m for m in inbox_of(y, "--all")
-                if m["type"] == "landed" and m["delivered"] is None]
-    assert len(held_now) == 1, held_now
+    assert len([m for m in inbox_of(y, "--all")
+                if m["type"] == "landed" and m["delivered"] is None]) == 2
+    gate.unlink()
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+    # before y reads it, x dry-runs new work onto the trunk: told later, if ever
+    (x / "f.txt").write_text((x / "f.txt").read_text().replace("line 30\n", "line 30 x\n"))
+    git(x, "commit", "-qam", "x goes on")
+    again = run(x, "git", "push", "--dry-run", "origin", "x:main")
+    assert again.returncode == 0, again.stderr
+    told = [m for m in inbox_of(y) if m["type"] == "landed"]
+    assert len(told) == 1 and told[0]["from"] == "x", told
+    from proximity.views import messages
+    said = " ".join(messages.render(told[0]).split())
+    assert "landed as main on origin, pushed from 'main'" in said, said
+    assert not [m for m in inbox_of(y) if m["type"] == "landed"]  # taken once
+    waiting = [m for m in inbox_of(y, "--all")
+               if m["type"] == "landed" and m["delivered"] is None]
+    assert len(waiting) == 1, waiting  # x's dry run
     from proximity import layout
     from proximity.snapshot import delivery
     db = sqlite3.connect(main / ".git" / "ecm" / layout.LEDGER)
     with db:
         db.execute("UPDATE inbox SET created = created - ? WHERE id = ?",
-                   (delivery.HOLD_MAX + 1, held_now[0]["id"]))
+                   (delivery.HOLD_MAX + 1, waiting[0]["id"]))
     db.close()
     assert not [m for m in inbox_of(y) if m["type"] == "landed"]
     assert all(m["delivered"] is not None for m in inbox_of(y, "--all"))
-    gate.unlink()
-    landed = run(main, "git", "push", "origin", "main")
-    assert landed.returncode == 0, landed.stderr
-    told = [m for m in inbox_of(y) if m["type"] == "landed"]
-    assert len(told) == 1 and told[0]["from"] == "x", told
-    assert not [m for m in inbox_of(y) if m["type"] == "landed"]  # taken once
+
+
+def test_only_a_remote_tracking_ref_confirms_a_push(tmp_path):
+    """A push is confirmed by the ref under refs/remotes/ that the remote's fetch refspec
+    maps its destination to. A refspec that fetches into local branches, a push by URL, or
+    an unknown remote confirms nothing (None: the LANDING says "being pushed")."""
+    from proximity import gitio
+
+    main, _remote = make_repo(tmp_path)
+    sha = git(main, "rev-parse", "HEAD").stdout.strip()
+    url = git(main, "remote", "get-url", "origin").stdout.strip()
+    repo = gitio.Repo(str(main))
+    assert repo.push_arrived("origin", "refs/heads/main", sha) is True
+    assert repo.push_arrived("origin", "refs/heads/other", sha) is False  # (no such ref yet)
+    assert repo.push_arrived(url, "refs/heads/main", sha) is None
+    assert repo.push_arrived("nowhere", "refs/heads/main", sha) is None
+    git(main, "config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*")
+    assert gitio.Repo(str(main)).push_arrived("origin", "refs/heads/main", sha) is None

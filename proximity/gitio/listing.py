@@ -257,6 +257,8 @@ def tracking_tip(pg: Any, remote: str, dest: str) -> tuple[str, str | None] | No
             one = spec.get_refspec(i)
             if one.src_matches(dest):
                 tracking = str(one.transform(dest))
+                if not tracking.startswith("refs/remotes/"):
+                    return None  # (fetched into local branches: they say nothing of a push)
                 ref = pg.references.get(tracking)
                 return tracking, str(ref.resolve().target) if ref is not None else None
     except (ValueError, KeyError, pygit2.GitError):

@@ -196,9 +196,8 @@ def landed(ctx: workspace.Context, lands: list[tuple[Agent, str, str, str]],
     advice, this judging's, or a wait cycle's order, which ends here) that it lands: the
     yield ends once they rebase onto it; and each of ``over`` (the sides this push was
     told to yield to, overridden) that it lands over their lines. Each message names the
-    remote's ref and the pushed commit: it is delivered once the push shows
-    (snapshot.delivery), and replaces one from an earlier try not delivered yet. Returns
-    the messages posted."""
+    remote's ref and the pushed commit: it is delivered once the push shows, and once
+    (snapshot.delivery). Returns the messages posted."""
     if ctx.ledger is None:
         return []
     try:
@@ -225,8 +224,7 @@ def landed(ctx: workspace.Context, lands: list[tuple[Agent, str, str, str]],
             if remote:
                 msg.update(remote=remote, dest=to, sha=sha)
             try:
-                mid = ctx.ledger.post(y, line.id, "landed", msg, 0.0, 0.0, 0.0,
-                                      supersede=True)
+                mid = ctx.ledger.post(y, line.id, "landed", msg, 0.0, 0.0, 0.0)
             except LedgerError:
                 continue
             if mid is not None:

@@ -37,18 +37,14 @@ class Inbox(LedgerCore):
 
     # -- inbox --------------------------------------------------------------------------
     def post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
-             hops: float, cooldown_s: float, cooldown_hops: float,
-             supersede: bool = False) -> int | None:
+             hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
         """Queue a message unless the same pair/type was posted within the cooldown.
-        ``supersede``: undelivered messages of the same pair and type are replaced by
-        this one (marked delivered, never shown), in the same transaction.
 
         None also when the ledger stays busy past the wait budget: a message is advice (the
         hook prints the advisory itself), and a lock held by someone else must never turn a
         guard's decision into an error."""
         try:
-            return self._post(recipient, sender, kind, body, hops, cooldown_s, cooldown_hops,
-                              supersede)
+            return self._post(recipient, sender, kind, body, hops, cooldown_s, cooldown_hops)
         except LedgerBusy:
             return None
 
@@ -63,15 +59,11 @@ class Inbox(LedgerCore):
             return False
 
     def _post(self, recipient: str, sender: str, kind: str, body: Mapping[str, Any],
-              hops: float, cooldown_s: float, cooldown_hops: float,
-              supersede: bool = False) -> int | None:
+              hops: float, cooldown_s: float, cooldown_hops: float) -> int | None:
         now = time.time()
         with self.tx() as db:
             if _cooling(db, recipient, sender, kind, now, hops, cooldown_s, cooldown_hops):
                 return None
-            if supersede:
-                db.execute("UPDATE inbox SET delivered=? WHERE recipient=? AND sender=? AND "
-                           "type=? AND delivered IS NULL", (now, recipient, sender, kind))
             cur = db.execute(
                 "INSERT INTO inbox(recipient, sender, type, body, created, hops) "
                 "VALUES (?,?,?,?,?,?)", (recipient, sender, kind, json.dumps(dict(body)), now,

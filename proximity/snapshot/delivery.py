@@ -5,7 +5,8 @@ may still be refused (a non-fast-forward, the remote's own hook), or be a dry ru
 delivered once this clone's remote-tracking ref for the pushed ref shows the pushed commit
 (a push that went through moves it), held until then, and dropped unseen when nothing
 confirms it within HOLD_MAX. A push by a URL no configured remote has leaves no ref to
-read: its LANDING is delivered as it comes.
+read: its LANDING is delivered as it comes. The same landing told twice (a refused push,
+then its retry: both confirmed by the retry) is delivered once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def take(ctx: Context) -> list[dict[str, Any]]:
     if ctx.ledger is None:
         return []
 
+    told: set[tuple[object, ...]] = set()  # landings delivered by this take (in id order)
+
     def hold(msg: dict[str, Any]) -> Literal["take", "hold", "drop"]:
         body = msg.get("body")
         if msg.get("type") != "landed" or not isinstance(body, dict):
@@ -36,10 +39,15 @@ def take(ctx: Context) -> list[dict[str, Any]]:
             arrived = ctx.repo.push_arrived(remote, dest, sha)
         except Exception:  # an unreadable ref: deliver, as before the guard held any
             arrived = None
+        if arrived is False:
+            late = time.time() - float(msg.get("created") or 0) > HOLD_MAX
+            return "drop" if late else "hold"
+        key = (msg.get("from"), remote, dest, sha)
+        if key in told:
+            return "drop"
+        told.add(key)
         if arrived is True:
             msg["landed"] = True  # (views.messages: it has landed, not "being pushed")
-        if arrived is not False:
-            return "take"
-        return "drop" if time.time() - float(msg.get("created") or 0) > HOLD_MAX else "hold"
+        return "take"
 
     return ctx.ledger.take(ctx.here, hold)
