@@ -507,3 +507,24 @@ def test_the_main_checkout_carrying_the_holders_lane_holds_as_it_before_it_pushe
     assert r.returncode == 0, r.stderr
     scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
     assert all(q["yielding"] != "y" for q in scan["pairs"] if {q["a"], q["b"]} == {"main", "y"})
+
+
+def test_a_later_push_of_other_files_tells_the_yielding_side_nothing_new(tmp_path):
+    """The main checkout fast-forwards onto x's lane (a scan judging main~y between) and
+    pushes it: y is told once. Its later pushes of other files (a README line) are no
+    news to y, which yields on f.txt."""
+    main, _x, y = held(tmp_path)
+    git(main, "merge", "-q", "--ff-only", "x")
+    run(main, sys.executable, "-m", "proximity", "scan", "--json")  # (decides main~y)
+    landed = run(main, "git", "push", "origin", "main")
+    assert landed.returncode == 0, landed.stderr
+    told = [m for m in inbox_of(y) if m["type"] == "landed"]
+    assert len(told) == 1, told
+    for k in range(2):
+        (main / "README").write_text(f"a note of the integrator's, {k}\n")
+        git(main, "add", "README")
+        git(main, "commit", "-qm", f"a note {k}")
+        again = run(main, "git", "push", "origin", "main")
+        assert again.returncode == 0, again.stderr
+    every = [m for m in inbox_of(y, "--all") if m["type"] == "landed"]
+    assert len(every) == 1, every
