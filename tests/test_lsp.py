@@ -628,3 +628,26 @@ async def test_the_hover_reads_work_landed_over_the_holder_as_the_check_does(
     assert hover is not None
     body = hover.contents.value  # type: ignore[union-attr]
     assert "hold your course" not in body and "you yield now" in body, body
+
+
+@pytest.mark.asyncio
+async def test_the_hover_says_when_the_work_you_yield_to_has_landed(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """y was told to yield to x; the main checkout lands x's work. y's hover on x's lines
+    says it has landed and to rebase now (it said "wait until their work lands")."""
+    from test_landing import held
+
+    main, _x, y = held(tmp_path)
+    git(main, "merge", "-q", "--ff-only", "x")
+    landed = subprocess.run(["git", "push", "origin", "main"], cwd=main,
+                            capture_output=True, text=True)
+    assert landed.returncode == 0, landed.stderr
+    u = open_doc(client, y / "f.txt")
+    await diagnostics(client, u, lambda d: any(
+        g.range.start.line <= 19 < g.range.end.line for g in d))
+    hover = await client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(u), types.Position(19, 0)))
+    assert hover is not None
+    body = hover.contents.value  # type: ignore[union-attr]
+    assert "their work has landed: rebase onto it now" in body, body
+    assert "wait until their work lands" not in body, body

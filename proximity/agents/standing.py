@@ -93,8 +93,19 @@ def landed_since(repo: gitio.Repo, ledger: Ledger | None, me: str, others: set[s
         others = {str(m["from"]) for m in ledger.messages(me, limit=200)
                   if m["type"] == "landed" and m["from"] in others
                   and isinstance(m["body"], dict) and m["body"].get("over") is True}
-        if not others:
-            return set()
+    except LedgerError:
+        return set()
+    return landed_over(repo, ledger, me, others)
+
+
+def landed_over(repo: gitio.Repo, ledger: Ledger | None, me: str, others: set[str]
+                ) -> set[str]:
+    """Of ``others``, those whose committed work on the files of their standing decision
+    with this worktree (any file, when none is kept) is on a remote's trunk now, where
+    this worktree's is not."""
+    if not others or ledger is None or repo.no_remote_refs():
+        return set()
+    try:
         tips = repo.trunk_tips()
         if not tips:
             return set()

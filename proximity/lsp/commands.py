@@ -27,8 +27,12 @@ def yields(where: Where, agents: set[str]) -> dict[str, str]:
         return out
     try:
         told = standing.yielding_to(ledger, where.agent, agents)
-        over = standing.landed_since(gitio.Repo(where.root, fast=True), ledger, where.agent,
-                                     told) if told else set()
+        mine = {a for a in agents - told if ledger.held(where.agent, a) is not None}
+        repo = gitio.Repo(where.root, fast=True) if told or mine else None
+        over = standing.landed_since(repo, ledger, where.agent, told) if repo and told \
+            else set()
+        there = standing.landed_over(repo, ledger, where.agent, mine) if repo and mine \
+            else set()
         for agent in agents:
             name = shown(agent)
             if agent in over:
@@ -38,7 +42,10 @@ def yields(where: Where, agents: set[str]) -> dict[str, str]:
             elif agent in told:
                 out[agent] = (f"{name} was told to yield to you (a standing Resolution "
                               "Advisory): hold your course, they steer")
-            elif ledger.held(where.agent, agent) is not None:
+            elif agent in there:
+                out[agent] = (f"you were told to yield to {name}, and their work has "
+                              "landed: rebase onto it now and keep their lines")
+            elif agent in mine:
                 out[agent] = (f"you were told to yield to {name}: steer clear of their "
                               "lines, or wait until their work lands")
     except (LedgerError, FatalError):
