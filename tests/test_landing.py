@@ -485,30 +485,6 @@ def test_only_a_remote_tracking_ref_confirms_a_push(tmp_path):
     assert gitio.Repo(str(main)).push_arrived("origin", "refs/heads/main", sha) is None
 
 
-def test_the_main_checkout_carrying_the_holders_lane_holds_as_it_before_it_pushes(tmp_path):
-    """Right-of-way goes with the lines of work: the main checkout that merged x's lane
-    (y was told to yield to x) holds over y as x does, before it pushes. The scan told the
-    main checkout to yield to y (y has more committed lines than the merge brings), sent
-    y a HOLD COURSE from 'main' beside its standing yield to x, and blocked main's push of
-    the merge to a remote whose trunk this clone does not know."""
-    main, _x, y = held(tmp_path)
-    git(main, "merge", "-q", "--ff-only", "x")
-    scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
-    p = pair(scan, "main", "y")
-    assert p["advisory"] == "resolution" and p["yielding"] == "y", p
-    assert not [m for m in inbox_of(y) if m["type"] == "hold" and m["from"] == "main"]
-    fresh = tmp_path / "fresh.git"
-    git(tmp_path, "init", "-q", "--bare", str(fresh))
-    git(main, "remote", "add", "fresh", str(fresh))
-    pushed = run(main, "git", "push", "fresh", "main")
-    assert pushed.returncode == 0, pushed.stderr
-    # and once y has rebased onto x's work, the main checkout's merge claims nothing over it
-    r = run(y, "git", "rebase", "-q", "-X", "ours", "x")
-    assert r.returncode == 0, r.stderr
-    scan = json.loads(run(main, sys.executable, "-m", "proximity", "scan", "--json").stdout)
-    assert all(q["yielding"] != "y" for q in scan["pairs"] if {q["a"], q["b"]} == {"main", "y"})
-
-
 def test_a_later_push_of_other_files_tells_the_yielding_side_nothing_new(tmp_path):
     """The main checkout fast-forwards onto x's lane (a scan judging main~y between) and
     pushes it: y is told once. Its later pushes of other files (a README line) are no

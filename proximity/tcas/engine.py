@@ -15,7 +15,6 @@ from proximity.tcas import risk
 from proximity.tcas.memo import channel_key, content_key, kept_by_content
 from proximity.tcas.pairwise import Pairwise
 from proximity.tcas.rightofway import (
-    carried,
     cleared,
     contested_of,
     in_order,
@@ -103,7 +102,6 @@ def assess(pw: Pairwise, a: Agent, b: Agent, all_agents: list[Agent]) -> PairRes
     if yielding is not None and not (a.remote or b.remote):
         yielding = standing(pw, a, b, base, yielding, contested, facts,
                             {a.id: pa, b.id: pb})
-        yielding = carried(pw, a, b, all_agents, contested, facts, yielding)
         yielding = ordered(facts, a.id, b.id, yielding)
         yielding = landed(pw, a, b, base, contested, yielding)
         yielding = in_order(facts, a.id, b.id, yielding)

@@ -84,35 +84,6 @@ def standing(pw: Work, a: Agent, b: Agent, base: str | None, yielding: str,
     return yielding
 
 
-def carried(pw: Work, a: Agent, b: Agent, agents: list[Agent], contested: Contested,
-            facts: Facts, yielding: str) -> str:
-    """Right-of-way goes with the lines of work, not with the checkout holding them: a side
-    that would yield, whose HEAD carries the committed work of a third worktree (its HEAD
-    merged in, and not in the other side's) to which a standing decision told the other
-    side to yield on these files, holds as that work does. So the main checkout that
-    merged the holder's lane, before it pushes, is not told to steer clear of the side
-    that must rebase onto them, nor that side told to hold its course against it."""
-    if facts.held is None or yielding not in (a.id, b.id):
-        return yielding
-    me, other = (a, b) if yielding == a.id else (b, a)
-    if not me.head:
-        return yielding
-    for w in agents:
-        if w.id in (a.id, b.id) or w.remote or not w.head or w.head == other.head:
-            continue
-        got = facts.held(w.id, other.id)
-        if got is None or got[0] != other.id:
-            continue
-        files = facts.held_files(w.id, other.id) if facts.held_files is not None else None
-        if files and contested and not set(files) & set(contested):
-            continue  # (its claim was on other files)
-        repo = pw.repo
-        if repo.is_ancestor(w.head, me.head) and not (
-                other.head and repo.is_ancestor(w.head, other.head)):
-            return other.id
-    return yielding
-
-
 def landed(pw: Work, a: Agent, b: Agent, base: str | None, contested: Contested,
            yielding: str) -> str:
     """Work a remote's trunk holds already is not undone by an advice: when one side's
