@@ -268,3 +268,25 @@ def test_a_long_history_is_thinned_evenly_and_keeps_every_event():
     assert len(kept) == 500 and kept[0]["time"] == 0 and kept[-1]["time"] == 1999
     assert all(len(f["events"]) <= timeline.MAX_NOTES + 1 for f in kept)
     assert kept[1]["events"][:3] == ["e1", "e2", "e3"]  # a dropped frame's events move on
+
+
+def test_status_and_watch_say_a_worktree_is_mid_rebase(space, capsys, monkeypatch):
+    """A worktree stopped in a rebase blocks nobody; status and watch say why it is so (they
+    showed only "(detached)", as for a worktree on no branch at all)."""
+    from conftest import git, lines
+
+    sp = space({"app.txt": lines(10)})
+    b = sp.wt("b")
+    sp.write(sp.main, "app.txt", lines(10).replace("line 3\n", "line 3 main\n"))
+    sp.commit(sp.main, "main's line 3")
+    sp.write(b, "app.txt", lines(10).replace("line 3\n", "line 3 b\n"))
+    sp.commit(b, "b's line 3")
+    stopped = git(b, "rebase", "main", check=False)
+    assert stopped.returncode != 0  # stopped on the conflict, in progress
+    capsys.readouterr()
+    monkeypatch.setenv("COLUMNS", "200")  # (a table cell of 80 columns wraps the words)
+    main(["status", "-C", str(sp.main)])
+    out = capsys.readouterr().out
+    assert "(detached) (rebase in progress)" in out, out
+    main(["watch", "--once", "-C", str(sp.main)])
+    assert "(rebase in progress)" in capsys.readouterr().out
