@@ -605,6 +605,18 @@ def test_a_judgement_asked_for_again_since_is_skipped(work):  # type: ignore[no-
         documents.unshare(doc)
 
 
+async def hover_once_shown(client: LanguageClient, path: Path, line: int) -> str:
+    """The hover's text on ``line`` (0-based) of ``path``, opened, once a diagnostic
+    covers that line."""
+    u = open_doc(client, path)
+    await diagnostics(client, u, lambda d: any(
+        g.range.start.line <= line < g.range.end.line for g in d))
+    hover = await client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(u), types.Position(line, 0)))
+    assert hover is not None
+    return str(hover.contents.value)  # type: ignore[union-attr]
+
+
 @pytest.mark.asyncio
 async def test_the_hover_reads_work_landed_over_the_holder_as_the_check_does(
         client: LanguageClient, tmp_path: Path) -> None:
@@ -620,13 +632,7 @@ async def test_the_hover_reads_work_landed_over_the_holder_as_the_check_does(
     asked = subprocess.run([*SERVER[:-1], "check", "--json", "f.txt:20"], cwd=x,
                            capture_output=True, text=True)
     assert json.loads(asked.stdout)["decision"] == "deny", asked.stdout
-    u = open_doc(client, x / "f.txt")
-    await diagnostics(client, u, lambda d: any(
-        g.range.start.line <= 19 < g.range.end.line for g in d))
-    hover = await client.text_document_hover_async(types.HoverParams(
-        types.TextDocumentIdentifier(u), types.Position(19, 0)))
-    assert hover is not None
-    body = hover.contents.value  # type: ignore[union-attr]
+    body = await hover_once_shown(client, x / "f.txt", 19)
     assert "hold your course" not in body and "you yield now" in body, body
 
 
@@ -642,12 +648,6 @@ async def test_the_hover_says_when_the_work_you_yield_to_has_landed(
     landed = subprocess.run(["git", "push", "origin", "main"], cwd=main,
                             capture_output=True, text=True)
     assert landed.returncode == 0, landed.stderr
-    u = open_doc(client, y / "f.txt")
-    await diagnostics(client, u, lambda d: any(
-        g.range.start.line <= 19 < g.range.end.line for g in d))
-    hover = await client.text_document_hover_async(types.HoverParams(
-        types.TextDocumentIdentifier(u), types.Position(19, 0)))
-    assert hover is not None
-    body = hover.contents.value  # type: ignore[union-attr]
+    body = await hover_once_shown(client, y / "f.txt", 19)
     assert "their work has landed: rebase onto it now" in body, body
     assert "wait until their work lands" not in body, body
