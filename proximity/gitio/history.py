@@ -115,11 +115,10 @@ class History(RepoCore):
         """Whether a push of ``sha`` onto ``dest`` at ``remote`` went through, as this
         clone's remote-tracking ref shows it (at ``sha``, or at a commit that has it);
         None when no remote-tracking ref maps it (listing.tracking_tip)."""
-        got = listing.tracking_tip(self.pg, remote, dest)
-        if got is None:
+        tip = listing.tracking_tip(self.pg, remote, dest)
+        if tip is None:
             return None
-        tip = got[1]
-        return tip is not None and (tip == sha or self.is_ancestor(sha, tip))
+        return bool(tip) and (tip == sha or self.is_ancestor(sha, tip))
 
     def is_ancestor(self, anc: str, desc: str) -> bool:
         """Remembered; a single-parent commit's answer is its parent's when that one is

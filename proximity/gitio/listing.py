@@ -240,13 +240,13 @@ def trunk_of(pg: Any, remote: str) -> str | None:
     return "refs/heads/" + target.removeprefix(prefix)
 
 
-def tracking_tip(pg: Any, remote: str, dest: str) -> tuple[str, str | None] | None:
-    """Where this clone keeps what ``remote`` (a configured remote's name) has at ``dest``
-    (a ref on the remote): (the remote-tracking ref its fetch refspecs map it to, the
-    commit it is at now or None when there is none yet); None when no refspec of a remote
-    of that name maps it. A successful push to the remote by its name moves that ref to
-    the pushed commit (a push by URL moves none, even the URL of a configured remote:
-    None). Read from the config and refs only; ``pg``: the repository (pygit2)."""
+def tracking_tip(pg: Any, remote: str, dest: str) -> str | None:
+    """The commit this clone's remote-tracking ref for ``dest`` (a ref on ``remote``, a
+    configured remote's name, as its fetch refspecs map it under refs/remotes/) is at now,
+    "" when that ref is not there yet; None when no such ref maps it. A successful push to
+    the remote by its name moves that ref to the pushed commit (a push by URL moves none,
+    even the URL of a configured remote: None). Read from the config and refs only;
+    ``pg``: the repository (pygit2)."""
     import pygit2  # (the repository given is pygit2's: loaded already)
 
     try:
@@ -260,7 +260,7 @@ def tracking_tip(pg: Any, remote: str, dest: str) -> tuple[str, str | None] | No
                 if not tracking.startswith("refs/remotes/"):
                     return None  # (fetched into local branches: they say nothing of a push)
                 ref = pg.references.get(tracking)
-                return tracking, str(ref.resolve().target) if ref is not None else None
+                return str(ref.resolve().target) if ref is not None else ""
     except (ValueError, KeyError, pygit2.GitError):
         return None
     return None

@@ -109,8 +109,8 @@ class Inbox(LedgerCore):
             msgs = [{"id": r[0], "from": r[1], "type": r[2], "body": json.loads(r[3]),
                      "created": r[4]} for r in rows]
             what = [hold(m) if hold is not None else "take" for m in msgs]
-            done = [(time.time(), m["id"]) for m, w in zip(msgs, what, strict=True)
-                    if w != "hold"]
+            now = time.time()
+            done = [(now, m["id"]) for m, w in zip(msgs, what, strict=True) if w != "hold"]
             if done:
                 db.executemany("UPDATE inbox SET delivered=? WHERE id=? AND delivered IS NULL",
                                done)

@@ -4,9 +4,10 @@ A LANDING is posted by the push guard, which judges before the remote answers: t
 may still be refused (a non-fast-forward, the remote's own hook), or be a dry run. It is
 delivered once this clone's remote-tracking ref for the pushed ref shows the pushed commit
 (a push that went through moves it), held until then, and dropped unseen when nothing
-confirms it within HOLD_MAX. A push by a URL no configured remote has leaves no ref to
-read: its LANDING is delivered as it comes. The same landing told twice (a refused push,
-then its retry: both confirmed by the retry) is delivered once.
+confirms it within HOLD_MAX. A push by URL (even a configured remote's), or to a remote
+whose fetch refspec maps into local branches, moves no remote-tracking ref: its LANDING is
+delivered as it comes. The same landing told twice (a refused push, then its retry: both
+confirmed by the retry) is delivered once.
 """
 
 from __future__ import annotations
