@@ -1596,3 +1596,39 @@ def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space)
         assert "you have right-of-way" not in again.reason, again.reason
     finally:
         unsaved.remove(ecm, "h", "f.py")
+
+
+def test_a_side_that_edits_over_a_deny_never_goes_first_over_committed_lines(tmp_path,
+                                                                           capsys):
+    """e commits line 5; f is denied there, and edits it anyway (uncommitted). e asks about
+    line 5 again, before any scan recorded the pair: a wait cycle, in which f's wait is the
+    older. f went first, e was told to set aside an uncommitted change it did not have, and
+    e's push was blocked (found by a trial on express). Committed lines cannot be set
+    aside: a wait on them is never a cycle's oldest, so e goes first, f is told to steer,
+    and e's push goes through."""
+    from test_hooks import make_repo
+
+    main_, _remote = make_repo(tmp_path)
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
+                   capture_output=True)
+    e, f = tmp_path / "e", tmp_path / "f"
+    for wt in (e, f):
+        git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
+    base = (main_ / "f.txt").read_text()
+    (e / "f.txt").write_text(base.replace("line 5\n", "line 5 by e\n"))
+    git(e, "commit", "-qam", "e's line 5")
+    capsys.readouterr()
+    _, denied = run_check(f, "f.txt:5", capsys=capsys)
+    assert denied["decision"] == "deny" and "'e'" in denied["reason"], denied
+    (f / "f.txt").write_text(base.replace("line 5\n", "line 5 by f\n"))
+    assert main(["snapshot", "-C", str(f)]) == 0
+    capsys.readouterr()
+    _, e_first = run_check(e, "f.txt:5", capsys=capsys)
+    assert "'f' goes first" not in e_first["reason"], e_first["reason"]
+    _, e_again = run_check(e, "f.txt:5", capsys=capsys)
+    assert e_again["decision"] == "ask" and "you go first" in e_again["reason"], e_again
+    _, f_again = run_check(f, "f.txt:5", capsys=capsys)
+    assert f_again["decision"] == "deny", f_again
+    assert "'e' goes first over your live lines in f.txt" in f_again["reason"], f_again
+    pushed = git(e, "push", "-q", "origin", "e", check=False)
+    assert pushed.returncode == 0, pushed.stderr

@@ -8,33 +8,38 @@ import contextlib
 import math
 import time
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
 
+from proximity import gitio
 from proximity.agents import decision, waits
+from proximity.analysis import hunks
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger
 from proximity.ledger.traffic import LATE
+from proximity.model import Range
 from proximity.safetext import text
 from proximity.views.messages import SET_ASIDE
 
-if TYPE_CHECKING:
-    from proximity import gitio
-
 
 def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
-                behind: set[str], ahead: Mapping[str, str], d: decision.Decision
-                ) -> decision.Decision:
+                behind: set[str], ahead: Mapping[str, str], d: decision.Decision,
+                head: str | None) -> decision.Decision:
     """A deny, given the waits: the holders whose wait cycle this worktree goes first in
     (agents/waits.py) yield to it, and the deny that stands is recorded as this worktree's
-    wait on each holder still denying it. One ledger open; a ledger that cannot be read or
-    written leaves the waits as they are, never the answer."""
+    wait on each holder still denying it. ``head``: this worktree's HEAD. One ledger open;
+    a ledger that cannot be read or written leaves the waits as they are, never the
+    answer."""
     denying = {c.agent for c in d.conflicts if c.level == decision.RA}
+    theirs, mine = committed(repo, sides, d, head)
     try:
         ledger = Ledger(repo.ecm_dir, create=False)
     except LedgerError:
         return d
     now = time.time()
     try:
+        # a holder whose lines here this worktree had committed never goes first over
+        # them by waiting on it (its wait may predate that commit)
+        with contextlib.suppress(LedgerError):
+            ledger.never_first([(h, me) for h in mine])
         standing, orders = read(ledger, now)
         # an order given stands: the member gone over waits for that work to land (it
         # stopped asking), so the first goes over its lines again, wherever they meet
@@ -59,8 +64,13 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
                 s.typed and s.agent == c.agent and s.path == c.path
                 and not decision.held(s, c) for s in sides)}
             with contextlib.suppress(LedgerError):
-                ledger.wait(me, holders - late, now)
-                ledger.wait(me, late, now, since=LATE)
+                ledger.wait(me, holders - late - theirs, now)
+                ledger.wait(me, late - theirs, now, since=LATE)
+                # committed lines cannot be set aside: this worktree never goes first
+                # over them (else a side that edited over a deny on them went first by
+                # the wait that deny recorded, and their holder's push was blocked)
+                ledger.wait(me, holders & theirs, now, since=LATE)
+                ledger.never_first([(me, h) for h in holders & theirs])
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
@@ -75,6 +85,43 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
     finally:
         ledger.close()
     return d
+
+
+COMMITTED: dict[tuple[str, str, str], hunks.FileDiff | None] = {}
+COMMITTED_ENTRIES = 1024
+
+
+def committed(repo: gitio.Repo, sides: Sequence[decision.Side], d: decision.Decision,
+              head: str | None) -> tuple[set[str], set[str]]:
+    """Of the holders whose lines deny this edit: those with their lines there in their
+    commits, and those whose lines there meet this worktree's committed lines. A cycle
+    member goes first over the other's *uncommitted* lines (they set them aside and redo
+    them once that work has landed); neither kind can be. Two commits' diff of one path
+    never changes: kept. Git that fails: none known (the waits as they were)."""
+    meets: list[tuple[str, bool, str, str, str, tuple[Range, ...] | None]] = []
+    for c in d.conflicts:
+        if c.level != decision.RA or c.evidence != "conflict":
+            continue
+        for s in sides:
+            if s.agent != c.agent or s.path != c.path or s.base is None:
+                continue
+            for ours, tip in ((False, s.head), (True, head)):
+                if tip and tip != s.base:
+                    meets.append((c.agent, ours, s.base, tip, s.path, c.ranges or None))
+    asked = sorted({m[2:5] for m in meets} - COMMITTED.keys())
+    out = gitio.git_many([([*gitio.DIFF_ARGS, b, t, "--", p], repo.here) for b, t, p in asked])
+    if len(COMMITTED) + len(asked) > COMMITTED_ENTRIES:
+        COMMITTED.clear()
+    for (b, t, p), raw in zip(asked, out, strict=True):
+        if raw is not None:  # (no diff of the path: its lines are all uncommitted)
+            COMMITTED[b, t, p] = hunks.parse(raw.decode("utf-8", "replace")).get(p)
+    theirs: set[str] = set()
+    mine: set[str] = set()
+    for holder, ours, b, t, p, ranges in meets:
+        diff = COMMITTED.get((b, t, p))
+        if diff is not None and (diff.binary or hunks.contested(diff, ranges)):
+            (mine if ours else theirs).add(holder)
+    return theirs, mine
 
 
 def read(ledger: Ledger, now: float) -> tuple[waits.Waits, dict[tuple[str, str],

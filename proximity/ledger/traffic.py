@@ -95,6 +95,16 @@ class Traffic(Events):
                 [(f"{waiter}\t{h}", json.dumps([now if since is None else since, now]),
                   now - WAIT_FRESH, now) for h in holders])
 
+    def never_first(self, edges: Collection[tuple[str, str]]) -> None:
+        """Each (waiter, holder) wait that stands is made one that is never a cycle's
+        oldest (LATE), its last ask kept: the holder's lines it waits on are committed."""
+        if not edges:
+            return
+        with self.tx() as db:
+            db.executemany(
+                "UPDATE cache SET value = json_array(?, json_extract(value, '$[1]')) "
+                "WHERE kind='waits' AND key=?", [(LATE, f"{w}\t{h}") for w, h in edges])
+
     def waits(self, now: float) -> dict[tuple[str, str], float]:
         """Every wait that stands now: (waiter, holder) -> since when (asked again and denied
         within the last WAIT_FRESH seconds each time)."""
