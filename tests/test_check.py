@@ -1627,8 +1627,16 @@ def test_a_side_that_edits_over_a_deny_never_goes_first_over_committed_lines(tmp
     assert "'f' goes first" not in e_first["reason"], e_first["reason"]
     _, e_again = run_check(e, "f.txt:5", capsys=capsys)
     assert e_again["decision"] == "ask" and "you go first" in e_again["reason"], e_again
+    # f waited first: the words say why e goes first, never that e waited longest
+    assert "waited longest" not in e_again["reason"], e_again["reason"]
+    assert "older than yours in the cycle can never go first" in e_again["reason"], e_again
     _, f_again = run_check(f, "f.txt:5", capsys=capsys)
     assert f_again["decision"] == "deny", f_again
     assert "'e' goes first over your live lines in f.txt" in f_again["reason"], f_again
+    assert "waited longest" not in f_again["reason"], f_again["reason"]
+    assert main(["inbox", "--json", "-C", str(f)]) == 0
+    (told,) = [m["body"] for m in json.loads(capsys.readouterr().out)["messages"]
+               if m["type"] == "first"]
+    assert told["paths"] == ["f.txt"] and told["why"] == "held", told
     pushed = git(e, "push", "-q", "origin", "e", check=False)
     assert pushed.returncode == 0, pushed.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from proximity import gitio
 from proximity.agents import decision, waits
@@ -17,7 +17,7 @@ from proximity.ledger import Ledger
 from proximity.ledger.traffic import LATE
 from proximity.model import Range
 from proximity.safetext import text
-from proximity.views.messages import SET_ASIDE
+from proximity.views.messages import FIRST_WHY, SET_ASIDE, WHY_HELD
 
 
 def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
@@ -50,8 +50,9 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         if first:
             d = decision.decide(sides, policy, behind, {
                 **{h: f"you wait on '{text(h)}' in a cycle of waits that comes back to you, "
-                   "and you waited longest: you go first, they steer"
-                   for h in first - again},
+                   + ("and you waited longest" if waits.by_age(standing, me, h) else
+                      "and " + WHY_HELD.format(whose="yours"))
+                   + ": you go first, they steer" for h in first - again},
                 **{h: f"'{text(h)}' was told that you go first (a cycle of waits broken "
                    "before): you go first, they steer" for h in again}, **ahead})
         if d.decision == decision.DENY:
@@ -74,14 +75,18 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
-            ahead_of_me = {w for w, held in standing if held == me
-                           and (me, w) not in orders and waits.goes_first(standing, w, me)}
-            ahead_of_me |= {f for g, f in orders if g == me}
+            ahead_of_me: dict[str, tuple[Sequence[str], str]] = {
+                w: ((), "longest" if waits.by_age(standing, w, me) else "held")
+                for w, held in standing if held == me
+                and (me, w) not in orders and waits.goes_first(standing, w, me)}
+            ahead_of_me.update({f: (paths, "order") for (g, f), paths in orders.items()
+                                if g == me})
             if ahead_of_me:
-                d = d._replace(reason=d.reason + gone_over(
-                    {f: orders.get((me, f), ()) for f in sorted(ahead_of_me)}))
+                d = d._replace(reason=d.reason + gone_over(dict(sorted(ahead_of_me.items()))))
         else:
-            told_first(ledger, me, first, d, now)
+            told_first(ledger, me, {h: "order" if h in again else "longest"
+                                    if waits.by_age(standing, me, h) else "held"
+                                    for h in first}, d, now)
     finally:
         ledger.close()
     return d
@@ -177,28 +182,28 @@ def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decis
 FIRST_COOLDOWN = 300.0  # seconds between two "goes first" messages of one pair
 
 
-def gone_over(first: Mapping[str, Sequence[str]]) -> str:
+def gone_over(first: Mapping[str, tuple[Sequence[str], str]]) -> str:
     """The words a deny adds for the members that go first over this worktree's lines
     in a wait cycle (``first``: each, with the files where it does, as its order and its
-    GOES FIRST message name them), and what to do."""
+    GOES FIRST message name them, and why: messages.FIRST_WHY's key), and what to do."""
     parts = []
-    for h, paths in first.items():
+    for h, (paths, why) in first.items():
         where = (f" over your live lines in {', '.join(text(p, 300) for p in paths[:8])}"
                  if paths else "")
         parts.append(f"'{text(h)}' goes first{where}: you and they wait on each other's work, "
-                     "and they waited longest")
+                     f"and {FIRST_WHY[why]}")
     advice = SET_ASIDE[0].upper() + SET_ASIDE[1:]
     return ". " + "; ".join(parts) + f". {advice}; until then this stays denied"
 
 
-def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Decision,
+def told_first(ledger: Ledger, me: str, first: Mapping[str, str], d: decision.Decision,
                now: float) -> None:
     """Each member of a wait cycle this worktree goes first in is given the order, with
     the files where it goes over their live lines, and told so: they steer (set an
     uncommitted change there aside and redo it once this work has landed), or resolve it
     when they rebase. A file not named before is told at once; the same files again, once
-    in FIRST_COOLDOWN. Advice, like every message: a ledger that cannot be written leaves
-    the answer as it is."""
+    in FIRST_COOLDOWN (``first``: each, with why, messages.FIRST_WHY's key). Advice, like
+    every message: a ledger that cannot be written leaves the answer as it is."""
     for h in sorted(first):
         paths = sorted({c.path for c in d.conflicts if c.agent == h and c.right_of_way})
         if not paths:
@@ -206,5 +211,6 @@ def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Deci
         with contextlib.suppress(LedgerError):
             new = ledger.order(h, me, paths, now)
             ledger.post(h, me, "first", {"type": "first", "from": text(me), "to": text(h),
-                                         "paths": [text(p, 300) for p in paths[:8]]},
+                                         "paths": [text(p, 300) for p in paths[:8]],
+                                         "why": first[h]},
                         0.0, 0.0 if new else FIRST_COOLDOWN, 1.0)

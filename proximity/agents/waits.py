@@ -51,3 +51,13 @@ def goes_first(waits: Waits, me: str, holder: str) -> bool:
     if edges is None:
         return False
     return min(edges, key=lambda e: (waits[e], e[0])) == (me, holder)
+
+
+def by_age(waits: Waits, me: str, holder: str) -> bool:
+    """Whether ``me``'s wait on ``holder`` is its cycle's oldest by time alone: no wait in
+    the cycle is one that is never the oldest (``never``: their times from that on)."""
+    edges = cycle(waits, me, holder)
+    return edges is not None and all(waits[e] < NEVER for e in edges)
+
+
+NEVER = 1e17  # a wait's time from here on marks one that is never a cycle's oldest

@@ -102,10 +102,25 @@ def landed(b: dict[str, Any], confirmed: bool = False) -> str:
             "theirs")
 
 
+# why a member of a wait cycle goes first, as the member it goes over reads it: its wait
+# is the cycle's oldest; or the older ones can never go first (a wait on committed lines,
+# which cannot be set aside, on work its waiter was told to yield to, or one a person's
+# typing over the lines came before); or an order stands
+WHY_HELD = ("the waits older than {whose} in the cycle can never go first, each being on "
+            "committed lines, on work told to yield, or on lines typed over first")
+FIRST_WHY = {
+    "longest": "they waited longest",
+    "held": WHY_HELD.format(whose="theirs"),
+    "order": "they were told they go first",
+}
+
+
 def goes_first(b: dict[str, Any]) -> str:
     """A wait cycle was broken in the sender's favour: it goes on over the recipient's live
-    lines (each waited on the other's work, and it waited longest)."""
+    lines (each waited on the other's work; ``why``: FIRST_WHY's key, else "longest", as
+    earlier versions posted it)."""
     paths = ", ".join(text(p, 300) for p in b.get("paths", [])[:8]) or "?"
+    why = FIRST_WHY.get(str(b.get("why")), FIRST_WHY["longest"])
     return (f"proximity inbox: GOES FIRST: {text(b.get('from'))!r} goes on over your live "
-            f"lines in {paths}: you and they wait on each other's work, and they waited "
-            f"longest.\n  {SET_ASIDE}; a committed one you resolve when you rebase onto it")
+            f"lines in {paths}: you and they wait on each other's work, and {why}."
+            f"\n  {SET_ASIDE}; a committed one you resolve when you rebase onto it")
