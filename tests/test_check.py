@@ -1398,9 +1398,9 @@ def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp
     with ledger:
         for key, value in ledger.execute("SELECT key, value FROM cache WHERE kind='waits'"
                                          ).fetchall():
-            since, last = json.loads(value)
+            since, last, *kept = json.loads(value)
             ledger.execute("UPDATE cache SET value=? WHERE kind='waits' AND key=?",
-                           (json.dumps([since - 150, last - 150]), key))
+                           (json.dumps([since - 150, last - 150, *kept]), key))
     ledger.close()
     capsys.readouterr()
     _, again = run_check(a, "z.txt:5", capsys=capsys)
@@ -1598,14 +1598,14 @@ def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space)
         unsaved.remove(ecm, "h", "f.py")
 
 
-def test_a_side_that_edits_over_a_deny_never_goes_first_over_committed_lines(tmp_path,
-                                                                           capsys):
+def test_a_side_that_edits_over_a_deny_never_goes_first_by_the_wait_it_recorded(tmp_path,
+                                                                               capsys):
     """e commits line 5; f is denied there, and edits it anyway (uncommitted). e asks about
     line 5 again, before any scan recorded the pair: a wait cycle, in which f's wait is the
     older. f went first, e was told to set aside an uncommitted change it did not have, and
-    e's push was blocked (found by a trial on express). Committed lines cannot be set
-    aside: a wait on them is never a cycle's oldest, so e goes first, f is told to steer,
-    and e's push goes through."""
+    e's push was blocked (found by a trial on express). f crossed the deny its wait was
+    recorded for: that wait never goes first, so e goes first, f is told to steer, and e's
+    push goes through."""
     from test_hooks import make_repo
 
     main_, _remote = make_repo(tmp_path)
@@ -1640,3 +1640,38 @@ def test_a_side_that_edits_over_a_deny_never_goes_first_over_committed_lines(tmp
     assert told["paths"] == ["f.txt"] and told["why"] == "held", told
     pushed = git(e, "push", "-q", "origin", "e", check=False)
     assert pushed.returncode == 0, pushed.stderr
+
+
+def test_a_side_that_commits_over_a_deny_never_goes_first_by_the_wait_it_recorded(
+        tmp_path, capsys):
+    """z commits line 5; a is denied there, then edits it anyway and commits with
+    --no-verify (no scan, no advisory yet). z asks about line 5 twice: z goes first, not a
+    (both waits had been made never-first by their committed lines, and the tie fell to
+    the names: the side that crossed the deny went first, and z's push was blocked; found
+    by a trial on express)."""
+    from test_hooks import make_repo
+
+    main_, _remote = make_repo(tmp_path)
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
+                   capture_output=True)
+    z, a = tmp_path / "z", tmp_path / "a"
+    for wt in (z, a):
+        git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
+    base = (main_ / "f.txt").read_text()
+    (z / "f.txt").write_text(base.replace("line 5\n", "line 5 by z\n"))
+    git(z, "commit", "-qam", "z's line 5")
+    capsys.readouterr()
+    assert run_check(a, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"
+    (a / "f.txt").write_text(base.replace("line 5\n", "line 5 by a\n"))
+    git(a, "commit", "--no-verify", "-qam", "a's line 5")
+    assert main(["snapshot", "-C", str(a)]) == 0
+    capsys.readouterr()
+    run_check(z, "f.txt:5", capsys=capsys)
+    _, z_again = run_check(z, "f.txt:5", capsys=capsys)
+    assert z_again["decision"] == "ask" and "you go first" in z_again["reason"], z_again
+    _, a_again = run_check(a, "f.txt:5", capsys=capsys)
+    assert a_again["decision"] == "deny" and "'z' goes first" in a_again["reason"], a_again
+    ours = git(z, "push", "-q", "origin", "z", check=False)
+    assert ours.returncode == 0, ours.stderr
+    theirs = git(a, "push", "-q", "origin", "a", check=False)
+    assert theirs.returncode != 0 and "must yield to 'z'" in theirs.stderr, theirs.stderr

@@ -11,36 +11,34 @@ from collections.abc import Mapping, Sequence
 
 from proximity import gitio
 from proximity.agents import decision, waits
-from proximity.analysis import hunks
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger
-from proximity.ledger.traffic import LATE
-from proximity.model import Range
+from proximity.ledger.traffic import LATE, Wait
 from proximity.safetext import text
 from proximity.views.messages import FIRST_WHY, SET_ASIDE, WHY_HELD
 
 
 def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
-                behind: set[str], ahead: Mapping[str, str], d: decision.Decision,
-                head: str | None) -> decision.Decision:
+                behind: set[str], ahead: Mapping[str, str], d: decision.Decision
+                ) -> decision.Decision:
     """A deny, given the waits: the holders whose wait cycle this worktree goes first in
     (agents/waits.py) yield to it, and the deny that stands is recorded as this worktree's
-    wait on each holder still denying it. ``head``: this worktree's HEAD. One ledger open;
-    a ledger that cannot be read or written leaves the waits as they are, never the
-    answer."""
+    wait on each holder still denying it. One ledger open; a ledger that cannot be read or
+    written leaves the waits as they are, never the answer."""
     denying = {c.agent for c in d.conflicts if c.level == decision.RA}
-    theirs, mine = committed(repo, sides, d, head)
     try:
         ledger = Ledger(repo.ecm_dir, create=False)
     except LedgerError:
         return d
     now = time.time()
     try:
-        # a holder whose lines here this worktree had committed never goes first over
-        # them by waiting on it (its wait may predate that commit)
+        # a holder that had asked to enter this worktree's lines and was denied, whose
+        # change now meets them there: it crossed the deny, and that wait never goes
+        # first (else the side that edited over a deny went first by the wait the deny
+        # recorded, and the worktree whose lines they were was told to set them aside)
         with contextlib.suppress(LedgerError):
-            ledger.never_first([(h, me) for h in mine])
-        standing, orders = read(ledger, now)
+            ledger.mark_waits(crossed(ledger.waits(now), me, sides, d), "crossed")
+        standing, orders, since = read(ledger, now)
         # an order given stands: the member gone over waits for that work to land (it
         # stopped asking), so the first goes over its lines again, wherever they meet
         # next, and the two never trade places
@@ -50,7 +48,7 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         if first:
             d = decision.decide(sides, policy, behind, {
                 **{h: f"you wait on '{text(h)}' in a cycle of waits that comes back to you, "
-                   + ("and you waited longest" if waits.by_age(standing, me, h) else
+                   + ("and you waited longest" if waits.longest(since, standing, me, h) else
                       "and " + WHY_HELD.format(whose="yours"))
                    + ": you go first, they steer" for h in first - again},
                 **{h: f"'{text(h)}' was told that you go first (a cycle of waits broken "
@@ -64,19 +62,16 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
             late = {c.agent for c in d.conflicts if c.level == decision.RA and any(
                 s.typed and s.agent == c.agent and s.path == c.path
                 and not decision.held(s, c) for s in sides)}
+            entering = {h: entered(sides, d, h) for h in holders}
             with contextlib.suppress(LedgerError):
-                ledger.wait(me, holders - late - theirs, now)
-                ledger.wait(me, late - theirs, now, since=LATE)
-                # committed lines cannot be set aside: this worktree never goes first
-                # over them (else a side that edited over a deny on them went first by
-                # the wait that deny recorded, and their holder's push was blocked)
-                ledger.wait(me, holders & theirs, now, since=LATE)
-                ledger.never_first([(me, h) for h in holders & theirs])
+                ledger.wait(me, {h: p for h, p in entering.items() if h not in late}, now)
+                ledger.wait(me, {h: p for h, p in entering.items() if h in late}, now,
+                            kind="late")
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
             ahead_of_me: dict[str, tuple[Sequence[str], str]] = {
-                w: ((), "longest" if waits.by_age(standing, w, me) else "held")
+                w: ((), "longest" if waits.longest(since, standing, w, me) else "held")
                 for w, held in standing if held == me
                 and (me, w) not in orders and waits.goes_first(standing, w, me)}
             ahead_of_me.update({f: (paths, "order") for (g, f), paths in orders.items()
@@ -85,70 +80,66 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
                 d = d._replace(reason=d.reason + gone_over(dict(sorted(ahead_of_me.items()))))
         else:
             told_first(ledger, me, {h: "order" if h in again else "longest"
-                                    if waits.by_age(standing, me, h) else "held"
+                                    if waits.longest(since, standing, me, h) else "held"
                                     for h in first}, d, now)
     finally:
         ledger.close()
     return d
 
 
-COMMITTED: dict[tuple[str, str, str], hunks.FileDiff | None] = {}
-COMMITTED_ENTRIES = 1024
+def entered(sides: Sequence[decision.Side], d: decision.Decision, holder: str) -> set[str]:
+    """The paths where this deny's collision with ``holder`` is one this worktree's own
+    change is not in yet: it asked to enter their lines there."""
+    return {c.path for c in d.conflicts if c.agent == holder and c.level == decision.RA
+            and c.evidence == "conflict" and not any(
+                s.agent == holder and s.path == c.path and decision.held(s, c)
+                for s in sides)}
 
 
-def committed(repo: gitio.Repo, sides: Sequence[decision.Side], d: decision.Decision,
-              head: str | None) -> tuple[set[str], set[str]]:
-    """Of the holders whose lines deny this edit: those with their lines there in their
-    commits, and those whose lines there meet this worktree's committed lines. A cycle
-    member goes first over the other's *uncommitted* lines (they set them aside and redo
-    them once that work has landed); neither kind can be. Two commits' diff of one path
-    never changes: kept. Git that fails: none known (the waits as they were)."""
-    meets: list[tuple[str, bool, str, str, str, tuple[Range, ...] | None]] = []
-    for c in d.conflicts:
-        if c.level != decision.RA or c.evidence != "conflict":
+def crossed(standing: Mapping[tuple[str, str], Wait], me: str,
+            sides: Sequence[decision.Side], d: decision.Decision) -> list[tuple[str, str]]:
+    """The holders denying this edit whose standing wait on this worktree asked to enter
+    its lines in a path where their change now meets this worktree's own change: they
+    crossed that deny (as (waiter, holder) waits)."""
+    out = []
+    for h in sorted({c.agent for c in d.conflicts if c.level == decision.RA}):
+        w = standing.get((h, me))
+        if w is None or w.kind == "crossed" or not w.paths:
             continue
-        for s in sides:
-            if s.agent != c.agent or s.path != c.path or s.base is None:
-                continue
-            for ours, tip in ((False, s.head), (True, head)):
-                if tip and tip != s.base:
-                    meets.append((c.agent, ours, s.base, tip, s.path, c.ranges or None))
-    asked = sorted({m[2:5] for m in meets} - COMMITTED.keys())
-    out = gitio.git_many([([*gitio.DIFF_ARGS, b, t, "--", p], repo.here) for b, t, p in asked])
-    if len(COMMITTED) + len(asked) > COMMITTED_ENTRIES:
-        COMMITTED.clear()
-    for (b, t, p), raw in zip(asked, out, strict=True):
-        if raw is not None:  # (no diff of the path: its lines are all uncommitted)
-            COMMITTED[b, t, p] = hunks.parse(raw.decode("utf-8", "replace")).get(p)
-    theirs: set[str] = set()
-    mine: set[str] = set()
-    for holder, ours, b, t, p, ranges in meets:
-        diff = COMMITTED.get((b, t, p))
-        if diff is not None and (diff.binary or hunks.contested(diff, ranges)):
-            (mine if ours else theirs).add(holder)
-    return theirs, mine
+        met = {c.path for c in d.conflicts if c.agent == h and c.level == decision.RA
+               and c.evidence == "conflict" and any(
+                   s.agent == h and s.path == c.path and s.own is not None
+                   and s.own.changed and decision.held(s, c) for s in sides)}
+        if met & set(w.paths):
+            out.append((h, me))
+    return out
+
+
+RANK = {"late": LATE, "crossed": 2 * LATE}  # a kind's place after every real wait's time
 
 
 def read(ledger: Ledger, now: float) -> tuple[waits.Waits, dict[tuple[str, str],
-                                                                tuple[str, ...]]]:
-    """The waits that stand and the orders that do (an unreadable ledger: none). A
-    member gone over by an order waits on the first while it stands, as a wait that is
-    never the oldest: it stays in the cycles it closes, and never goes first by them. So
-    does a wait on the side a standing Resolution Advisory gives right-of-way: however
-    long the side told to yield has waited, a cycle its holder's next deny closes lets the
-    holder go first, never the yielding side (else a worktree told to yield took
-    right-of-way by waiting, then touching a line its holder asked for next)."""
+                                                                tuple[str, ...]], waits.Waits]:
+    """The waits that stand (each as its place in a cycle: its time, or its kind's RANK),
+    the orders that do, and each wait's own time (an unreadable ledger: none). A member
+    gone over by an order waits on the first while it stands, as a wait that is never the
+    oldest: it stays in the cycles it closes, and never goes first by them. So does a wait
+    on the side a standing Resolution Advisory gives right-of-way: however long the side
+    told to yield has waited, a cycle its holder's next deny closes lets the holder go
+    first, never the yielding side (else a worktree told to yield took right-of-way by
+    waiting, then touching a line its holder asked for next)."""
     try:
-        standing = dict(ledger.waits(now))
+        got = ledger.waits(now)
         orders = ledger.orders(now)
-        told = {(y, h) for y, h, _ in ledger.standing_yields()} if standing else set()
+        told = {(y, h) for y, h, _ in ledger.standing_yields()} if got else set()
     except LedgerError:
-        return {}, {}
+        return {}, {}, {}
+    standing = {e: RANK.get(w.kind, w.since) for e, w in got.items()}
     for edge in told & standing.keys():
         standing[edge] = math.inf
     for edge in orders:
         standing[edge] = math.inf
-    return standing, orders
+    return standing, orders, {e: w.since for e, w in got.items()}
 
 
 def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decision:
@@ -165,7 +156,7 @@ def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decis
     except LedgerError:
         return d
     try:
-        standing, _ = read(ledger, time.time())
+        standing, _, _ = read(ledger, time.time())
     finally:
         ledger.close()
     waiting = {w for w, held in standing if held == me and w in near}

@@ -11,6 +11,7 @@ on who goes."""
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from itertools import pairwise
@@ -53,11 +54,9 @@ def goes_first(waits: Waits, me: str, holder: str) -> bool:
     return min(edges, key=lambda e: (waits[e], e[0])) == (me, holder)
 
 
-def by_age(waits: Waits, me: str, holder: str) -> bool:
-    """Whether ``me``'s wait on ``holder`` is its cycle's oldest by time alone: no wait in
-    the cycle is one that is never the oldest (``never``: their times from that on)."""
-    edges = cycle(waits, me, holder)
-    return edges is not None and all(waits[e] < NEVER for e in edges)
-
-
-NEVER = 1e17  # a wait's time from here on marks one that is never a cycle's oldest
+def longest(since: Waits, standing: Waits, me: str, holder: str) -> bool:
+    """Whether ``me``'s wait on ``holder`` is the oldest of its cycle in ``standing`` by
+    each wait's own time (``since``), whatever kind of wait each is."""
+    edges = cycle(standing, me, holder)
+    return edges is not None and all(since.get(e, math.inf) >= since.get((me, holder), 0.0)
+                                     for e in edges)
