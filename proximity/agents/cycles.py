@@ -11,21 +11,25 @@ from collections.abc import Mapping, Sequence
 
 from proximity import gitio
 from proximity.agents import decision, waits
+from proximity.analysis import hunks
 from proximity.errors import LedgerError
 from proximity.ledger import Ledger
-from proximity.ledger.traffic import LATE, Wait
+from proximity.ledger.traffic import Wait
+from proximity.model import Range
 from proximity.safetext import text
 from proximity.views.messages import FIRST_WHY, SET_ASIDE, WHY_HELD
 
 
 def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
-                behind: set[str], ahead: Mapping[str, str], d: decision.Decision
-                ) -> decision.Decision:
+                behind: set[str], ahead: Mapping[str, str], d: decision.Decision,
+                head: str | None) -> decision.Decision:
     """A deny, given the waits: the holders whose wait cycle this worktree goes first in
     (agents/waits.py) yield to it, and the deny that stands is recorded as this worktree's
-    wait on each holder still denying it. One ledger open; a ledger that cannot be read or
-    written leaves the waits as they are, never the answer."""
+    wait on each holder still denying it. ``head``: this worktree's HEAD. One ledger open;
+    a ledger that cannot be read or written leaves the waits as they are, never the
+    answer."""
     denying = {c.agent for c in d.conflicts if c.level == decision.RA}
+    theirs, mine = committed(repo, sides, d, head)
     try:
         ledger = Ledger(repo.ecm_dir, create=False)
     except LedgerError:
@@ -38,6 +42,10 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         # recorded, and the worktree whose lines they were was told to set them aside)
         with contextlib.suppress(LedgerError):
             ledger.mark_waits(crossed(ledger.waits(now), me, sides, d), "crossed")
+            # a member gone over sets its uncommitted lines aside, and committed ones
+            # cannot be: a wait on lines this worktree has committed goes first only
+            # after every wait on lines that can be set aside (its age decides among them)
+            ledger.mark_waits([(h, me) for h in mine], "committed")
         standing, orders, since = read(ledger, now)
         # an order given stands: the member gone over waits for that work to land (it
         # stopped asking), so the first goes over its lines again, wherever they meet
@@ -64,9 +72,10 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
                 and not decision.held(s, c) for s in sides)}
             entering = {h: entered(sides, d, h) for h in holders}
             with contextlib.suppress(LedgerError):
-                ledger.wait(me, {h: p for h, p in entering.items() if h not in late}, now)
-                ledger.wait(me, {h: p for h, p in entering.items() if h in late}, now,
-                            kind="late")
+                for kind in ("", "committed", "late"):
+                    ledger.wait(me, {h: p for h, p in entering.items() if kind == (
+                        "late" if h in late else "committed" if h in theirs else "")},
+                                now, kind=kind)
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
@@ -115,7 +124,49 @@ def crossed(standing: Mapping[tuple[str, str], Wait], me: str,
     return out
 
 
-RANK = {"late": LATE, "crossed": 2 * LATE}  # a kind's place after every real wait's time
+# a kind's place in a cycle: every wait of a lower rank goes first before it, the oldest of
+# one rank first (a time stands for rank * RANK_STEP + its own time, seconds since 1970)
+RANK = {"": 0, "committed": 1, "late": 1, "crossed": 2}
+RANK_STEP = 1e12
+
+
+COMMITTED: dict[tuple[str, str, str], hunks.FileDiff | None] = {}
+COMMITTED_ENTRIES = 1024
+
+
+def committed(repo: gitio.Repo, sides: Sequence[decision.Side], d: decision.Decision,
+              head: str | None) -> tuple[set[str], set[str]]:
+    """Of the holders whose lines deny this edit: those with their lines there in their
+    commits, and those whose lines there meet this worktree's committed lines. A cycle
+    member goes first over the other's *uncommitted* lines (they set them aside and redo
+    them once that work has landed); neither kind can be. Two commits' diff of one path
+    never changes: kept. Git that fails: none known (the waits as they were)."""
+    meets: list[tuple[str, bool, str, str, str, tuple[Range, ...] | None]] = []
+    for c in d.conflicts:
+        if c.level != decision.RA or c.evidence != "conflict":
+            continue
+        for s in sides:
+            if s.agent != c.agent or s.path != c.path or s.base is None:
+                continue
+            for ours, tip in ((False, s.head), (True, head)):
+                if tip and tip != s.base:
+                    meets.append((c.agent, ours, s.base, tip, s.path, c.ranges or None))
+    asked = sorted({m[2:5] for m in meets} - COMMITTED.keys())
+    out = gitio.git_many([([*gitio.DIFF_ARGS, b, t, "--", p], repo.here) for b, t, p in asked])
+    if len(COMMITTED) + len(asked) > COMMITTED_ENTRIES:
+        COMMITTED.clear()
+    for (b, t, p), raw in zip(asked, out, strict=True):
+        if raw is not None:  # (no diff of the path: its lines are all uncommitted)
+            COMMITTED[b, t, p] = hunks.parse(raw.decode("utf-8", "replace")).get(p)
+    theirs: set[str] = set()
+    mine: set[str] = set()
+    for holder, ours, b, t, p, ranges in meets:
+        diff = COMMITTED.get((b, t, p))
+        if diff is not None and (diff.binary or hunks.contested(diff, ranges)):
+            (mine if ours else theirs).add(holder)
+    return theirs, mine
+
+
 
 
 def read(ledger: Ledger, now: float) -> tuple[waits.Waits, dict[tuple[str, str],
@@ -134,7 +185,7 @@ def read(ledger: Ledger, now: float) -> tuple[waits.Waits, dict[tuple[str, str],
         told = {(y, h) for y, h, _ in ledger.standing_yields()} if got else set()
     except LedgerError:
         return {}, {}, {}
-    standing = {e: RANK.get(w.kind, w.since) for e, w in got.items()}
+    standing = {e: RANK.get(w.kind, 0) * RANK_STEP + w.since for e, w in got.items()}
     for edge in told & standing.keys():
         standing[edge] = math.inf
     for edge in orders:

@@ -14,10 +14,10 @@ from proximity.ledger.events import Events
 # a wait on a holder stands while the waiter asks again and is denied within this many
 # seconds (an agent retries within one; one that stopped asking waits on nobody)
 WAIT_FRESH = 120.0
-# the kinds of wait, each later one never a wait cycle's oldest while an earlier kind is in
-# it (agents/cycles.py): an edit's wait; a person's, shown the deny on lines they had typed
-# already; one whose waiter then changed the lines it had asked to enter (a deny crossed)
-WAIT_KINDS = ("", "late", "crossed")
+# the kinds of wait, in the order a wait cycle lets them go first (agents/cycles.py): an
+# edit's wait; one on lines the holder has committed; a person's, shown the deny on lines
+# they had typed already; one whose waiter then changed the lines it had asked to enter
+WAIT_KINDS = ("", "committed", "late", "crossed")
 LATE = 1e18  # a wait's time in an entry written before kinds were kept: "late"
 
 
