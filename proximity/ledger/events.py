@@ -56,6 +56,11 @@ class Events(LedgerCore):
         ).fetchone()
         return _event(row) if row else None
 
+    def has_commit(self, stream: str, head: str) -> bool:
+        """Whether a commit event of ``stream`` at ``head`` is recorded."""
+        return self.db.execute("SELECT 1 FROM events WHERE stream=? AND kind='commit' AND "
+                               "head=? LIMIT 1", (stream, head)).fetchone() is not None
+
     def events(self, stream: str | None = None, limit: int = 50) -> list[Event]:
         if stream is None:
             rows = self.db.execute("SELECT * FROM events ORDER BY seq DESC LIMIT ?", (limit,))

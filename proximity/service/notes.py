@@ -85,7 +85,14 @@ class PostNotes:
                 answer = air.hook(msg, settled())
             except Exception:
                 continue  # as a failed hook request: the note stays for the next taker
-            if "fallback" not in answer:
+            try:
+                # (HEAD moved on while the commit was read: the event recorded is the next
+                # commit's, and this one's goes in as history)
+                kept = "fallback" not in answer and (
+                    sha is None or recorder.record_overtaken(air.ctx_for(agent), sha))
+            except Exception:
+                kept = False
+            if kept:
                 remove(common, name)  # recorded: only now does the note go
                 self.state.answered["hook"] += 1
                 self.put(Job("rescan", agent), 1)

@@ -182,9 +182,12 @@ def _replay(item: object, rid: str, any_agent: bool = False) -> int:
         if (ctx.here != item["agent"] and not any_agent) or ctx.ledger is None:
             return 0
         head = item.get("head")
-        if item["kind"] == "commit" and isinstance(head, str) and _SHA.fullmatch(head):
-            record_superseded(ctx, head)
-        return int(record_here(ctx, item["kind"], rid=rid or None) is not None)
+        sha = head if item["kind"] == "commit" and isinstance(head, str) \
+            and _SHA.fullmatch(head) else None
+        if sha is not None:
+            record_superseded(ctx, sha)
+        done = record_here(ctx, item["kind"], rid=rid or None) is not None
+        return int(done and (sha is None or record_overtaken(ctx, sha)))
     except (FatalError, OSError):
         return 0
     finally:
@@ -278,6 +281,21 @@ def record_superseded(ctx: Context, sha: str, wt: gitio.WorktreeInfo | None = No
                       snapshot=None, tree=tree, files={}, machine=ctx.cfg.machine_id,
                       spool=True, rid=f"commit:{ctx.here}:{sha}")
     return True
+
+
+def record_overtaken(ctx: Context, sha: str) -> bool:
+    """After the present was recorded for the note of commit ``sha``: when HEAD had moved
+    on meanwhile (the next commit landed while it was read, so the event recorded is that
+    one's), ``sha``'s own event as history, then the present once more, so the stream's
+    last event stays the worktree as it is. Whether ``sha`` is recorded now."""
+    if ctx.ledger is None:
+        return False
+    if ctx.ledger.has_commit(ctx.here, sha):
+        return True
+    if not record_superseded(ctx, sha):
+        return False
+    record_here(ctx, "snapshot")
+    return ctx.ledger.has_commit(ctx.here, sha) or this_worktree(ctx).head == sha
 
 
 def _departed(common: str, item: object) -> int:
