@@ -1677,14 +1677,17 @@ def test_a_side_that_commits_over_a_deny_never_goes_first_by_the_wait_it_recorde
     assert theirs.returncode != 0 and "must yield to 'z'" in theirs.stderr, theirs.stderr
 
 
+@pytest.mark.parametrize("commits", [False, True])
 def test_a_side_that_edits_over_committed_lines_unasked_never_goes_first_over_them(
-        tmp_path, capsys):
+        tmp_path, capsys, commits):
     """e commits line 5; f edits it without asking (a shell edit: no deny, no wait on
     record), then asks, and e asks twice. f's wait was the older: f went first over e's
     committed line, e was told to set aside a change it could not, and e's push was blocked
     (found by a trial on express; so did a wait that lapsed and was asked again, and a
-    worktree removed and added again). A wait on committed lines goes first only after
-    every wait on lines that can be set aside: e goes first."""
+    worktree removed and added again; and f committing with --no-verify, both waits then on
+    committed lines). Lines both changed are a collision made: the side the push guard's
+    advisory would hold (committed lines there, then who reached the file first) goes
+    first, the other's wait never: e goes first."""
     from test_hooks import make_repo
 
     main_, _remote = make_repo(tmp_path)
@@ -1697,6 +1700,8 @@ def test_a_side_that_edits_over_committed_lines_unasked_never_goes_first_over_th
     (e / "f.txt").write_text(base.replace("line 5\n", "line 5 by e\n"))
     git(e, "commit", "-qam", "e's line 5")
     (f / "f.txt").write_text(base.replace("line 5\n", "line 5 by f\n"))
+    if commits:
+        git(f, "commit", "--no-verify", "-qam", "f's line 5")
     assert main(["snapshot", "-C", str(f)]) == 0
     capsys.readouterr()
     assert run_check(f, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"

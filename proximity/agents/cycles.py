@@ -7,14 +7,13 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from proximity import gitio
 from proximity.agents import decision, waits
 from proximity.analysis import hunks
-from proximity.errors import LedgerError
+from proximity.errors import FatalError, LedgerError
 from proximity.ledger import Ledger
-from proximity.ledger.traffic import Wait
 from proximity.model import Range
 from proximity.safetext import text
 from proximity.views.messages import FIRST_WHY, SET_ASIDE, WHY_HELD
@@ -36,12 +35,14 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         return d
     now = time.time()
     try:
-        # a holder that had asked to enter this worktree's lines and was denied, whose
-        # change now meets them there: it crossed the deny, and that wait never goes
-        # first (else the side that edited over a deny went first by the wait the deny
-        # recorded, and the worktree whose lines they were was told to set them aside)
+        # lines both sides changed already: not a wait to enter them but a collision
+        # made, whose side the push guard's advisory would hold decides (its committed
+        # lines there, then who reached the file first); the other's wait is never first
+        # (else the side that edited over a deny, or without asking, went first by its
+        # wait, and the worktree whose lines they were was told to set them aside)
+        crossing = crossed(repo, ledger, me, sides, d, theirs, mine)
         with contextlib.suppress(LedgerError):
-            ledger.mark_waits(crossed(ledger.waits(now), me, sides, d), "crossed")
+            ledger.mark_waits([(h, me) for h in crossing.get(False, ())], "crossed")
             # a member gone over sets its uncommitted lines aside, and committed ones
             # cannot be: a wait on lines this worktree has committed goes first only
             # after every wait on lines that can be set aside (its age decides among them)
@@ -70,12 +71,12 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
             late = {c.agent for c in d.conflicts if c.level == decision.RA and any(
                 s.typed and s.agent == c.agent and s.path == c.path
                 and not decision.held(s, c) for s in sides)}
-            entering = {h: entered(sides, d, h) for h in holders}
+            over = crossing.get(True, set())
             with contextlib.suppress(LedgerError):
-                for kind in ("", "committed", "late"):
-                    ledger.wait(me, {h: p for h, p in entering.items() if kind == (
-                        "late" if h in late else "committed" if h in theirs else "")},
-                                now, kind=kind)
+                for kind in ("", "committed", "late", "crossed"):
+                    ledger.wait(me, {h for h in holders if kind == (
+                        "crossed" if h in over else "late" if h in late
+                        else "committed" if h in theirs else "")}, now, kind=kind)
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
@@ -96,31 +97,32 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
     return d
 
 
-def entered(sides: Sequence[decision.Side], d: decision.Decision, holder: str) -> set[str]:
-    """The paths where this deny's collision with ``holder`` is one this worktree's own
-    change is not in yet: it asked to enter their lines there."""
-    return {c.path for c in d.conflicts if c.agent == holder and c.level == decision.RA
-            and c.evidence == "conflict" and not any(
-                s.agent == holder and s.path == c.path and decision.held(s, c)
-                for s in sides)}
-
-
-def crossed(standing: Mapping[tuple[str, str], Wait], me: str,
-            sides: Sequence[decision.Side], d: decision.Decision) -> list[tuple[str, str]]:
-    """The holders denying this edit whose standing wait on this worktree asked to enter
-    its lines in a path where their change now meets this worktree's own change: they
-    crossed that deny (as (waiter, holder) waits)."""
-    out = []
-    for h in sorted({c.agent for c in d.conflicts if c.level == decision.RA}):
-        w = standing.get((h, me))
-        if w is None or w.kind == "crossed" or not w.paths:
+def crossed(repo: gitio.Repo, ledger: Ledger, me: str, sides: Sequence[decision.Side],
+            d: decision.Decision, theirs: Collection[str], mine: Collection[str]
+            ) -> dict[bool, set[str]]:
+    """Of the holders denying this edit where both sides changed the lines already (this
+    worktree's change is in the collision), the side whose wait is never first, as the
+    push guard's advisory would rank them: the side whose lines there are uncommitted
+    where the other's are committed; else the one that reached the file later in the
+    ledger's order. ``True``: the holders this worktree crossed; ``False``: those that
+    crossed it (``theirs``/``mine``: committed(), the holders whose lines there are in
+    their commits, and those meeting this worktree's committed lines)."""
+    out: dict[bool, set[str]] = {True: set(), False: set()}
+    for c in d.conflicts:
+        if c.level != decision.RA or c.evidence != "conflict" or not any(
+                s.agent == c.agent and s.path == c.path and s.own is not None
+                and s.own.changed and decision.held(s, c) for s in sides):
             continue
-        met = {c.path for c in d.conflicts if c.agent == h and c.level == decision.RA
-               and c.evidence == "conflict" and any(
-                   s.agent == h and s.path == c.path and s.own is not None
-                   and s.own.changed and decision.held(s, c) for s in sides)}
-        if met & set(w.paths):
-            out.append((h, me))
+        h = c.agent
+        if (h in theirs) != (h in mine):
+            out[h in theirs].add(h)
+            continue
+        try:
+            ours, other = (ledger.reached(w, {c.path}, repo.committed_path) for w in (me, h))
+        except (LedgerError, FatalError):
+            continue
+        if ours is not None and other is not None and ours != other:
+            out[ours > other].add(h)
     return out
 
 
