@@ -1642,13 +1642,16 @@ def test_a_side_that_edits_over_a_deny_never_goes_first_by_the_wait_it_recorded(
     assert pushed.returncode == 0, pushed.stderr
 
 
+@pytest.mark.parametrize("skipped", [False, True])
 def test_a_side_that_commits_over_a_deny_never_goes_first_by_the_wait_it_recorded(
-        tmp_path, capsys):
+        tmp_path, capsys, skipped):
     """z commits line 5; a is denied there, then edits it anyway and commits with
     --no-verify (no scan, no advisory yet). z asks about line 5 twice: z goes first, not a
     (both waits had been made never-first by their committed lines, and the tie fell to
     the names: the side that crossed the deny went first, and z's push was blocked; found
-    by a trial on express)."""
+    by a trial on express). Also with both commits' hooks skipped
+    (PROXIMITY_SKIP=1): no event of either side's work, nothing to rank them by, and the
+    wait that asked to enter the other's lines before its change met them tells."""
     from test_hooks import make_repo
 
     main_, _remote = make_repo(tmp_path)
@@ -1659,11 +1662,12 @@ def test_a_side_that_commits_over_a_deny_never_goes_first_by_the_wait_it_recorde
         git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
     base = (main_ / "f.txt").read_text()
     (z / "f.txt").write_text(base.replace("line 5\n", "line 5 by z\n"))
-    git(z, "commit", "-qam", "z's line 5")
+    skip = {"PROXIMITY_SKIP": "1"} if skipped else None
+    git(z, "commit", "-qam", "z's line 5", env=skip)
     capsys.readouterr()
     assert run_check(a, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"
     (a / "f.txt").write_text(base.replace("line 5\n", "line 5 by a\n"))
-    git(a, "commit", "--no-verify", "-qam", "a's line 5")
+    git(a, "commit", "--no-verify", "-qam", "a's line 5", env=skip)
     assert main(["snapshot", "-C", str(a)]) == 0
     capsys.readouterr()
     run_check(z, "f.txt:5", capsys=capsys)

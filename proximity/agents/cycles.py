@@ -72,11 +72,19 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
                 s.typed and s.agent == c.agent and s.path == c.path
                 and not decision.held(s, c) for s in sides)}
             over = crossing.get(True, set())
+            # where this worktree asks to enter a holder's lines (its change not there
+            # yet): read back if its change meets theirs there later (crossed)
+            entering = {h: {c.path for c in d.conflicts if c.agent == h
+                            and c.level == decision.RA and c.evidence == "conflict"
+                            and not any(s.agent == h and s.path == c.path
+                                        and decision.held(s, c) for s in sides)}
+                        for h in holders}
             with contextlib.suppress(LedgerError):
                 for kind in ("", "committed", "late", "crossed"):
                     ledger.wait(me, {h for h in holders if kind == (
                         "crossed" if h in over else "late" if h in late
-                        else "committed" if h in theirs else "")}, now, kind=kind)
+                        else "committed" if h in theirs else "")}, now, kind=kind,
+                                entering=entering)
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
@@ -123,6 +131,15 @@ def crossed(repo: gitio.Repo, ledger: Ledger, me: str, sides: Sequence[decision.
             continue
         if ours is not None and other is not None and ours != other:
             out[ours > other].add(h)
+            continue
+        # nothing to rank them by (neither side's work there has an event: both made
+        # with their hooks skipped): the side whose wait asked to enter the other's lines
+        # in that file, before its change met them, crossed that deny
+        waits_now = ledger.waits(time.time())
+        entered = [c.path in waits_now[w].paths if w in waits_now else False
+                   for w in ((me, h), (h, me))]
+        if entered[0] != entered[1]:
+            out[entered[0]].add(h)
     return out
 
 

@@ -24,6 +24,9 @@ LATE = 1e18  # a wait's time in an entry written before kinds were kept: "late"
 class Wait(NamedTuple):
     since: float
     kind: str  # WAIT_KINDS
+    paths: tuple[str, ...] = ()  # where it asked to enter the holder's lines
+
+
 # a wait cycle's order (who went first over whose live lines) stands this long after it was
 # last given, unless the first member's work lands before: the member gone over was told to
 # wait for that landing, and not asking meanwhile is how it waits
@@ -90,11 +93,12 @@ class Traffic(Events):
             f"AND j.key IN ({marks}) ORDER BY e.seq", (stream, after, *paths)).fetchall()
 
     # -- who waits on whom (the pre-edit check's denies) -----------------------------------
-    def wait(self, waiter: str, holders: Collection[str], now: float, kind: str = ""
-             ) -> None:
+    def wait(self, waiter: str, holders: Collection[str], now: float, kind: str = "",
+             entering: Mapping[str, Collection[str]] | None = None) -> None:
         """``waiter`` was denied for ``holders``' work: since when it waits on each (an
         earlier wait that still stands keeps its time, and the later of the two kinds:
-        WAIT_KINDS)."""
+        WAIT_KINDS), with the paths where it asked to enter each one's lines (``entering``:
+        its own change not in that collision yet), added to those asked before."""
         if not holders:
             return
         with self.tx() as db:
@@ -103,11 +107,12 @@ class Traffic(Events):
                 row = db.execute("SELECT value FROM cache WHERE kind='waits' AND key=?",
                                  (key,)).fetchone()
                 old = _wait(row[0]) if row else None
-                since, k = now, kind
+                since, k, paths = now, kind, set((entering or {}).get(h, ()))
                 if old is not None and now - old[1] <= WAIT_FRESH:
                     since, k = old[0].since, max(kind, old[0].kind, key=WAIT_KINDS.index)
+                    paths |= set(old[0].paths)
                 db.execute("INSERT OR REPLACE INTO cache VALUES ('waits', ?, ?)",
-                           (key, json.dumps([since, now, k])))
+                           (key, json.dumps([since, now, k, sorted(paths)[:64]])))
 
     def mark_waits(self, edges: Collection[tuple[str, str]], kind: str) -> None:
         """Each (waiter, holder) wait that stands takes ``kind`` (WAIT_KINDS), if later
@@ -121,11 +126,13 @@ class Traffic(Events):
                 if old is None or WAIT_KINDS.index(old[0].kind) >= WAIT_KINDS.index(kind):
                     continue
                 db.execute("UPDATE cache SET value=? WHERE kind='waits' AND key=?",
-                           (json.dumps([old[0].since, old[1], kind]), key))
+                           (json.dumps([old[0].since, old[1], kind, list(old[0].paths)]),
+                            key))
 
     def waits(self, now: float) -> dict[tuple[str, str], Wait]:
-        """Every wait that stands now: (waiter, holder) -> since when and its kind (asked
-        again and denied within the last WAIT_FRESH seconds each time)."""
+        """Every wait that stands now: (waiter, holder) -> since when, its kind and the
+        paths where it asked to enter the holder's lines (asked again and denied within the
+        last WAIT_FRESH seconds each time)."""
         out: dict[tuple[str, str], Wait] = {}
         for key, value in self.db.execute("SELECT key, value FROM cache WHERE kind='waits'"):
             waiter, tab, holder = str(key).partition("\t")
@@ -355,9 +362,10 @@ def _wait(value: object) -> tuple[Wait, float] | None:
         got = json.loads(str(value))
         since, last = float(got[0]), float(got[1])
         kind = str(got[2]) if len(got) > 2 else ("late" if since >= LATE else "")
+        paths = tuple(str(p) for p in got[3]) if len(got) > 3 else ()
     except (ValueError, TypeError, IndexError, KeyError):
         return None
-    return (Wait(since, kind if kind in WAIT_KINDS else ""), last)
+    return (Wait(since, kind if kind in WAIT_KINDS else "", paths), last)
 
 
 def _committed(committed: Callable[[str, str, str], bool] | None, before: str | None,
