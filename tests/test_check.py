@@ -1598,6 +1598,39 @@ def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space)
         unsaved.remove(ecm, "h", "f.py")
 
 
+def holder_goes_first(holder: Path, other: Path, capsys: pytest.CaptureFixture[str]
+                      ) -> None:
+    """``holder`` asks about f.txt's line 5 twice, then ``other``: the holder goes first,
+    the other is told so, and the holder's push goes through."""
+    run_check(holder, "f.txt:5", capsys=capsys)
+    _, first = run_check(holder, "f.txt:5", capsys=capsys)
+    assert first["decision"] == "ask" and "you go first" in first["reason"], first
+    _, gone = run_check(other, "f.txt:5", capsys=capsys)
+    assert gone["decision"] == "deny", gone
+    assert f"'{holder.name}' goes first" in gone["reason"], gone["reason"]
+    pushed = git(holder, "push", "-q", "origin", holder.name, check=False)
+    assert pushed.returncode == 0, pushed.stderr
+
+
+def line_5_committed(tmp_path: Path, holder: str, other: str,
+                     env: dict[str, str] | None = None) -> tuple[Path, Path, str]:
+    """A repository with hooks and a bare remote, worktrees ``holder`` and ``other`` on
+    branches of their names; ``holder`` has committed its change of f.txt's line 5 (``env``:
+    its commit's environment). (the two worktrees, f.txt's base text)"""
+    from test_hooks import make_repo
+
+    main_, _remote = make_repo(tmp_path)
+    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
+                   capture_output=True)
+    one, two = tmp_path / holder, tmp_path / other
+    for wt in (one, two):
+        git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
+    base = (main_ / "f.txt").read_text()
+    (one / "f.txt").write_text(base.replace("line 5\n", f"line 5 by {holder}\n"))
+    git(one, "commit", "-qam", f"{holder}'s line 5", env=env)
+    return one, two, base
+
+
 def test_a_side_that_edits_over_a_deny_never_goes_first_by_the_wait_it_recorded(tmp_path,
                                                                                capsys):
     """e commits line 5; f is denied there, and edits it anyway (uncommitted). e asks about
@@ -1606,17 +1639,7 @@ def test_a_side_that_edits_over_a_deny_never_goes_first_by_the_wait_it_recorded(
     e's push was blocked (found by a trial on express). f crossed the deny its wait was
     recorded for: that wait never goes first, so e goes first, f is told to steer, and e's
     push goes through."""
-    from test_hooks import make_repo
-
-    main_, _remote = make_repo(tmp_path)
-    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
-                   capture_output=True)
-    e, f = tmp_path / "e", tmp_path / "f"
-    for wt in (e, f):
-        git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
-    base = (main_ / "f.txt").read_text()
-    (e / "f.txt").write_text(base.replace("line 5\n", "line 5 by e\n"))
-    git(e, "commit", "-qam", "e's line 5")
+    e, f, base = line_5_committed(tmp_path, "e", "f")
     capsys.readouterr()
     _, denied = run_check(f, "f.txt:5", capsys=capsys)
     assert denied["decision"] == "deny" and "'e'" in denied["reason"], denied
@@ -1652,31 +1675,15 @@ def test_a_side_that_commits_over_a_deny_never_goes_first_by_the_wait_it_recorde
     by a trial on express). Also with both commits' hooks skipped
     (PROXIMITY_SKIP=1): no event of either side's work, nothing to rank them by, and the
     wait that asked to enter the other's lines before its change met them tells."""
-    from test_hooks import make_repo
-
-    main_, _remote = make_repo(tmp_path)
-    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
-                   capture_output=True)
-    z, a = tmp_path / "z", tmp_path / "a"
-    for wt in (z, a):
-        git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
-    base = (main_ / "f.txt").read_text()
-    (z / "f.txt").write_text(base.replace("line 5\n", "line 5 by z\n"))
     skip = {"PROXIMITY_SKIP": "1"} if skipped else None
-    git(z, "commit", "-qam", "z's line 5", env=skip)
+    z, a, base = line_5_committed(tmp_path, "z", "a", env=skip)
     capsys.readouterr()
     assert run_check(a, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"
     (a / "f.txt").write_text(base.replace("line 5\n", "line 5 by a\n"))
     git(a, "commit", "--no-verify", "-qam", "a's line 5", env=skip)
     assert main(["snapshot", "-C", str(a)]) == 0
     capsys.readouterr()
-    run_check(z, "f.txt:5", capsys=capsys)
-    _, z_again = run_check(z, "f.txt:5", capsys=capsys)
-    assert z_again["decision"] == "ask" and "you go first" in z_again["reason"], z_again
-    _, a_again = run_check(a, "f.txt:5", capsys=capsys)
-    assert a_again["decision"] == "deny" and "'z' goes first" in a_again["reason"], a_again
-    ours = git(z, "push", "-q", "origin", "z", check=False)
-    assert ours.returncode == 0, ours.stderr
+    holder_goes_first(z, a, capsys)
     theirs = git(a, "push", "-q", "origin", "a", check=False)
     assert theirs.returncode != 0 and "must yield to 'z'" in theirs.stderr, theirs.stderr
 
@@ -1692,27 +1699,11 @@ def test_a_side_that_edits_over_committed_lines_unasked_never_goes_first_over_th
     committed lines). Lines both changed are a collision made: the side the push guard's
     advisory would hold (committed lines there, then who reached the file first) goes
     first, the other's wait never: e goes first."""
-    from test_hooks import make_repo
-
-    main_, _remote = make_repo(tmp_path)
-    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
-                   capture_output=True)
-    e, f = tmp_path / "e", tmp_path / "f"
-    for wt in (e, f):
-        git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
-    base = (main_ / "f.txt").read_text()
-    (e / "f.txt").write_text(base.replace("line 5\n", "line 5 by e\n"))
-    git(e, "commit", "-qam", "e's line 5")
+    e, f, base = line_5_committed(tmp_path, "e", "f")
     (f / "f.txt").write_text(base.replace("line 5\n", "line 5 by f\n"))
     if commits:
         git(f, "commit", "--no-verify", "-qam", "f's line 5")
     assert main(["snapshot", "-C", str(f)]) == 0
     capsys.readouterr()
     assert run_check(f, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    run_check(e, "f.txt:5", capsys=capsys)
-    _, e_again = run_check(e, "f.txt:5", capsys=capsys)
-    assert e_again["decision"] == "ask" and "you go first" in e_again["reason"], e_again
-    _, f_again = run_check(f, "f.txt:5", capsys=capsys)
-    assert f_again["decision"] == "deny" and "'e' goes first" in f_again["reason"], f_again
-    pushed = git(e, "push", "-q", "origin", "e", check=False)
-    assert pushed.returncode == 0, pushed.stderr
+    holder_goes_first(e, f, capsys)
