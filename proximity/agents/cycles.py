@@ -43,10 +43,6 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         crossing = crossed(repo, ledger, me, sides, d, theirs, mine)
         with contextlib.suppress(LedgerError):
             ledger.mark_waits([(h, me) for h in crossing.get(False, ())], "crossed")
-            # a member gone over sets its uncommitted lines aside, and committed ones
-            # cannot be: a wait on lines this worktree has committed goes first only
-            # after every wait on lines that can be set aside (its age decides among them)
-            ledger.mark_waits([(h, me) for h in mine], "committed")
         standing, orders, since = read(ledger, now)
         # an order given stands: the member gone over waits for that work to land (it
         # stopped asking), so the first goes over its lines again, wherever they meet
@@ -80,11 +76,10 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
                                         and decision.held(s, c) for s in sides)}
                         for h in holders}
             with contextlib.suppress(LedgerError):
-                for kind in ("", "committed", "late", "crossed"):
+                for kind in ("", "late", "crossed"):
                     ledger.wait(me, {h for h in holders if kind == (
-                        "crossed" if h in over else "late" if h in late
-                        else "committed" if h in theirs else "")}, now, kind=kind,
-                                entering=entering)
+                        "crossed" if h in over else "late" if h in late else "")}, now,
+                                kind=kind, entering=entering)
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
@@ -116,7 +111,15 @@ def crossed(repo: gitio.Repo, ledger: Ledger, me: str, sides: Sequence[decision.
     crossed it (``theirs``/``mine``: committed(), the holders whose lines there are in
     their commits, and those meeting this worktree's committed lines)."""
     out: dict[bool, set[str]] = {True: set(), False: set()}
+    try:
+        # (a pair a wait cycle's order stands between met there by that order: the first
+        # went over the other's lines as told, and crossed nothing)
+        ordered = {x for pair in ledger.orders(time.time()) for x in pair if me in pair}
+    except LedgerError:
+        return out
     for c in d.conflicts:
+        if c.agent in ordered:
+            continue
         if c.level != decision.RA or c.evidence != "conflict" or not any(
                 s.agent == c.agent and s.path == c.path and s.own is not None
                 and s.own.changed and decision.held(s, c) for s in sides):
@@ -145,7 +148,7 @@ def crossed(repo: gitio.Repo, ledger: Ledger, me: str, sides: Sequence[decision.
 
 # a kind's place in a cycle: every wait of a lower rank goes first before it, the oldest of
 # one rank first (a time stands for rank * RANK_STEP + its own time, seconds since 1970)
-RANK = {"": 0, "committed": 1, "late": 1, "crossed": 2}
+RANK = {"": 0, "late": 1, "crossed": 2}
 RANK_STEP = 1e12
 
 
@@ -156,10 +159,9 @@ COMMITTED_ENTRIES = 1024
 def committed(repo: gitio.Repo, sides: Sequence[decision.Side], d: decision.Decision,
               head: str | None) -> tuple[set[str], set[str]]:
     """Of the holders whose lines deny this edit: those with their lines there in their
-    commits, and those whose lines there meet this worktree's committed lines. A cycle
-    member goes first over the other's *uncommitted* lines (they set them aside and redo
-    them once that work has landed); neither kind can be. Two commits' diff of one path
-    never changes: kept. Git that fails: none known (the waits as they were)."""
+    commits, and those whose lines there meet this worktree's committed lines (the first
+    thing the push guard's advisory ranks a collision by: crossed). Two commits' diff of
+    one path never changes: kept. Git that fails: none known (the waits as they were)."""
     meets: list[tuple[str, bool, str, str, str, tuple[Range, ...] | None]] = []
     for c in d.conflicts:
         if c.level != decision.RA or c.evidence != "conflict":

@@ -15,9 +15,9 @@ from proximity.ledger.events import Events
 # seconds (an agent retries within one; one that stopped asking waits on nobody)
 WAIT_FRESH = 120.0
 # the kinds of wait, in the order a wait cycle lets them go first (agents/cycles.py): an
-# edit's wait; one on lines the holder has committed; a person's, shown the deny on lines
-# they had typed already; one on lines both changed, where the holder's side holds
-WAIT_KINDS = ("", "committed", "late", "crossed")
+# edit's wait; a person's, shown the deny on lines they had typed already; one on lines
+# both changed, where the holder's side holds
+WAIT_KINDS = ("", "late", "crossed")
 LATE = 1e18  # a wait's time in an entry written before kinds were kept: "late"
 
 

@@ -103,12 +103,12 @@ def landed(b: dict[str, Any], confirmed: bool = False) -> str:
 
 
 # why a member of a wait cycle goes first, as the member it goes over reads it: its wait
-# is the cycle's oldest; or the older ones go first only after it (a wait on committed
-# lines, which cannot be set aside, on work its waiter was told to yield to, on lines both
-# changed where the other side holds, or typed over before the deny); or an order stands
+# is the cycle's oldest; or the older ones go first only after it (a wait on work its
+# waiter was told to yield to, on lines both changed where the other side holds, or typed
+# over before the deny); or an order stands
 WHY_HELD = ("the waits older than {whose} in the cycle go first only after it, each being "
-            "on committed lines or on work told to yield, on lines its waiter had changed "
-            "over the other's, or typed over before the warning")
+            "on work told to yield, on lines its waiter had changed over the other's, or "
+            "typed over before the warning")
 FIRST_WHY = {
     "longest": "they waited longest",
     "held": WHY_HELD.format(whose="theirs"),
