@@ -1707,29 +1707,3 @@ def test_a_side_that_edits_over_committed_lines_unasked_never_goes_first_over_th
     capsys.readouterr()
     assert run_check(f, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"
     holder_goes_first(e, f, capsys)
-
-
-def test_a_side_that_crossed_a_deny_never_goes_first_in_a_longer_cycle(space, capsys):
-    """a commits x.txt's line 5; b and c hold uncommitted lines in y.txt and z.txt. c is
-    denied on a's line and edits it anyway; then a waits on b, b on c: a cycle of three,
-    in which c's wait on a is the oldest. c asked again and went first over a's committed
-    line (found by a trial on express): its own wait, recorded by the deny it crossed,
-    is never first; a (the oldest of the others) goes first."""
-    sp = space({"x.txt": lines(10), "y.txt": lines(10), "z.txt": lines(10)})
-    a, b, c = sp.wt("a"), sp.wt("b"), sp.wt("c")
-    sp.write(a, "x.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
-    sp.commit(a)
-    for wt, path in ((b, "y.txt"), (c, "z.txt")):
-        sp.write(wt, path, lines(10).replace("line 5\n", f"line 5 by {wt.name}\n"))
-        assert main(["snapshot", "-C", str(wt)]) == 0
-    capsys.readouterr()
-    assert run_check(c, "x.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    sp.write(c, "x.txt", lines(10).replace("line 5\n", "line 5 by c\n"))
-    assert main(["snapshot", "-C", str(c)]) == 0
-    capsys.readouterr()
-    assert run_check(a, "y.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    assert run_check(b, "z.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    _, again = run_check(c, "x.txt:5", capsys=capsys)
-    assert again["decision"] == "deny" and "you go first" not in again["reason"], again
-    _, first = run_check(a, "y.txt:5", capsys=capsys)
-    assert first["decision"] == "ask" and "you go first" in first["reason"], first

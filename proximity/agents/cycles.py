@@ -42,8 +42,7 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         # wait, and the worktree whose lines they were was told to set them aside)
         crossing = crossed(repo, ledger, me, sides, d, theirs, mine)
         with contextlib.suppress(LedgerError):
-            ledger.mark_waits([(h, me) for h in crossing.get(False, ())]
-                              + [(me, h) for h in crossing.get(True, ())], "crossed")
+            ledger.mark_waits([(h, me) for h in crossing.get(False, ())], "crossed")
         standing, orders, since = read(ledger, now)
         # an order given stands: the member gone over waits for that work to land (it
         # stopped asking), so the first goes over its lines again, wherever they meet
