@@ -1398,9 +1398,9 @@ def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp
     with ledger:
         for key, value in ledger.execute("SELECT key, value FROM cache WHERE kind='waits'"
                                          ).fetchall():
-            since, last, *kept = json.loads(value)
+            since, last = json.loads(value)
             ledger.execute("UPDATE cache SET value=? WHERE kind='waits' AND key=?",
-                           (json.dumps([since - 150, last - 150, *kept]), key))
+                           (json.dumps([since - 150, last - 150]), key))
     ledger.close()
     capsys.readouterr()
     _, again = run_check(a, "z.txt:5", capsys=capsys)
@@ -1596,114 +1596,3 @@ def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space)
         assert "you have right-of-way" not in again.reason, again.reason
     finally:
         unsaved.remove(ecm, "h", "f.py")
-
-
-def holder_goes_first(holder: Path, other: Path, capsys: pytest.CaptureFixture[str]
-                      ) -> None:
-    """``holder`` asks about f.txt's line 5 twice, then ``other``: the holder goes first,
-    the other is told so, and the holder's push goes through."""
-    run_check(holder, "f.txt:5", capsys=capsys)
-    _, first = run_check(holder, "f.txt:5", capsys=capsys)
-    assert first["decision"] == "ask" and "you go first" in first["reason"], first
-    _, gone = run_check(other, "f.txt:5", capsys=capsys)
-    assert gone["decision"] == "deny", gone
-    assert f"'{holder.name}' goes first" in gone["reason"], gone["reason"]
-    pushed = git(holder, "push", "-q", "origin", holder.name, check=False)
-    assert pushed.returncode == 0, pushed.stderr
-
-
-def line_5_committed(tmp_path: Path, holder: str, other: str,
-                     env: dict[str, str] | None = None) -> tuple[Path, Path, str]:
-    """A repository with hooks and a bare remote, worktrees ``holder`` and ``other`` on
-    branches of their names; ``holder`` has committed its change of f.txt's line 5 (``env``:
-    its commit's environment). (the two worktrees, f.txt's base text)"""
-    from test_hooks import make_repo
-
-    main_, _remote = make_repo(tmp_path)
-    subprocess.run([sys.executable, "-m", "proximity", "install"], cwd=main_, check=True,
-                   capture_output=True)
-    one, two = tmp_path / holder, tmp_path / other
-    for wt in (one, two):
-        git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
-    base = (main_ / "f.txt").read_text()
-    (one / "f.txt").write_text(base.replace("line 5\n", f"line 5 by {holder}\n"))
-    git(one, "commit", "-qam", f"{holder}'s line 5", env=env)
-    return one, two, base
-
-
-def test_a_side_that_edits_over_a_deny_never_goes_first_by_the_wait_it_recorded(tmp_path,
-                                                                               capsys):
-    """e commits line 5; f is denied there, and edits it anyway (uncommitted). e asks about
-    line 5 again, before any scan recorded the pair: a wait cycle, in which f's wait is the
-    older. f went first, e was told to set aside an uncommitted change it did not have, and
-    e's push was blocked (found by a trial on express). f crossed the deny its wait was
-    recorded for: that wait never goes first, so e goes first, f is told to steer, and e's
-    push goes through."""
-    e, f, base = line_5_committed(tmp_path, "e", "f")
-    capsys.readouterr()
-    _, denied = run_check(f, "f.txt:5", capsys=capsys)
-    assert denied["decision"] == "deny" and "'e'" in denied["reason"], denied
-    (f / "f.txt").write_text(base.replace("line 5\n", "line 5 by f\n"))
-    assert main(["snapshot", "-C", str(f)]) == 0
-    capsys.readouterr()
-    _, e_first = run_check(e, "f.txt:5", capsys=capsys)
-    assert "'f' goes first" not in e_first["reason"], e_first["reason"]
-    _, e_again = run_check(e, "f.txt:5", capsys=capsys)
-    assert e_again["decision"] == "ask" and "you go first" in e_again["reason"], e_again
-    # f waited first: the words say why e goes first, never that e waited longest
-    assert "waited longest" not in e_again["reason"], e_again["reason"]
-    assert "older than yours in the cycle go first only after it" in e_again["reason"], e_again
-    _, f_again = run_check(f, "f.txt:5", capsys=capsys)
-    assert f_again["decision"] == "deny", f_again
-    assert "'e' goes first over your live lines in f.txt" in f_again["reason"], f_again
-    assert "waited longest" not in f_again["reason"], f_again["reason"]
-    assert main(["inbox", "--json", "-C", str(f)]) == 0
-    (told,) = [m["body"] for m in json.loads(capsys.readouterr().out)["messages"]
-               if m["type"] == "first"]
-    assert told["paths"] == ["f.txt"] and told["why"] == "held", told
-    pushed = git(e, "push", "-q", "origin", "e", check=False)
-    assert pushed.returncode == 0, pushed.stderr
-
-
-@pytest.mark.parametrize("skipped", [False, True])
-def test_a_side_that_commits_over_a_deny_never_goes_first_by_the_wait_it_recorded(
-        tmp_path, capsys, skipped):
-    """z commits line 5; a is denied there, then edits it anyway and commits with
-    --no-verify (no scan, no advisory yet). z asks about line 5 twice: z goes first, not a
-    (both waits had been made never-first by their committed lines, and the tie fell to
-    the names: the side that crossed the deny went first, and z's push was blocked; found
-    by a trial on express). Also with both commits' hooks skipped
-    (PROXIMITY_SKIP=1): no event of either side's work, nothing to rank them by, and the
-    wait that asked to enter the other's lines before its change met them tells."""
-    skip = {"PROXIMITY_SKIP": "1"} if skipped else None
-    z, a, base = line_5_committed(tmp_path, "z", "a", env=skip)
-    capsys.readouterr()
-    assert run_check(a, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    (a / "f.txt").write_text(base.replace("line 5\n", "line 5 by a\n"))
-    git(a, "commit", "--no-verify", "-qam", "a's line 5", env=skip)
-    assert main(["snapshot", "-C", str(a)]) == 0
-    capsys.readouterr()
-    holder_goes_first(z, a, capsys)
-    theirs = git(a, "push", "-q", "origin", "a", check=False)
-    assert theirs.returncode != 0 and "must yield to 'z'" in theirs.stderr, theirs.stderr
-
-
-@pytest.mark.parametrize("commits", [False, True])
-def test_a_side_that_edits_over_committed_lines_unasked_never_goes_first_over_them(
-        tmp_path, capsys, commits):
-    """e commits line 5; f edits it without asking (a shell edit: no deny, no wait on
-    record), then asks, and e asks twice. f's wait was the older: f went first over e's
-    committed line, e was told to set aside a change it could not, and e's push was blocked
-    (found by a trial on express; so did a wait that lapsed and was asked again, and a
-    worktree removed and added again; and f committing with --no-verify, both waits then on
-    committed lines). Lines both changed are a collision made: the side the push guard's
-    advisory would hold (committed lines there, then who reached the file first) goes
-    first, the other's wait never: e goes first."""
-    e, f, base = line_5_committed(tmp_path, "e", "f")
-    (f / "f.txt").write_text(base.replace("line 5\n", "line 5 by f\n"))
-    if commits:
-        git(f, "commit", "--no-verify", "-qam", "f's line 5")
-    assert main(["snapshot", "-C", str(f)]) == 0
-    capsys.readouterr()
-    assert run_check(f, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    holder_goes_first(e, f, capsys)

@@ -193,7 +193,7 @@ def test_a_participant_gone_over_in_a_wait_cycle_reads_the_files_as_the_product_
     assert steer_orders(said) == {"uv.lock": "a3", "src/a b.py": "a3"}
     assert steer_orders(messages.render(steer)) == {}
 
-    denied = "worktree 'a9' changed tox.ini line 3" + gone_over({"a3": (first["paths"], "held")})
+    denied = "worktree 'a9' changed tox.ini line 3" + gone_over({"a3": first["paths"]})
     assert steer_orders(denied) == {"uv.lock": "a3", "src/a b.py": "a3"}
 
 

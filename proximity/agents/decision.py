@@ -82,10 +82,6 @@ class Side(NamedTuple):
     # the change this worktree had made before it is the saved file's (``saved``)
     typed: bool = False
     saved: FileDiff | None = None
-    # the sibling's HEAD and the pair's base: which of its lines are in its commits, asked
-    # only when a deny may enter a wait cycle (agents/cycles.py)
-    head: str | None = None
-    base: str | None = None
 
 
 class Conflict(NamedTuple):

@@ -311,7 +311,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 w.id, w.branch, t.path, base_ranges, t.ranges, their_diffs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ()),
                 own=own, calls=broken.get((w.id, t.path), ()), typed=t.path in typed,
-                saved=saved[bases[w.id]].get(t.path), head=w.head, base=bases[w.id]))
+                saved=saved[bases[w.id]].get(t.path)))
     # 4. an edit whose result the harness gave, on lines a sibling changed too: git's own
     # three-way merge of the file says whether they collide (the same change made on both
     # sides merges cleanly: a swarm's two bumps of one dependency are not a conflict)
@@ -390,5 +390,4 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
         d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY or look:
         return d
-    return cycles.wait_cycles(repo, me, sides, policy, behind, ahead, d,
-                              repo.current().head)
+    return cycles.wait_cycles(repo, me, sides, policy, behind, ahead, d)

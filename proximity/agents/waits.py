@@ -11,7 +11,6 @@ on who goes."""
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Mapping
 from itertools import pairwise
@@ -52,11 +51,3 @@ def goes_first(waits: Waits, me: str, holder: str) -> bool:
     if edges is None:
         return False
     return min(edges, key=lambda e: (waits[e], e[0])) == (me, holder)
-
-
-def longest(since: Waits, standing: Waits, me: str, holder: str) -> bool:
-    """Whether ``me``'s wait on ``holder`` is the oldest of its cycle in ``standing`` by
-    each wait's own time (``since``), whatever kind of wait each is."""
-    edges = cycle(standing, me, holder)
-    return edges is not None and all(since.get(e, math.inf) >= since.get((me, holder), 0.0)
-                                     for e in edges)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Collection, Mapping
-from typing import NamedTuple
 
 from proximity.ledger import clocks
 from proximity.ledger.events import Events
@@ -14,19 +13,9 @@ from proximity.ledger.events import Events
 # a wait on a holder stands while the waiter asks again and is denied within this many
 # seconds (an agent retries within one; one that stopped asking waits on nobody)
 WAIT_FRESH = 120.0
-# the kinds of wait, in the order a wait cycle lets them go first (agents/cycles.py): an
-# edit's wait; a person's, shown the deny on lines they had typed already; one on lines
-# both changed, where the holder's side holds
-WAIT_KINDS = ("", "late", "crossed")
-LATE = 1e18  # a wait's time in an entry written before kinds were kept: "late"
-
-
-class Wait(NamedTuple):
-    since: float
-    kind: str  # WAIT_KINDS
-    paths: tuple[str, ...] = ()  # where it asked to enter the holder's lines
-
-
+# the time of a wait that is never a wait cycle's oldest (agents/cycles.py: a person shown
+# a deny on lines they had typed already): later than any other
+LATE = 1e18
 # a wait cycle's order (who went first over whose live lines) stands this long after it was
 # last given, unless the first member's work lands before: the member gone over was told to
 # wait for that landing, and not asking meanwhile is how it waits
@@ -93,52 +82,32 @@ class Traffic(Events):
             f"AND j.key IN ({marks}) ORDER BY e.seq", (stream, after, *paths)).fetchall()
 
     # -- who waits on whom (the pre-edit check's denies) -----------------------------------
-    def wait(self, waiter: str, holders: Collection[str], now: float, kind: str = "",
-             entering: Mapping[str, Collection[str]] | None = None) -> None:
+    def wait(self, waiter: str, holders: Collection[str], now: float,
+             since: float | None = None) -> None:
         """``waiter`` was denied for ``holders``' work: since when it waits on each (an
-        earlier wait that still stands keeps its time, and the later of the two kinds:
-        WAIT_KINDS), with the paths where it asked to enter each one's lines (``entering``:
-        its own change not in that collision yet), added to those asked before."""
-        if not holders:
-            return
+        earlier wait that still stands keeps its time; ``since``: the time a new one is
+        given, LATE for a wait that is never a cycle's oldest)."""
         with self.tx() as db:
-            for h in holders:
-                key = f"{waiter}\t{h}"
-                row = db.execute("SELECT value FROM cache WHERE kind='waits' AND key=?",
-                                 (key,)).fetchone()
-                old = _wait(row[0]) if row else None
-                since, k, paths = now, kind, set((entering or {}).get(h, ()))
-                if old is not None and now - old[1] <= WAIT_FRESH:
-                    since, k = old[0].since, max(kind, old[0].kind, key=WAIT_KINDS.index)
-                    paths |= set(old[0].paths)
-                db.execute("INSERT OR REPLACE INTO cache VALUES ('waits', ?, ?)",
-                           (key, json.dumps([since, now, k, sorted(paths)[:64]])))
+            db.executemany(
+                "INSERT INTO cache VALUES ('waits', ?, ?) ON CONFLICT(kind, key) DO UPDATE "
+                "SET value = CASE WHEN json_extract(value, '$[1]') >= ? THEN "
+                "json_array(json_extract(value, '$[0]'), ?) ELSE excluded.value END",
+                [(f"{waiter}\t{h}", json.dumps([now if since is None else since, now]),
+                  now - WAIT_FRESH, now) for h in holders])
 
-    def mark_waits(self, edges: Collection[tuple[str, str]], kind: str) -> None:
-        """Each (waiter, holder) wait that stands takes ``kind`` (WAIT_KINDS), if later
-        than its own; its time and its last ask kept."""
-        with self.tx() as db:
-            for w, h in edges:
-                key = f"{w}\t{h}"
-                row = db.execute("SELECT value FROM cache WHERE kind='waits' AND key=?",
-                                 (key,)).fetchone()
-                old = _wait(row[0]) if row else None
-                if old is None or WAIT_KINDS.index(old[0].kind) >= WAIT_KINDS.index(kind):
-                    continue
-                db.execute("UPDATE cache SET value=? WHERE kind='waits' AND key=?",
-                           (json.dumps([old[0].since, old[1], kind, list(old[0].paths)]),
-                            key))
-
-    def waits(self, now: float) -> dict[tuple[str, str], Wait]:
-        """Every wait that stands now: (waiter, holder) -> since when, its kind and the
-        paths where it asked to enter the holder's lines (asked again and denied within the
-        last WAIT_FRESH seconds each time)."""
-        out: dict[tuple[str, str], Wait] = {}
+    def waits(self, now: float) -> dict[tuple[str, str], float]:
+        """Every wait that stands now: (waiter, holder) -> since when (asked again and denied
+        within the last WAIT_FRESH seconds each time)."""
+        out: dict[tuple[str, str], float] = {}
         for key, value in self.db.execute("SELECT key, value FROM cache WHERE kind='waits'"):
             waiter, tab, holder = str(key).partition("\t")
-            got = _wait(value)
-            if tab and got is not None and now - got[1] <= WAIT_FRESH:
-                out[(waiter, holder)] = got[0]
+            try:
+                got = json.loads(value)
+                since, last = float(got[0]), float(got[1])
+            except (ValueError, TypeError, IndexError, KeyError):
+                continue
+            if tab and now - last <= WAIT_FRESH:
+                out[(waiter, holder)] = since
         return out
 
     def order(self, gone: str, first: str, paths: Collection[str], now: float
@@ -353,19 +322,6 @@ class Traffic(Events):
             out.setdefault(stream, {})[path] = (
                 [(int(r[0]), int(r[1])) for r in rr] if rr else None, json.loads(clock))
         return out
-
-
-def _wait(value: object) -> tuple[Wait, float] | None:
-    """A stored wait and its last ask (None: unreadable). An entry written before kinds
-    were kept is [since, last], LATE its since for a person's late wait."""
-    try:
-        got = json.loads(str(value))
-        since, last = float(got[0]), float(got[1])
-        kind = str(got[2]) if len(got) > 2 else ("late" if since >= LATE else "")
-        paths = tuple(str(p) for p in got[3]) if len(got) > 3 else ()
-    except (ValueError, TypeError, IndexError, KeyError):
-        return None
-    return (Wait(since, kind if kind in WAIT_KINDS else "", paths), last)
 
 
 def _committed(committed: Callable[[str, str, str], bool] | None, before: str | None,

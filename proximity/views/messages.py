@@ -102,26 +102,10 @@ def landed(b: dict[str, Any], confirmed: bool = False) -> str:
             "theirs")
 
 
-# why a member of a wait cycle goes first, as the member it goes over reads it: its wait
-# is the cycle's oldest; or the older ones go first only after it (a wait on work its
-# waiter was told to yield to, on lines both changed where the other side holds, or typed
-# over before the deny); or an order stands
-WHY_HELD = ("the waits older than {whose} in the cycle go first only after it, each being "
-            "on work told to yield, on lines its waiter had changed over the other's, or "
-            "typed over before the warning")
-FIRST_WHY = {
-    "longest": "they waited longest",
-    "held": WHY_HELD.format(whose="theirs"),
-    "order": "they were told they go first",
-}
-
-
 def goes_first(b: dict[str, Any]) -> str:
     """A wait cycle was broken in the sender's favour: it goes on over the recipient's live
-    lines (each waited on the other's work; ``why``: FIRST_WHY's key, else "longest", as
-    earlier versions posted it)."""
+    lines (each waited on the other's work, and it waited longest)."""
     paths = ", ".join(text(p, 300) for p in b.get("paths", [])[:8]) or "?"
-    why = FIRST_WHY.get(str(b.get("why")), FIRST_WHY["longest"])
     return (f"proximity inbox: GOES FIRST: {text(b.get('from'))!r} goes on over your live "
-            f"lines in {paths}: you and they wait on each other's work, and {why}."
-            f"\n  {SET_ASIDE}; a committed one you resolve when you rebase onto it")
+            f"lines in {paths}: you and they wait on each other's work, and they waited "
+            f"longest.\n  {SET_ASIDE}; a committed one you resolve when you rebase onto it")
