@@ -275,7 +275,7 @@ def record_superseded(ctx: Context, sha: str, wt: gitio.WorktreeInfo | None = No
         return True
     try:
         tree = ctx.repo.commit_tree(sha)
-    except FatalError:
+    except (FatalError, KeyError, ValueError):  # (libgit2's answer for an unknown object)
         return False  # (not a commit of this repository: nothing to record)
     ctx.ledger.record(ctx.here, "commit", path=here.path, head=sha, branch=here.branch,
                       snapshot=None, tree=tree, files={}, machine=ctx.cfg.machine_id,
@@ -287,13 +287,14 @@ def record_overtaken(ctx: Context, sha: str) -> bool:
     """After the present was recorded for the note of commit ``sha``: when HEAD had moved
     on meanwhile (the next commit landed while it was read, so the event recorded is that
     one's), ``sha``'s own event as history, then the present once more, so the stream's
-    last event stays the worktree as it is. Whether ``sha`` is recorded now."""
+    last event stays the worktree as it is. Whether the note is done with: ``sha`` is
+    recorded now, or is no commit of this repository (nothing to record, as before)."""
     if ctx.ledger is None:
         return False
     if ctx.ledger.has_commit(ctx.here, sha):
         return True
     if not record_superseded(ctx, sha):
-        return False
+        return True  # (with a ledger, only a sha that is no commit here says no)
     record_here(ctx, "snapshot")
     return ctx.ledger.has_commit(ctx.here, sha) or this_worktree(ctx).head == sha
 
