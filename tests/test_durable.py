@@ -294,3 +294,25 @@ def test_a_service_stopped_right_after_commits_has_recorded_them_all(repo):
     assert sorted(heads) == sorted(set(heads))
     assert [sha for sha in made if sha not in heads] == []
     assert not [n for n in os.listdir(cookies) if n.startswith("post-commit-")]
+
+
+def test_a_post_commit_note_naming_no_commit_here_is_dropped(tmp_path: Path) -> None:
+    """A note in the cookies directory naming a commit this repository does not have (a
+    stray or forged one): the next hook drops it and goes on. libgit2's KeyError for the
+    unknown object made every in-process hook stop at "internal error … hook skipped",
+    and the note stayed."""
+    main = init_repo(tmp_path / "main", {"f.txt": BASE})
+    r = subprocess.run([PY, "-m", "proximity", "install"], cwd=main, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    cookies = main / ".git" / "ecm" / "cookies"
+    cookies.mkdir(parents=True, exist_ok=True)
+    note = cookies / ("post-commit--123-" + "f" * 40)
+    note.mkdir()
+    old = time.time() - 3600
+    os.utime(note, (old, old))
+    r = subprocess.run([PY, "-m", "proximity", "hook", "post-checkout", "0", "0", "0"],
+                       cwd=main, capture_output=True, text=True,
+                       env={**os.environ, "PROXIMITY_SERVICE": "0"})
+    assert r.returncode == 0 and "internal error" not in r.stderr, r.stderr
+    assert not note.exists()
