@@ -540,7 +540,12 @@ class Swarm:
             paths |= {line.split("\t", 1)[1] for line in out(
                 ["diff-tree", "-r", "--no-renames", "--name-status", f"{c}^", c],
                 self.scratch).split("\n") if line.strip()}
-        git(["add", "-A", "--", *sorted(paths)], p.wt)
+        # a path the commit deletes that this worktree never had (the trunk it rebased
+        # onto deleted it first) matches nothing, and `git add` would stop the run on it
+        tracked = set(out(["ls-files", "-z", "--", *sorted(paths)], p.wt).split("\0"))
+        paths = {q for q in paths if q in tracked or os.path.lexists(os.path.join(p.wt, q))}
+        if paths:
+            git(["add", "-A", "--", *sorted(paths)], p.wt)
         msg = out(["log", "-1", "--format=%B", p.plan.commits[group[-1]]], self.scratch) or \
             "replayed commit"
         git(["commit", "-q", "--allow-empty", "-m", msg], p.wt, extra=self.env)
