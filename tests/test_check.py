@@ -1537,6 +1537,8 @@ def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     # b, gone over, reads in its deny who goes first over which of its files, and what to do
     assert "'a' goes first over your live lines in y.txt" in b_again["reason"], b_again
     assert "git stash push -- PATH" in b_again["reason"]
+    # (lines b committed cannot be stashed: the deny says what to do with them too)
+    assert "a committed one you resolve when you rebase onto it" in b_again["reason"]
     assert "goes first" not in c_again["reason"], c_again  # (nobody goes over c's lines)
     # b is told that a goes on over its live lines, and what to do; once, not per ask
     run_check(a, "y.txt:5", capsys=capsys)
@@ -1547,6 +1549,7 @@ def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     shown = messages.render(told[0])
     assert "GOES FIRST: 'a' goes on over your live lines in y.txt" in shown, shown
     assert "git stash push -- PATH" in shown
+    assert "a committed one you resolve when you rebase onto it" in shown  # (as the deny)
     assert main(["inbox", "-C", str(c)]) == 0
     assert "GOES FIRST" not in capsys.readouterr().out  # (c goes on over nobody's lines)
 

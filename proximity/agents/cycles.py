@@ -141,7 +141,7 @@ def gone_over(first: Mapping[str, Sequence[str]]) -> str:
         parts.append(f"'{text(h)}' goes first{where}: you and they wait on each other's work, "
                      "and they waited longest")
     advice = SET_ASIDE[0].upper() + SET_ASIDE[1:]
-    return ". " + "; ".join(parts) + f". {advice}; until then this stays denied"
+    return ". " + "; ".join(parts) + f". {advice}. Until their work lands, this stays denied"
 
 
 def told_first(ledger: Ledger, me: str, first: Collection[str], d: decision.Decision,

@@ -26,8 +26,9 @@ def sent_ago(created: object, now: float | None = None) -> str:
 
 
 # what the member a wait cycle's first waiter goes over is to do (its message, its denies)
+# (a committed change cannot be stashed: it meets theirs when this one rebases onto it)
 SET_ASIDE = ("set your uncommitted change there aside (`git stash push -- PATH`) and redo it "
-             "once their work has landed")
+             "once their work has landed; a committed one you resolve when you rebase onto it")
 
 
 def render(msg: dict[str, Any]) -> str:
@@ -108,4 +109,4 @@ def goes_first(b: dict[str, Any]) -> str:
     paths = ", ".join(text(p, 300) for p in b.get("paths", [])[:8]) or "?"
     return (f"proximity inbox: GOES FIRST: {text(b.get('from'))!r} goes on over your live "
             f"lines in {paths}: you and they wait on each other's work, and they waited "
-            f"longest.\n  {SET_ASIDE}; a committed one you resolve when you rebase onto it")
+            f"longest.\n  {SET_ASIDE}")

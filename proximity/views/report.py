@@ -148,6 +148,12 @@ def top_channels(p: PairResult) -> str:
     return ", ".join(names) or "no channel"
 
 
+def in_progress(a: Agent, why: str = "") -> str:
+    """" (rebase in progress)" after a worktree's branch, where git is in the middle of an
+    operation there ("" otherwise); ``why``: words after it, inside the parentheses."""
+    return f" ({text(a.operation)} in progress{why})" if a.operation else ""
+
+
 def scan_text(scan: Scan) -> str:
     lines = [f"{len(scan.agents)} agents, {len(scan.pairs)} pairs "
              f"({scan.seconds * 1000:.0f} ms)"]
@@ -156,8 +162,7 @@ def scan_text(scan: Scan) -> str:
         err = f"  UNREADABLE: {text(a.error, 400)}" if a.error else (
             f"  COMMITTED WORK ONLY (live changes unread: {text(a.unread, 400)})"
             if a.unread else "")
-        op = f" ({text(a.operation)} in progress: blocks nobody until it ends)" \
-            if a.operation else ""
+        op = in_progress(a, ": blocks nobody until it ends")
         lines.append(f"  {text(a.id)}{tag}: {text(a.branch or '(detached)')} at "
                      f"{text(a.path, 400)}{op}{err}")
         if a.summarized:

@@ -54,7 +54,7 @@ def agents_table(scan: Scan, plain: bool = False) -> Table:
         changed = scan.changed.get(a.id, set())
         t.add_row(safe(a.id) + (" (remote)" if a.remote else ""),
                   safe(a.branch or "(detached)")
-                  + (f" ({safe(a.operation)} in progress)" if a.operation else ""),
+                  + safe(report.in_progress(a)),
                   str(len(changed)) if changed else "-",
                   str(sum(a.clock.values())) if a.clock else "-",
                   (a.error and f"[red]{safe(a.error, 400)}[/]")
@@ -140,8 +140,7 @@ def frame(scan: Scan, history: dict[tuple[str, str], list[float]],
     for a in scan.agents:
         n = len(scan.changed.get(a.id, ()))
         agents.append(text(a.id), style="bold")
-        doing = f" ({text(a.operation)} in progress)" if a.operation else ""
-        agents.append(f" {text(a.branch or '(detached)')}{doing} {n}f  ")
+        agents.append(f" {text(a.branch or '(detached)')}{report.in_progress(a)} {n}f  ")
     for rid in scan.retired:
         agents.append(f"{text(rid)} (retired)  ", style="dim")
     lines = []
