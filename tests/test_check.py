@@ -1398,9 +1398,9 @@ def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp
     with ledger:
         for key, value in ledger.execute("SELECT key, value FROM cache WHERE kind='waits'"
                                          ).fetchall():
-            since, last = json.loads(value)
+            since, last, *where = json.loads(value)
             ledger.execute("UPDATE cache SET value=? WHERE kind='waits' AND key=?",
-                           (json.dumps([since - 150, last - 150]), key))
+                           (json.dumps([since - 150, last - 150, *where]), key))
     ledger.close()
     capsys.readouterr()
     _, again = run_check(a, "z.txt:5", capsys=capsys)
@@ -1599,3 +1599,70 @@ def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space)
         assert "you have right-of-way" not in again.reason, again.reason
     finally:
         unsaved.remove(ecm, "h", "f.py")
+
+
+def test_a_wait_ends_where_the_waiter_is_no_longer_denied(space):
+    """A person in h typed over agent a's line 5 and was shown the deny: a wait that is
+    never a cycle's oldest. a then set its change aside, and h, asking again, was allowed
+    and saved. That wait ended there: when a, whose plan still holds line 5, is denied by
+    h's saved lines and asks again, no cycle of waits is left for it to go first in (the
+    person's old wait had made one, and a went over the lines h had saved, and committed
+    since: a conflict at landing)."""
+    base = "".join(f"v{i} = {i}\n" for i in range(1, 11))
+    sp = space({"f.py": base})
+    a, h = sp.wt("a"), sp.wt("h")
+    sp.write(a, "f.py", base.replace("v5 = 5\n", "v5 = 555  # agent a\n"))
+    assert main(["snapshot", "-C", str(a)]) == 0
+    common = git(h, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+    ecm = os.path.join(common, "ecm")
+    typed = base.replace("v5 = 5\n", "v5 = 50  # person\n")
+    unsaved.write(ecm, "h", "f.py", typed.encode())
+    try:
+        person = answer(CheckRequest(str(h), (edits.Edit(str(h / "f.py"), ((5, 5),), typed),)))
+        assert person.decision == "deny", person
+        sp.write(a, "f.py", base)  # a sets its change aside
+        assert main(["snapshot", "-C", str(a)]) == 0
+        person = answer(CheckRequest(str(h), (edits.Edit(str(h / "f.py"), ((5, 5),), typed),)))
+        assert person.decision == "allow", person
+    finally:
+        unsaved.remove(ecm, "h", "f.py")
+    sp.write(h, "f.py", typed)  # saved
+    git(h, "commit", "-qam", "the person's line 5")
+    assert main(["snapshot", "-C", str(h)]) == 0
+    for _ in range(2):  # a asks about line 5 again, and again
+        agent = answer(CheckRequest(str(a), (edits.Edit(str(a / "f.py"), ((5, 5),), None),)))
+        assert agent.decision == "deny", agent.reason
+        assert "cycle of waits" not in agent.reason, agent.reason
+    led = Ledger(ecm, create=False)
+    try:
+        assert set(led.waits(time.time())) == {("a", "h")}
+    finally:
+        led.close()
+
+
+def test_a_wait_that_ended_gives_no_first_place_in_a_later_cycle(space, capsys):
+    """a was denied by b's lines in y.txt, then b set them aside and a, asking again, was
+    allowed: a's wait ended there. Later b waits on a (y.txt) and a on b (z.txt): the
+    cycle's oldest wait is b's, so b goes first, not a by a wait it no longer stood in."""
+    sp = space({"y.txt": lines(10), "z.txt": lines(10)})
+    a, b = sp.wt("a"), sp.wt("b")
+    sp.write(b, "y.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    assert run_check(a, "y.txt:5", capsys=capsys)[1]["decision"] == "deny"
+    sp.write(b, "y.txt", lines(10))  # b sets it aside
+    assert main(["snapshot", "-C", str(b)]) == 0
+    capsys.readouterr()
+    assert run_check(a, "y.txt:5", capsys=capsys)[1]["decision"] == "allow"
+    sp.write(a, "y.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
+    sp.write(b, "z.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
+    for wt in (a, b):
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    assert run_check(b, "y.txt:5", capsys=capsys)[1]["decision"] == "deny"
+    assert run_check(a, "z.txt:5", capsys=capsys)[1]["decision"] == "deny"
+    _, first = run_check(b, "y.txt:5", capsys=capsys)
+    assert first["decision"] == "ask" and "you waited longest" in first["reason"], first
+    _, gone = run_check(a, "z.txt:5", capsys=capsys)
+    assert gone["decision"] == "deny", gone
+    assert "'b' goes first over your live lines in y.txt" in gone["reason"], gone

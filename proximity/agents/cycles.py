@@ -58,9 +58,11 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
             late = {c.agent for c in d.conflicts if c.level == decision.RA and any(
                 s.typed and s.agent == c.agent and s.path == c.path
                 and not decision.held(s, c) for s in sides)}
+            where = {h: {c.path for c in d.conflicts if c.agent == h
+                         and c.level == decision.RA} for h in holders}
             with contextlib.suppress(LedgerError):
-                ledger.wait(me, holders - late, now)
-                ledger.wait(me, late, now, since=LATE)
+                ledger.wait(me, holders - late, now, paths=where)
+                ledger.wait(me, late, now, since=LATE, paths=where)
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
@@ -97,6 +99,42 @@ def read(ledger: Ledger, now: float) -> tuple[waits.Waits, dict[tuple[str, str],
     for edge in orders:
         standing[edge] = math.inf
     return standing, orders
+
+
+def own_waits(ledger: Ledger | None, me: str) -> dict[str, tuple[str, ...]]:
+    """This worktree's waits that stand: holder -> the paths where it was denied (an
+    unreadable ledger: none)."""
+    if ledger is None:
+        return {}
+    try:
+        return ledger.waits_of(me, time.time())
+    except LedgerError:
+        return {}
+
+
+def ended_waits(repo: gitio.Repo, me: str, asked: Collection[str],
+                own: Mapping[str, Sequence[str]], d: decision.Decision) -> None:
+    """A wait ends where it was answered: each path asked that this worktree waited on a
+    holder for, where that holder no longer denies it (nor is gone over there in a wait
+    cycle), leaves that wait, and the wait goes with its last path. Else a wait kept
+    until it lapsed stood in cycles it was no longer part of: a person allowed at last to
+    save over an agent's old lines kept the wait the deny before had recorded, and the
+    agent that then asked about those lines went first over them."""
+    still = {(c.agent, c.path) for c in d.conflicts
+             if c.level == decision.RA or c.right_of_way}
+    cleared = {h: done for h, paths in own.items()
+               if (done := {p for p in paths if p in asked and (h, p) not in still})}
+    if not cleared:
+        return
+    try:
+        ledger = Ledger(repo.ecm_dir, create=False)
+    except LedgerError:
+        return
+    try:
+        with contextlib.suppress(LedgerError):
+            ledger.end_waits(me, cleared)
+    finally:
+        ledger.close()
 
 
 def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decision:

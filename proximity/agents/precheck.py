@@ -364,6 +364,7 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     try:
         sides = gather(repo, tg, ledger, merging, merged)
         me = repo.current().id
+        waiting = cycles.own_waits(ledger, me)
         behind = standing.yielding_to(ledger, me, {s.agent for s in sides})
         behind -= standing.landed_since(repo, ledger, me, behind)
     finally:
@@ -377,6 +378,16 @@ def check(start: str, targets: Sequence[tuple[str, tuple[Range, ...] | None]],
     policy = deny_policy(deny_on or (configured or b"").decode().strip() or None)
     ahead = {a: f"'{text(a)}' was told to yield to the work this merge brings in: it goes "
              "first, they steer" for a in steer}
+    d = _decided(repo, me, sides, policy, behind, ahead, look)
+    if waiting:
+        cycles.ended_waits(repo, me, {t.path for t in tg}, waiting, d)
+    return d
+
+
+def _decided(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], policy: str,
+             behind: set[str], ahead: dict[str, str], look: bool) -> decision.Decision:
+    """The decision on the sides gathered: the policy's, with right-of-way from standing
+    advisories, held yields and wait cycles (a deny that stands recorded as a wait)."""
     d = decision.decide(sides, policy, behind, ahead)
     if d.decision != decision.DENY:
         return cycles.waited_on(repo, me, d)

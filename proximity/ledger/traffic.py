@@ -83,17 +83,29 @@ class Traffic(Events):
 
     # -- who waits on whom (the pre-edit check's denies) -----------------------------------
     def wait(self, waiter: str, holders: Collection[str], now: float,
-             since: float | None = None) -> None:
-        """``waiter`` was denied for ``holders``' work: since when it waits on each (an
-        earlier wait that still stands keeps its time; ``since``: the time a new one is
-        given, LATE for a wait that is never a cycle's oldest)."""
+             since: float | None = None,
+             paths: Mapping[str, Collection[str]] | None = None) -> None:
+        """``waiter`` was denied for ``holders``' work (``paths``: where each denied it):
+        since when it waits on each (an earlier wait that still stands keeps its time and
+        adds the paths; ``since``: the time a new one is given, LATE for a wait that is
+        never a cycle's oldest)."""
+        if not holders:
+            return
+        keys = {h: f"{waiter}\t{h}" for h in holders}
         with self.tx() as db:
-            db.executemany(
-                "INSERT INTO cache VALUES ('waits', ?, ?) ON CONFLICT(kind, key) DO UPDATE "
-                "SET value = CASE WHEN json_extract(value, '$[1]') >= ? THEN "
-                "json_array(json_extract(value, '$[0]'), ?) ELSE excluded.value END",
-                [(f"{waiter}\t{h}", json.dumps([now if since is None else since, now]),
-                  now - WAIT_FRESH, now) for h in holders])
+            marks = ",".join("?" * len(keys))
+            old = dict(db.execute(f"SELECT key, value FROM cache WHERE kind='waits' AND key IN "
+                                  f"({marks})", list(keys.values())).fetchall())
+            rows = []
+            for h, key in keys.items():
+                got = _wait_value(old.get(key))
+                where = set((paths or {}).get(h, ()))
+                if got is not None and got[1] >= now - WAIT_FRESH:
+                    value = [got[0], now, sorted(set(got[2]) | where)]
+                else:
+                    value = [now if since is None else since, now, sorted(where)]
+                rows.append((key, json.dumps(value)))
+            db.executemany("INSERT OR REPLACE INTO cache VALUES ('waits', ?, ?)", rows)
 
     def waits(self, now: float) -> dict[tuple[str, str], float]:
         """Every wait that stands now: (waiter, holder) -> since when (asked again and denied
@@ -101,14 +113,42 @@ class Traffic(Events):
         out: dict[tuple[str, str], float] = {}
         for key, value in self.db.execute("SELECT key, value FROM cache WHERE kind='waits'"):
             waiter, tab, holder = str(key).partition("\t")
-            try:
-                got = json.loads(value)
-                since, last = float(got[0]), float(got[1])
-            except (ValueError, TypeError, IndexError, KeyError):
-                continue
-            if tab and now - last <= WAIT_FRESH:
-                out[(waiter, holder)] = since
+            got = _wait_value(value)
+            if tab and got is not None and now - got[1] <= WAIT_FRESH:
+                out[(waiter, holder)] = got[0]
         return out
+
+    def waits_of(self, waiter: str, now: float) -> dict[str, tuple[str, ...]]:
+        """The waits of ``waiter`` that stand now: holder -> the paths where it was denied
+        (empty: not known, a wait recorded before paths were)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for key, value in self.db.execute(
+                "SELECT key, value FROM cache WHERE kind='waits' AND key >= ? AND key < ?",
+                (f"{waiter}\t", f"{waiter}\n")):
+            got = _wait_value(value)
+            if got is not None and now - got[1] <= WAIT_FRESH:
+                out[str(key).partition("\t")[2]] = got[2]
+        return out
+
+    def end_waits(self, waiter: str, cleared: Mapping[str, Collection[str]]) -> None:
+        """``waiter`` asked again about ``cleared`` paths and each holder named no longer
+        denied it there: those paths leave its wait on that holder, and a wait left with
+        no path ends (it waits on that work nowhere now, and an old wait kept would give
+        it, or keep from it, the first place in a wait cycle it no longer stands in)."""
+        with self.tx() as db:
+            for holder, gone in cleared.items():
+                key = f"{waiter}\t{holder}"
+                row = db.execute("SELECT value FROM cache WHERE kind='waits' AND key=?",
+                                 (key,)).fetchone()
+                got = _wait_value(row[0]) if row else None
+                if got is None or not got[2]:
+                    continue
+                left = sorted(set(got[2]) - set(gone))
+                if left:
+                    db.execute("UPDATE cache SET value=? WHERE kind='waits' AND key=?",
+                               (json.dumps([got[0], got[1], left]), key))
+                else:
+                    db.execute("DELETE FROM cache WHERE kind='waits' AND key=?", (key,))
 
     def order(self, gone: str, first: str, paths: Collection[str], now: float
               ) -> tuple[str, ...]:
@@ -331,3 +371,18 @@ def _committed(committed: Callable[[str, str, str], bool] | None, before: str | 
     was not reverted."""
     return (committed is not None and bool(head) and bool(before) and head != before
             and committed(str(before), str(head), path))
+
+
+def _wait_value(value: object) -> tuple[float, float, tuple[str, ...]] | None:
+    """A stored wait: (since, last denied, the paths where it was denied), or None when
+    the value is not one."""
+    if value is None:
+        return None
+    try:
+        got = json.loads(str(value))
+        since, last = float(got[0]), float(got[1])
+        paths = tuple(str(p) for p in got[2]) if len(got) > 2 and isinstance(got[2], list) \
+            else ()
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+    return since, last, paths
