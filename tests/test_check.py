@@ -1666,3 +1666,35 @@ def test_a_wait_that_ended_gives_no_first_place_in_a_later_cycle(space, capsys):
     _, gone = run_check(a, "z.txt:5", capsys=capsys)
     assert gone["decision"] == "deny", gone
     assert "'b' goes first over your live lines in y.txt" in gone["reason"], gone
+
+
+def test_a_wait_cycle_never_closes_a_ring_of_landings(space, capsys):
+    """Orders that stand: x was gone over by y (x waits for y to land), y by z. Then x
+    and z meet: x is denied by z's lines, and z asks about x's. Had z been denied too, x's
+    wait, the older, went first, and z waited for x, which waits for y, which waits for
+    z: a ring of landings nobody leaves (the hard swarm's flask run deadlocked six times
+    on one). The orders are an order of landings: z, which x waits for already, goes on
+    over x's lines, and x never goes first over z's."""
+    sp = space({"p.txt": lines(10), "q.txt": lines(10)})
+    x, y, z = sp.wt("x"), sp.wt("y"), sp.wt("z")
+    sp.write(x, "p.txt", lines(10).replace("line 5\n", "line 5 by x\n"))
+    sp.write(z, "q.txt", lines(10).replace("line 5\n", "line 5 by z\n"))
+    for wt in (x, y, z):
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    common = git(x, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+    led = Ledger(os.path.join(common, "ecm"), create=False)
+    try:  # (what two wait cycles broken before left: their orders)
+        led.order("x", "y", ["s.txt"], time.time())
+        led.order("y", "z", ["t.txt"], time.time())
+    finally:
+        led.close()
+    capsys.readouterr()
+    assert run_check(x, "q.txt:5", capsys=capsys)[1]["decision"] == "deny"  # x's, the older
+    _, first = run_check(z, "p.txt:5", capsys=capsys)
+    assert first["decision"] == "ask", first["reason"]
+    assert [c["right_of_way"] for c in first["conflicts"] if c["agent"] == "x"] == [True]
+    assert "'x' waits for work that waits for yours to land" in first["reason"], first
+    for _ in range(2):
+        _, held = run_check(x, "q.txt:5", capsys=capsys)
+        assert held["decision"] == "deny", held["reason"]
+        assert "you go first" not in held["reason"], held["reason"]

@@ -38,15 +38,18 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
         standing, orders = read(ledger, now)
         # an order given stands: the member gone over waits for that work to land (it
         # stopped asking), so the first goes over its lines again, wherever they meet
-        # next, and the two never trade places
-        again = {h for h in denying if (h, me) in orders}
-        first = again | {h for h in denying if (me, h) not in orders
-                         and waits.goes_first(standing, me, h)}
+        # next, and the two never trade places; the orders are an order of landings, and
+        # one that would close a ring of them is never given (waits.first_over)
+        first = {h for h in denying if waits.first_over(standing, orders, me, h)}
+        again = {h for h in first if (h, me) in orders}
+        after = {h for h in first - again if me in waits.awaited(orders, h)}
         if first:
             d = decision.decide(sides, policy, behind, {
                 **{h: f"you wait on '{text(h)}' in a cycle of waits that comes back to you, "
                    "and you waited longest: you go first, they steer"
-                   for h in first - again},
+                   for h in first - again - after},
+                **{h: f"'{text(h)}' waits for work that waits for yours to land (a cycle "
+                   "of waits broken before): you go first, they steer" for h in after},
                 **{h: f"'{text(h)}' was told that you go first (a cycle of waits broken "
                    "before): you go first, they steer" for h in again}, **ahead})
         if d.decision == decision.DENY:
@@ -67,7 +70,7 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
             ahead_of_me = {w for w, held in standing if held == me
-                           and (me, w) not in orders and waits.goes_first(standing, w, me)}
+                           and waits.first_over(standing, orders, w, me)}
             ahead_of_me |= {f for g, f in orders if g == me}
             if ahead_of_me:
                 d = d._replace(reason=d.reason + gone_over(

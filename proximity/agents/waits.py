@@ -12,7 +12,7 @@ on who goes."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from itertools import pairwise
 
 Waits = Mapping[tuple[str, str], float]  # (waiter, holder) -> since when it has waited
@@ -51,3 +51,36 @@ def goes_first(waits: Waits, me: str, holder: str) -> bool:
     if edges is None:
         return False
     return min(edges, key=lambda e: (waits[e], e[0])) == (me, holder)
+
+
+Orders = Collection[tuple[str, str]]  # (the member gone over, the one that went first)
+
+
+def awaited(orders: Orders, me: str) -> set[str]:
+    """Whose landing ``me`` waits for through the orders that stand: the members that went
+    first over it, those that went first over them, and so on."""
+    after: dict[str, set[str]] = {}
+    for gone, first in orders:
+        after.setdefault(gone, set()).add(first)
+    seen: set[str] = set()
+    todo = deque(after.get(me, ()))
+    while todo:
+        at = todo.popleft()
+        if at not in seen:
+            seen.add(at)
+            todo.extend(after.get(at, ()))
+    return seen - {me}
+
+
+def first_over(waits: Waits, orders: Orders, me: str, holder: str) -> bool:
+    """Whether ``me``, denied by ``holder``'s lines, goes on over them. The orders that
+    stand decide first, as an order of landings: never when ``me`` already waits for
+    ``holder`` to land, through them (the order it would give, ``holder`` waiting for
+    ``me``, closes a ring of landings that none of its members can leave); always when
+    ``holder`` waits for ``me`` (its lines wait for this work either way). Else the
+    cycle's oldest wait goes first (goes_first)."""
+    if holder in awaited(orders, me):
+        return False
+    if me in awaited(orders, holder):
+        return True
+    return goes_first(waits, me, holder)
