@@ -109,3 +109,43 @@ def test_tree_channel_handles_large_change_sets():
     b = [f"x{i}/y{i % 5}/g{i}.py" for i in range(20_000)]
     assert treeprox.channel(a, b) == 0.0  # no common directory at all
     assert treeprox.channel(a, [*b, "d5/e5/other.py"]) == 1 - 2 / 6
+
+
+names = st.sampled_from("abcdef")
+asks = st.lists(st.tuples(names, names, st.floats(min_value=0, max_value=100)), max_size=40)
+
+
+@given(asks)
+@settings(max_examples=300, deadline=None)
+def test_wait_cycles_orders_never_close_a_ring_of_landings(steps):
+    """Members ask in turn, each denied by a holder: a wait is recorded, and where the
+    asker goes first (waits.first_over) the holder is gone over (an order: it waits for
+    the asker to land). However the asks come, the orders never form a ring (a member
+    waiting for its own landing, through others): someone can always land."""
+    from proximity.agents import waits
+
+    standing: dict[tuple[str, str], float] = {}
+    orders: set[tuple[str, str]] = set()
+    for me, holder, t in steps:
+        if me == holder:
+            continue
+        standing.setdefault((me, holder), t)
+        seen = {**standing, **dict.fromkeys(orders, float("inf"))}  # (as cycles.read)
+        if waits.first_over(seen, orders, me, holder):
+            orders.add((holder, me))
+        for who in "abcdef":
+            assert who not in waits.awaited(orders, who), (steps, orders)
+
+
+def test_the_ring_of_landings_the_flask_swarm_met():
+    """The state one wait cycle met on the hard swarm's flask run (N = 20, seed 3): a6
+    waited for a5 to land, a5 for a10, a10 for a15 (orders), and a6 and a15 waited on each
+    other, a6 the longer. a6 going first would have closed the ring (all four stalled
+    until the harness broke it, six times). It does not; a15 goes first over a6."""
+    from proximity.agents import waits
+
+    orders = {("a6", "a5"), ("a5", "a10"), ("a10", "a15")}
+    seen = {("a6", "a15"): 8.0, ("a15", "a6"): 15.0, **dict.fromkeys(orders, float("inf"))}
+    assert waits.goes_first(seen, "a6", "a15")  # (the age rule alone)
+    assert not waits.first_over(seen, orders, "a6", "a15")
+    assert waits.first_over(seen, orders, "a15", "a6")
