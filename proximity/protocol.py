@@ -134,7 +134,7 @@ if TYPE_CHECKING:
         ranges: list[list[int]]  # base lines [start, end]
         hunk: str
         level: str  # ra | ta | info
-        evidence: str  # conflict | merges | near | same-file | intent | symbol | queued
+        evidence: str  # conflict | merges | near | same-file | intent | symbol
         detail: str
         lines: list[list[int]] | None  # ``ranges`` in this worktree's file now (None: not known)
         right_of_way: bool  # they yield to this worktree here: this side goes on, they steer

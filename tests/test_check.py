@@ -1698,34 +1698,3 @@ def test_a_wait_cycle_never_closes_a_ring_of_landings(space, capsys):
         _, held = run_check(x, "q.txt:5", capsys=capsys)
         assert held["decision"] == "deny", held["reason"]
         assert "you go first" not in held["reason"], held["reason"]
-
-
-def test_lines_freed_go_to_the_longest_waiter_for_them(space, capsys):
-    """h changed line 5; w asked for it and was denied (it waits). h set its change
-    aside: the lines are free, and x, asking for line 6 first, is denied in w's favour
-    (w has waited longest for those lines), while line 15, far from them, is x's at once.
-    w then has line 5, and x meets w's live lines as always."""
-    sp = space({"f.txt": lines(20)})
-    h, w, x = sp.wt("h"), sp.wt("w"), sp.wt("x")
-    sp.write(h, "f.txt", lines(20).replace("line 5\n", "line 5 by h\n"))
-    for wt in (h, w, x):
-        assert main(["snapshot", "-C", str(wt)]) == 0
-    capsys.readouterr()
-    assert run_check(w, "f.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    sp.write(h, "f.txt", lines(20))  # set aside
-    assert main(["snapshot", "-C", str(h)]) == 0
-    capsys.readouterr()
-    rc, queued = run_check(x, "f.txt:6", capsys=capsys)
-    assert rc == 1 and queued["decision"] == "deny", queued
-    assert [(c["agent"], c["evidence"]) for c in queued["conflicts"]] == [("w", "queued")]
-    assert "'w' (branch feat/w) has waited" in queued["reason"], queued["reason"]
-    assert "the longest wait for those lines goes next" in queued["reason"], queued
-    assert run_check(x, "f.txt:15", capsys=capsys)[1]["decision"] == "allow"
-    _, turn = run_check(w, "f.txt:5", capsys=capsys)  # (x's wait is the younger)
-    assert turn["decision"] == "allow", turn["reason"]
-    sp.write(w, "f.txt", lines(20).replace("line 5\n", "line 5 by w\n"))
-    assert main(["snapshot", "-C", str(w)]) == 0
-    capsys.readouterr()
-    _, met = run_check(x, "f.txt:6", capsys=capsys)
-    assert met["decision"] == "deny", met
-    assert [(c["agent"], c["evidence"]) for c in met["conflicts"]][:1] == [("w", "conflict")]

@@ -147,18 +147,12 @@ def test_hot_swarm_with_people_tests_at_landing_and_the_main_checkout(tmp_path, 
         assert r["conflicts_at_landing"] == 0 and r["dropped_at_landing"] == 0
         assert r["check_p95_ms"] > 0 and r["check_ms"]["n"] >= 3
         assert r["peak_service_rss_mb"] > 0
-        # the person edits through a real `proximity lsp` session: every look answered.
-        # All three want CHANGES.rst's top line; an agent denied before the person has
-        # waited longer, so the person's turn comes after it (a queued deny, shown in the
-        # editor), then the person has the lines (an agent seeing a person's unsaved
-        # lines: test_lsp.py)
+        # the person edits through a real `proximity lsp` session: every look answered,
+        # and an agent's check named them while their typed lines were still unsaved
         assert r["editor_looks"] >= 1 and r["editor_unanswered"] == 0
         assert r["editor_ms"]["n"] == r["editor_looks"]
-        queued = [d for d in r["deny_log"] if d["agent"] == "h0" and "has waited" in
-                  d["reason"] and "the longest wait for those lines goes next" in d["reason"]]
-        assert queued and all(d["holder"].startswith("a") for d in queued), r["deny_log"]
-        assert any(e["agent"] == "h0" and e["path"] == "CHANGES.rst" and e["step"] >
-                   queued[0]["step"] for e in r["edit_log"]), r["edit_log"]
+        assert r["unsaved_seen"] >= 1
+        assert any(d["holder"] == "h0" for d in r["deny_log"] if d["agent"].startswith("a"))
 
 
 def test_the_swarm_counts_a_cycle_of_waiters_whoever_else_moves() -> None:

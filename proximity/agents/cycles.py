@@ -63,10 +63,9 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
                 and not decision.held(s, c) for s in sides)}
             where = {h: {c.path for c in d.conflicts if c.agent == h
                          and c.level == decision.RA} for h in holders}
-            asked = {s.path: (s.requested, s.size) for s in sides}
             with contextlib.suppress(LedgerError):
-                ledger.wait(me, holders - late, now, paths=where, lines=asked)
-                ledger.wait(me, late, now, since=LATE, paths=where, lines=asked)
+                ledger.wait(me, holders - late, now, paths=where)
+                ledger.wait(me, late, now, since=LATE, paths=where)
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them

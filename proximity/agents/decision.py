@@ -15,10 +15,6 @@ Evidence, per sibling worktree and path (all in the pair's base coordinates):
   on replayed real branch pairs asking on it doubled the checks that warn on pairs that
   never conflict (``benchmarks/precheck_steps.py``).
 * ``intent`` (TA): the sibling declared it will touch this file (`proximity intend`).
-* ``queued`` (RA): the sibling was denied lines of this file that the request touches,
-  and has waited for them longer than this worktree (it asks again): the longest wait for
-  those lines goes next, as a queue serves it (else whoever asked first once a holder
-  landed took them, and a person who asks less often than agents waited for every one).
 * ``symbol`` (TA): a definition in the requested lines is used by the sibling's new code;
   or the edit writes a call that no longer binds to a definition the sibling changed (the
   scan's symbol evidence: their new signature), RA when this worktree must yield to them.
@@ -86,10 +82,6 @@ class Side(NamedTuple):
     # the change this worktree had made before it is the saved file's (``saved``)
     typed: bool = False
     saved: FileDiff | None = None
-    # the sibling's older wait for lines of this file the request touches: how long it has
-    # waited (seconds), and those lines as it asked for them (its file's; None: all of it)
-    queued: tuple[float, tuple[Range, ...] | None] | None = None
-    size: int = 0  # lines of this worktree's file as asked (``requested`` counts in it)
 
 
 class Conflict(NamedTuple):
@@ -120,10 +112,6 @@ def _lines(r: Sequence[Range] | None) -> str:
         return "the whole file"
     one = len(r) == 1 and r[0][0] == r[0][1]
     return f"line{'' if one else 's'} {fmt_ranges(list(r)) or '-'}"
-
-
-def _ago(seconds: float) -> str:
-    return f"{max(0.0, seconds):.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def _touch(r: Sequence[Range] | None) -> str:
@@ -186,13 +174,6 @@ def evidence(side: Side) -> list[Conflict]:
                                     tuple(h.base for h in near), hunks.excerpt(near),
                                     TA if kind == "near" else INFO, kind,
                                     f"{who} changed {path} {_lines(theirs)}, {where}"))
-    if side.queued is not None and not any(c.level == RA for c in out):
-        waited, lines = side.queued
-        out.append(Conflict(side.agent, side.branch, side.path, (), "", RA, "queued",
-                            f"{who} has waited {_ago(waited)} for {path} {_lines(lines)}, "
-                            f"which your {_lines(side.requested)} {_touch(side.requested)}: "
-                            "the longest wait for those lines goes next, then yours is "
-                            "judged as always"))
     if side.has_intent:
         out.append(Conflict(side.agent, side.branch, side.path, side.intent or (), "", TA,
                             "intent", f"{who} declared it will touch {path} "

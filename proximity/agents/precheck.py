@@ -21,7 +21,6 @@ from proximity.agents import (
     definitions,
     filemerge,
     placing,
-    queueing,
     scratch,
     standing,
     theirs,
@@ -296,13 +295,10 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
     works = theirs.their_work(repo, ledger, siblings, bases) if writing else {}
     broken = theirs.broken_calls(repo, ledger, me, siblings, bases, base_blob, writing, works)
     intents = _intents(ledger)
-    lined = queueing.standing(ledger)
     out = []
     for w in siblings:
         declared = intents.get(w.id, {})
         for t in targets:
-            data = read.get(lives.get(("", t.path), ""))
-            queue = queueing.ahead(lined, me.id, w.id, t.path, t.ranges, data)
             own = mine[bases[w.id]].get(t.path)
             base_ranges = None if t.ranges is None else filemerge.joined(
                 tuple(hunks.to_base(t.ranges, own.hunks if own else ())), own)
@@ -315,8 +311,7 @@ def gather(repo: gitio.Repo, targets: Sequence[Target], ledger: Ledger | None,
                 w.id, w.branch, t.path, base_ranges, t.ranges, their_diffs[w.id].get(t.path),
                 declared.get(t.path), t.path in declared, uses.get(w.id, {}).get(t.path, ()),
                 own=own, calls=broken.get((w.id, t.path), ()), typed=t.path in typed,
-                saved=saved[bases[w.id]].get(t.path), queued=queue,
-                size=queueing.lines_of(data)))
+                saved=saved[bases[w.id]].get(t.path)))
     # 4. an edit whose result the harness gave, on lines a sibling changed too: git's own
     # three-way merge of the file says whether they collide (the same change made on both
     # sides merges cleanly: a swarm's two bumps of one dependency are not a conflict)

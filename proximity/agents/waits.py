@@ -84,4 +84,3 @@ def first_over(waits: Waits, orders: Orders, me: str, holder: str) -> bool:
     if me in awaited(orders, holder):
         return True
     return goes_first(waits, me, holder)
-

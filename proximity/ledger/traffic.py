@@ -10,10 +10,6 @@ from collections.abc import Callable, Collection, Mapping
 from proximity.ledger import clocks
 from proximity.ledger.events import Events
 
-# the lines a waiter asked for in a file (None: the whole file), and how many lines that
-# file had then (its own lines: another worktree's file may have moved them since)
-Asked = tuple[tuple[tuple[int, int], ...] | None, int]
-
 # a wait on a holder stands while the waiter asks again and is denied within this many
 # seconds (an agent retries within one; one that stopped asking waits on nobody)
 WAIT_FRESH = 120.0
@@ -88,13 +84,11 @@ class Traffic(Events):
     # -- who waits on whom (the pre-edit check's denies) -----------------------------------
     def wait(self, waiter: str, holders: Collection[str], now: float,
              since: float | None = None,
-             paths: Mapping[str, Collection[str]] | None = None,
-             lines: Mapping[str, Asked] | None = None) -> None:
-        """``waiter`` was denied for ``holders``' work (``paths``: where each denied it;
-        ``lines``: the lines it asked for there, and its file's length then): since when it
-        waits on each (an earlier wait that still stands keeps its time and adds the
-        paths; ``since``: the time a new one is given, LATE for a wait that is never a
-        cycle's oldest)."""
+             paths: Mapping[str, Collection[str]] | None = None) -> None:
+        """``waiter`` was denied for ``holders``' work (``paths``: where each denied it):
+        since when it waits on each (an earlier wait that still stands keeps its time and
+        adds the paths; ``since``: the time a new one is given, LATE for a wait that is
+        never a cycle's oldest)."""
         if not holders:
             return
         keys = {h: f"{waiter}\t{h}" for h in holders}
@@ -106,14 +100,10 @@ class Traffic(Events):
             for h, key in keys.items():
                 got = _wait_value(old.get(key))
                 where = set((paths or {}).get(h, ()))
-                asked = {p: [None if r is None else [list(x) for x in r], n]
-                         for p, (r, n) in (lines or {}).items() if p in where}
                 if got is not None and got[1] >= now - WAIT_FRESH:
-                    kept = {p: [None if r is None else [list(x) for x in r], n]
-                            for p, (r, n) in got[3].items()}
-                    value = [got[0], now, sorted(set(got[2]) | where), {**kept, **asked}]
+                    value = [got[0], now, sorted(set(got[2]) | where)]
                 else:
-                    value = [now if since is None else since, now, sorted(where), asked]
+                    value = [now if since is None else since, now, sorted(where)]
                 rows.append((key, json.dumps(value)))
             db.executemany("INSERT OR REPLACE INTO cache VALUES ('waits', ?, ?)", rows)
 
@@ -126,22 +116,6 @@ class Traffic(Events):
             got = _wait_value(value)
             if tab and got is not None and now - got[1] <= WAIT_FRESH:
                 out[(waiter, holder)] = got[0]
-        return out
-
-    def queued(self, now: float) -> dict[str, dict[str, tuple[float, Asked]]]:
-        """The lines each waiter waits for, by path, from the waits that stand (never a
-        wait that is never a cycle's oldest): waiter -> path -> (since when, the lines it
-        asked for and its file's length then)."""
-        out: dict[str, dict[str, tuple[float, Asked]]] = {}
-        for key, value in self.db.execute("SELECT key, value FROM cache WHERE kind='waits'"):
-            waiter, tab, _ = str(key).partition("\t")
-            got = _wait_value(value)
-            if not tab or got is None or now - got[1] > WAIT_FRESH or got[0] >= LATE:
-                continue
-            mine = out.setdefault(waiter, {})
-            for path, asked in got[3].items():
-                if path not in mine or got[0] < mine[path][0]:
-                    mine[path] = (got[0], asked)
         return out
 
     def waits_of(self, waiter: str, now: float) -> dict[str, tuple[str, ...]]:
@@ -171,10 +145,8 @@ class Traffic(Events):
                     continue
                 left = sorted(set(got[2]) - set(gone))
                 if left:
-                    asked = {p: [None if r is None else [list(x) for x in r], n]
-                             for p, (r, n) in got[3].items() if p in left}
                     db.execute("UPDATE cache SET value=? WHERE kind='waits' AND key=?",
-                               (json.dumps([got[0], got[1], left, asked]), key))
+                               (json.dumps([got[0], got[1], left]), key))
                 else:
                     db.execute("DELETE FROM cache WHERE kind='waits' AND key=?", (key,))
 
@@ -401,10 +373,9 @@ def _committed(committed: Callable[[str, str, str], bool] | None, before: str | 
             and committed(str(before), str(head), path))
 
 
-def _wait_value(value: object
-                ) -> tuple[float, float, tuple[str, ...], dict[str, Asked]] | None:
-    """A stored wait: (since, last denied, the paths where it was denied, the lines it
-    asked for there), or None when the value is not one."""
+def _wait_value(value: object) -> tuple[float, float, tuple[str, ...]] | None:
+    """A stored wait: (since, last denied, the paths where it was denied), or None when
+    the value is not one."""
     if value is None:
         return None
     try:
@@ -412,11 +383,6 @@ def _wait_value(value: object
         since, last = float(got[0]), float(got[1])
         paths = tuple(str(p) for p in got[2]) if len(got) > 2 and isinstance(got[2], list) \
             else ()
-        asked: dict[str, Asked] = {}
-        if len(got) > 3 and isinstance(got[3], dict):
-            for p, (r, n) in got[3].items():
-                asked[str(p)] = (None if r is None else
-                                 tuple((int(a), int(b)) for a, b in r), int(n))
     except (ValueError, TypeError, IndexError, KeyError):
         return None
-    return since, last, paths, asked
+    return since, last, paths
