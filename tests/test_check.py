@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from conftest import Space, git, held_over, lines
 
 from proximity import gitio, layout, unsaved
 from proximity.agents import decision, edits, kept, precheck, scratch, theirs
-from proximity.agents.answer import CheckRequest, answer
+from proximity.agents.answer import CheckAnswer, CheckRequest, answer
 from proximity.agents.harnesses import claude
 from proximity.agents.harnesses.base import Edits
 from proximity.analysis import hunks
@@ -1353,6 +1354,18 @@ def test_a_sibling_that_made_the_file_a_link_is_a_conflict_as_gits_merge_says(sp
         x["agent"] != "e" for x in mine["conflicts"]), mine
 
 
+def waiting_on_each_other(capsys: pytest.CaptureFixture[str], one: tuple[Path, str],
+                          other: tuple[Path, str]) -> dict:  # type: ignore[type-arg]
+    """Both worktrees recorded; the first asks for the other's lines and is denied, then
+    the other for the first's; the first's next answer."""
+    for wt, _ in (one, other):
+        assert main(["snapshot", "-C", str(wt)]) == 0
+    capsys.readouterr()
+    assert run_check(*one, capsys=capsys)[1]["decision"] == "deny"
+    assert run_check(*other, capsys=capsys)[1]["decision"] == "deny"
+    return run_check(*one, capsys=capsys)[1]
+
+
 def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp_path,
                                                                              capsys):
     """a and b wait on each other; a waited longest and goes first over b's lines in
@@ -1376,12 +1389,7 @@ def test_a_wait_cycle_broken_stays_broken_until_the_first_members_work_lands(tmp
         git(main_, "worktree", "add", "-q", "-b", wt.name, str(wt))
     (a / "x.txt").write_text(lines(10).replace("line 5\n", "line 5 by a\n"))
     (b / "y.txt").write_text(lines(10).replace("line 5\n", "line 5 by b\n"))
-    for wt in (a, b):
-        assert main(["snapshot", "-C", str(wt)]) == 0
-    capsys.readouterr()
-    assert run_check(a, "y.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    assert run_check(b, "x.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    _, first = run_check(a, "y.txt:5", capsys=capsys)
+    first = waiting_on_each_other(capsys, (a, "y.txt:5"), (b, "x.txt:5"))
     assert first["decision"] == "ask" and "cycle of waits" in first["reason"], first
 
     def told(wt: Path, kind: str) -> list[dict]:  # type: ignore[type-arg]
@@ -1572,12 +1580,10 @@ def test_a_siblings_change_of_a_file_past_the_read_limit_is_judged_whole(space, 
     assert rc == 0 and out["decision"] == "allow", out
 
 
-def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space):
-    """Agent a changed line 5 (saved); a person in h types over it in an unsaved buffer
-    and is shown the deny (an Error); a then asks about its own line 5, denied by the
-    person's buffer: the two wait on each other. The person typed before being told, so
-    that wait is never the cycle's oldest: a goes first and the person stays denied (the
-    person went first, and a was told to set its change aside)."""
+def typing_over_an_agent(space: Callable[[dict[str, str]], Space]
+                         ) -> tuple[str, Space, Path, Path, str, str]:
+    """Agent a changed f.py line 5 (saved, recorded); the person in h has typed over it
+    in an unsaved buffer. (base, the space, a, h, the ledger's directory, h's buffer)."""
     base = "".join(f"v{i} = {i}\n" for i in range(1, 11))
     sp = space({"f.py": base})
     a, h = sp.wt("a"), sp.wt("h")
@@ -1587,14 +1593,28 @@ def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space)
     ecm = os.path.join(common, "ecm")
     typed = base.replace("v5 = 5\n", "v5 = 50  # person, unsaved\n")
     unsaved.write(ecm, "h", "f.py", typed.encode())
+    return base, sp, a, h, ecm, typed
+
+
+def line_5(wt: Path, typed: str | None = None) -> CheckAnswer:
+    """The check of an edit of f.py line 5 in ``wt`` (``typed``: its buffer's text)."""
+    return answer(CheckRequest(str(wt), (edits.Edit(str(wt / "f.py"), ((5, 5),), typed),)))
+
+
+def test_a_person_typing_over_an_agents_lines_takes_no_right_of_way_by_it(space):
+    """Agent a changed line 5 (saved); a person in h types over it in an unsaved buffer
+    and is shown the deny (an Error); a then asks about its own line 5, denied by the
+    person's buffer: the two wait on each other. The person typed before being told, so
+    that wait is never the cycle's oldest: a goes first and the person stays denied (the
+    person went first, and a was told to set its change aside)."""
+    _, _, a, h, ecm, typed = typing_over_an_agent(space)
     try:
-        person = answer(CheckRequest(str(h), (edits.Edit(str(h / "f.py"), ((5, 5),), typed),)))
+        person = line_5(h, typed)
         assert person.decision == "deny", person
         for _ in range(2):  # (asked again: the wait a's first deny recorded stands)
-            agent = answer(CheckRequest(str(a), (edits.Edit(str(a / "f.py"), ((5, 5),),
-                                                            None),)))
+            agent = line_5(a)
             assert "'h' goes first" not in agent.reason, agent.reason
-        again = answer(CheckRequest(str(h), (edits.Edit(str(h / "f.py"), ((5, 5),), typed),)))
+        again = line_5(h, typed)
         assert again.decision == "deny", again
         assert "you have right-of-way" not in again.reason, again.reason
     finally:
@@ -1608,21 +1628,13 @@ def test_a_wait_ends_where_the_waiter_is_no_longer_denied(space):
     h's saved lines and asks again, no cycle of waits is left for it to go first in (the
     person's old wait had made one, and a went over the lines h had saved, and committed
     since: a conflict at landing)."""
-    base = "".join(f"v{i} = {i}\n" for i in range(1, 11))
-    sp = space({"f.py": base})
-    a, h = sp.wt("a"), sp.wt("h")
-    sp.write(a, "f.py", base.replace("v5 = 5\n", "v5 = 555  # agent a\n"))
-    assert main(["snapshot", "-C", str(a)]) == 0
-    common = git(h, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
-    ecm = os.path.join(common, "ecm")
-    typed = base.replace("v5 = 5\n", "v5 = 50  # person\n")
-    unsaved.write(ecm, "h", "f.py", typed.encode())
+    base, sp, a, h, ecm, typed = typing_over_an_agent(space)
     try:
-        person = answer(CheckRequest(str(h), (edits.Edit(str(h / "f.py"), ((5, 5),), typed),)))
+        person = line_5(h, typed)
         assert person.decision == "deny", person
         sp.write(a, "f.py", base)  # a sets its change aside
         assert main(["snapshot", "-C", str(a)]) == 0
-        person = answer(CheckRequest(str(h), (edits.Edit(str(h / "f.py"), ((5, 5),), typed),)))
+        person = line_5(h, typed)
         assert person.decision == "allow", person
     finally:
         unsaved.remove(ecm, "h", "f.py")
@@ -1630,7 +1642,7 @@ def test_a_wait_ends_where_the_waiter_is_no_longer_denied(space):
     git(h, "commit", "-qam", "the person's line 5")
     assert main(["snapshot", "-C", str(h)]) == 0
     for _ in range(2):  # a asks about line 5 again, and again
-        agent = answer(CheckRequest(str(a), (edits.Edit(str(a / "f.py"), ((5, 5),), None),)))
+        agent = line_5(a)
         assert agent.decision == "deny", agent.reason
         assert "cycle of waits" not in agent.reason, agent.reason
     led = Ledger(ecm, create=False)
@@ -1656,12 +1668,7 @@ def test_a_wait_that_ended_gives_no_first_place_in_a_later_cycle(space, capsys):
     assert run_check(a, "y.txt:5", capsys=capsys)[1]["decision"] == "allow"
     sp.write(a, "y.txt", lines(10).replace("line 5\n", "line 5 by a\n"))
     sp.write(b, "z.txt", lines(10).replace("line 5\n", "line 5 by b\n"))
-    for wt in (a, b):
-        assert main(["snapshot", "-C", str(wt)]) == 0
-    capsys.readouterr()
-    assert run_check(b, "y.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    assert run_check(a, "z.txt:5", capsys=capsys)[1]["decision"] == "deny"
-    _, first = run_check(b, "y.txt:5", capsys=capsys)
+    first = waiting_on_each_other(capsys, (b, "y.txt:5"), (a, "z.txt:5"))
     assert first["decision"] == "ask" and "you waited longest" in first["reason"], first
     _, gone = run_check(a, "z.txt:5", capsys=capsys)
     assert gone["decision"] == "deny", gone
