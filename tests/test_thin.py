@@ -835,6 +835,47 @@ def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_rep
             p.wait()
 
 
+def test_a_commit_a_note_tells_of_is_read_from_the_watchers_paths(pair_of_repos):
+    """A file changed between the commit and its post-commit note (here by a chained
+    post-commit hook, as a host that puts held-out edits back) was reported before the
+    note: the service records the commit from the paths the watcher named over its warm
+    state, never a `git add -A` of the whole worktree, and the state it records is the
+    worktree's state."""
+    svc, _ = pair_of_repos()
+    start(svc)
+    settle(svc)
+    chained = svc.main / ".git" / "hooks" / "post-commit.pre-proximity"
+    chained.write_text("#!/bin/sh\necho 'put back' >> g.txt\n")
+    chained.chmod(0o755)
+    edit(svc.a / "f.txt", 10, 20, "from a")
+    time.sleep(0.5)  # saved a moment ago: the service has seen it
+    git(svc.a, "add", "f.txt")
+    settle(svc)
+    adds = git_calls(svc).get("add", 0)
+    done = subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=svc.a, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **on()})
+    assert done.returncode == 0, done.stderr
+    head = git(svc.a, "rev-parse", "HEAD").stdout.strip()
+    assert "put back" in (svc.a / "g.txt").read_text()
+    index = svc.root / "live.idx"
+    shutil.copy(gitio.Repo(str(svc.a)).gitdir + "/index", index)
+    git(svc.a, "add", "-A", env={"GIT_INDEX_FILE": str(index)})
+    live = git(svc.a, "write-tree", env={"GIT_INDEX_FILE": str(index)}).stdout.strip()
+
+    def last_a() -> tuple[str, str | None, str | None] | None:
+        led = Ledger(os.path.join(svc.common, "ecm"))
+        try:
+            ev = led.last_event("a")
+            return (ev.kind, ev.head, ev.tree) if ev is not None else None
+        finally:
+            led.close()
+
+    wait_for(lambda: (last_a() or ("", ""))[:2] == ("commit", head))
+    assert (last_a() or ("", "", ""))[2] == live
+    settle(svc)
+    assert git_calls(svc).get("add", 0) == adds
+
+
 def test_post_commit_notes_in_the_main_checkout_and_never_through_a_link(pair_of_repos,
                                                                         tmp_path):
     """The main checkout's git dir is the common dir: its note names no worktree and the

@@ -80,7 +80,8 @@ class PostNotes:
                 remove(common, name)
                 continue
             msg: HookRequest = {"op": HOOK, "stage": "snapshot", "kind": "commit",
-                                "agent": agent, "index": None, "later": True}
+                                "agent": agent, "index": None, "later": True,
+                                "synced": True}
             try:
                 answer = air.hook(msg, settled())
             except Exception:

@@ -239,8 +239,11 @@ class _Requested:
         own = bool(index) and own_index(admin, str(index))
         reuse = (stage.kind == "commit" and (not index or own) and self.files_settled
                  and bool(admin) and gitio.operation_in_progress(admin) is None)
+        # a commit a post-commit note told of is synced (the note came back through the
+        # watcher after the commit's changes): what changed since is what it reported
         agents, _ = air.snapshots.agents_now(None if reuse else here, index,
-                                             same_files=here if reuse else None)
+                                             same_files=here if reuse else None,
+                                             synced=self.msg.get("synced") is True)
         me = next((a for a in agents if a.id == here), None)
         if me is None or me.error or me.unread or me.tree is None:
             return None
