@@ -133,7 +133,9 @@ def from_files(common: str) -> list[WorktreeInfo] | None:
         linked.append(WorktreeInfo(
             worktree_id(name), path if gone else os.path.realpath(path), admin, got[0],
             got[1], prunable=gone or (not locked and not os.path.exists(target)),
-            locked=locked, populating=not gone and populating(admin, common)))
+            # (an admin dir under worktrees/ is never the main checkout's: no realpath)
+            locked=locked, populating=not gone and not os.path.exists(
+                os.path.join(admin, "index"))))
     return out + sorted(linked, key=lambda w: w.path)
 
 
