@@ -197,3 +197,60 @@ def test_a_commit_on_main_follows_the_graph_instead_of_building_it_again(
     subprocess.run(["git", "commit", "-qm", "a new module"], cwd=main, check=True)
     n = len(builds)
     assert ("pkg/d.py", "pkg/b.py") in judged(facts) and len(builds) == n + 1
+
+
+def test_a_commit_on_main_that_changes_no_import_keeps_the_reaches(tmp_path, monkeypatch):
+    """The resident service keeps each worktree's reach over the reference graph across
+    scans. A commit on main that changes no import leaves the graph's edges as they were:
+    the reaches kept hold (none is computed again). One that changes an import computes
+    them again; every answer is the one a process with nothing kept gives."""
+    import subprocess
+
+    from conftest import git, init_repo
+
+    from proximity import gitio
+    from proximity.config import Config
+    from proximity.ledger import TrackedDict
+    from proximity.model import Facts
+    from proximity.snapshot.agents import live_agents
+    from proximity.tcas import pairwise
+    from proximity.tcas.engine import scan
+
+    files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\nfrom pkg import c\n",
+             "pkg/b.py": "X = 1\n", "pkg/c.py": "Y = 1\n", "notes.txt": "n\n"}
+    main = init_repo(tmp_path / "main", files)
+    w = tmp_path / "w"
+    git(main, "worktree", "add", "-q", "-b", "w", str(w))
+    (w / "pkg/b.py").write_text("X = 2\n")
+    (main / "pkg/c.py").write_text("Y = 2\n")
+    reaches = []
+    real = pairwise.Reach
+    monkeypatch.setattr(pairwise, "Reach", lambda *a, **k: reaches.append(1) or real(*a, **k))
+    warm = Facts(memo={}, graph_cache=TrackedDict({}))
+    cfg = Config()
+
+    def judged(f: Facts) -> list[tuple[str, str, float, dict[str, float | None]]]:
+        repo = gitio.Repo(str(main))
+        agents, _ = live_agents(repo)
+        return [(p.a, p.b, p.risk, p.channels) for p in scan(repo, cfg, f, agents=agents).pairs]
+
+    def commit(text: str, message: str) -> None:
+        (main / "notes.txt").write_text(text)
+        subprocess.run(["git", "commit", "-qam", message], cwd=main, check=True)
+
+    first = judged(warm)
+    assert first == judged(Facts(graph_cache=TrackedDict({})))
+    assert first[0][3]["dependency"]  # b (w) is two imports from c (main) through a
+    commit("more\n", "no import changed")
+    n = len(reaches)
+    again = judged(warm)
+    # main's own state changed (notes.txt): its reach only; w's was kept
+    assert len(reaches) - n == 1
+    assert again == judged(Facts(graph_cache=TrackedDict({})))
+    (main / "pkg/a.py").write_text("X = 0\n")  # a imports nothing now: b and c apart
+    commit("again\n", "an import changed")
+    n = len(reaches)
+    after = judged(warm)
+    assert len(reaches) - n == 2  # both again
+    assert after == judged(Facts(graph_cache=TrackedDict({})))
+    assert not after[0][3]["dependency"]

@@ -30,7 +30,9 @@ class Pairwise:
         self.repo, self.cfg, self.facts = repo, cfg, facts
         self.changes: dict[tuple[str, str], list[FileChange]] = {}
         self.graph: depgraph.Graph | depgraph.StoredGraph | depgraph.Edges | None = None
-        self.graph_tree = ""
+        # the reference tree whose graph has the very edges of this one (a commit on main
+        # that changed no import keeps it): what a reach kept across scans is keyed by
+        self.graph_edges = ""
         self.since = ""  # the tree whose set of paths the graph's resolution read
         self.deferred = False
         self._resolver: resolve.Resolver | None = None
@@ -74,11 +76,12 @@ class Pairwise:
         ref = next((a for a in agents if a.id == "main" and a.head), None) or next(
             (a for a in agents if a.head), None)
         tree = self.repo.commit_tree(ref.head) if ref else gitio.EMPTY_TREE
-        self.graph_tree = tree
         key = f"{depgraph.CACHE_FORMAT}:{tree}"
         memo = self.facts.memo
         loaded = (memo.get(("graph", key)) if memo is not None else None) \
             or self._stored(key, tree) or self._followed(tree, key)
+        self.graph_edges = (memo.get(("graph-edges", key)) if memo is not None else None) \
+            or tree
         if loaded is None:
             files = self.repo.files(tree) if ref else {}
             if (self.facts.defer_cold_graph and not self.facts.graph_ever_built
@@ -175,6 +178,11 @@ class Pairwise:
         except (FatalError, KeyError, IndexError, TypeError, ValueError, AttributeError):
             return None
         if warm:  # (the service keeps it in memory; its ledger copy stays as it was)
+            if memo is not None and all(graph.imports_now(src) == {d for d in dsts if d != src}
+                                        for src, dsts in new.items()):
+                # no import changed: the reaches kept for the last tree hold for this one
+                memo[("graph-edges", key)] = memo.pop(("graph-edges", last), None) \
+                    or last.split(":", 1)[1]
             for src, dsts in new.items():
                 graph.set_imports(src, dsts)
             loaded: GraphEntry = (graph, paths, roots, since)
@@ -210,7 +218,7 @@ class Pairwise:
             assert self.graph is not None
             memo = self.facts.memo
             # across scans (the resident service): by everything a reach is made of
-            mk = ("reach", self.graph_tree, agent.id, agent.tree, base_tree, work_key(ws),
+            mk = ("reach", self.graph_edges, agent.id, agent.tree, base_tree, work_key(ws),
                   tuple(edges)) if memo is not None else None
             kept = memo_get(memo, "reach", mk)
             if kept is None:
