@@ -234,28 +234,6 @@ class Objects(RepoCore):
         self._remember(key, (old, tree), why)
         return why
 
-    def readable_from(self, tree: str, head: str | None, before: str) -> bool:
-        """Remember ``tree`` as readable beyond ``head`` (``unreadable`` gives None) without
-        asking git, when ``before`` was found readable beyond that same head and every
-        blob ``tree`` holds where it differs from ``before`` has a loose file that
-        inflates whole (or none: packed). Those blobs and ``before``'s are all the blobs
-        ``unreadable`` would list, and the trees that differ were written by libgit2 or
-        read whole by git. Whether it was remembered (False: ``unreadable`` asks git)."""
-        old = head or EMPTY_TREE
-        if self.memo.get(("unreadable", old, before), False) is not None:
-            return False  # (not known readable, or known damaged)
-        try:
-            delta = self.tree_delta(before, tree)
-        except FatalError:
-            return False
-        dirs = [self.store.repo_objects, *self.store.read_dirs()]
-        for _st, oid in delta.values():
-            path = loose_file(dirs, oid) if oid else None
-            if path and damage(path):
-                return False  # (git names it, in its words)
-        self._remember(("unreadable", old, tree), (old, tree), None)
-        return True
-
     def moves(self, old: str | None, new: str) -> dict[str, str]:
         """Files moved between two tree-ishes, new path -> old path, found as git's merge
         finds them (similar content, git's default threshold of 50 %); {} when libgit2

@@ -204,13 +204,7 @@ class WarmSnapshots:
             if hashing is not None:
                 gitio.reap(hashing[1])
             return None
-        built = self.ctx.repo.snapshot_overlay(wt, base, since, hashing)
-        last = self.agents.get(wt.id)
-        if built and last is not None and last.tree and not last.error:
-            # what the last state was checked for (readable beyond this same HEAD) and
-            # the few blobs changed since: no git process to list them all again
-            self.ctx.repo.readable_from(built, wt.head, last.tree)
-        return built
+        return self.ctx.repo.snapshot_overlay(wt, base, since, hashing)
 
     def _hash_early(self, wt: gitio.WorktreeInfo
                     ) -> tuple[list[str], subprocess.Popen[bytes]] | None:
