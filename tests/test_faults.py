@@ -6,10 +6,12 @@ installed by `proximity install`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -1130,6 +1132,52 @@ def test_a_truncated_loose_object_of_a_sibling_is_named_and_wedges_nothing(tmp_p
     while time.monotonic() < end and _running(pid):
         time.sleep(0.1)
     assert not _running(pid), "the service ignored SIGTERM"
+
+
+def test_a_loose_object_damaged_after_it_was_read_is_named_when_the_state_moves(tmp_path):
+    """A sibling's live blob the service read whole, cut short afterwards (a bad disk,
+    another process): the next state the service builds of that worktree (a save of
+    another file, over the state it keeps) lists its objects again. The push it answers
+    names the object and finishes; the service still answers."""
+    main, _ = hooked_repo(tmp_path)
+    a, b = _conflicting_pair(main, tmp_path)
+    env = {"PROXIMITY_HOOK_TIMEOUT": "60", "PROXIMITY_SERVICE": "1",
+           "PROXIMITY_SERVICE_IDLE": "120"}
+    assert run(main, PY, "-m", "proximity", "service", "start", env=env).returncode == 0
+    (a / "big.txt").write_text("".join(f"live line {i} {i * i}\n" for i in range(20000)))
+    oid = git(a, "hash-object", "big.txt").stdout.strip()
+    loose = main / ".git" / "ecm" / "store" / "objects" / oid[:2] / oid[2:]
+
+    def push() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "push", "-q", "origin", "feat/b"], cwd=b, text=True,
+                              capture_output=True, env={**os.environ, **env}, timeout=90)
+
+    try:
+        _judged_after_damage(main, a, loose, oid, push)
+    finally:  # (a wedged service ignores SIGTERM: it must not outlive the test)
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            os.kill(json.loads((main / ".git" / "ecm" / "service.json").read_text())["pid"],
+                    9)
+
+
+def _judged_after_damage(main: Path, a: Path, loose: Path, oid: str,
+                         push: Callable[[], subprocess.CompletedProcess[str]]) -> None:
+    first = push()  # the service reads a's state, big.txt's blob whole, and keeps it
+    assert first.returncode != 0 and "push blocked" in first.stderr, first.stderr
+    assert loose.exists() and oid[:12] not in first.stderr
+    loose.chmod(0o600)
+    loose.write_bytes(loose.read_bytes()[:loose.stat().st_size // 2])
+    (a / "g.txt").write_text(lines(10, "g") + "one more\n")  # the state moves on
+    again = push()
+    assert again.returncode != 0 and "push blocked" in again.stderr, again.stderr
+    said = [ln for ln in again.stderr.splitlines() if oid[:12] in ln]
+    assert len(said) == 1 and "cut short" in said[0], again.stderr
+    st = run(main, PY, "-m", "proximity", "service", "status", "--json")
+    state = json.loads(st.stdout)
+    # running and answering: not wedged in libgit2 (its hooks then fell back in process)
+    assert st.returncode == 0 and state["running"] and isinstance(state["status"], dict), \
+        st.stdout
+    assert state["status"]["answered"]["hook_fallback"] == 0, state["status"]["answered"]
 
 
 def _running(pid: int) -> bool:
