@@ -8,6 +8,7 @@ from pathlib import Path
 
 from conftest import git, init_repo
 
+from proximity import gitio
 from proximity.gitio.loose import damage, loose_file
 
 
@@ -43,3 +44,34 @@ def test_a_cut_short_garbled_or_lying_object_is_named(tmp_path):
     path.write_bytes(zlib.compress(b"x" * 100))
     assert damage(str(path)) == "has no object header"
     assert loose_file([str(repo / ".git" / "objects")], "0" * 40) is None
+
+
+def test_a_tree_written_over_a_cut_short_loose_file_of_its_id_is_never_read(tmp_path):
+    """A state built in process (treebuild.tree_with) may be a tree whose loose file is
+    there already, cut short (a crashed `git mktree`): libgit2 keeps that file as the
+    object and never reads it back here, so nothing wedges; git's listing of the state
+    names it. (In a child process: a wedge would hold this one forever.)"""
+    import subprocess
+    import sys
+
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    (tmp_path / "v2.txt").write_text("v2\n")
+    blob = git(repo, "hash-object", "-w", str(tmp_path / "v2.txt")).stdout.strip()
+    sub = subprocess.run(["git", "mktree"], cwd=repo, input=f"100644 blob {blob}\ta.txt\n",
+                         capture_output=True, text=True, check=True).stdout.strip()
+    path = repo / ".git" / "objects" / sub[:2] / sub[2:]
+    path.chmod(0o600)
+    path.write_bytes(path.read_bytes()[:12])
+    code = ("import sys, pygit2\n"
+            "from proximity.gitio import treebuild\n"
+            "pg = pygit2.Repository(sys.argv[1])\n"
+            "base = pg.revparse_single('HEAD^{tree}')\n"
+            "got = treebuild.tree_with(pg, base, {('newe', 'a.txt'): (sys.argv[2], 0o100644)})\n"
+            "print(got)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(repo), blob], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    tree = done.stdout.strip()
+    assert git(repo, "rev-parse", f"{tree}:newe").stdout.strip() == sub
+    head = git(repo, "rev-parse", "HEAD").stdout.strip()
+    assert "git cannot read it" in (gitio.Repo(str(repo)).unreadable(tree, head) or "")
