@@ -768,6 +768,26 @@ def _logging_python(where: Path) -> tuple[str, Path]:
     return str(wrapper), log
 
 
+def _staged_and_seen(svc: Repo) -> int:
+    """a's edit of f.txt saved a moment ago (the service has seen it) and staged, the
+    service settled: the `git add` runs the service made so far."""
+    edit(svc.a / "f.txt", 10, 20, "from a")
+    time.sleep(0.5)
+    git(svc.a, "add", "f.txt")
+    settle(svc)
+    return git_calls(svc).get("add", 0)
+
+
+def last_event(r: Repo, wid: str) -> tuple[str, str | None, str | None] | None:
+    """The kind, HEAD and tree of the ledger's last event of worktree ``wid``."""
+    led = Ledger(os.path.join(r.common, "ecm"))
+    try:
+        ev = led.last_event(wid)
+        return (ev.kind, ev.head, ev.tree) if ev is not None else None
+    finally:
+        led.close()
+
+
 def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_repos):
     """The pre-commit the service answered leaves the post-commit a note; the
     hook script drops a file where the service takes it, and the service records the
@@ -778,11 +798,7 @@ def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_rep
     start(svc)
     settle(svc)
     py, log = _logging_python(svc.root)
-    edit(svc.a / "f.txt", 10, 20, "from a")
-    time.sleep(0.5)  # saved a moment ago: the service has seen it
-    git(svc.a, "add", "f.txt")
-    settle(svc)
-    adds = git_calls(svc).get("add", 0)
+    adds = _staged_and_seen(svc)
     done = subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=svc.a, capture_output=True,
                           text=True, timeout=120,
                           env={**os.environ, **on(PROXIMITY_PYTHON=py)})
@@ -790,12 +806,7 @@ def test_a_post_commit_after_an_answered_pre_commit_starts_no_python(pair_of_rep
     head = git(svc.a, "rev-parse", "HEAD").stdout.strip()
 
     def last_a() -> tuple[str, str | None, str | None] | None:
-        led = Ledger(os.path.join(svc.common, "ecm"))
-        try:
-            ev = led.last_event("a")
-            return (ev.kind, ev.head, ev.tree) if ev is not None else None
-        finally:
-            led.close()
+        return last_event(svc, "a")
 
     wait_for(lambda: (last_a() or ("",))[0] == "commit")
     kind, ev_head, tree = last_a() or ("", None, None)
@@ -847,11 +858,7 @@ def test_a_commit_a_note_tells_of_is_read_from_the_watchers_paths(pair_of_repos)
     chained = svc.main / ".git" / "hooks" / "post-commit.pre-proximity"
     chained.write_text("#!/bin/sh\necho 'put back' >> g.txt\n")
     chained.chmod(0o755)
-    edit(svc.a / "f.txt", 10, 20, "from a")
-    time.sleep(0.5)  # saved a moment ago: the service has seen it
-    git(svc.a, "add", "f.txt")
-    settle(svc)
-    adds = git_calls(svc).get("add", 0)
+    adds = _staged_and_seen(svc)
     done = subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=svc.a, capture_output=True,
                           text=True, timeout=120, env={**os.environ, **on()})
     assert done.returncode == 0, done.stderr
@@ -863,12 +870,7 @@ def test_a_commit_a_note_tells_of_is_read_from_the_watchers_paths(pair_of_repos)
     live = git(svc.a, "write-tree", env={"GIT_INDEX_FILE": str(index)}).stdout.strip()
 
     def last_a() -> tuple[str, str | None, str | None] | None:
-        led = Ledger(os.path.join(svc.common, "ecm"))
-        try:
-            ev = led.last_event("a")
-            return (ev.kind, ev.head, ev.tree) if ev is not None else None
-        finally:
-            led.close()
+        return last_event(svc, "a")
 
     wait_for(lambda: (last_a() or ("", ""))[:2] == ("commit", head))
     assert (last_a() or ("", "", ""))[2] == live
