@@ -43,6 +43,12 @@ def populating(admin_dir: str, common: str) -> bool:
     judge either, until its first checkout writes them and the index)."""
     if not admin_dir or os.path.realpath(admin_dir) == os.path.realpath(common):
         return False  # the main checkout is never being added
+    return linked_populating(admin_dir)
+
+
+def linked_populating(admin_dir: str) -> bool:
+    """``populating`` for an admin dir known to be a linked worktree's (one under the common
+    dir's ``worktrees/``): no real path to resolve to tell it from the main checkout's."""
     return not os.path.exists(os.path.join(admin_dir, "index"))
 
 

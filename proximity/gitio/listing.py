@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
-from proximity.gitfiles import MAIN_ID, _read, populating, worktree_id
+from proximity.gitfiles import MAIN_ID, _read, linked_populating, populating, worktree_id
 from proximity.gitio.run import At, git
 
 
@@ -133,9 +133,7 @@ def from_files(common: str) -> list[WorktreeInfo] | None:
         linked.append(WorktreeInfo(
             worktree_id(name), path if gone else os.path.realpath(path), admin, got[0],
             got[1], prunable=gone or (not locked and not os.path.exists(target)),
-            # (an admin dir under worktrees/ is never the main checkout's: no realpath)
-            locked=locked, populating=not gone and not os.path.exists(
-                os.path.join(admin, "index"))))
+            locked=locked, populating=not gone and linked_populating(admin)))
     return out + sorted(linked, key=lambda w: w.path)
 
 
