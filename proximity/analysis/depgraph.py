@@ -86,9 +86,10 @@ class Graph:
     def fan(self, node: str) -> int:
         return int(self.g.in_degree(node)) if node in self.g else 0
 
-    def imports_now(self, src: str) -> set[str]:
-        """What ``src`` imports in this graph now."""
-        return set(self.g.successors(src)) if src in self.g else set()
+    def imports_same(self, src: str, dsts: Iterable[str]) -> bool:
+        """Whether ``set_imports(src, dsts)`` would leave this graph's edges as they are."""
+        now = set(self.g.successors(src)) if src in self.g else set()
+        return now == {d for d in dsts if d != src}  # (as ``add``: no edge to itself)
 
     def set_imports(self, src: str, dsts: Iterable[str]) -> None:
         """What ``src`` imports, now (a file modified in place: see follow)."""

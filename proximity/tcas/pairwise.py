@@ -178,11 +178,11 @@ class Pairwise:
         except (FatalError, KeyError, IndexError, TypeError, ValueError, AttributeError):
             return None
         if warm:  # (the service keeps it in memory; its ledger copy stays as it was)
-            if memo is not None and all(graph.imports_now(src) == {d for d in dsts if d != src}
-                                        for src, dsts in new.items()):
-                # no import changed: the reaches kept for the last tree hold for this one
-                memo[("graph-edges", key)] = memo.pop(("graph-edges", last), None) \
-                    or last.split(":", 1)[1]
+            if memo is not None:
+                edges = memo.pop(("graph-edges", last), None) or last.split(":", 1)[1]
+                if all(graph.imports_same(src, dsts) for src, dsts in new.items()):
+                    # no import changed: the reaches kept for the last tree hold for this one
+                    memo[("graph-edges", key)] = edges
             for src, dsts in new.items():
                 graph.set_imports(src, dsts)
             loaded: GraphEntry = (graph, paths, roots, since)
