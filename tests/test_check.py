@@ -1562,6 +1562,52 @@ def test_a_wait_cycle_of_three_lets_its_oldest_waiter_go(space, capsys):
     assert "GOES FIRST" not in capsys.readouterr().out  # (c goes on over nobody's lines)
 
 
+def test_a_holder_is_told_who_waits_for_its_lines_until_that_wait_ends(pair, capsys):
+    """A deny stands on the holder's live lines: the holder is told who waits for them and
+    where (it can land that change first, or set it aside and redo it last), once per
+    pair and files, at once for a file newly waited on; news of a wait that has ended by
+    the time the holder reads is dropped."""
+    sp, a, b = pair
+
+    def told(wt: Path) -> list[dict]:  # type: ignore[type-arg]
+        assert main(["inbox", "--json", "-C", str(wt)]) == 0
+        return [m for m in json.loads(capsys.readouterr().out)["messages"]
+                if m["type"] == "waited"]
+
+    def snapshot(wt: Path) -> None:
+        assert main(["snapshot", "-C", str(wt)]) == 0
+        capsys.readouterr()
+
+    sp.write(b, "app.txt", APP.replace("line 12\n", "line 12 changed by b\n"))
+    sp.write(b, "other.txt", lines(5).replace("line 3\n", "line 3 by b\n"))
+    snapshot(b)
+    assert run_check(a, "app.txt:10-14", capsys=capsys)[1]["decision"] == "deny"
+    (m,) = told(b)
+    assert (m["from"], m["body"]["paths"]) == ("a", ["app.txt"]), m
+    shown = messages.render(m)
+    assert "WAITED ON: 'a' waits for your live lines in app.txt" in shown, shown
+    assert "git stash push -- PATH" in shown and "after your other work" in shown
+    assert told(a) == []  # (the waiter is told nothing of the kind)
+    # asking again while it waits: no second message
+    assert run_check(a, "app.txt:10-14", capsys=capsys)[1]["decision"] == "deny"
+    assert told(b) == []
+    # a file it now waits on as well is told at once
+    assert run_check(a, "other.txt:3", capsys=capsys)[1]["decision"] == "deny"
+    (m,) = told(b)
+    assert m["body"]["paths"] == ["app.txt", "other.txt"], m
+    # the holder had not read it yet when the wait ended: nothing is delivered
+    sp.write(b, "other.txt", lines(5).replace("line 3\n", "line 3 by b, again\n"))
+    snapshot(b)
+    assert run_check(a, "other.txt:3", capsys=capsys)[1]["decision"] == "deny"
+    assert run_check(a, "app.txt:10-14", capsys=capsys)[1]["decision"] == "deny"
+    sp.write(b, "app.txt", APP)
+    sp.write(b, "other.txt", lines(5))
+    snapshot(b)
+    for spec in ("app.txt:10-14", "other.txt:3"):
+        assert run_check(a, spec, capsys=capsys)[1]["decision"] == "allow"
+    assert told(b) == []
+
+
 def test_a_siblings_change_of_a_file_past_the_read_limit_is_judged_whole(space, capsys):
     """A tracked text file past what the check reads whole (scratch.MAX_READ): a
     sibling's change of one line is a change of the whole file, found by comparing the

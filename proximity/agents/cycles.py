@@ -64,8 +64,11 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
             where = {h: {c.path for c in d.conflicts if c.agent == h
                          and c.level == decision.RA} for h in holders}
             with contextlib.suppress(LedgerError):
+                known = ledger.waits_of(me, now)
                 ledger.wait(me, holders - late, now, paths=where)
                 ledger.wait(me, late, now, since=LATE, paths=where)
+                held = ledger.waits_of(me, now)
+                told_waiting(ledger, me, {h: held.get(h, where[h]) for h in where}, known)
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
@@ -169,6 +172,28 @@ def waited_on(repo: gitio.Repo, me: str, d: decision.Decision) -> decision.Decis
 
 
 FIRST_COOLDOWN = 300.0  # seconds between two "goes first" messages of one pair
+# seconds between two "waits on you" messages of one pair about the same files: the waiter
+# asks again every few seconds while it waits, and the holder needs telling once
+WAITED_COOLDOWN = 300.0
+
+
+def told_waiting(ledger: Ledger, me: str, where: Mapping[str, Collection[str]],
+                 known: Mapping[str, Collection[str]]) -> None:
+    """Each holder whose lines this deny stands on is told that this worktree waits for
+    them, with every file where it does (``where``; ``known``: before this deny): a holder
+    with other work left can land that change first, or set it aside and redo it last,
+    instead of keeping everyone waiting until its whole task is done. A file not named in
+    the wait before is told at once; the same files again once in WAITED_COOLDOWN. Advice:
+    a ledger that cannot be written leaves the answer as it is."""
+    for h in sorted(where):
+        paths = sorted(where[h])
+        if not paths or h == me:
+            continue
+        new = set(paths) - set(known.get(h, ()))
+        with contextlib.suppress(LedgerError):
+            ledger.post(h, me, "waited", {"type": "waited", "from": text(me), "to": text(h),
+                                          "paths": [text(p, 300) for p in paths[:8]]},
+                        0.0, 0.0 if new else WAITED_COOLDOWN, 1.0)
 
 
 def gone_over(first: Mapping[str, Sequence[str]]) -> str:

@@ -7,7 +7,8 @@ delivered once this clone's remote-tracking ref for the pushed ref shows the pus
 confirms it within HOLD_MAX. A push by URL (even a configured remote's), or to a remote
 whose fetch refspec maps into local branches, moves no remote-tracking ref: its LANDING is
 delivered as it comes. The same landing told twice (a refused push, then its retry: both
-confirmed by the retry) is delivered once.
+confirmed by the retry) is delivered once. WAITED ON news is dropped once that wait no
+longer stands.
 """
 
 from __future__ import annotations
@@ -28,9 +29,20 @@ def take(ctx: Context) -> list[dict[str, Any]]:
         return []
 
     told: set[tuple[object, ...]] = set()  # landings delivered by this take (in id order)
+    standing: list[set[str]] = []  # who waits on this worktree now (read once, if asked)
+    ledger = ctx.ledger
+
+    def waiting(sender: object) -> bool:
+        if not standing:
+            standing.append({w for w, h in ledger.waits(time.time()) if h == ctx.here})
+        return sender in standing[0]
 
     def hold(msg: dict[str, Any]) -> Literal["take", "hold", "drop"]:
         body = msg.get("body")
+        if msg.get("type") == "waited":
+            # news of a wait that has ended (the waiter went on, or stopped asking) is
+            # no longer anything to act on
+            return "take" if waiting(msg.get("from")) else "drop"
         if msg.get("type") != "landed" or not isinstance(body, dict):
             return "take"
         sha, dest, remote = body.get("sha"), body.get("dest"), body.get("remote")

@@ -38,6 +38,8 @@ def render(msg: dict[str, Any]) -> str:
         return landed(b, msg.get("landed") is True)
     if kind == "first":
         return goes_first(b)
+    if kind == "waited":
+        return waited_on(b)
     head = {"transmit": "TRANSMIT", "steer": "STEER AWAY", "hold": "HOLD COURSE"}.get(
         kind, "MESSAGE")
     lines = [f"proximity inbox: {head} from {text(b.get('from'))!r} "
@@ -110,3 +112,17 @@ def goes_first(b: dict[str, Any]) -> str:
     return (f"proximity inbox: GOES FIRST: {text(b.get('from'))!r} goes on over your live "
             f"lines in {paths}: you and they wait on each other's work, and they waited "
             f"longest.\n  {SET_ASIDE}")
+
+
+# what a holder others wait on can do (its WAITED ON message)
+YIELD_LINES = ("land that change soon, or set your uncommitted change there aside (`git stash "
+               "push -- PATH`) and redo it after your other work: they go on as soon as it "
+               "lands or leaves")
+
+
+def waited_on(b: dict[str, Any]) -> str:
+    """The sender was denied on the recipient's live lines and waits for them."""
+    paths = ", ".join(text(p, 300) for p in b.get("paths", [])[:8]) or "?"
+    return (f"proximity inbox: WAITED ON: {text(b.get('from'))!r} waits for your live lines "
+            f"in {paths} (denied there until your work lands).\n  "
+            f"{YIELD_LINES[0].upper() + YIELD_LINES[1:]}")
