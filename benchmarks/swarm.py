@@ -96,6 +96,7 @@ from swarm_measure import ServiceMemory, hook_times, percentile, shim_hooks, sum
 from swarm_people import (
     AGENT,
     HUMAN,
+    LATER,
     Edit,
     Participant,
     buffer_text,
@@ -124,6 +125,11 @@ from swarm_verify import Verifier, uncompiled
 POLICIES = ("none", "reservations", "proximity")
 HOLDER = re.compile(r"worktree '([^']+)'")
 # a wait cycle's first member going over this reader's lines: its inbox message, its deny
+# a holder told that others wait for its live lines (WAITED ON): it sets its uncommitted
+# change there aside and redoes it last when it has at least this many turns of other work
+# left (else it lands soon anyway, and the file would stand idle while they ask again)
+WAITED = re.compile(r"WAITED ON: '([^']+)' waits for your live lines in (.+?) \(denied")
+YIELD_AFTER = 3
 GOES_FIRST = re.compile(r"GOES FIRST: '([^']+)' goes on over your live lines in (.+?): you")
 FIRST = re.compile(r"'([^']+)' goes first over your live lines in (.+?): you")
 
@@ -185,6 +191,8 @@ class Tally:
     # GOES FIRST obeyed: a file's uncommitted change set aside until the wait cycle's first
     # member, which goes over it, landed
     steered: int = 0
+    # of those, a change set aside to be redone last, its holder told others wait for it
+    yielded: int = 0
     steer_log: list[dict[str, Any]] = field(default_factory=list)
     peak_service_rss_mb: float | None = None
     check_p95_ms: float | None = None
@@ -443,7 +451,8 @@ class Swarm:
             self.log_edit(p, e, decision, holder)
         if not made:
             # (nothing denied, but files set aside: it waits on their holder)
-            first_holder = first_holder or next(iter(p.aside.values()), None)
+            first_holder = first_holder or next(
+                (h for h in p.aside.values() if h != LATER), None)
             p.state, p.holder = "wait", first_holder
             self.t.waiting_steps += 1
             return False
@@ -480,8 +489,15 @@ class Swarm:
         orders = steer_orders(said)
         alive = {o.name for o in self.people if o.state != "landed"}
         moved = False
+        for path in waited_on(said):
+            held = any(e.path == path for e in p.typed) or any(
+                e.path == path and e.commit >= p.committed for e in p.written)
+            if not held or path in orders or path in p.aside or \
+                    p.steps_left(path) < YIELD_AFTER:
+                continue
+            orders[path] = LATER  # (others wait for these lines: done last, they go on)
         for path, holder in orders.items():
-            if holder not in alive or path in p.aside:
+            if holder != LATER and (holder not in alive or path in p.aside):
                 continue
             typed = [e for e in p.typed if e.path == path]
             if typed:  # unsaved in the editor: the buffer closed without saving
@@ -493,6 +509,7 @@ class Swarm:
             if undone:
                 moved = True
                 self.t.steered += 1
+                self.t.yielded += holder == LATER
                 self.t.steer_log.append({"agent": p.name, "path": path, "holder": holder,
                                          "step": self.t.makespan_steps,
                                          "edits": len(undone)})
@@ -520,6 +537,8 @@ class Swarm:
             with open(path, "wb") as f:
                 f.write(new)
         self.t.edits += 1
+        if p.aside.get(e.path) == LATER:
+            del p.aside[e.path]  # (its other work is done: the file is its own again)
         p.touched.add(e.path)
         p.pending.remove(e)
         p.written.append(e)
@@ -1001,6 +1020,16 @@ def steer_orders(said: str) -> dict[str, str]:
             for path in m.group(2).split(", "):
                 orders.setdefault(path, m.group(1))
     return orders
+
+
+def waited_on(said: str) -> list[str]:
+    """The files where others wait for the reader's live lines, as its WAITED ON messages
+    name them."""
+    found: dict[str, None] = {}
+    for m in WAITED.finditer(said):
+        for path in m.group(2).split(", "):
+            found.setdefault(path)
+    return list(found)
 
 
 def own_conflicts(answer: str) -> list[str]:

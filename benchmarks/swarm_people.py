@@ -37,6 +37,11 @@ AGENT = Habits("agent", 1, 1, 1)
 HUMAN = Habits("human", 3, 2, 2)
 
 
+# the holder an edit set aside waits for when it was set aside to be done last, after the
+# participant's other work (told that others wait for its lines there)
+LATER = "(its other work)"
+
+
 @dataclass
 class Edit:
     commit: int  # index into the plan's commits
@@ -85,15 +90,24 @@ class Participant:
     def eligible(self, aside_too: bool = False) -> list[Edit]:
         """Its pending edits it may do now: the next commit's first, then later commits'
         files that no earlier pending edit touches (steering does other work first), and
-        none in a file it set aside for a holder still working (``aside_too``: those as
-        well, for the deadlock breaker)."""
+        none in a file it set aside for a holder still working, nor in one set aside to
+        be done last while other work is left (``aside_too``: those as well, for the
+        deadlock breaker)."""
+        rest = any(e.path not in self.aside for e in self.pending)
         seen: set[str] = set()
         found = []
         for e in self.pending:
-            if e.path not in seen and (aside_too or e.path not in self.aside):
+            free = e.path not in self.aside or (self.aside[e.path] == LATER and not rest)
+            if e.path not in seen and (aside_too or free):
                 found.append(e)
             seen.add(e.path)
         return found
+
+    def steps_left(self, but: str) -> int:
+        """Its turns of work still to do on files other than ``but`` (and those set aside)."""
+        n = len({(e.commit, e.path) for e in self.pending
+                 if e.path != but and e.path not in self.aside})
+        return -(-n // self.habits.files_per_save) * self.habits.pace
 
     def set_aside(self, path: str, holder: str) -> list[Edit]:
         """Its written, uncommitted edits of ``path`` queued again (the caller puts the
