@@ -605,6 +605,48 @@ def test_a_judgement_asked_for_again_since_is_skipped(work):  # type: ignore[no-
         documents.unshare(doc)
 
 
+def test_a_siblings_move_is_judged_at_the_documents_pace_and_a_keystroke_at_once(work):  # type: ignore[no-untyped-def]
+    """However fast siblings move, a document is judged again for their moves no sooner
+    than PACE times its last judgement's length after it (the judging thread is busy at
+    most a fifth of the time); a keystroke is judged at once as ever, and a move never
+    puts off a judgement already due sooner."""
+    from proximity.lsp import documents, server
+
+    _sp, a, _b = work
+    ls = server.build()
+    loop = asyncio.new_event_loop()
+    ls.loop = loop
+    try:
+        path = str((a / "app.txt").resolve())
+        doc = documents.Doc(uri(a / "app.txt"), path, documents.where_of(path), 1)
+        ls.docs[doc.uri] = doc
+        doc.asked = 1
+        ls.judgement(doc, 1, APP, asked=1)  # a real judgement: its end and length kept
+        ended, took = ls.judged[doc.uri]
+        assert took > 0 and ended <= time.monotonic()
+        assert server.paced((ended, took), ended) == pytest.approx(server.PACE * took)
+        assert server.paced(None, ended) == 0.0
+        # a judgement that took half a second: the next move's waits two seconds
+        now = time.monotonic()
+        ls.judged[doc.uri] = (now, 0.5)
+        ls.schedule_moved(doc.uri)
+        assert ls.due[doc.uri] >= now + 4 * 0.5 - 0.05
+        # a keystroke does not wait for it; a move after it does not put it off
+        ls.changed(doc.uri)
+        assert ls.due[doc.uri] <= time.monotonic() + server.DEBOUNCE
+        due = ls.due[doc.uri]
+        ls.schedule_moved(doc.uri)
+        assert ls.due[doc.uri] == due
+        # long after: a move is judged at once
+        assert server.paced((now - 10.0, 0.5), now) == 0.0
+    finally:
+        for t in ls.timers.values():
+            t.cancel()
+        documents.unshare(doc)
+        ls.worker.shutdown(wait=True)
+        loop.close()
+
+
 async def hover_once_shown(client: LanguageClient, path: Path, line: int) -> str:
     """The hover's text on ``line`` (0-based) of ``path``, opened, once a diagnostic
     covers that line."""

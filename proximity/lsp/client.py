@@ -51,6 +51,7 @@ class Editor:
                  env: Mapping[str, str] | None = None, timeout: float = 30.0) -> None:
         self.root = Path(worktree).resolve()
         self.timeout = timeout
+        self.started = time.monotonic()
         self.proc = subprocess.Popen([python, "-m", "proximity", "lsp"], cwd=self.root,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=dict(env or os.environ))
@@ -183,6 +184,12 @@ class Editor:
     def rss_kb(self) -> int:
         with open(f"/proc/{self.proc.pid}/status") as f:
             return next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+
+    def cpu_seconds(self) -> float:
+        """The server's processor time so far (user and system, its own threads)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         try:

@@ -36,6 +36,20 @@ from proximity.model import Range
 from proximity.safetext import text as shown
 
 DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
+# a document judged again for a sibling's move waits this many times its last judgement's
+# length after it: however fast siblings move (a swarm of agents writes the ledger many
+# times a second), judging them takes at most a fifth of the judging thread; a keystroke
+# is judged at once as ever
+PACE = 4.0
+
+
+def paced(last: tuple[float, float] | None, now: float, pace: float = PACE) -> float:
+    """Seconds until a document may be judged again for a sibling's move: ``last`` is
+    when its last judgement ended and how long it took (None: never judged)."""
+    if last is None:
+        return 0.0
+    ended, took = last
+    return max(0.0, ended + pace * took - now)
 
 
 def reask() -> float:
@@ -57,6 +71,8 @@ class Proximity(LanguageServer):
         self.lock = threading.Lock()  # docs, as the live look reads them
         self.loop: asyncio.AbstractEventLoop | None = None
         self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.due: dict[str, float] = {}  # uri -> when its timer fires (monotonic)
+        self.judged: dict[str, tuple[float, float]] = {}  # uri -> (ended, took), paced
         self.typed: dict[str, float] = {}  # uri -> when its last change came
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="lsp-judge")
         self.recorder = ThreadPoolExecutor(1, thread_name_prefix="lsp-record")
@@ -84,6 +100,15 @@ class Proximity(LanguageServer):
         if old is not None:
             old.cancel()
         self.timers[uri] = self.loop.call_later(delay, self.submit, uri)
+        self.due[uri] = time.monotonic() + delay
+
+    def schedule_moved(self, uri: str) -> None:
+        """A sibling's move: judge ``uri`` again once its pace allows (``paced``), unless
+        a judgement is due sooner already (a keystroke's)."""
+        delay = paced(self.judged.get(uri), time.monotonic())
+        if uri in self.timers and self.due.get(uri, 0.0) <= time.monotonic() + delay:
+            return
+        self.schedule(uri, delay)
 
     def changed(self, uri: str) -> None:
         """A keystroke: the first after a quiet spell is judged at once (the answer
@@ -98,6 +123,7 @@ class Proximity(LanguageServer):
 
     def submit(self, uri: str) -> None:
         self.timers.pop(uri, None)
+        self.due.pop(uri, None)
         doc = self.docs.get(uri)
         if doc is None:
             return
@@ -123,7 +149,9 @@ class Proximity(LanguageServer):
                 note = documents.share(doc, text)
                 if note and note != doc.said:
                     self.log(f"proximity: {doc.where.rel}: {note}", types.MessageType.Warning)
+                start = time.monotonic()
                 found = self.findings(doc, doc.path, doc.where, text)
+                self.judged[doc.uri] = (time.monotonic(), time.monotonic() - start)
                 if any(f.decision == decision.DENY for f in found):  # (it recorded a wait)
                     self.looker.wrote(doc.where.common)
             else:
@@ -210,20 +238,24 @@ class Proximity(LanguageServer):
             return {u: (d.where.common, d.where.rel) for u, d in self.docs.items()
                     if d.where is not None and d.said is None}
 
-    def moved(self, uris: list[str]) -> None:
-        """From the live look's thread: a sibling's change may move these documents."""
+    def moved(self, uris: list[str], at_once: bool = False) -> None:
+        """From the live look's thread: a sibling's change may move these documents
+        (judged again at their pace, or ``at_once``)."""
         for uri in uris:
             doc = self.docs.get(uri)
             if doc is not None:
                 doc.stale = True
         if self.loop is not None:
             for uri in uris:
-                self.loop.call_soon_threadsafe(self.schedule, uri, 0.0)
+                if at_once:
+                    self.loop.call_soon_threadsafe(self.schedule, uri, 0.0)
+                else:
+                    self.loop.call_soon_threadsafe(self.schedule_moved, uri)
 
     def everything(self) -> None:
         """Judge every open document again (after output was dropped)."""
         if self.loop is not None:
-            self.moved(list(self.docs))
+            self.moved(list(self.docs), at_once=True)
 
     def orphaned(self) -> None:
         """The editor is gone without a word: leave nothing behind."""
@@ -251,6 +283,8 @@ class Proximity(LanguageServer):
         if timer is not None:
             timer.cancel()
         self.typed.pop(uri, None)
+        self.due.pop(uri, None)
+        self.judged.pop(uri, None)
         with self.lock:
             doc = self.docs.pop(uri, None)
         if doc is not None:
