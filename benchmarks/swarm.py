@@ -179,6 +179,9 @@ class Tally:
     forced: int = 0
     editor_looks: int = 0  # a person's edits judged through their `proximity lsp` session
     editor_ms: dict[str, Any] = field(default_factory=dict)  # ... typed -> diagnostics shown
+    # the people's `proximity lsp` servers: processor seconds, and seconds they ran
+    editor_cpu_s: float = 0.0
+    editor_alive_s: float = 0.0
     editor_unanswered: int = 0  # ... for which the editor showed nothing in time
     # an agent's check that denied or asked naming a person who had typed lines unsaved
     unsaved_seen: int = 0
@@ -388,6 +391,9 @@ class Swarm:
     def close_editor(self, p: Participant) -> None:
         editor = self.editors.pop(p.name, None)
         if editor is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                self.t.editor_cpu_s += editor.cpu_seconds()
+                self.t.editor_alive_s += time.monotonic() - editor.started
             editor.stop()
 
     def unsaved_of(self, name: str | None) -> bool:
@@ -1164,8 +1170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{t.makespan_steps} deadlocks {t.deadlocks} denies {t.denies} "
                   f"(needless {t.needless_denies}) lost {t.lost_events} push blocks "
                   f"{t.push_blocks} rss {t.peak_service_rss_mb} MB check p95 "
-                  f"{t.check_p95_ms} ms hook p95 {t.hook_p95_ms} ms ({t.seconds} s)"
-                  + (" INTERRUPTED" if t.interrupted else ""), file=sys.stderr)
+                  f"{t.check_p95_ms} ms hook p95 {t.hook_p95_ms} ms"
+                  + (f" editor cpu {t.editor_cpu_s / t.editor_alive_s:.0%}"
+                     if t.editor_alive_s else "")
+                  + f" ({t.seconds} s)" + (" INTERRUPTED" if t.interrupted else ""),
+                  file=sys.stderr)
             if t.interrupted:
                 break
     finally:
