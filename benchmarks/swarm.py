@@ -127,7 +127,9 @@ HOLDER = re.compile(r"worktree '([^']+)'")
 # a wait cycle's first member going over this reader's lines: its inbox message, its deny
 # a holder told that others wait for its live lines (WAITED ON): it sets its uncommitted
 # change there aside and redoes it last when it has at least this many turns of other work
-# left (else it lands soon anyway, and the file would stand idle while they ask again)
+# left (else it lands soon anyway, and the file would stand idle while they ask again), or
+# when it waits on others itself for that other work (it would hold the lines while it
+# waits: one link of every gridlock)
 WAITED = re.compile(r"WAITED ON: '([^']+)' waits for your live lines in (.+?) \(denied")
 YIELD_AFTER = 3
 GOES_FIRST = re.compile(r"GOES FIRST: '([^']+)' goes on over your live lines in (.+?): you")
@@ -498,8 +500,9 @@ class Swarm:
         for path in waited_on(said):
             held = any(e.path == path for e in p.typed) or any(
                 e.path == path and e.commit >= p.committed for e in p.written)
-            if not held or path in orders or path in p.aside or \
-                    p.steps_left(path) < YIELD_AFTER:
+            left = p.steps_left(path)
+            if not held or path in orders or path in p.aside or not left or \
+                    (left < YIELD_AFTER and p.state != "wait"):
                 continue
             orders[path] = LATER  # (others wait for these lines: done last, they go on)
         for path, holder in orders.items():
