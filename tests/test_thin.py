@@ -592,6 +592,29 @@ def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
                 if n.startswith("sync-")]
 
 
+def warm_pair(pair_of_repos) -> tuple[Repo, Repo]:  # type: ignore[no-untyped-def]
+    """The two repositories with the same live work, `svc`'s service started and idle."""
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+    settle(svc)
+    return svc, inp
+
+
+def status_of(r: Repo) -> dict[str, Any]:
+    return dict(service_state(r.common)["status"])
+
+
+def count_events(r: Repo, agent: str | None = None) -> int:
+    """How many events the ledger holds (``agent``'s only, when named)."""
+    led = Ledger(os.path.join(r.common, "ecm"))
+    try:
+        q = "SELECT count(*) FROM events" + (" WHERE stream=?" if agent else "")
+        return int(led.db.execute(q, (agent,) if agent else ()).fetchone()[0])
+    finally:
+        led.close()
+
+
 def test_a_gate_is_read_ahead_while_its_hook_starts_and_nothing_is_told_ahead(
         pair_of_repos):
     """The hook script names the gate and the worktree in its sync cookie: the service
@@ -600,21 +623,13 @@ def test_a_gate_is_read_ahead_while_its_hook_starts_and_nothing_is_told_ahead(
     commit that follows gets the verdict it gets in process and is recorded once; the
     main checkout's commit and a push are read ahead too; a commit from a private index
     (`commit -a`) names no gate."""
-    svc, inp = pair_of_repos()
-    same_states(svc, inp)
-    start(svc)
-    settle(svc)
+    svc, inp = warm_pair(pair_of_repos)
 
     def status() -> dict[str, Any]:
-        return dict(service_state(svc.common)["status"])
+        return status_of(svc)
 
     def events(agent: str, r: Repo = svc) -> int:
-        led = Ledger(os.path.join(r.common, "ecm"))
-        try:
-            return int(led.db.execute("SELECT count(*) FROM events WHERE stream=?",
-                                      (agent,)).fetchone()[0])
-        finally:
-            led.close()
+        return count_events(r, agent)
 
     admin = os.path.basename(gitio.Repo(str(svc.a)).gitdir)
     before = status()
@@ -668,26 +683,16 @@ def test_a_commit_is_read_ahead_from_the_add_that_stages_it(pair_of_repos):
     reading what that commit's verdict reads, before git even runs the hook; nothing is
     recorded or sent by it, and the commit that follows gets the verdict it gets in
     process. Inside a rebase (git rewrites the index at every step) nothing is read."""
-    svc, inp = pair_of_repos()
-    same_states(svc, inp)
-    start(svc)
-    settle(svc)
+    svc, inp = warm_pair(pair_of_repos)
 
     def status() -> dict[str, Any]:
-        return dict(service_state(svc.common)["status"])
+        return status_of(svc)
 
-    def events() -> int:
-        led = Ledger(os.path.join(svc.common, "ecm"))
-        try:
-            return int(led.db.execute("SELECT count(*) FROM events").fetchone()[0])
-        finally:
-            led.close()
-
-    before, counted = status(), events()
+    before, counted = status(), count_events(svc)
     git(svc.a, "add", "f.txt")
     wait_for(lambda: status()["staged_ahead"] == before["staged_ahead"] + 1)
     settle(svc)
-    assert events() == counted
+    assert count_events(svc) == counted
     assert status()["messages_sent"] == before["messages_sent"]
     git(inp.a, "add", "f.txt")
     out = {name: subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=r.a,
