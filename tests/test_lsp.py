@@ -610,37 +610,40 @@ def test_a_siblings_move_is_judged_at_the_documents_pace_and_a_keystroke_at_once
     than PACE times its last judgement's length after it (the judging thread is busy at
     most a fifth of the time); a keystroke is judged at once as ever, and a move never
     puts off a judgement already due sooner."""
-    from proximity.lsp import documents, server
+    from proximity.lsp import documents, pacing, server
 
     _sp, a, _b = work
     ls = server.build()
     loop = asyncio.new_event_loop()
-    ls.loop = loop
+    ls.loop = ls.pacing.loop = loop
+    clock = ls.pacing
     try:
         path = str((a / "app.txt").resolve())
         doc = documents.Doc(uri(a / "app.txt"), path, documents.where_of(path), 1)
         ls.docs[doc.uri] = doc
         doc.asked = 1
         ls.judgement(doc, 1, APP, asked=1)  # a real judgement: its end and length kept
-        ended, took = ls.judged[doc.uri]
+        ended, took = clock.judged[doc.uri]
         assert took > 0 and ended <= time.monotonic()
-        assert server.paced((ended, took), ended) == pytest.approx(server.PACE * took)
-        assert server.paced(None, ended) == 0.0
+        assert pacing.paced((ended, took), ended) == pytest.approx(pacing.PACE * took)
+        assert pacing.paced(None, ended) == 0.0
         # a judgement that took half a second: the next move's waits two seconds
         now = time.monotonic()
-        ls.judged[doc.uri] = (now, 0.5)
-        ls.schedule_moved(doc.uri)
-        assert ls.due[doc.uri] >= now + 4 * 0.5 - 0.05
+        clock.judged[doc.uri] = (now, 0.5)
+        clock.moved(doc.uri)
+        assert clock.due[doc.uri] >= now + 4 * 0.5 - 0.05
         # a keystroke does not wait for it; a move after it does not put it off
-        ls.changed(doc.uri)
-        assert ls.due[doc.uri] <= time.monotonic() + server.DEBOUNCE
-        due = ls.due[doc.uri]
-        ls.schedule_moved(doc.uri)
-        assert ls.due[doc.uri] == due
+        clock.keystroke(doc.uri)
+        assert clock.due[doc.uri] <= time.monotonic() + pacing.DEBOUNCE
+        due = clock.due[doc.uri]
+        clock.moved(doc.uri)
+        assert clock.due[doc.uri] == due
         # long after: a move is judged at once
-        assert server.paced((now - 10.0, 0.5), now) == 0.0
+        assert pacing.paced((now - 10.0, 0.5), now) == 0.0
+        clock.forget(doc.uri)
+        assert not clock.pending(doc.uri) and doc.uri not in clock.judged
     finally:
-        for t in ls.timers.values():
+        for t in clock.timers.values():
             t.cancel()
         documents.unshare(doc)
         ls.worker.shutdown(wait=True)

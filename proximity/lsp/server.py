@@ -3,8 +3,8 @@
 The editor's messages arrive on pygls's event loop; every judgement runs on one worker
 thread (so the shared unsaved buffers are written and removed in order) and its findings
 come back to the loop to be published, unless the document moved on meanwhile. A
-document is judged when it opens, ``DEBOUNCE`` seconds after the person stops typing,
-when it is saved, and when the live look (``live``) sees a sibling's change.
+document is judged when it opens, as the person types, when it is saved, and when the
+live look (``live``) sees a sibling's change (when: ``pacing``).
 
 Never in the way: whatever cannot be judged (no repository, no git, a binary or huge file,
 a failure of ours) is one ``window/logMessage`` saying why, and no diagnostics.
@@ -24,41 +24,16 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from proximity import __version__, gitfiles, gitio, knobs
+from proximity import __version__, gitfiles, gitio
 from proximity.agents import decision, scratch
-from proximity.ledger.traffic import WAIT_FRESH
 from proximity.lsp import commands, documents, judge, present
 from proximity.lsp.answer import ask, signatures
 from proximity.lsp.documents import Doc, Where
 from proximity.lsp.live import Looker
+from proximity.lsp.pacing import Pacing
 from proximity.lsp.transport import Input, Output
 from proximity.model import Range
 from proximity.safetext import text as shown
-
-DEBOUNCE = 0.15  # seconds of quiet typing before the buffer is judged again
-# a document judged again for a sibling's move waits this many times its last judgement's
-# length after it: however fast siblings move (a swarm of agents writes the ledger many
-# times a second), judging them takes at most a fifth of the judging thread; a keystroke
-# is judged at once as ever
-PACE = 4.0
-
-
-def paced(last: tuple[float, float] | None, now: float, pace: float = PACE) -> float:
-    """Seconds until a document may be judged again for a sibling's move: ``last`` is
-    when its last judgement ended and how long it took (None: never judged)."""
-    if last is None:
-        return 0.0
-    ended, took = last
-    return max(0.0, ended + pace * took - now)
-
-
-def reask() -> float:
-    """Seconds after which a document showing a deny is judged again with nothing moved:
-    the person's wait on the sibling stays standing (a wait not asked again lapses after
-    WAIT_FRESH, and a wait cycle through them could no longer be seen and broken), and a
-    deny that no longer holds goes without a keystroke. PROXIMITY_LSP_REASK overrides."""
-    got = knobs.seconds("PROXIMITY_LSP_REASK", 1.0, WAIT_FRESH / 2)
-    return WAIT_FRESH / 2 if got is None else got
 
 
 class Proximity(LanguageServer):
@@ -70,10 +45,7 @@ class Proximity(LanguageServer):
         self.docs: dict[str, Doc] = {}
         self.lock = threading.Lock()  # docs, as the live look reads them
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.timers: dict[str, asyncio.TimerHandle] = {}
-        self.due: dict[str, float] = {}  # uri -> when its timer fires (monotonic)
-        self.judged: dict[str, tuple[float, float]] = {}  # uri -> (ended, took), paced
-        self.typed: dict[str, float] = {}  # uri -> when its last change came
+        self.pacing = Pacing(self.submit)
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="lsp-judge")
         self.recorder = ThreadPoolExecutor(1, thread_name_prefix="lsp-record")
         self.asker = ThreadPoolExecutor(1, thread_name_prefix="lsp-ask")
@@ -81,7 +53,6 @@ class Proximity(LanguageServer):
         self.commons: set[str] = set()
         self.looker = Looker(self.watched, self.moved, self.orphaned)
         self.output: Output | None = None
-        self.reask = reask()
 
     # -- telling the person -------------------------------------------------------------
     def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
@@ -91,39 +62,9 @@ class Proximity(LanguageServer):
         """One line in the log, never a traceback or a pop-up in the editor."""
         self.log(f"proximity lsp: {type(error).__name__}: {error}", types.MessageType.Warning)
 
-    # -- scheduling ---------------------------------------------------------------------
-    def schedule(self, uri: str, delay: float) -> None:
-        """Judge ``uri`` after ``delay`` seconds (a later call restarts the wait)."""
-        if self.loop is None:
-            return
-        old = self.timers.pop(uri, None)
-        if old is not None:
-            old.cancel()
-        self.timers[uri] = self.loop.call_later(delay, self.submit, uri)
-        self.due[uri] = time.monotonic() + delay
-
-    def schedule_moved(self, uri: str) -> None:
-        """A sibling's move: judge ``uri`` again once its pace allows (``paced``), unless
-        a judgement is due sooner already (a keystroke's)."""
-        delay = paced(self.judged.get(uri), time.monotonic())
-        if uri in self.timers and self.due.get(uri, 0.0) <= time.monotonic() + delay:
-            return
-        self.schedule(uri, delay)
-
-    def changed(self, uri: str) -> None:
-        """A keystroke: the first after a quiet spell is judged at once (the answer
-        comes in the time of one check); while the person keeps typing, judging waits
-        for ``DEBOUNCE`` seconds of quiet (the answers for text already gone are not
-        worth their cost)."""
-        now = time.monotonic()
-        last = self.typed.get(uri)
-        self.typed[uri] = now
-        quiet = last is None or now - last > DEBOUNCE
-        self.schedule(uri, 0.0 if quiet and uri not in self.timers else DEBOUNCE)
-
+    # -- judging ------------------------------------------------------------------------
     def submit(self, uri: str) -> None:
-        self.timers.pop(uri, None)
-        self.due.pop(uri, None)
+        """On the loop, when ``uri``'s timer fires (pacing): judge it on the worker."""
         doc = self.docs.get(uri)
         if doc is None:
             return
@@ -151,7 +92,7 @@ class Proximity(LanguageServer):
                     self.log(f"proximity: {doc.where.rel}: {note}", types.MessageType.Warning)
                 start = time.monotonic()
                 found = self.findings(doc, doc.path, doc.where, text)
-                self.judged[doc.uri] = (time.monotonic(), time.monotonic() - start)
+                self.pacing.took(doc.uri, start)
                 if any(f.decision == decision.DENY for f in found):  # (it recorded a wait)
                     self.looker.wrote(doc.where.common)
             else:
@@ -229,8 +170,10 @@ class Proximity(LanguageServer):
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             doc.uri, present.diagnostics(found, [ln.rstrip("\r\n") for ln in lines]),
             version))
-        if doc.uri not in self.timers and any(f.decision == decision.DENY for f in found):
-            self.schedule(doc.uri, self.reask)  # (a keystroke or a move comes first: sooner)
+        if not self.pacing.pending(doc.uri) and any(f.decision == decision.DENY
+                                                    for f in found):
+            # (a keystroke or a move comes first: sooner)
+            self.pacing.schedule(doc.uri, self.pacing.reask)
 
     # -- live ---------------------------------------------------------------------------
     def watched(self) -> dict[str, tuple[str, str]]:
@@ -248,9 +191,9 @@ class Proximity(LanguageServer):
         if self.loop is not None:
             for uri in uris:
                 if at_once:
-                    self.loop.call_soon_threadsafe(self.schedule, uri, 0.0)
+                    self.loop.call_soon_threadsafe(self.pacing.schedule, uri, 0.0)
                 else:
-                    self.loop.call_soon_threadsafe(self.schedule_moved, uri)
+                    self.loop.call_soon_threadsafe(self.pacing.moved, uri)
 
     def everything(self) -> None:
         """Judge every open document again (after output was dropped)."""
@@ -276,15 +219,10 @@ class Proximity(LanguageServer):
         if where is not None:
             self.commons.add(where.common)
             self.looker.mark(uri, where.common, where.rel)
-        self.schedule(uri, 0.0)
+        self.pacing.schedule(uri, 0.0)
 
     def closed(self, uri: str) -> None:
-        timer = self.timers.pop(uri, None)
-        if timer is not None:
-            timer.cancel()
-        self.typed.pop(uri, None)
-        self.due.pop(uri, None)
-        self.judged.pop(uri, None)
+        self.pacing.forget(uri)
         with self.lock:
             doc = self.docs.pop(uri, None)
         if doc is not None:
@@ -301,7 +239,7 @@ class Proximity(LanguageServer):
         doc.stale = True
         if doc.where is not None:
             self.recorder.submit(commands.record, doc.where.root)
-        self.schedule(uri, 0.0)
+        self.pacing.schedule(uri, 0.0)
 
 
 def build() -> Proximity:
@@ -309,7 +247,7 @@ def build() -> Proximity:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: Proximity, params: types.InitializeParams) -> None:
-        ls.loop = asyncio.get_running_loop()
+        ls.loop = ls.pacing.loop = asyncio.get_running_loop()
         ls.looker.parent = params.process_id
 
     @server.feature(types.INITIALIZED)
@@ -325,7 +263,7 @@ def build() -> Proximity:
         doc = ls.docs.get(params.text_document.uri)
         if doc is not None:
             doc.version = params.text_document.version
-            ls.changed(doc.uri)
+            ls.pacing.keystroke(doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: Proximity, params: types.DidSaveTextDocumentParams) -> None:
