@@ -125,12 +125,14 @@ from swarm_verify import Verifier, uncompiled
 POLICIES = ("none", "reservations", "proximity")
 HOLDER = re.compile(r"worktree '([^']+)'")
 # a wait cycle's first member going over this reader's lines: its inbox message, its deny
-# a holder told that others wait for its live lines (WAITED ON): it sets its uncommitted
+# a holder told that others wait for its live lines alone (WAITED ON: all they wait for;
+# one waiting on others' lines as well would still wait): it sets its uncommitted
 # change there aside and redoes it last when it has at least this many turns of other work
 # left (else it lands soon anyway, and the file would stand idle while they ask again), or
 # when it waits on others itself for that other work (it would hold the lines while it
 # waits: one link of every gridlock)
-WAITED = re.compile(r"WAITED ON: '([^']+)' waits for your live lines in (.+?) \(denied")
+WAITED = re.compile(r"WAITED ON: '([^']+)' waits for your live lines in (.+?) \(denied "
+                    r"there until your work lands; your lines are all they wait for\)")
 YIELD_AFTER = 3
 GOES_FIRST = re.compile(r"GOES FIRST: '([^']+)' goes on over your live lines in (.+?): you")
 FIRST = re.compile(r"'([^']+)' goes first over your live lines in (.+?): you")
@@ -1032,8 +1034,8 @@ def steer_orders(said: str) -> dict[str, str]:
 
 
 def waited_on(said: str) -> list[str]:
-    """The files where others wait for the reader's live lines, as its WAITED ON messages
-    name them."""
+    """The files where others wait for the reader's live lines and nothing else, as its
+    WAITED ON messages name them."""
     found: dict[str, None] = {}
     for m in WAITED.finditer(said):
         for path in m.group(2).split(", "):

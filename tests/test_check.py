@@ -1583,9 +1583,10 @@ def test_a_holder_is_told_who_waits_for_its_lines_until_that_wait_ends(pair, cap
     snapshot(b)
     assert run_check(a, "app.txt:10-14", capsys=capsys)[1]["decision"] == "deny"
     (m,) = told(b)
-    assert (m["from"], m["body"]["paths"]) == ("a", ["app.txt"]), m
+    assert (m["from"], m["body"]["paths"], m["body"]["alone"]) == ("a", ["app.txt"], True)
     shown = messages.render(m)
     assert "WAITED ON: 'a' waits for your live lines in app.txt" in shown, shown
+    assert "your lines are all they wait for" in shown
     assert "git stash push -- PATH" in shown and "after your other work" in shown
     assert told(a) == []  # (the waiter is told nothing of the kind)
     # asking again while it waits: no second message
@@ -1595,6 +1596,16 @@ def test_a_holder_is_told_who_waits_for_its_lines_until_that_wait_ends(pair, cap
     assert run_check(a, "other.txt:3", capsys=capsys)[1]["decision"] == "deny"
     (m,) = told(b)
     assert m["body"]["paths"] == ["app.txt", "other.txt"], m
+    # waiting on a third worktree's lines as well: that one is told so, and setting its
+    # lines aside is not what it is asked (the other wait would still hold them)
+    c = sp.wt("c")
+    sp.write(c, "lib.py", LIB.replace("RATE = 3", "RATE = 4"))
+    snapshot(c)
+    assert run_check(a, "lib.py:1", capsys=capsys)[1]["decision"] == "deny"
+    (m,) = told(c)
+    assert (m["body"]["paths"], m["body"]["alone"]) == (["lib.py"], False), m
+    shown = messages.render(m)
+    assert "they wait on others' lines as well" in shown and "git stash" not in shown
     # the holder had not read it yet when the wait ended: nothing is delivered
     sp.write(b, "other.txt", lines(5).replace("line 3\n", "line 3 by b, again\n"))
     snapshot(b)

@@ -67,8 +67,7 @@ def wait_cycles(repo: gitio.Repo, me: str, sides: Sequence[decision.Side], polic
                 known = ledger.waits_of(me, now)
                 ledger.wait(me, holders - late, now, paths=where)
                 ledger.wait(me, late, now, since=LATE, paths=where)
-                held = ledger.waits_of(me, now)
-                told_waiting(ledger, me, {h: held.get(h, where[h]) for h in where}, known)
+                told_waiting(ledger, me, where, known, ledger.waits_of(me, now))
             # a member of a wait cycle this worktree stands in that goes first over its
             # lines (in a longer cycle, not the holder denying it here, or by an order that
             # stands): said in the deny, with the files where it goes over them
@@ -178,22 +177,26 @@ WAITED_COOLDOWN = 300.0
 
 
 def told_waiting(ledger: Ledger, me: str, where: Mapping[str, Collection[str]],
-                 known: Mapping[str, Collection[str]]) -> None:
-    """Each holder whose lines this deny stands on is told that this worktree waits for
-    them, with every file where it does (``where``; ``known``: before this deny): a holder
-    with other work left can land that change first, or set it aside and redo it last,
-    instead of keeping everyone waiting until its whole task is done. A file not named in
-    the wait before is told at once; the same files again once in WAITED_COOLDOWN. Advice:
-    a ledger that cannot be written leaves the answer as it is."""
+                 known: Mapping[str, Collection[str]],
+                 held: Mapping[str, Collection[str]]) -> None:
+    """Each holder this deny stands on (``where``) is told that this worktree waits for
+    its lines, in every file where it does, and whether it is all this worktree waits for
+    (``held``: every wait of this worktree now; ``known``: before this deny). A holder
+    that cannot land soon can set those lines aside and redo them last: when it is all
+    the waiter waits for, the waiter then goes on to its landing. A file newly waited on,
+    or a waiter left waiting on this holder alone, is told at once; the same again once in
+    WAITED_COOLDOWN. Advice: a ledger that cannot be written leaves the answer as it is."""
     for h in sorted(where):
-        paths = sorted(where[h])
+        paths = sorted(held.get(h, where[h]))
         if not paths or h == me:
             continue
-        new = set(paths) - set(known.get(h, ()))
+        alone = set(held) == {h}
+        news = bool(set(paths) - set(known.get(h, ()))) or (alone and set(known) != {h})
         with contextlib.suppress(LedgerError):
             ledger.post(h, me, "waited", {"type": "waited", "from": text(me), "to": text(h),
-                                          "paths": [text(p, 300) for p in paths[:8]]},
-                        0.0, 0.0 if new else WAITED_COOLDOWN, 1.0)
+                                          "paths": [text(p, 300) for p in paths[:8]],
+                                          "alone": alone},
+                        0.0, 0.0 if news else WAITED_COOLDOWN, 1.0)
 
 
 def gone_over(first: Mapping[str, Sequence[str]]) -> str:

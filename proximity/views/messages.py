@@ -123,6 +123,9 @@ YIELD_LINES = ("land that change soon; if you cannot (other work left, or you wa
 def waited_on(b: dict[str, Any]) -> str:
     """The sender was denied on the recipient's live lines and waits for them."""
     paths = ", ".join(text(p, 300) for p in b.get("paths", [])[:8]) or "?"
-    return (f"proximity inbox: WAITED ON: {text(b.get('from'))!r} waits for your live lines "
-            f"in {paths} (denied there until your work lands).\n  "
+    head = (f"proximity inbox: WAITED ON: {text(b.get('from'))!r} waits for your live lines "
+            f"in {paths} (denied there until your work lands")
+    if b.get("alone") is not True:  # (set aside, their other waits would still hold them)
+        return head + "; they wait on others' lines as well).\n  Land that change soon"
+    return (head + "; your lines are all they wait for).\n  "
             f"{YIELD_LINES[0].upper() + YIELD_LINES[1:]}")
