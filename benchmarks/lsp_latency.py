@@ -17,6 +17,10 @@ Figures (milliseconds unless said):
   sibling intent   a sibling's `proximity intend` returns (its ledger event recorded) ->
                    the open buffer shows the declared lines
   memory           the server's resident set with 1 and with 50 open files (MiB)
+  churn            the server's processor time over wall time while every other worktree
+                   records a new state as fast as it can (``--churn`` seconds), the
+                   person's contested buffer open: what a swarm around a person costs the
+                   person's editor
 Each edit comes after a quiet spell (``--pause``): a person's edit, then a look, the first
 keystroke after quiet being judged at once (typing on coalesces for 150 ms).
 """
@@ -30,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 
@@ -75,6 +80,35 @@ def warm_service(py: str, wt: str, env: dict[str, str]) -> float:
         time.sleep(0.2)
 
 
+def churn(human: Human, rel: str, typed: str, py: str, env: dict[str, str],
+          siblings: list[str], seconds: float) -> dict[str, float]:
+    """The server's processor share while every sibling records a new state of its
+    worktree as fast as it goes (all at once, as a swarm's agents do), for ``seconds``,
+    the person's typed buffer open and judged."""
+    human.change(rel, typed)
+    human.diagnostics(rel)
+    counts = [0] * len(siblings)
+    cpu0, t0 = human.cpu_seconds(), time.monotonic()
+
+    def record(k: int) -> None:
+        wt = siblings[k]
+        while time.monotonic() - t0 < seconds:
+            with open(os.path.join(wt, "churn.txt"), "a") as f:
+                f.write(f"churn {counts[k]}\n")
+            subprocess.run([py, "-m", "proximity", "snapshot"], cwd=wt, env=env, check=True,
+                           capture_output=True)
+            counts[k] += 1
+
+    threads = [threading.Thread(target=record, args=(k,)) for k in range(len(siblings))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall, cpu = time.monotonic() - t0, human.cpu_seconds() - cpu0
+    return {"seconds": round(wall, 1), "records": sum(counts), "server_cpu_s": round(cpu, 2),
+            "cpu_share": round(cpu / wall, 3)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=10000)
@@ -84,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--live-runs", type=int, default=10, help="sibling changes of each kind")
     ap.add_argument("--open", type=int, default=50, help="files open for the memory figure")
     ap.add_argument("--pause", type=float, default=0.3, help="seconds between edits")
+    ap.add_argument("--churn", type=float, default=10.0,
+                    help="seconds of siblings recording at once, for the processor figure")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args(argv)
@@ -142,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         alone = ask(os.path.join(me, shared), own_lines(body, head), body)
                         times["check alone"].append((time.perf_counter() - t) * 1000)
                         out.setdefault("check alone: decision", alone.decision)
+            out["churn"] = churn(human, shared, "\n".join(typed), py, env,
+                                 [os.path.join(root, w) for w in sorted(os.listdir(root))
+                                  if w not in ("wt00", "main")], a.churn)
             human.change(shared, text)
             human.diagnostics(shared)
             for i in range(a.live_runs):
@@ -188,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for k, r in figures.items():
         print(f"{k:22} {r['n']:4} {r['p50_ms']:8.1f} {r['p95_ms']:8.1f} {r['max_ms']:8.1f}")
     print(f"server memory: {out['memory_mib']} (resident)")
+    print(f"server processor while siblings record: {out['churn']}")
     for k, v in out.items():
         if k.endswith(("severities", "decision")):
             print(f"{k}: {v}")
