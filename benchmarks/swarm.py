@@ -126,14 +126,11 @@ POLICIES = ("none", "reservations", "proximity")
 HOLDER = re.compile(r"worktree '([^']+)'")
 # a wait cycle's first member going over this reader's lines: its inbox message, its deny
 # a holder told that others wait for its live lines alone (WAITED ON: all they wait for;
-# one waiting on others' lines as well would still wait): it sets its uncommitted
-# change there aside and redoes it last when it has at least this many turns of other work
-# left (else it lands soon anyway, and the file would stand idle while they ask again), or
-# when it waits on others itself for that other work (it would hold the lines while it
-# waits: one link of every gridlock)
+# one waiting on others' lines as well would still wait) sets its uncommitted change there
+# aside and redoes it last while it waits on others itself for its other work (it would
+# hold the lines while it waits: one link of every gridlock)
 WAITED = re.compile(r"WAITED ON: '([^']+)' waits for your live lines in (.+?) \(denied "
                     r"there until your work lands; your lines are all they wait for\)")
-YIELD_AFTER = 3
 GOES_FIRST = re.compile(r"GOES FIRST: '([^']+)' goes on over your live lines in (.+?): you")
 FIRST = re.compile(r"'([^']+)' goes first over your live lines in (.+?): you")
 
@@ -502,9 +499,8 @@ class Swarm:
         for path in waited_on(said):
             held = any(e.path == path for e in p.typed) or any(
                 e.path == path and e.commit >= p.committed for e in p.written)
-            left = p.steps_left(path)
-            if not held or path in orders or path in p.aside or not left or \
-                    (left < YIELD_AFTER and p.state != "wait"):
+            if not held or path in orders or path in p.aside or p.state != "wait" or \
+                    not p.steps_left(path):
                 continue
             orders[path] = LATER  # (others wait for these lines: done last, they go on)
         for path, holder in orders.items():

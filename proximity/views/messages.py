@@ -115,9 +115,10 @@ def goes_first(b: dict[str, Any]) -> str:
 
 
 # what a holder others wait on can do (its WAITED ON message)
-YIELD_LINES = ("land that change soon; if you cannot (other work left, or you wait on others "
-               "yourself), set your uncommitted change there aside (`git stash push -- PATH`) "
-               "and redo it after your other work: they go on as soon as it lands or leaves")
+YIELD_LINES = ("land that change soon; while you wait on others yourself, set your uncommitted "
+               "change there aside (`git stash push -- PATH`) and redo it after your other "
+               "work: they go on as soon as it lands or leaves (lines held while their holder "
+               "waits are one link of every gridlock)")
 
 
 def waited_on(b: dict[str, Any]) -> str:
