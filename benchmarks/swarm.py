@@ -227,6 +227,10 @@ class Rules:
     # change of each conflicting file on top of the trunk, keeping both sides' lines (git's
     # union merge), one file a step at its own pace, then the landing is tried again
     resolve: str = "theirs"
+    # a holder told that others wait for its lines alone sets them aside while it waits on
+    # others itself (WAITED ON; off by default: it shortened a single hot file's chain and
+    # lengthened many files' contention in the runs it was tried in)
+    yield_lines: bool = False
 
 
 class Swarm:
@@ -496,7 +500,7 @@ class Swarm:
         orders = steer_orders(said)
         alive = {o.name for o in self.people if o.state != "landed"}
         moved = False
-        for path in waited_on(said):
+        for path in waited_on(said) if self.rules.yield_lines else ():
             held = any(e.path == path for e in p.typed) or any(
                 e.path == path and e.commit >= p.committed for e in p.written)
             if not held or path in orders or path in p.aside or p.state != "wait" or \
@@ -1104,6 +1108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "FIRST says (the default)")
     ap.add_argument("--ignore-goes-first", dest="follow_goes_first", action="store_false",
                     help="participants ignore GOES FIRST (the runs before the default changed)")
+    ap.add_argument("--yield-lines", action="store_true",
+                    help="a holder told that others wait for its lines alone (WAITED ON) sets "
+                    "its uncommitted change there aside while it waits on others itself, "
+                    "and redoes it after its other work")
     ap.add_argument("--no-sync", action="store_true",
                     help="coordinated participants do not rebase when the trunk moved")
     ap.add_argument("--keep", help="keep the repositories under this directory")
@@ -1155,7 +1163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 save_assignment(base, key, a)
         humans = frozenset(random.Random(args.seed).sample(range(args.agents), args.humans))
         rules = Rules(args.stall, not args.no_post, not args.no_sync, args.land_from, humans,
-                      args.verify, args.reask, args.follow_goes_first, args.resolve)
+                      args.verify, args.reask, args.follow_goes_first, args.resolve,
+                      args.yield_lines)
         for policy in POLICIES if args.policy == "all" else (args.policy,):
             root = os.path.join(work, policy)
             os.makedirs(root)
@@ -1164,6 +1173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(report(t, a, {"repository": git_dir, "seed": args.seed,
                                          "contention": args.contention,
                                          "follow_goes_first": args.follow_goes_first,
+                                         "yield_lines": args.yield_lines,
                                          "resolve": args.resolve,
                                          "verify": args.verify or "compile"}))
             print(f"{policy:13} landed {t.landed}/{t.agents} conflicts {t.conflicts_at_landing}"

@@ -1588,6 +1588,7 @@ def test_a_holder_is_told_who_waits_for_its_lines_until_that_wait_ends(pair, cap
     assert "WAITED ON: 'a' waits for your live lines in app.txt" in shown, shown
     assert "your lines are all they wait for" in shown
     assert "git stash push -- PATH" in shown and "after your other work" in shown
+    assert "go on as soon as that change lands" in shown
     assert told(a) == []  # (the waiter is told nothing of the kind)
     # asking again while it waits: no second message
     assert run_check(a, "app.txt:10-14", capsys=capsys)[1]["decision"] == "deny"

@@ -114,11 +114,9 @@ def goes_first(b: dict[str, Any]) -> str:
             f"longest.\n  {SET_ASIDE}")
 
 
-# what a holder others wait on can do (its WAITED ON message)
-YIELD_LINES = ("land that change soon; while you wait on others yourself, set your uncommitted "
-               "change there aside (`git stash push -- PATH`) and redo it after your other "
-               "work: they go on as soon as it lands or leaves (lines held while their holder "
-               "waits are one link of every gridlock)")
+# what a holder others wait on alone can do (its WAITED ON message)
+YIELD_LINES = ("they go on as soon as that change lands, or leaves: an uncommitted one can be "
+               "set aside (`git stash push -- PATH`) and redone after your other work")
 
 
 def waited_on(b: dict[str, Any]) -> str:
