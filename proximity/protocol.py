@@ -188,7 +188,6 @@ if TYPE_CHECKING:
         partial_snapshots: int  # snapshots built from the paths the watcher named
         early_syncs: int  # requests synced by their hook script's cookie
         read_ahead: int  # gates' verdicts read while their hook started (cookie hints)
-        staged_ahead: int  # commits' verdicts read when the worktree's index moved (an add)
         turned_away: dict[str, int]  # connections closed unserved, by why
         last_ms: dict[str, float]  # how long the last request of each kind took
 

@@ -678,50 +678,6 @@ def test_a_gate_is_read_ahead_while_its_hook_starts_and_nothing_is_told_ahead(
     assert status()["read_ahead"] == ahead + 2
 
 
-def test_a_commit_is_read_ahead_from_the_add_that_stages_it(pair_of_repos):
-    """A worktree's index rewritten (a `git add`: a commit may follow at once) starts
-    reading what that commit's verdict reads, before git even runs the hook; nothing is
-    recorded or sent by it, and the commit that follows gets the verdict it gets in
-    process. Inside a rebase (git rewrites the index at every step) nothing is read."""
-    svc, inp = warm_pair(pair_of_repos)
-
-    def status() -> dict[str, Any]:
-        return status_of(svc)
-
-    before, counted = status(), count_events(svc)
-    git(svc.a, "add", "f.txt")
-    wait_for(lambda: status()["staged_ahead"] == before["staged_ahead"] + 1)
-    settle(svc)
-    assert count_events(svc) == counted
-    assert status()["messages_sent"] == before["messages_sent"]
-    git(inp.a, "add", "f.txt")
-    out = {name: subprocess.run(["git", "commit", "-q", "-m", "a"], cwd=r.a,
-                                capture_output=True, text=True, timeout=120,
-                                env={**os.environ, **env})
-           for name, r, env in (("svc", svc, on()), ("inp", inp, off()))}
-    assert out["svc"].returncode == out["inp"].returncode == 0
-    assert "ADVISORY with worktree 'b'" in out["svc"].stderr
-    assert inbox_first(norm(out["svc"].stderr, svc))[1] == norm(out["inp"].stderr, inp)
-    assert status()["answered"]["hook_fallback"] == 0
-
-    # stopped inside a rebase of a's last commit: an add there reads nothing ahead
-    settle(svc)
-    quiet = {"GIT_SEQUENCE_EDITOR": "sed -i 1s/^pick/edit/", **off()}
-    git(svc.a, "rebase", "-q", "-i", "HEAD~1", env=quiet)
-    assert os.path.isdir(os.path.join(gitio.Repo(str(svc.a)).gitdir, "rebase-merge"))
-    settle(svc)
-    n = status()["staged_ahead"]
-    edit(svc.a / "g.txt", 1, 2, "amended in the rebase")
-    git(svc.a, "add", "g.txt")
-    # b's add after it is read ahead: the watcher reported a's index (before it) by then
-    edit(svc.b / "g.txt", 30, 31, "from b")
-    git(svc.b, "add", "g.txt")
-    wait_for(lambda: status()["staged_ahead"] == n + 1)
-    settle(svc)
-    assert status()["staged_ahead"] == n + 1
-    git(svc.a, "rebase", "--abort", env=off())
-
-
 def test_a_repeated_deny_check_reuses_the_siblings_diff(pair_of_repos):
     """The service keeps a sibling's parsed diff by the file's content: the
     same deny again runs no `git diff`, and a new save of that file is diffed again."""

@@ -317,7 +317,6 @@ class Dispatch:
                 "partial_snapshots": air.snapshots.partials if air else 0,
                 "early_syncs": self.cookies.early_syncs,
                 "read_ahead": self.scheduler.read_ahead,
-                "staged_ahead": self.scheduler.staged_ahead,
                 "turned_away": dict(st.turned_away), "last_ms": dict(st.last_ms)}
 
 

@@ -1,10 +1,8 @@
 """Watching worktrees' files (inotify through watchfiles), for the resident service.
 
 Reports batches of changed paths, debounced: a burst of saves is one batch. Git's own
-internals (any ``.git`` path component) never count, but for the sync cookies and the
-worktrees' index files (a commit may follow a `git add` at once: ``staged_in``); paths git
-ignores are filtered by the caller, which asks git (``ignored``), since only git knows its
-ignore rules.
+internals (any ``.git`` path component) never count; paths git ignores are filtered by
+the caller, which asks git (``ignored``), since only git knows its ignore rules.
 """
 
 from __future__ import annotations
@@ -22,25 +20,6 @@ COOKIE = os.sep + os.path.join(layout.ECM, "cookies") + os.sep  # sync cookies (
 
 def outside_git(path: str) -> bool:
     return ".git" not in path.split(os.sep)
-
-
-INDEX = os.sep + "index"
-
-
-def staged_in(path: str, common: str) -> str | None:
-    """Whose index file ``path`` is, in the repository whose common dir is ``common``
-    (its real path): the linked worktree's admin name, "" for the main checkout's; None
-    when it is no worktree's index. A `git add` rewrites it, and a commit may follow at
-    once (git's own internals are otherwise never reported)."""
-    if not path.endswith(INDEX):
-        return None
-    gitdir = os.path.dirname(path)
-    if gitdir == common:
-        return ""
-    admin = os.path.basename(gitdir)
-    if os.path.dirname(gitdir) == os.path.join(common, "worktrees") and admin:
-        return admin
-    return None
 
 
 def top_roots(roots: Iterable[str]) -> list[str]:
@@ -170,8 +149,7 @@ class Watcher:
                 # the first (empty) yield on timeout says the watches are in place: changes
                 # made after it are seen
                 for changes in watchfiles.watch(
-                        *roots, watch_filter=lambda _c, p: outside_git(p) or COOKIE in p
-                        or p.endswith(INDEX),
+                        *roots, watch_filter=lambda _c, p: outside_git(p) or COOKIE in p,
                         debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=self._restart,
                         rust_timeout=100, yield_on_timeout=True, raise_interrupt=False,
                         ignore_permission_denied=True):

@@ -11,10 +11,8 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from proximity import gitfiles
 from proximity.protocol import HOOK
 from proximity.service import fswatch
 from proximity.service.changes import Changes
@@ -36,7 +34,6 @@ FILES_QUIET = 0.5  # seconds without a file event before they run (a commit foll
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
 
 AHEAD = "ahead"  # a verdict's reading started when its hook script's cookie comes back
-STAGED = "staged"  # a commit's verdict's reading started when its worktree's index moved
 
 
 class Scheduler:
@@ -47,7 +44,6 @@ class Scheduler:
     def __init__(self, state: ServiceState, watcher: fswatch.Watcher,
                  cookies: Cookies) -> None:
         self.state, self.watcher, self.cookies = state, watcher, cookies
-        self.common = os.path.realpath(state.common)  # (as the watcher reports paths)
         self.air: WarmAirspace | None = None  # the warm airspace, once its baseline is done
         self.jobs: queue.PriorityQueue[tuple[int, int, Job]] = queue.PriorityQueue()
         self.seq = itertools.count()
@@ -56,8 +52,6 @@ class Scheduler:
         self.notes = PostNotes(state, self.put)
         self.ahead: set[tuple[str, str]] = set()  # (gate, admin) of queued AHEAD jobs
         self.read_ahead = 0  # AHEAD jobs run
-        self.staged: set[str] = set()  # admin names of queued STAGED jobs
-        self.staged_ahead = 0  # STAGED jobs run
         self.working = False
         self.background_since: float | None = None  # when the running background job began
 
@@ -75,9 +69,7 @@ class Scheduler:
         then release the sync cookies it carries (everything before them is pending)."""
         st = self.state
         cookies = {p for p in paths if fswatch.COOKIE in p}
-        staged = {p: a for p in paths - cookies
-                  if (a := fswatch.staged_in(p, self.common)) is not None}
-        paths = paths - cookies - set(staged)
+        paths = paths - cookies
         st.last_active = time.monotonic()
         if paths:
             st.last_file_event = st.last_active
@@ -88,16 +80,10 @@ class Scheduler:
                      if (h := self.cookies.seen(os.path.basename(p), p)) is not None}
             hints -= self.ahead
             self.ahead |= hints
-            adds = self.staging(staged.values()) - self.staged
-            self.staged |= adds
         for gate, admin in sorted(hints):
             # a gate's hook script has started its interpreter: what its verdict reads is
             # read now, beside it (the request then finds it warm)
             self.put(Job(AHEAD, admin, gate), 0)
-        for admin in sorted(adds):
-            # a worktree's index was rewritten: a `git add`, and a commit may follow at
-            # once (its hook's cookie comes later still: git refreshes the index first)
-            self.put(Job(STAGED, admin, "pre-commit"), 0)
         # a post-commit note only now: the batch's file changes are pending first, so
         # the commit it records is not taken from a warm state they have made stale (a
         # host that put unstaged edits back just before git ran the post-commit hook)
@@ -106,18 +92,6 @@ class Scheduler:
                 self.notes.seen(p)
         if first:
             self.put(Job("files"), 2)
-
-    def staging(self, admins: Iterable[str]) -> set[str]:
-        """Watcher thread: the worktrees (admin names) whose index was just rewritten
-        outside any rebase, merge or other sequence of commits: a `git add`, and a commit
-        may follow at once, so what its verdict reads is read now (a switch's or a
-        reset's read is wasted, and costs no hook anything)."""
-        out: set[str] = set()
-        for admin in admins:
-            gitdir = os.path.join(self.common, "worktrees", admin) if admin else self.common
-            if gitfiles.operation_in_progress(gitdir) is None:
-                out.add(admin)
-        return out
 
     def on_watching(self) -> None:
         """Watcher thread: new roots are watched; what changed while they were not is
@@ -286,11 +260,6 @@ class Scheduler:
             with self.state.lock:
                 self.ahead.discard((job.gate, job.agent))
             self.read_ahead += self.air.ahead(job.gate, job.agent)
-            return {"ok": True}
-        if job.op == STAGED:
-            with self.state.lock:
-                self.staged.discard(job.agent)
-            self.staged_ahead += self.air.ahead(job.gate, job.agent)
             return {"ok": True}
         if req is None:  # (posts: taken just now)
             return {"ok": True}
