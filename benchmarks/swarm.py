@@ -34,7 +34,10 @@ come free), until the holder named in the deny has landed, then rebases onto the
 trunk. Told that a wait cycle's first member goes over its live lines (GOES FIRST: its
 inbox, what its hooks hand it, its deny), it sets its uncommitted change of the files
 named aside and redoes it once that work has landed (``--ignore-goes-first``: it does not,
-as in the runs before that was the default). A commit's edits done, it commits through
+as in the runs before that was the default). Told that others wait for its lines alone
+(WAITED ON) while it waits on others itself, it sets its uncommitted change there aside
+and redoes it after its other work only with ``--yield-lines`` (it shortened a single hot
+file's chain and lengthened contention over many files). A commit's edits done, it commits through
 the real hooks (a person: several planned commits at once). All its commits made, it
 lands in finishing order, ``--land-from``:
 
