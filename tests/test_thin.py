@@ -592,29 +592,6 @@ def test_a_commit_made_the_instant_its_files_are_written(pair_of_repos):
                 if n.startswith("sync-")]
 
 
-def warm_pair(pair_of_repos) -> tuple[Repo, Repo]:  # type: ignore[no-untyped-def]
-    """The two repositories with the same live work, `svc`'s service started and idle."""
-    svc, inp = pair_of_repos()
-    same_states(svc, inp)
-    start(svc)
-    settle(svc)
-    return svc, inp
-
-
-def status_of(r: Repo) -> dict[str, Any]:
-    return dict(service_state(r.common)["status"])
-
-
-def count_events(r: Repo, agent: str | None = None) -> int:
-    """How many events the ledger holds (``agent``'s only, when named)."""
-    led = Ledger(os.path.join(r.common, "ecm"))
-    try:
-        q = "SELECT count(*) FROM events" + (" WHERE stream=?" if agent else "")
-        return int(led.db.execute(q, (agent,) if agent else ()).fetchone()[0])
-    finally:
-        led.close()
-
-
 def test_a_gate_is_read_ahead_while_its_hook_starts_and_nothing_is_told_ahead(
         pair_of_repos):
     """The hook script names the gate and the worktree in its sync cookie: the service
@@ -623,13 +600,21 @@ def test_a_gate_is_read_ahead_while_its_hook_starts_and_nothing_is_told_ahead(
     commit that follows gets the verdict it gets in process and is recorded once; the
     main checkout's commit and a push are read ahead too; a commit from a private index
     (`commit -a`) names no gate."""
-    svc, inp = warm_pair(pair_of_repos)
+    svc, inp = pair_of_repos()
+    same_states(svc, inp)
+    start(svc)
+    settle(svc)
 
     def status() -> dict[str, Any]:
-        return status_of(svc)
+        return dict(service_state(svc.common)["status"])
 
     def events(agent: str, r: Repo = svc) -> int:
-        return count_events(r, agent)
+        led = Ledger(os.path.join(r.common, "ecm"))
+        try:
+            return int(led.db.execute("SELECT count(*) FROM events WHERE stream=?",
+                                      (agent,)).fetchone()[0])
+        finally:
+            led.close()
 
     admin = os.path.basename(gitio.Repo(str(svc.a)).gitdir)
     before = status()
