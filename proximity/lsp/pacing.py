@@ -42,11 +42,10 @@ def reask() -> float:
 class Pacing:
     """One timer per document: when it fires, ``submit(uri)`` judges it."""
 
-    def __init__(self, submit: Callable[[str], None]) -> None:
-        self.submit = submit
-        self.loop: asyncio.AbstractEventLoop | None = None
+    def __init__(self, submit: Callable[[str], None],
+                 loop: Callable[[], asyncio.AbstractEventLoop | None]) -> None:
+        self.submit, self.loop = submit, loop  # (loop: the server's, once it has one)
         self.timers: dict[str, asyncio.TimerHandle] = {}
-        self.due: dict[str, float] = {}  # uri -> when its timer fires (monotonic)
         self.judged: dict[str, tuple[float, float]] = {}  # uri -> (ended, took)
         self.typed: dict[str, float] = {}  # uri -> when its last change came
         self.reask = reask()
@@ -54,26 +53,31 @@ class Pacing:
     def pending(self, uri: str) -> bool:
         return uri in self.timers
 
+    def due(self, uri: str) -> float | None:
+        """When ``uri``'s judgement is due (the loop's clock: monotonic), None: not asked."""
+        timer = self.timers.get(uri)
+        return None if timer is None else timer.when()
+
     def schedule(self, uri: str, delay: float) -> None:
         """Judge ``uri`` after ``delay`` seconds (a later call restarts the wait)."""
-        if self.loop is None:
+        loop = self.loop()
+        if loop is None:
             return
         old = self.timers.pop(uri, None)
         if old is not None:
             old.cancel()
-        self.timers[uri] = self.loop.call_later(delay, self._fire, uri)
-        self.due[uri] = time.monotonic() + delay
+        self.timers[uri] = loop.call_later(delay, self._fire, uri)
 
     def _fire(self, uri: str) -> None:
         self.timers.pop(uri, None)
-        self.due.pop(uri, None)
         self.submit(uri)
 
     def moved(self, uri: str) -> None:
         """A sibling's move: judge ``uri`` again once its pace allows (``paced``), unless
         a judgement is due sooner already (a keystroke's)."""
         delay = paced(self.judged.get(uri), time.monotonic())
-        if uri in self.timers and self.due.get(uri, 0.0) <= time.monotonic() + delay:
+        due = self.due(uri)
+        if due is not None and due <= time.monotonic() + delay:
             return
         self.schedule(uri, delay)
 
@@ -97,5 +101,5 @@ class Pacing:
         timer = self.timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
-        for kept in (self.due, self.judged, self.typed):
-            kept.pop(uri, None)
+        self.judged.pop(uri, None)
+        self.typed.pop(uri, None)

@@ -45,7 +45,7 @@ class Proximity(LanguageServer):
         self.docs: dict[str, Doc] = {}
         self.lock = threading.Lock()  # docs, as the live look reads them
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.pacing = Pacing(self.submit)
+        self.pacing = Pacing(self.submit, lambda: self.loop)
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="lsp-judge")
         self.recorder = ThreadPoolExecutor(1, thread_name_prefix="lsp-record")
         self.asker = ThreadPoolExecutor(1, thread_name_prefix="lsp-ask")
@@ -247,7 +247,7 @@ def build() -> Proximity:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: Proximity, params: types.InitializeParams) -> None:
-        ls.loop = ls.pacing.loop = asyncio.get_running_loop()
+        ls.loop = asyncio.get_running_loop()
         ls.looker.parent = params.process_id
 
     @server.feature(types.INITIALIZED)
