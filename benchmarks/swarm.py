@@ -127,13 +127,13 @@ from swarm_verify import Verifier, uncompiled
 
 POLICIES = ("none", "reservations", "proximity")
 HOLDER = re.compile(r"worktree '([^']+)'")
-# a wait cycle's first member going over this reader's lines: its inbox message, its deny
 # a holder told that others wait for its live lines alone (WAITED ON: all they wait for;
 # one waiting on others' lines as well would still wait) sets its uncommitted change there
 # aside and redoes it last while it waits on others itself for its other work (it would
-# hold the lines while it waits: one link of every gridlock)
+# hold the lines while it waits: one link of every gridlock), with --yield-lines
 WAITED = re.compile(r"WAITED ON: '([^']+)' waits for your live lines in (.+?) \(denied "
                     r"there until your work lands; your lines are all they wait for\)")
+# a wait cycle's first member going over this reader's lines: its inbox message, its deny
 GOES_FIRST = re.compile(r"GOES FIRST: '([^']+)' goes on over your live lines in (.+?): you")
 FIRST = re.compile(r"'([^']+)' goes first over your live lines in (.+?): you")
 
@@ -507,7 +507,7 @@ class Swarm:
             held = any(e.path == path for e in p.typed) or any(
                 e.path == path and e.commit >= p.committed for e in p.written)
             if not held or path in orders or path in p.aside or p.state != "wait" or \
-                    not p.steps_left(path):
+                    not p.other_work(path):
                 continue
             orders[path] = LATER  # (others wait for these lines: done last, they go on)
         for path, holder in orders.items():

@@ -103,11 +103,10 @@ class Participant:
             seen.add(e.path)
         return found
 
-    def steps_left(self, but: str) -> int:
-        """Its turns of work still to do on files other than ``but`` (and those set aside)."""
-        n = len({(e.commit, e.path) for e in self.pending
-                 if e.path != but and e.path not in self.aside})
-        return -(-n // self.habits.files_per_save) * self.habits.pace
+    def other_work(self, but: str) -> bool:
+        """Whether it has edits still to do on files other than ``but`` (and those set
+        aside)."""
+        return any(e.path != but and e.path not in self.aside for e in self.pending)
 
     def set_aside(self, path: str, holder: str) -> list[Edit]:
         """Its written, uncommitted edits of ``path`` queued again (the caller puts the

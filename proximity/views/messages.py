@@ -115,7 +115,7 @@ def goes_first(b: dict[str, Any]) -> str:
 
 
 # what a holder others wait on alone can do (its WAITED ON message)
-YIELD_LINES = ("they go on as soon as that change lands, or leaves: an uncommitted one can be "
+YIELD_LINES = ("They go on as soon as that change lands, or leaves: an uncommitted one can be "
                "set aside (`git stash push -- PATH`) and redone after your other work")
 
 
@@ -126,5 +126,4 @@ def waited_on(b: dict[str, Any]) -> str:
             f"in {paths} (denied there until your work lands")
     if b.get("alone") is not True:  # (set aside, their other waits would still hold them)
         return head + "; they wait on others' lines as well).\n  Land that change soon"
-    return (head + "; your lines are all they wait for).\n  "
-            f"{YIELD_LINES[0].upper() + YIELD_LINES[1:]}")
+    return head + f"; your lines are all they wait for).\n  {YIELD_LINES}"
