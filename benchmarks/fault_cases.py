@@ -235,6 +235,25 @@ def corrupt_config() -> Row:
                    verdict(p), took)
 
 
+def damaged_object() -> Row:
+    """A committed blob's loose file replaced by a cut-short copy (a bad restore) while the
+    service runs: libgit2 would loop forever on it."""
+    with space() as s:
+        env = {**s.env, "PROXIMITY_SERVICE": "1", "PROXIMITY_SERVICE_IDLE": "60"}
+        run(s.main, PY, "-m", "proximity", "service", "start", env=env)
+        try:
+            oid = git(s.main, "rev-parse", "feat/a:f.txt", env=s.env)
+            loose = s.main / ".git" / "objects" / oid[:2] / oid[2:]
+            whole = loose.read_bytes()
+            loose.unlink()
+            loose.write_bytes(whole[:len(whole) // 2])
+            p, took = push(s, {"PROXIMITY_SERVICE": "1"})
+        finally:
+            run(s.main, PY, "-m", "proximity", "service", "stop", env=env)
+        return Row("a committed object's loose file cut short (a bad copy), service on",
+                   said(p.stderr, "damaged"), verdict(p), took)
+
+
 def read_only_ledger() -> Row | None:
     if shutil.which("unshare") is None or os.getuid() != 0:
         return None
@@ -356,6 +375,7 @@ CASES: list[Callable[[], Row | None]] = [
     knob("PROXIMITY_PYTHON", "/bin/false"),
     knob("PROXIMITY_PYTHON", "/bin/true"),
     corrupt_config,
+    damaged_object,
     unreadable_sibling,
     read_only_ledger,
     vanished_refs,

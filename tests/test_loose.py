@@ -1,14 +1,24 @@
 """Loose object files checked before libgit2 reads them (gitio/loose.py): real objects
-git wrote, cut short, garbled or lying about their size."""
+git wrote, cut short, garbled or lying about their size. libgit2 loops forever on one cut
+short, holding the interpreter, so nothing may hand it one: every path says which object,
+in one line, and goes on (the hooks, the resident service, which keeps answering,
+`doctor`), and a service that wedged anyway is ended by `proximity service stop`. Real
+repositories, real hooks, a real service process and real signals."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import subprocess
+import time
 import zlib
 from pathlib import Path
 
-from conftest import git, init_repo
+from conftest import git, init_repo, lines
 
 from proximity import gitio
+from proximity.gitio import loose
 from proximity.gitio.loose import damage, loose_file
 
 
@@ -75,3 +85,161 @@ def test_a_tree_written_over_a_cut_short_loose_file_of_its_id_is_never_read(tmp_
     assert git(repo, "rev-parse", f"{tree}:newe").stdout.strip() == sub
     head = git(repo, "rev-parse", "HEAD").stdout.strip()
     assert "git cannot read it" in (gitio.Repo(str(repo)).unreadable(tree, head) or "")
+
+
+def test_the_audit_finds_a_new_damaged_file_and_keeps_what_it_found_whole(tmp_path):
+    """A directory found whole is not listed again until its mtime moves; a cut-short
+    file added to it is then found. What was found whole is kept for the next process,
+    and an audit told to distrust it inflates everything again."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    objects = str(repo / ".git" / "objects")
+    keep = str(tmp_path / "kept")
+    old = time.time() - 3600
+    for d in Path(objects).iterdir():
+        os.utime(d, (old, old))
+    first = loose.Audit()
+    assert first.damaged([objects], keep) is None and first.trusted
+    assert loose.Audit().damaged([objects], keep) is None  # (the next process: kept)
+    _, path = _loose(repo, "".join(f"line {i}\n" for i in range(5000)))
+    whole = path.read_bytes()
+    path.unlink()
+    path.write_bytes(whole[:len(whole) // 2])  # a bad copy: its directory's mtime moves
+    found = first.damaged([objects], keep)
+    assert found is not None and found[0] == str(path) and "cut short" in found[1]
+    path.unlink()
+    path.write_bytes(whole)
+    os.utime(path.parent, (old, old))  # (mended long ago: trusted, and kept)
+    assert first.damaged([objects], keep) is None
+    with open(path, "r+b") as fh:  # cut short in place: its directory as it was
+        fh.truncate(len(whole) // 2)
+    os.utime(path.parent, (old, old))
+    trusting = loose.Audit()
+    assert trusting.damaged([objects], keep) is None  # (not looked at again: kept whole)
+    trusting.distrust()
+    found = trusting.damaged([objects], keep)
+    assert found is not None and found[0] == str(path)
+    assert loose.Audit().damaged([objects], keep) is not None  # (the kept audit replaced)
+
+
+PY = os.environ.get("PROXIMITY_TEST_PYTHON") or __import__("sys").executable
+ENV = {"PROXIMITY_HOOK_TIMEOUT": "60", "PROXIMITY_SERVICE": "1",
+       "PROXIMITY_SERVICE_IDLE": "120"}
+BIG = "".join(f"committed line {i} {i * i}\n" for i in range(20000))
+
+
+def run(cwd: Path, *args: str, timeout: float = 50) -> subprocess.CompletedProcess[str]:
+    """A command with the tests' environment; one that outlives ``timeout`` (a wedge the
+    hook's own 60 s limit would end) fails the test."""
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **ENV}, timeout=timeout)
+
+
+def repo_with_big_file(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    """A hooked main checkout whose base commit holds big.txt as a loose object, a bare
+    origin, and worktrees a and b whose pushes collide on f.txt; the loose file's path."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    main = init_repo(tmp_path / "main", {"f.txt": lines(20), "big.txt": BIG})
+    git(main, "remote", "add", "origin", str(remote))
+    git(main, "push", "-q", "origin", "HEAD:main")
+    assert run(main, PY, "-m", "proximity", "install").returncode == 0
+    a, b = tmp_path / "wt-a", tmp_path / "wt-b"
+    for wt, br in ((a, "feat/a"), (b, "feat/b")):
+        git(main, "worktree", "add", "-q", "-b", br, str(wt))
+        (wt / "f.txt").write_text(lines(20).replace("line 10\n", f"line 10 by {br}\n"))
+        git(wt, "commit", "-qam", f"f.txt by {br}")
+    oid = git(main, "rev-parse", "HEAD:big.txt").stdout.strip()
+    path = main / ".git" / "objects" / oid[:2] / oid[2:]
+    assert path.is_file() and loose.damage(str(path)) is None
+    return main, a, b, path
+
+
+def service_pid(main: Path) -> int:
+    return int(json.loads((main / ".git" / "ecm" / "service.json").read_text())["pid"])
+
+
+def said(out: str, oid: str) -> list[str]:
+    return [ln for ln in out.splitlines() if f"git object {oid[:12]} is damaged" in ln]
+
+
+def test_a_committed_object_cut_short_is_named_and_the_service_keeps_answering(tmp_path):
+    """A committed blob's loose file replaced by a cut-short copy while the service runs:
+    the commit and the push say which object in one line (the push: the guard is OFF for
+    it) and finish; the service still answers and names it; `doctor` fails on it. Mended,
+    the next commit is judged as ever."""
+    main, a, b, path = repo_with_big_file(tmp_path)
+    oid = path.parent.name + path.name
+    whole = path.read_bytes()
+    assert run(main, PY, "-m", "proximity", "service", "start").returncode == 0
+    try:
+        path.unlink()  # a bad copy: a new file, half of it
+        path.write_bytes(whole[:len(whole) // 2])
+        (a / "big.txt").write_text(BIG + "a's live line\n")  # the service diffs it
+        (b / "n.txt").write_text("x\n")
+        git(b, "add", "n.txt")
+        c = run(b, "git", "commit", "-qm", "n")
+        assert c.returncode == 0, c.stderr
+        assert len(said(c.stderr, oid)) == 1 and "cut short" in c.stderr, c.stderr
+        assert "stopped after" not in c.stderr, c.stderr
+        p = run(b, "git", "push", "-q", "origin", "feat/b")
+        off = [ln for ln in said(p.stderr, oid) if "the push guard is OFF for this push" in ln]
+        assert p.returncode == 0 and len(off) == 1, p.stderr
+        st = run(main, PY, "-m", "proximity", "service", "status", "--json")
+        state = json.loads(st.stdout)
+        assert state["running"] and isinstance(state["status"], dict), st.stdout
+        assert oid[:12] in (state["status"]["error"] or ""), state["status"]
+        doc = run(main, PY, "-m", "proximity", "doctor")
+        assert doc.returncode == 1 and any(
+            ln.startswith("[fail] objects:") and oid[:12] in ln
+            for ln in doc.stdout.splitlines()), doc.stdout
+        path.unlink()  # mended: the whole file back (as a fetch of it would)
+        path.write_bytes(whole)
+        (b / "n.txt").write_text("x\ny\n")
+        git(b, "add", "n.txt")
+        c = run(b, "git", "commit", "-qm", "n again")
+        assert c.returncode == 0 and not said(c.stderr, oid), c.stderr
+        assert "warning" not in c.stderr, c.stderr
+    finally:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            os.kill(service_pid(main), 9)
+
+
+def test_a_service_wedged_on_an_object_damaged_in_place_is_ended_by_service_stop(tmp_path):
+    """A loose file found whole, then cut short in place (its directory unchanged, so the
+    service's audit does not look again): the service wedges in libgit2 and stops
+    answering. A commit meanwhile judges in process, where the audit trusts nothing kept
+    (the service went unanswered) and names the object; `proximity service stop` ends the
+    wedged service by signal, and says so."""
+    main, a, b, path = repo_with_big_file(tmp_path)
+    oid = path.parent.name + path.name
+    old = time.time() - 3600  # the fan-out directory unchanged for an hour: trusted
+    os.utime(path.parent, (old, old))
+    assert run(main, PY, "-m", "proximity", "service", "start").returncode == 0
+    pid = service_pid(main)
+    try:
+        path.chmod(0o600)
+        with open(path, "r+b") as fh:  # in place: the same file, its directory untouched
+            fh.truncate(path.stat().st_size // 2)
+        os.utime(path.parent, (old, old))
+        (a / "big.txt").write_text(BIG + "a's live line\n")
+        end = time.monotonic() + 30
+        while time.monotonic() < end:  # until it wedges reading big.txt's blob
+            st = run(main, PY, "-m", "proximity", "service", "status", "--json")
+            if json.loads(st.stdout)["status"] is None:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the service never read the damaged object")
+        (b / "n.txt").write_text("x\n")
+        git(b, "add", "n.txt")
+        c = run(b, "git", "commit", "-qm", "n")
+        assert c.returncode == 0 and len(said(c.stderr, oid)) == 1, c.stderr
+        assert "stopped after" not in c.stderr, c.stderr
+        stop = run(main, PY, "-m", "proximity", "service", "stop")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert f"pid {pid}" in stop.stdout and "ended with SIGKILL" in stop.stdout, stop.stdout
+        assert not Path(f"/proc/{pid}").exists() or \
+            Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[-1][:1] in "ZX"
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)

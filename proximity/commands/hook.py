@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from proximity import knobs, ledger, thin
 from proximity.errors import FatalError
+from proximity.gitio import loose
 from proximity.hooks import stages
 from proximity.hooks.inputs import HookCall, blocked_exit, pushed_refs, read_stdin
 from proximity.hooks.stages import recording_off_line
@@ -96,6 +97,8 @@ def run(call: HookCall) -> int:
 
 def _run(call: HookCall) -> int:
     stage = call.stage
+    if call.request is not None:  # (the service did not answer it: loose.Audit.distrust)
+        loose.AUDIT.distrust()
     try:
         ctx = workspace.open_context(os.getcwd(), check_git=stage != "snapshot",
                                      strict=False, say=stages.says_config(stage))

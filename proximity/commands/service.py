@@ -38,11 +38,20 @@ def start(common: str, timeout: float = 30.0) -> bool:
 
 
 def stop(common: str, timeout: float = 10.0) -> bool:
-    """Ask the service to shut down and wait until its lock is free."""
+    """Ask the service to shut down and wait until its lock is free (see ``ended``)."""
+    return ended(common, timeout) is not None
+
+
+def ended(common: str, timeout: float = 10.0) -> str | None:
+    """Ask the service to shut down and wait until its lock is free; one that neither
+    answers nor goes within ``timeout`` (wedged, stopped) is ended by signal. How it
+    went: "" asked, or the signal that ended it; None: it is still there."""
     if not client._alive(common):
-        return True
-    client.request(common, {"op": "shutdown"}, budget=1.0)
-    return _wait(time.monotonic() + timeout, False, common)
+        return ""
+    answered = client.request(common, {"op": "shutdown"}, budget=1.0) is not None
+    if _wait(time.monotonic() + (timeout if answered else min(timeout, 5.0)), False, common):
+        return ""
+    return client.end(common)
 
 
 def _text(state: ServiceReport) -> str:
@@ -81,12 +90,13 @@ def run(args: argparse.Namespace) -> int:
         ok = start(common)
     elif args.action == "stop":
         before = service_state(common)
-        ok = stop(common)
+        how = ended(common)
+        ok = how is not None
         if before["running"]:  # what was running, read before it is gone
             st, rec = (x if isinstance(x, dict) else {}
                        for x in (before.get("status"), before.get("recorded")))
             stopped = {"pid": st.get("pid") or rec.get("pid"), "uptime": st.get("uptime"),
-                       "worktrees": st.get("worktrees")}
+                       "worktrees": st.get("worktrees"), "signal": how or None}
     state = service_state(common)
     if args.json:
         doc = {"action": args.action, "ok": ok, **state}
@@ -111,7 +121,9 @@ def _stopped(stopped: dict[str, object] | None, common: str) -> str:
         return f"proximity: no service was running for {common}"
     up = stopped.get("uptime")
     trees = stopped.get("worktrees")
+    sig = stopped.get("signal")
     return (f"proximity: stopped the service of {common}: pid {stopped.get('pid')}"
             + (f", up {up:.0f} s" if isinstance(up, (int, float)) else "")
             + (f", watching {', '.join(str(t) for t in trees)}"
-               if isinstance(trees, list) and trees else ""))
+               if isinstance(trees, list) and trees else "")
+            + (f" (it did not answer: ended with {sig})" if sig else ""))

@@ -20,7 +20,7 @@ from proximity.gitfiles import (
     checkout_of,
     populating,
 )
-from proximity.gitio import listing
+from proximity.gitio import listing, loose
 from proximity.gitio.listing import WorktreeInfo
 from proximity.gitio.run import At, Where, away_env, git
 from proximity.gitio.store import ObjectStore, refused_write
@@ -215,11 +215,29 @@ class RepoCore:
     def pg(self) -> pygit2.Repository:
         """The pygit2 repository, opened on first use (a snapshot hook never needs it)."""
         if self._pg is None:
+            self.check_loose()
             self._pg = _pygit2().Repository(self.gitdir)
             self._pg_alts = set()
             self._see()
         assert self._pg is not None
         return self._pg
+
+    def check_loose(self) -> None:
+        """Raise FatalError, saying which, when a loose object file of the repository
+        does not inflate whole: libgit2 would wedge on it (loose.py), so nothing here
+        reads the repository through libgit2 until it is mended. git's own commands
+        fail on that object too, each its own way."""
+        ecm = self.ecm_dir
+        keep = os.path.join(ecm, loose.KEPT) if os.path.isdir(ecm) and \
+            owned.why_not_private(ecm) is None else None
+        found = loose.AUDIT.damaged(loose.alternates(os.path.join(self.common, "objects")),
+                                    keep)
+        if found:
+            path, wrong = found
+            oid = os.path.basename(os.path.dirname(path)) + os.path.basename(path)
+            raise FatalError(f"git object {oid[:12]} is damaged: its loose file {path} "
+                             f"{wrong}; proximity cannot read this repository safely until "
+                             "it is mended (`git fsck` names what is damaged)")
 
     # -- the objects of live work (see store.py) ----------------------------------------
     @property

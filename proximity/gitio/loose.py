@@ -12,7 +12,11 @@ bounded pieces: one that does not inflate whole is named, never handed to libgit
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import threading
+import time
 import zlib
 from collections.abc import Sequence
 
@@ -67,3 +71,130 @@ def damage(path: str) -> str | None:
     if int(size) != body:
         return f"holds {body} bytes where its header says {int(size)}"
     return None
+
+
+FANS = frozenset(f"{i:02x}" for i in range(256))  # git's fan-out directory names
+KEPT = "loose-audit"  # in the ecm dir: the fan-out directories found whole, for the next process
+TRUSTED_AGE_NS = 2_000_000_000  # a directory changed this recently may change again unseen
+
+
+class Audit:
+    """Every loose object file of the repository's object directories, inflated once
+    before libgit2 may read it: libgit2 would wedge on one cut short (a crash while git
+    wrote it, a bad copy), committed objects included, which git's listing of a live
+    state never names. A fan-out directory is listed again only once its mtime moved;
+    one that moved within TRUSTED_AGE_NS of the audit is listed again next time too (a
+    file added within the same clock tick leaves the mtime as it was, as git's racy
+    index). A file damaged in place after it was found whole is not seen again (git
+    writes a loose file once, whole, and renames it into place). A call costs a stat of
+    each fan-out directory; what was found whole is kept for the next process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.trusted: dict[str, int] = {}  # fan-out dir -> its mtime when found whole
+        self.whole: set[tuple[str, int, int, int]] = set()  # files found whole (path, stat)
+        self.loaded: set[str] = set()  # kept files read
+
+    def distrust(self) -> None:
+        """Inflate every loose file again, the kept audit unread: the service went
+        unanswered, which a file damaged in place after its audit would also explain."""
+        with self.lock:
+            self.trusted.clear()
+            self.whole.clear()
+            self.loaded.add("")  # (a marker: no kept file is read in this process)
+
+    def damaged(self, roots: Sequence[str], keep: str | None = None) -> tuple[str, str] | None:
+        """The first loose file under ``roots`` (object directories) that does not
+        inflate whole, as (its path, what is wrong); None: libgit2 may read them all.
+        ``keep``: the file the directories found whole are kept in across processes."""
+        with self.lock:
+            if keep and keep not in self.loaded and "" not in self.loaded:
+                self.loaded.add(keep)
+                self._load(keep)
+            before = len(self.trusted)
+            found = None
+            now = time.time_ns()
+            for root in roots:
+                found = self._root(root, now)
+                if found:
+                    break
+            if keep and (found or len(self.trusted) != before):
+                self._save(keep)  # (found: the kept audit, which missed it, is replaced)
+            return found
+
+    def _root(self, root: str, now: int) -> tuple[str, str] | None:
+        try:
+            with os.scandir(root) as it:  # (the fan-out directories there are)
+                fans = [e.path for e in it if len(e.name) == 2 and e.name in FANS]
+        except OSError:
+            return None
+        trusted = self.trusted
+        for d in fans:
+            try:
+                mtime = os.stat(d).st_mtime_ns
+            except OSError:
+                continue
+            if trusted.get(d) == mtime:
+                continue
+            self.trusted.pop(d, None)
+            try:
+                with os.scandir(d) as it:
+                    entries = [e for e in it if len(e.name) in (38, 62)]
+            except OSError:
+                continue  # (a temporary file of git's is not an object)
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                # (a file replaced under the same name is another file)
+                seen = (entry.path, st.st_ino, st.st_size, st.st_mtime_ns)
+                if seen in self.whole:
+                    continue
+                wrong = damage(entry.path)
+                if wrong:
+                    return entry.path, wrong
+                self.whole.add(seen)
+            if now - mtime > TRUSTED_AGE_NS:
+                self.trusted[d] = mtime
+        return None
+
+    def _load(self, keep: str) -> None:
+        try:
+            with open(keep, encoding="utf-8") as fh:
+                got = json.load(fh)
+        except (OSError, ValueError):
+            return
+        if isinstance(got, dict):
+            self.trusted.update({k: v for k, v in got.items()
+                                 if isinstance(k, str) and type(v) is int})
+
+    def _save(self, keep: str) -> None:
+        tmp = f"{keep}.{os.getpid()}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self.trusted, fh)
+            os.replace(tmp, keep)
+        except OSError:  # (a full disk, a read-only ledger: audited again next time)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+AUDIT = Audit()  # one a process: the service's threads share it
+
+
+def alternates(objects: str) -> list[str]:
+    """``objects`` and the object directories its info/alternates names (git's rule:
+    one per line, relative to ``objects``; comments and blank lines skipped)."""
+    out = [objects]
+    try:
+        with open(os.path.join(objects, "info", "alternates"), encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return out
+    for line in lines:
+        line = line.strip()
+        if line and not line.startswith("#"):
+            out.append(os.path.normpath(os.path.join(objects, line)))
+    return out

@@ -196,6 +196,14 @@ def request(common: str, msg: Request, budget: float = HOOK_BUDGET,
 def stopped(common: str) -> int | None:
     """The pid of this repository's service when it is stopped (SIGSTOP, a debugger): it
     holds the lock and its socket takes connections, but answers nothing, ever."""
+    found = service_process(common)
+    return found[0] if found is not None and found[1] in (b"T", b"t") else None
+
+
+def service_process(common: str) -> tuple[int, bytes] | None:
+    """This repository's service as its state file names it, and its scheduler state
+    (``R``, ``S``, ``T`` ...): only a process of this user's that runs proximity's
+    service for this very common dir (a recycled pid is someone else's)."""
     try:
         with open(layout.service_state(common), "rb") as fh:
             text = fh.read(4096).decode("ascii", "replace")
@@ -216,7 +224,31 @@ def stopped(common: str) -> int | None:
     except (OSError, IndexError):
         return None
     ours = SERVICE_MODULE.encode() in args and os.fsencode(common) in args
-    return pid if ours and state in (b"T", b"t") else None
+    return (pid, state) if ours else None
+
+
+def end(common: str, grace: float = 2.0) -> str | None:
+    """End this repository's service by signal, as `kill` would: TERM, then KILL once
+    ``grace`` seconds pass with its lock still held (a process wedged inside a library
+    call holding the interpreter never runs its TERM handler; a stopped one takes only
+    KILL). The signal that ended it; None: no service of ours was there to end."""
+    found = service_process(common)
+    if found is None:
+        return None
+    pid, state = found
+    for sig, name in ((15, "SIGTERM"), (9, "SIGKILL")):
+        if sig == 15 and state in (b"T", b"t"):
+            continue
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            return name if not _alive(common) else None
+        until = time.monotonic() + grace
+        while time.monotonic() < until:
+            if not _alive(common):
+                return name
+            time.sleep(0.02)
+    return None
 
 
 def replace_stopped(common: str) -> bool:

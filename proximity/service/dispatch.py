@@ -305,7 +305,7 @@ class Dispatch:
         return {"pid": os.getpid(), "common": st.common,
                 "socket": layout.socket_path(st.common), "started": st.started,
                 "uptime": round(time.time() - st.started, 3), "idle_timeout": st.idle,
-                "ready": air is not None, "error": st.error or watcher.error,
+                "ready": air is not None, "error": st.error or watcher.error or st.damaged,
                 "worktrees": sorted(air.snapshots.paths) if air else [],
                 "watching": list(watcher.roots), "requests": st.requests,
                 "busy": self.scheduler.busy(),

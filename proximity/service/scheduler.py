@@ -13,6 +13,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from proximity.errors import FatalError
 from proximity.protocol import HOOK
 from proximity.service import fswatch
 from proximity.service.changes import Changes
@@ -32,6 +33,10 @@ QUIET = 2.0  # seconds without a hook request before background rescans run
 FILES_QUIET = 0.5  # seconds without a file event before they run (a commit follows its add)
 
 BUSY = 0.2  # a request that finds a background job running longer is refused at once
+
+# at most this often, before a job, the repository's loose objects are audited (a new
+# one cut short is a crash's or a bad copy's: rare, and never this service's own write)
+AUDIT_EVERY = 1.0
 
 AHEAD = "ahead"  # a verdict's reading started when its hook script's cookie comes back
 
@@ -54,6 +59,7 @@ class Scheduler:
         self.read_ahead = 0  # AHEAD jobs run
         self.working = False
         self.background_since: float | None = None  # when the running background job began
+        self.audited = 0.0  # when the loose objects were last found whole
 
     def put(self, job: Job, priority: int) -> None:
         self.jobs.put((priority, next(self.seq), job))
@@ -186,6 +192,16 @@ class Scheduler:
         self.background_since = time.monotonic() if prio > 0 else None
         try:
             t0 = time.perf_counter()
+            if self.air is not None and time.monotonic() - self.audited > AUDIT_EVERY:
+                # a loose object libgit2 would wedge on fails this job, saying which,
+                # before anything reads: the hook then judges in process, and says so
+                try:
+                    self.air.ctx.repo.check_loose()
+                except FatalError as e:
+                    self.state.damaged = str(e)
+                    raise
+                self.state.damaged = None
+                self.audited = time.monotonic()
             job.answer = self._background(job) if prio > 0 else self._do(job)
             stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
                 else job.gate

@@ -42,6 +42,7 @@ class ServiceState:
         self.last_request = 0.0  # when the last hook or scan request came
         self.last_file_event = 0.0
         self.error: str | None = None  # why the warm airspace could not start
+        self.damaged: str | None = None  # a loose object it must not read (gitio/loose.py)
         self.requests = 0
         self.answered = dict.fromkeys(("hook", "hook_fallback", "check", "check_fallback"), 0)
         # connections closed unserved: another uid at the other end, or every slot taken
