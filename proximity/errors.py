@@ -9,6 +9,10 @@ class FatalError(RuntimeError):
     exit_code = 1
 
 
+class DamagedObject(FatalError):
+    """A loose object of the repository's that libgit2 would wedge on (gitio/loose.py)."""
+
+
 class NotARepository(FatalError):
     pass
 

@@ -13,6 +13,7 @@ import os
 import subprocess
 import time
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 from conftest import git, init_repo, lines
@@ -204,42 +205,74 @@ def test_a_committed_object_cut_short_is_named_and_the_service_keeps_answering(t
             os.kill(service_pid(main), 9)
 
 
-def test_a_service_wedged_on_an_object_damaged_in_place_is_ended_by_service_stop(tmp_path):
+def test_a_service_wedged_on_an_object_damaged_in_place_is_ended(tmp_path):
     """A loose file found whole, then cut short in place (its directory unchanged, so the
     service's audit does not look again): the service wedges in libgit2 and stops
-    answering. A commit meanwhile judges in process, where the audit trusts nothing kept
-    (the service went unanswered) and names the object; `proximity service stop` ends the
-    wedged service by signal, and says so."""
+    answering. `proximity service stop` ends it by signal, and says so. A service
+    started again wedges again on what it kept; a commit then judges in process, where
+    the audit trusts nothing kept (the service went unanswered): it names the object and
+    ends the wedged service, and the next `service start` refuses at once, naming it."""
     main, a, b, path = repo_with_big_file(tmp_path)
     oid = path.parent.name + path.name
     old = time.time() - 3600  # the fan-out directory unchanged for an hour: trusted
     os.utime(path.parent, (old, old))
-    assert run(main, PY, "-m", "proximity", "service", "start").returncode == 0
-    pid = service_pid(main)
+    pids = []
     try:
+        assert run(main, PY, "-m", "proximity", "service", "start").returncode == 0
+        pids.append(service_pid(main))
         path.chmod(0o600)
         with open(path, "r+b") as fh:  # in place: the same file, its directory untouched
             fh.truncate(path.stat().st_size // 2)
         os.utime(path.parent, (old, old))
         (a / "big.txt").write_text(BIG + "a's live line\n")
-        end = time.monotonic() + 30
-        while time.monotonic() < end:  # until it wedges reading big.txt's blob
-            st = run(main, PY, "-m", "proximity", "service", "status", "--json")
-            if json.loads(st.stdout)["status"] is None:
-                break
-            time.sleep(0.5)
-        else:
-            raise AssertionError("the service never read the damaged object")
+        wedged(main)
+        stop = run(main, PY, "-m", "proximity", "service", "stop")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert f"pid {pids[0]}" in stop.stdout and "ended with SIGKILL" in stop.stdout, \
+            stop.stdout
+        assert gone(pids[0])
+        # started again (as the next hook would start it): it wedges as it warms up
+        run(main, PY, "-c", "import sys; from proximity.service import client; "
+            "client.start(sys.argv[1])", os.path.realpath(main / ".git"))
+        wedged(main, pids)
+        pids.append(service_pid(main))
         (b / "n.txt").write_text("x\n")
         git(b, "add", "n.txt")
         c = run(b, "git", "commit", "-qm", "n")
         assert c.returncode == 0 and len(said(c.stderr, oid)) == 1, c.stderr
+        assert "the service, wedged on it, was ended" in c.stderr, c.stderr
         assert "stopped after" not in c.stderr, c.stderr
-        stop = run(main, PY, "-m", "proximity", "service", "stop")
-        assert stop.returncode == 0, stop.stdout + stop.stderr
-        assert f"pid {pid}" in stop.stdout and "ended with SIGKILL" in stop.stdout, stop.stdout
-        assert not Path(f"/proc/{pid}").exists() or \
-            Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[-1][:1] in "ZX"
-    finally:
-        with contextlib.suppress(OSError):
-            os.kill(pid, 9)
+        end = time.monotonic() + 10
+        while not gone(pids[1]) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert gone(pids[1])
+        again = run(main, PY, "-m", "proximity", "service", "start")
+        assert again.returncode == 1 and oid[:12] in again.stderr, again.stdout + again.stderr
+    finally:  # (a wedged service ignores SIGTERM: none may outlive the test)
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            pids.append(service_pid(main))
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+
+
+def wedged(main: Path, before: Sequence[int] = ()) -> None:
+    """Wait until a service (none of ``before``: its state file rewritten) runs and
+    stops answering (it read the damaged object)."""
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        st = json.loads(run(main, PY, "-m", "proximity", "service", "status",
+                            "--json").stdout)
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if st["running"] and st["status"] is None and service_pid(main) not in before:
+                return
+        time.sleep(0.5)
+    raise AssertionError("the service never read the damaged object")
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[-1][:1] in "ZX"
+    except OSError:
+        return True

@@ -20,7 +20,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from proximity import knobs, ledger, thin
-from proximity.errors import FatalError
+from proximity.errors import DamagedObject, FatalError
 from proximity.gitio import loose
 from proximity.hooks import stages
 from proximity.hooks.inputs import HookCall, blocked_exit, pushed_refs, read_stdin
@@ -134,8 +134,12 @@ def _run(call: HookCall) -> int:
         recorder.replay_pending(ctx.repo.common)
         return code
     except FatalError as e:
-        err(off_line(stage, str(e)) if stage == "guard" else
-            f"proximity: warning: {e} (hook skipped; git goes on)")
+        why = str(e)
+        if isinstance(e, DamagedObject) and call.request is not None and \
+                client.end_wedged(ctx.repo.common):
+            why += "; the service, wedged on it, was ended"
+        err(off_line(stage, why) if stage == "guard" else
+            f"proximity: warning: {why} (hook skipped; git goes on)")
         return 0
     except Exception as e:
         err(off_line(stage, f"internal error {type(e).__name__}: {e}") if stage == "guard"

@@ -80,7 +80,10 @@ def _text(state: ServiceReport) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    common = gitio.Repo(args.repo or os.getcwd()).common
+    repo = gitio.Repo(args.repo or os.getcwd())
+    common = repo.common
+    if args.action == "start":
+        repo.check_loose()  # (a damaged object: the service would not start; said at once)
     ok = True
     stopped: dict[str, object] | None = None
     refused = client.squatted(common) if args.action == "start" else None

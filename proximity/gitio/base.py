@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proximity import layout, owned
-from proximity.errors import FatalError, NoSuchDirectory, NotARepository
+from proximity.errors import DamagedObject, FatalError, NoSuchDirectory, NotARepository
 from proximity.gitfiles import (
     _read,
     agent_id,
@@ -223,7 +223,7 @@ class RepoCore:
         return self._pg
 
     def check_loose(self) -> None:
-        """Raise FatalError, saying which, when a loose object file of the repository
+        """Raise DamagedObject, saying which, when a loose object file of the repository
         does not inflate whole: libgit2 would wedge on it (loose.py), so nothing here
         reads the repository through libgit2 until it is mended. git's own commands
         fail on that object too, each its own way."""
@@ -235,7 +235,7 @@ class RepoCore:
         if found:
             path, wrong = found
             oid = os.path.basename(os.path.dirname(path)) + os.path.basename(path)
-            raise FatalError(f"git object {oid[:12]} is damaged: its loose file {path} "
+            raise DamagedObject(f"git object {oid[:12]} is damaged: its loose file {path} "
                              f"{wrong}; proximity cannot read this repository safely until "
                              "it is mended (`git fsck` names what is damaged)")
 
