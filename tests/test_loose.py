@@ -99,32 +99,32 @@ def test_the_audit_finds_a_new_damaged_file_and_keeps_what_it_found_whole(tmp_pa
     for d in Path(objects).iterdir():
         os.utime(d, (old, old))
     first = loose.Audit()
-    assert first.damaged([objects], keep) is None and first.trusted
-    assert loose.Audit().damaged([objects], keep) is None  # (the next process: kept)
+    assert first.damaged([objects], keep) == [] and first.trusted
+    assert loose.Audit().damaged([objects], keep) == []  # (the next process: kept)
     _, path = _loose(repo, "".join(f"line {i}\n" for i in range(5000)))
     whole = path.read_bytes()
     path.unlink()
     path.write_bytes(whole[:len(whole) // 2])  # a bad copy: its directory's mtime moves
     found = first.damaged([objects], keep)
-    assert found is not None and found[0] == str(path) and "cut short" in found[1]
+    assert len(found) == 1 and found[0][0] == str(path) and "cut short" in found[0][1]
     path.unlink()
     path.write_bytes(whole)
     os.utime(path.parent, (old, old))  # (mended long ago: trusted, and kept)
-    assert first.damaged([objects], keep) is None
+    assert first.damaged([objects], keep) == []
     with open(path, "r+b") as fh:  # cut short in place: its directory as it was
         fh.truncate(len(whole) // 2)
     os.utime(path.parent, (old, old))
     trusting = loose.Audit()
-    assert trusting.damaged([objects], keep) is None  # (not looked at again: kept whole)
+    assert trusting.damaged([objects], keep) == []  # (not looked at again: kept whole)
     trusting.distrust()
-    found = trusting.damaged([objects], keep)
-    assert found is not None and found[0] == str(path)
-    assert loose.Audit().damaged([objects], keep) is not None  # (the kept audit replaced)
+    assert [p for p, _ in trusting.damaged([objects], keep)] == [str(path)]
+    assert loose.Audit().damaged([objects], keep) != []  # (the kept audit replaced)
 
 
 PY = os.environ.get("PROXIMITY_TEST_PYTHON") or __import__("sys").executable
 ENV = {"PROXIMITY_HOOK_TIMEOUT": "60", "PROXIMITY_SERVICE": "1",
        "PROXIMITY_SERVICE_IDLE": "120"}
+OLD = time.time() - 3600
 BIG = "".join(f"committed line {i} {i * i}\n" for i in range(20000))
 
 
@@ -208,34 +208,33 @@ def test_a_committed_object_cut_short_is_named_and_the_service_keeps_answering(t
 def test_a_service_wedged_on_an_object_damaged_in_place_is_ended(tmp_path):
     """A loose file found whole, then cut short in place (its directory unchanged, so the
     service's audit does not look again): the service wedges in libgit2 and stops
-    answering. `proximity service stop` ends it by signal, and says so. A service
-    started again wedges again on what it kept; a commit then judges in process, where
-    the audit trusts nothing kept (the service went unanswered): it names the object and
-    ends the wedged service, and the next `service start` refuses at once, naming it."""
+    answering. A commit then judges in process, where the audit trusts nothing kept (the
+    service went unanswered): it names the object and ends the wedged service, and the
+    next `service start` refuses at once, naming it. Mended, and cut short in place once
+    more: `proximity service stop` ends the wedged service by signal and says so, and
+    the next start, auditing every loose file again, refuses at once."""
     main, a, b, path = repo_with_big_file(tmp_path)
     oid = path.parent.name + path.name
-    old = time.time() - 3600  # the fan-out directory unchanged for an hour: trusted
-    os.utime(path.parent, (old, old))
-    pids = []
-    try:
+    whole = path.read_bytes()
+    path.chmod(0o600)
+    pids: list[int] = []
+
+    def wedge(live: str) -> None:
+        os.utime(path.parent, (OLD, OLD))  # unchanged for an hour: trusted once audited
         assert run(main, PY, "-m", "proximity", "service", "start").returncode == 0
         pids.append(service_pid(main))
-        path.chmod(0o600)
         with open(path, "r+b") as fh:  # in place: the same file, its directory untouched
-            fh.truncate(path.stat().st_size // 2)
-        os.utime(path.parent, (old, old))
-        (a / "big.txt").write_text(BIG + "a's live line\n")
+            fh.truncate(len(whole) // 2)
+        os.utime(path.parent, (OLD, OLD))
+        (a / "big.txt").write_text(BIG + live)
         wedged(main)
-        stop = run(main, PY, "-m", "proximity", "service", "stop")
-        assert stop.returncode == 0, stop.stdout + stop.stderr
-        assert f"pid {pids[0]}" in stop.stdout and "ended with SIGKILL" in stop.stdout, \
-            stop.stdout
-        assert gone(pids[0])
-        # started again (as the next hook would start it): it wedges as it warms up
-        run(main, PY, "-c", "import sys; from proximity.service import client; "
-            "client.start(sys.argv[1])", os.path.realpath(main / ".git"))
-        wedged(main, pids)
-        pids.append(service_pid(main))
+
+    def refused() -> None:
+        again = run(main, PY, "-m", "proximity", "service", "start")
+        assert again.returncode == 1 and oid[:12] in again.stderr, again.stdout + again.stderr
+
+    try:
+        wedge("a's live line\n")
         (b / "n.txt").write_text("x\n")
         git(b, "add", "n.txt")
         c = run(b, "git", "commit", "-qm", "n")
@@ -243,11 +242,21 @@ def test_a_service_wedged_on_an_object_damaged_in_place_is_ended(tmp_path):
         assert "the service, wedged on it, was ended" in c.stderr, c.stderr
         assert "stopped after" not in c.stderr, c.stderr
         end = time.monotonic() + 10
-        while not gone(pids[1]) and time.monotonic() < end:
+        while not gone(pids[-1]) and time.monotonic() < end:
             time.sleep(0.1)
-        assert gone(pids[1])
-        again = run(main, PY, "-m", "proximity", "service", "start")
-        assert again.returncode == 1 and oid[:12] in again.stderr, again.stdout + again.stderr
+        assert gone(pids[-1])
+        refused()
+        with open(path, "r+b") as fh:  # mended in place
+            fh.write(whole)
+        doc = run(main, PY, "-m", "proximity", "doctor")  # (audits all: found whole, kept)
+        assert "[fail] objects" not in doc.stdout, doc.stdout
+        wedge("a's live line, again\n")
+        stop = run(main, PY, "-m", "proximity", "service", "stop")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert f"pid {pids[-1]}" in stop.stdout and "ended with SIGKILL" in stop.stdout, \
+            stop.stdout
+        assert gone(pids[-1])
+        refused()
     finally:  # (a wedged service ignores SIGTERM: none may outlive the test)
         with contextlib.suppress(OSError, ValueError, KeyError):
             pids.append(service_pid(main))

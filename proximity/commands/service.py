@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
 
-from proximity import gitio
+from proximity import gitio, layout
 from proximity.errors import FatalError
+from proximity.gitio import loose
 from proximity.service import client
 from proximity.service.report import ServiceReport, service_state
 
@@ -51,7 +53,12 @@ def ended(common: str, timeout: float = 10.0) -> str | None:
     answered = client.request(common, {"op": "shutdown"}, budget=1.0) is not None
     if _wait(time.monotonic() + (timeout if answered else min(timeout, 5.0)), False, common):
         return ""
-    return client.end(common)
+    how = client.end(common)
+    if how:  # (wedged, perhaps on a loose file cut short in place since its audit: the
+        # next service audits every loose file again)
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(layout.ecm_dir(common), loose.KEPT))
+    return how
 
 
 def _text(state: ServiceReport) -> str:

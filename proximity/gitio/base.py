@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proximity import layout, owned
-from proximity.errors import DamagedObject, FatalError, NoSuchDirectory, NotARepository
+from proximity.errors import FatalError, NoSuchDirectory, NotARepository
 from proximity.gitfiles import (
     _read,
     agent_id,
@@ -222,22 +222,11 @@ class RepoCore:
         assert self._pg is not None
         return self._pg
 
-    def check_loose(self) -> None:
-        """Raise DamagedObject, saying which, when a loose object file of the repository
-        does not inflate whole: libgit2 would wedge on it (loose.py), so nothing here
-        reads the repository through libgit2 until it is mended. git's own commands
-        fail on that object too, each its own way."""
-        ecm = self.ecm_dir
-        keep = os.path.join(ecm, loose.KEPT) if os.path.isdir(ecm) and \
-            owned.why_not_private(ecm) is None else None
-        found = loose.AUDIT.damaged(loose.alternates(os.path.join(self.common, "objects")),
-                                    keep)
-        if found:
-            path, wrong = found
-            oid = os.path.basename(os.path.dirname(path)) + os.path.basename(path)
-            raise DamagedObject(f"git object {oid[:12]} is damaged: its loose file {path} "
-                             f"{wrong}; proximity cannot read this repository safely until "
-                             "it is mended (`git fsck` names what is damaged)")
+    def check_loose(self, distrust: bool = False) -> None:
+        """Raise DamagedObject when a loose object file a commit reaches does not inflate
+        whole: nothing here reads the repository through libgit2 until it is mended
+        (loose.check). ``distrust``: audit every loose file again."""
+        loose.check(self.common, self.here, self.memo, distrust)
 
     # -- the objects of live work (see store.py) ----------------------------------------
     @property

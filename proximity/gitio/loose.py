@@ -15,10 +15,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import threading
 import time
 import zlib
 from collections.abc import Sequence
+from typing import Any
+
+from proximity import layout, owned
+from proximity.errors import DamagedObject
+from proximity.gitio.run import At, git
 
 CHUNK = 1 << 16  # bytes read and inflated at a time (a loose blob may be large)
 HEADER_MAX = 64  # "blob 123456789\0" and then some: a longer header is not git's
@@ -37,12 +43,16 @@ def loose_file(dirs: Sequence[str], oid: str) -> str | None:
 def damage(path: str) -> str | None:
     """What is wrong with the loose object file at ``path``, in a few words (None: its
     zlib stream inflates whole to a git header and exactly the size that header gives).
-    A file that cannot be opened is not judged here (None): git says what it says."""
+    A file that cannot be opened, or is no regular file (a FIFO planted there would block
+    the read), is not judged here (None): git says what it says."""
     d = zlib.decompressobj()
     head = b""
     body = -1  # (the header not read whole yet)
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             while not d.eof:
                 data = fh.read(CHUNK)
                 if not data:
@@ -74,6 +84,8 @@ def damage(path: str) -> str | None:
 
 
 FANS = frozenset(f"{i:02x}" for i in range(256))  # git's fan-out directory names
+HEX = "0123456789abcdef"
+KEPT_MAX = 1 << 20  # bytes: a kept audit past this is not read
 KEPT = "loose-audit"  # in the ecm dir: the fan-out directories found whole, for the next process
 TRUSTED_AGE_NS = 2_000_000_000  # a directory changed this recently may change again unseen
 
@@ -103,31 +115,30 @@ class Audit:
             self.whole.clear()
             self.loaded.add("")  # (a marker: no kept file is read in this process)
 
-    def damaged(self, roots: Sequence[str], keep: str | None = None) -> tuple[str, str] | None:
-        """The first loose file under ``roots`` (object directories) that does not
-        inflate whole, as (its path, what is wrong); None: libgit2 may read them all.
+    def damaged(self, roots: Sequence[str], keep: str | None = None) -> list[tuple[str, str]]:
+        """The loose files under ``roots`` (object directories) that do not inflate
+        whole, each as (its path, what is wrong); []: libgit2 may read them all.
         ``keep``: the file the directories found whole are kept in across processes."""
         with self.lock:
             if keep and keep not in self.loaded and "" not in self.loaded:
                 self.loaded.add(keep)
                 self._load(keep)
             before = len(self.trusted)
-            found = None
+            found: list[tuple[str, str]] = []
             now = time.time_ns()
             for root in roots:
-                found = self._root(root, now)
-                if found:
-                    break
+                found += self._root(root, now)
             if keep and (found or len(self.trusted) != before):
                 self._save(keep)  # (found: the kept audit, which missed it, is replaced)
             return found
 
-    def _root(self, root: str, now: int) -> tuple[str, str] | None:
+    def _root(self, root: str, now: int) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
         try:
             with os.scandir(root) as it:  # (the fan-out directories there are)
                 fans = [e.path for e in it if len(e.name) == 2 and e.name in FANS]
         except OSError:
-            return None
+            return found
         trusted = self.trusted
         for d in fans:
             try:
@@ -138,10 +149,11 @@ class Audit:
                 continue
             self.trusted.pop(d, None)
             try:
-                with os.scandir(d) as it:
-                    entries = [e for e in it if len(e.name) in (38, 62)]
+                with os.scandir(d) as it:  # (a temporary file of git's is not an object)
+                    entries = [e for e in it if len(e.name) in (38, 62)
+                               and not e.name.strip(HEX)]
             except OSError:
-                continue  # (a temporary file of git's is not an object)
+                continue
             for entry in entries:
                 try:
                     st = entry.stat(follow_symlinks=False)
@@ -153,16 +165,21 @@ class Audit:
                     continue
                 wrong = damage(entry.path)
                 if wrong:
-                    return entry.path, wrong
-                self.whole.add(seen)
-            if now - mtime > TRUSTED_AGE_NS:
+                    found.append((entry.path, wrong))
+                else:
+                    self.whole.add(seen)
+            if now - mtime > TRUSTED_AGE_NS and not any(p.startswith(d + os.sep) for p, _ in found):
                 self.trusted[d] = mtime
-        return None
+        return found
 
     def _load(self, keep: str) -> None:
-        try:
-            with open(keep, encoding="utf-8") as fh:
-                got = json.load(fh)
+        try:  # (no link followed, no FIFO waited on, nothing read without bound)
+            fd = os.open(keep, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with open(fd, "rb") as fh:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > KEPT_MAX:
+                    return
+                got = json.loads(fh.read(KEPT_MAX))
         except (OSError, ValueError):
             return
         if isinstance(got, dict):
@@ -198,3 +215,43 @@ def alternates(objects: str) -> list[str]:
         if line and not line.startswith("#"):
             out.append(os.path.normpath(os.path.join(objects, line)))
     return out
+
+
+def check(common: str, here: At, memo: dict[tuple[Any, ...], Any],
+          distrust: bool = False) -> None:
+    """Raise DamagedObject, saying which, when a loose object file of the repository at
+    ``common`` that a commit reaches does not inflate whole: libgit2 would wedge on it.
+    git's own commands fail on that object too, each its own way. One no commit reaches
+    (a blob staged and cut short) is left to the live state's own check
+    (Objects.unreadable): the worktree holding it is judged on its commits. ``distrust``:
+    audit every loose file again (Audit.distrust); ``memo``: the repository's."""
+    if distrust:
+        AUDIT.distrust()
+    ecm = layout.ecm_dir(common)
+    keep = os.path.join(ecm, KEPT) if os.path.isdir(ecm) and \
+        owned.why_not_private(ecm) is None else None
+    found = AUDIT.damaged(alternates(os.path.join(common, "objects")), keep)
+    if not found:
+        return
+    oids = tuple(os.path.basename(os.path.dirname(p)) + os.path.basename(p) for p, _ in found)
+    reached = committed(here, oids, memo)
+    for oid, (path, wrong) in zip(oids, found, strict=True):
+        if oid in reached:
+            raise DamagedObject(f"git object {oid[:12]} is damaged: its loose file {path} "
+                                f"{wrong}; proximity cannot read this repository safely "
+                                "until it is mended (`git fsck` names what is damaged)")
+
+
+def committed(here: At, oids: tuple[str, ...], memo: dict[tuple[Any, ...], Any]) -> set[str]:
+    """Which of ``oids`` a commit reaches: git walks every ref and HEAD (it never reads a
+    blob, and stops on a damaged tree or commit: then every one counts). Asked once a
+    process (``memo``) for each set of damaged objects found."""
+    key = ("committed", oids)
+    if key not in memo:
+        proc = git(["rev-list", "--objects", "--all"], cwd=here, ok=(0, 128))
+        wanted = set(oids)
+        memo[key] = wanted if proc.returncode else {
+            oid for line in proc.stdout.decode("ascii", "replace").splitlines()
+            if (oid := line.split(" ", 1)[0]) in wanted}
+    got: set[str] = memo[key]
+    return got
