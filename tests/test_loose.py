@@ -205,6 +205,51 @@ def test_a_committed_object_cut_short_is_named_and_the_service_keeps_answering(t
             os.kill(service_pid(main), 9)
 
 
+def test_a_staged_object_cut_short_is_the_live_states_until_a_commit_reaches_it(tmp_path):
+    """A blob staged in a and cut short (a bad copy) is a's live state's: no commit
+    reaches it, so b's push, which must yield to a, stays blocked, a judged on its
+    commits with one line; mended, the line goes. Cut short again and committed in a, a
+    commit reaches it: b's push names it (the guard is OFF for it), and the service never
+    wedged on it."""
+    main, a, b, _ = repo_with_big_file(tmp_path)
+    (a / "s.txt").write_text(BIG.replace("committed", "staged"))
+    git(a, "add", "s.txt")
+    oid = git(a, "rev-parse", ":s.txt").stdout.strip()
+    path = main / ".git" / "objects" / oid[:2] / oid[2:]
+    whole = path.read_bytes()
+
+    def cut() -> None:
+        path.unlink()
+        path.write_bytes(whole[:len(whole) // 2])
+
+    cut()
+    assert run(main, PY, "-m", "proximity", "service", "start").returncode == 0
+    try:
+        p = run(b, "git", "push", "-q", "origin", "feat/b")
+        assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+        unread = [ln for ln in p.stderr.splitlines() if oid[:12] in ln]
+        assert len(unread) == 1 and "judged on its commits" in unread[0], p.stderr
+        path.unlink()
+        path.write_bytes(whole)  # mended
+        p = run(b, "git", "push", "-q", "origin", "feat/b")
+        assert p.returncode != 0 and "push blocked" in p.stderr, p.stderr
+        assert oid[:12] not in p.stderr, p.stderr
+        cut()
+        c = run(a, "git", "commit", "-qm", "s", "--no-verify")  # (git reads no blob)
+        assert c.returncode == 0, c.stderr
+        time.sleep(1.2)  # (the service audits before a job at most once a second)
+        p = run(b, "git", "push", "-q", "origin", "feat/b")
+        assert p.returncode == 0 and len(said(p.stderr, oid)) == 1, p.stderr
+        assert "the push guard is OFF for this push" in p.stderr, p.stderr
+        assert "was ended" not in p.stderr, p.stderr  # (it never wedged)
+        st = json.loads(run(main, PY, "-m", "proximity", "service", "status",
+                            "--json").stdout)
+        assert st["running"] and isinstance(st["status"], dict), st
+    finally:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            os.kill(service_pid(main), 9)
+
+
 def test_a_service_wedged_on_an_object_damaged_in_place_is_ended(tmp_path):
     """A loose file found whole, then cut short in place (its directory unchanged, so the
     service's audit does not look again): the service wedges in libgit2 and stops

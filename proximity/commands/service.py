@@ -9,7 +9,7 @@ import os
 import time
 
 from proximity import gitio, layout
-from proximity.errors import FatalError
+from proximity.errors import DamagedObject, FatalError
 from proximity.gitio import loose
 from proximity.service import client
 from proximity.service.report import ServiceReport, service_state
@@ -61,6 +61,22 @@ def ended(common: str, timeout: float = 10.0) -> str | None:
     return how
 
 
+def _damaged(repo: gitio.Repo) -> None:
+    """Before a start: a damaged object the service would wedge on, or not start for, is
+    said at once (DamagedObject). One already running that answers not even a ping may
+    be wedged on a loose file cut short in place since its audit: every loose file is
+    audited again, and a service found wedged on one is ended."""
+    common = repo.common
+    wedged = client._alive(common) and client.request(common, {"op": "ping"},
+                                                      budget=1.0) is None
+    try:
+        repo.check_loose(distrust=wedged)
+    except DamagedObject as e:
+        if wedged and client.end(common):
+            raise DamagedObject(f"{e}; the service, wedged on it, was ended") from e
+        raise
+
+
 def _text(state: ServiceReport) -> str:
     st = state.get("status")
     if state.get("refused"):
@@ -90,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     repo = gitio.Repo(args.repo or os.getcwd())
     common = repo.common
     if args.action == "start":
-        repo.check_loose()  # (a damaged object: the service would not start; said at once)
+        _damaged(repo)
     ok = True
     stopped: dict[str, object] | None = None
     refused = client.squatted(common) if args.action == "start" else None

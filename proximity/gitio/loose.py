@@ -24,6 +24,7 @@ from typing import Any
 
 from proximity import layout, owned
 from proximity.errors import DamagedObject
+from proximity.gitio import listing
 from proximity.gitio.run import At, git
 
 CHUNK = 1 << 16  # bytes read and inflated at a time (a loose blob may be large)
@@ -106,6 +107,7 @@ class Audit:
         self.trusted: dict[str, int] = {}  # fan-out dir -> its mtime when found whole
         self.whole: set[tuple[str, int, int, int]] = set()  # files found whole (path, stat)
         self.loaded: set[str] = set()  # kept files read
+        self.found = 0  # damaged files the last audit found (reached by a commit or not)
 
     def distrust(self) -> None:
         """Inflate every loose file again, the kept audit unread: the service went
@@ -130,6 +132,7 @@ class Audit:
                 found += self._root(root, now)
             if keep and (found or len(self.trusted) != before):
                 self._save(keep)  # (found: the kept audit, which missed it, is replaced)
+            self.found = len(found)
             return found
 
     def _root(self, root: str, now: int) -> list[tuple[str, str]]:
@@ -234,7 +237,7 @@ def check(common: str, here: At, memo: dict[tuple[Any, ...], Any],
     if not found:
         return
     oids = tuple(os.path.basename(os.path.dirname(p)) + os.path.basename(p) for p, _ in found)
-    reached = committed(here, oids, memo)
+    reached = committed(common, here, oids, memo)
     for oid, (path, wrong) in zip(oids, found, strict=True):
         if oid in reached:
             raise DamagedObject(f"git object {oid[:12]} is damaged: its loose file {path} "
@@ -242,11 +245,14 @@ def check(common: str, here: At, memo: dict[tuple[Any, ...], Any],
                                 "until it is mended (`git fsck` names what is damaged)")
 
 
-def committed(here: At, oids: tuple[str, ...], memo: dict[tuple[Any, ...], Any]) -> set[str]:
+def committed(common: str, here: At, oids: tuple[str, ...],
+              memo: dict[tuple[Any, ...], Any]) -> set[str]:
     """Which of ``oids`` a commit reaches: git walks every ref and HEAD (it never reads a
     blob, and stops on a damaged tree or commit: then every one counts). Asked once a
-    process (``memo``) for each set of damaged objects found."""
-    key = ("committed", oids)
+    process (``memo``) for each set of damaged objects found and the worktrees' HEADs."""
+    # (a commit made since, in any worktree, may reach one no commit reached before)
+    heads = tuple(w.head for w in listing.from_files(common) or ())
+    key = ("committed", oids, heads)
     if key not in memo:
         proc = git(["rev-list", "--objects", "--all"], cwd=here, ok=(0, 128))
         wanted = set(oids)

@@ -205,7 +205,7 @@ class Objects(RepoCore):
         """Why libgit2 must not read the live state ``tree`` (loose.py): an object it
         names beyond ``head`` that git cannot read, or whose loose file does not inflate
         whole, in one line; None: it may. git lists the objects (by plumbing: libgit2
-        would wedge on the very trees it checks); remembered for object ids."""
+        would wedge on the very trees it checks); a None remembered for object ids."""
         old = head or EMPTY_TREE
         key = ("unreadable", old, tree)
         if key in self.memo:
@@ -231,7 +231,8 @@ class Objects(RepoCore):
                     why = (f"object {fields[3][:12]} ({raw.decode('utf-8', 'replace')}) "
                            f"cannot be read: its loose file in {where} {wrong}")
                     break
-        self._remember(key, (old, tree), why)
+        if why is None:  # (a damaged one is read again: its file may be mended)
+            self._remember(key, (old, tree), why)
         return why
 
     def moves(self, old: str | None, new: str) -> dict[str, str]:

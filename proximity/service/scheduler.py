@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from proximity.errors import FatalError
+from proximity.gitio import loose
 from proximity.protocol import HOOK
 from proximity.service import fswatch
 from proximity.service.changes import Changes
@@ -201,7 +202,8 @@ class Scheduler:
                     self.state.damaged = str(e)
                     raise
                 self.state.damaged = None
-                self.audited = time.monotonic()
+                if not loose.AUDIT.found:  # (one no commit reaches yet: every job, as a
+                    self.audited = time.monotonic()  # commit may reach it any moment)
             job.answer = self._background(job) if prio > 0 else self._do(job)
             stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
                 else job.gate
