@@ -8,6 +8,9 @@ never returns to git. git reads the same object and fails with an error. So befo
 libgit2 reads the objects a live snapshot names beyond its HEAD, git lists them (and
 fails, saying so, on a tree it cannot read) and their loose files are inflated here, in
 bounded pieces: one that does not inflate whole is named, never handed to libgit2.
+Before libgit2 is opened at all, every loose file of the repository's own object
+directories is inflated once (Audit, check): a damaged one that a commit reaches stops
+judging, named in one line, until it is mended.
 """
 
 from __future__ import annotations
@@ -107,6 +110,7 @@ class Audit:
         self.trusted: dict[str, int] = {}  # fan-out dir -> its mtime when found whole
         self.whole: set[tuple[str, int, int, int]] = set()  # files found whole (path, stat)
         self.loaded: set[str] = set()  # kept files read
+        self.distrusted = False  # no kept file is read in this process (distrust)
         self.found = 0  # damaged files the last audit found (reached by a commit or not)
 
     def distrust(self) -> None:
@@ -115,14 +119,14 @@ class Audit:
         with self.lock:
             self.trusted.clear()
             self.whole.clear()
-            self.loaded.add("")  # (a marker: no kept file is read in this process)
+            self.distrusted = True
 
     def damaged(self, roots: Sequence[str], keep: str | None = None) -> list[tuple[str, str]]:
         """The loose files under ``roots`` (object directories) that do not inflate
         whole, each as (its path, what is wrong); []: libgit2 may read them all.
         ``keep``: the file the directories found whole are kept in across processes."""
         with self.lock:
-            if keep and keep not in self.loaded and "" not in self.loaded:
+            if keep and keep not in self.loaded and not self.distrusted:
                 self.loaded.add(keep)
                 self._load(keep)
             before = len(self.trusted)
