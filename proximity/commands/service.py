@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import time
 
-from proximity import gitio, layout
+from proximity import gitio
 from proximity.errors import DamagedObject, FatalError
 from proximity.gitio import loose
 from proximity.service import client
@@ -56,8 +55,7 @@ def ended(common: str, timeout: float = 10.0) -> str | None:
     how = client.end(common)
     if how:  # (wedged, perhaps on a loose file cut short in place since its audit: the
         # next service audits every loose file again)
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(layout.ecm_dir(common), loose.KEPT))
+        loose.forget(common)
     return how
 
 
@@ -67,8 +65,7 @@ def _damaged(repo: gitio.Repo) -> None:
     be wedged on a loose file cut short in place since its audit: every loose file is
     audited again, and a service found wedged on one is ended."""
     common = repo.common
-    wedged = client._alive(common) and client.request(common, {"op": "ping"},
-                                                      budget=1.0) is None
+    wedged = client.unanswering(common)
     try:
         repo.check_loose(distrust=wedged)
     except DamagedObject as e:

@@ -222,11 +222,11 @@ class RepoCore:
         assert self._pg is not None
         return self._pg
 
-    def check_loose(self, distrust: bool = False) -> None:
-        """Raise DamagedObject when a loose object file a commit reaches does not inflate
-        whole: nothing here reads the repository through libgit2 until it is mended
-        (loose.check). ``distrust``: audit every loose file again."""
-        loose.check(self.common, self.here, self.memo, distrust)
+    def check_loose(self, distrust: bool = False) -> int:
+        """Raise DamagedObject when a loose file a commit reaches does not inflate whole
+        (loose.check: libgit2 reads nothing until it is mended); else how many damaged
+        ones no commit reaches. ``distrust``: audit every loose file again."""
+        return loose.check(self.common, self.here, self.memo, distrust)
 
     # -- the objects of live work (see store.py) ----------------------------------------
     @property

@@ -111,7 +111,6 @@ class Audit:
         self.whole: set[tuple[str, int, int, int]] = set()  # files found whole (path, stat)
         self.loaded: set[str] = set()  # kept files read
         self.distrusted = False  # no kept file is read in this process (distrust)
-        self.found = 0  # damaged files the last audit found (reached by a commit or not)
 
     def distrust(self) -> None:
         """Inflate every loose file again, the kept audit unread: the service went
@@ -136,7 +135,6 @@ class Audit:
                 found += self._root(root, now)
             if keep and (found or len(self.trusted) != before):
                 self._save(keep)  # (found: the kept audit, which missed it, is replaced)
-            self.found = len(found)
             return found
 
     def _root(self, root: str, now: int) -> list[tuple[str, str]]:
@@ -225,21 +223,19 @@ def alternates(objects: str) -> list[str]:
 
 
 def check(common: str, here: At, memo: dict[tuple[Any, ...], Any],
-          distrust: bool = False) -> None:
+          distrust: bool = False) -> int:
     """Raise DamagedObject, saying which, when a loose object file of the repository at
     ``common`` that a commit reaches does not inflate whole: libgit2 would wedge on it.
     git's own commands fail on that object too, each its own way. One no commit reaches
     (a blob staged and cut short) is left to the live state's own check
-    (Objects.unreadable): the worktree holding it is judged on its commits. ``distrust``:
-    audit every loose file again (Audit.distrust); ``memo``: the repository's."""
+    (Objects.unreadable): the worktree holding it is judged on its commits; how many such
+    were found is returned. ``distrust``: audit every loose file again (Audit.distrust);
+    ``memo``: the repository's."""
     if distrust:
         AUDIT.distrust()
-    ecm = layout.ecm_dir(common)
-    keep = os.path.join(ecm, KEPT) if os.path.isdir(ecm) and \
-        owned.why_not_private(ecm) is None else None
-    found = AUDIT.damaged(alternates(os.path.join(common, "objects")), keep)
+    found = AUDIT.damaged(alternates(os.path.join(common, "objects")), kept(common))
     if not found:
-        return
+        return 0
     oids = tuple(os.path.basename(os.path.dirname(p)) + os.path.basename(p) for p, _ in found)
     reached = committed(common, here, oids, memo)
     for oid, (path, wrong) in zip(oids, found, strict=True):
@@ -247,6 +243,23 @@ def check(common: str, here: At, memo: dict[tuple[Any, ...], Any],
             raise DamagedObject(f"git object {oid[:12]} is damaged: its loose file {path} "
                                 f"{wrong}; proximity cannot read this repository safely "
                                 "until it is mended (`git fsck` names what is damaged)")
+    return len(found)
+
+
+def kept(common: str) -> str | None:
+    """Where the audit of the repository at ``common`` is kept across processes (in its
+    ecm dir, when that is this user's alone; None: nowhere)."""
+    ecm = layout.ecm_dir(common)
+    return os.path.join(ecm, KEPT) if os.path.isdir(ecm) and \
+        owned.why_not_private(ecm) is None else None
+
+
+def forget(common: str) -> None:
+    """Drop the kept audit: the next process audits every loose file again."""
+    path = kept(common)
+    if path:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def committed(common: str, here: At, oids: tuple[str, ...],

@@ -251,27 +251,28 @@ def end(common: str, grace: float = 2.0) -> str | None:
     return None
 
 
+def unanswering(common: str, budget: float = 1.0) -> bool:
+    """Whether a service holds the repository's lock and answers not even a ping within
+    ``budget`` seconds (wedged, stopped, or swamped beyond it)."""
+    return _alive(common) and exchange(common, {"op": "ping"}, budget=budget)[0] is None
+
+
 def end_wedged(common: str) -> bool:
     """End this repository's service when it answers not even a ping (a hook that went
     unanswered found, in process, the damaged object it is stuck on): KILL, as
     replace_stopped does, so the next hooks do not each wait their budget for it."""
-    if exchange(common, {"op": "ping"}, budget=0.3)[0] is not None:
-        return False
-    found = service_process(common)
-    try:
-        if found is not None:
-            os.kill(found[0], 9)
-    except OSError:
-        return False
-    return found is not None
+    found = service_process(common) if unanswering(common, 0.3) else None
+    return found is not None and _kill(found[0])
 
 
 def replace_stopped(common: str) -> bool:
     """Kill this repository's service if it is stopped (the next hook starts another):
     a stopped service costs one hook its budget, not every hook from now on."""
     pid = stopped(common)
-    if pid is None:
-        return False
+    return pid is not None and _kill(pid)
+
+
+def _kill(pid: int) -> bool:
     try:
         os.kill(pid, 9)
     except OSError:

@@ -13,8 +13,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from proximity.errors import FatalError
-from proximity.gitio import loose
+from proximity.errors import DamagedObject
 from proximity.protocol import HOOK
 from proximity.service import fswatch
 from proximity.service.changes import Changes
@@ -197,13 +196,13 @@ class Scheduler:
                 # a loose object libgit2 would wedge on fails this job, saying which,
                 # before anything reads: the hook then judges in process, and says so
                 try:
-                    self.air.ctx.repo.check_loose()
-                except FatalError as e:
+                    unreached = self.air.ctx.repo.check_loose()
+                except DamagedObject as e:
                     self.state.damaged = str(e)
                     raise
                 self.state.damaged = None
-                if not loose.AUDIT.found:  # (one no commit reaches yet: every job, as a
-                    self.audited = time.monotonic()  # commit may reach it any moment)
+                if not unreached:  # (one no commit reaches yet: every job, as a commit
+                    self.audited = time.monotonic()  # may reach it any moment)
             job.answer = self._background(job) if prio > 0 else self._do(job)
             stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
                 else job.gate
