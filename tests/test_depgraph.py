@@ -254,3 +254,57 @@ def test_a_commit_on_main_that_changes_no_import_keeps_the_reaches(tmp_path, mon
     assert len(reaches) - n == 2  # both again
     assert after == judged(Facts(graph_cache=TrackedDict({})))
     assert not after[0][3]["dependency"]
+
+
+def test_a_new_state_of_the_same_files_keeps_its_reach(tmp_path, monkeypatch):
+    """A reach is the graph searched from the files a worktree touches: an edit or a
+    commit that changes what those files hold, not which files they are, finds it kept
+    (no search again), and every answer is the one a process with nothing kept gives;
+    touching one more file searches again."""
+    import subprocess
+
+    from conftest import git, init_repo
+
+    from proximity import gitio
+    from proximity.config import Config
+    from proximity.ledger import TrackedDict
+    from proximity.model import Facts
+    from proximity.snapshot.agents import live_agents
+    from proximity.tcas import pairwise
+    from proximity.tcas.engine import scan
+
+    files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\nfrom pkg import c\n",
+             "pkg/b.py": "X = 1\n", "pkg/c.py": "Y = 1\n", "pkg/d.py": "Z = 1\n"}
+    main = init_repo(tmp_path / "main", files)
+    w = tmp_path / "w"
+    git(main, "worktree", "add", "-q", "-b", "w", str(w))
+    (w / "pkg/b.py").write_text("X = 2\n")
+    (main / "pkg/c.py").write_text("Y = 2\n")
+    reaches = []
+    real = pairwise.Reach
+    monkeypatch.setattr(pairwise, "Reach", lambda *a, **k: reaches.append(1) or real(*a, **k))
+    warm = Facts(memo={}, graph_cache=TrackedDict({}))
+
+    def judged(f: Facts, cfg: Config) -> list[tuple[str, str, float, dict[str, float | None]]]:
+        repo = gitio.Repo(str(main))
+        agents, _ = live_agents(repo)
+        return [(p.a, p.b, p.risk, p.channels) for p in scan(repo, cfg, f, agents=agents).pairs]
+
+    def cold(cfg: Config) -> list[tuple[str, str, float, dict[str, float | None]]]:
+        return judged(Facts(graph_cache=TrackedDict({})), cfg)
+
+    cfg = Config()
+    first = judged(warm, cfg)
+    assert first[0][3]["dependency"]
+    (w / "pkg/b.py").write_text("X = 3\n")  # the same file, new content
+    n = len(reaches)
+    assert judged(warm, cfg) == cold(cfg)
+    assert len(reaches) == n + 2  # (the cold process's two; the warm one kept both)
+    subprocess.run(["git", "commit", "-qam", "b again"], cwd=w, check=True)
+    n = len(reaches)
+    assert judged(warm, cfg) == cold(cfg)
+    assert len(reaches) == n + 2
+    (w / "pkg/d.py").write_text("Z = 2\n")  # one more file touched: w's searched again
+    n = len(reaches)
+    assert judged(warm, cfg) == cold(cfg)
+    assert len(reaches) == n + 1 + 2

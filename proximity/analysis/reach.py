@@ -60,7 +60,6 @@ class Reach:
     def __init__(self, graph: AnyGraph, ws: WorkingSet, edges: list[tuple[str, str]],
                  gamma: float, depth_cap: int, hub_degree: int) -> None:
         self.view = View(graph, edges)
-        self.ws = ws
         self.touched = ws.touched()
         self.gamma, self.hub_degree = gamma, hub_degree
         # an import between two live trees is a fact of both: no recency weight

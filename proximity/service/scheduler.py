@@ -5,6 +5,7 @@ is done)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import queue
@@ -203,7 +204,9 @@ class Scheduler:
                 self.state.damaged = None
                 if not unreached:  # (one no commit reaches yet: every job, as a commit
                     self.audited = time.monotonic()  # may reach it any moment)
-            job.answer = self._background(job) if prio > 0 else self._do(job)
+            with self.air.snapshots.one_listing() if self.air is not None \
+                    else contextlib.nullcontext():
+                job.answer = self._background(job) if prio > 0 else self._do(job)
             stage = job.request["stage"] if job.request and job.request["op"] == HOOK \
                 else job.gate
             what = f"{job.op}:{stage}" if prio == 0 else "background"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 from typing import TYPE_CHECKING
 
 from proximity import gitio, layout
@@ -17,6 +18,7 @@ from proximity.snapshot.agents import committed_only, readable, summarized
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Iterator
 
     from proximity.snapshot.workspace import Context
 
@@ -43,6 +45,10 @@ class WarmSnapshots:
         # this service (None: not known -- the next snapshot reads the whole worktree)
         self.touched: dict[str, set[str] | None] = {}
         self.partials = 0  # snapshots made from the touched paths only (status, tests)
+        # one listing of the worktrees per job of the worker thread (one_listing): a job
+        # judges one moment, and a hook's job lists them four times over
+        self._listing: list[gitio.WorktreeInfo] | None = None
+        self._listing_for: int | None = None
 
     def _snap(self, wt: gitio.WorktreeInfo, tree: str | Exception) -> Agent:
         """One agent from its snapshot tree: what airspace.live_agents makes."""
@@ -279,8 +285,22 @@ class WarmSnapshots:
         return {r for r in rels if self.ctx.repo.tree_has(a.tree, r)}
 
     def worktrees(self) -> list[gitio.WorktreeInfo]:
-        """Every worktree, from files when they say (else from git)."""
-        return list(self.ctx.repo.worktrees_fast())
+        """Every worktree, from files when they say (else from git): listed once in a
+        job of the thread that holds one_listing, at every call elsewhere."""
+        if self._listing_for != threading.get_ident():
+            return list(self.ctx.repo.worktrees_fast())
+        if self._listing is None:
+            self._listing = list(self.ctx.repo.worktrees_fast())
+        return list(self._listing)
+
+    @contextlib.contextmanager
+    def one_listing(self) -> Iterator[None]:
+        """Within it, this thread lists the worktrees once (a job: the worker's)."""
+        self._listing, self._listing_for = None, threading.get_ident()
+        try:
+            yield
+        finally:
+            self._listing, self._listing_for = None, None
 
     def note_files(self, wid: str, rels: list[str]) -> None:
         """The watcher reported these paths (relative to worktree ``wid``) changed."""

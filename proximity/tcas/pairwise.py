@@ -15,7 +15,7 @@ from proximity.analysis.reach import Reach
 from proximity.config import Config
 from proximity.errors import FatalError
 from proximity.model import Agent, Facts, FileChange, WorkingSet
-from proximity.tcas.memo import REACHES, RESOLVERS, memo_get, memo_put, work_key
+from proximity.tcas.memo import REACHES, RESOLVERS, memo_get, memo_put
 from proximity.tcas.rightofway import Contested, lines_of_work
 
 COLD_GRAPH_FILES = 2000  # parseable files above which a hook defers the first graph build
@@ -217,9 +217,12 @@ class Pairwise:
         if key not in self.reaches:
             assert self.graph is not None
             memo = self.facts.memo
-            # across scans (the resident service): by everything a reach is made of
-            mk = ("reach", self.graph_edges, agent.id, agent.tree, base_tree, work_key(ws),
-                  tuple(edges)) if memo is not None else None
+            # across scans (the resident service, whose memo a new policy empties): by
+            # everything a reach is made of -- the graph, the files touched, the new
+            # edges; not the trees, so a commit that changes what the same files hold
+            # (most do) or a new base that leaves them the files touched finds it kept
+            mk = ("reach", self.graph_edges, tuple(sorted(ws.touched())), tuple(edges)
+                  ) if memo is not None else None
             kept = memo_get(memo, "reach", mk)
             if kept is None:
                 kept = Reach(self.graph, ws, edges, self.cfg.gamma,
