@@ -308,3 +308,63 @@ def test_a_new_state_of_the_same_files_keeps_its_reach(tmp_path, monkeypatch):
     n = len(reaches)
     assert judged(warm, cfg) == cold(cfg)
     assert len(reaches) == n + 1 + 2
+
+
+def test_a_kept_reach_never_reads_a_graph_changed_under_it(tmp_path):
+    """A reach kept across scans reads its graph again for its findings (how hubs damp,
+    which way each import goes). The service follows main's graph in place when a commit
+    changes an import: a reach made before must not be taken for the graph as it is now,
+    even when main goes back to the tree it was made for (a reset, after a commit that
+    adds a file made a new graph). Every answer is the one a process with nothing kept
+    gives."""
+    import subprocess
+
+    from conftest import git, init_repo
+
+    from proximity import gitio
+    from proximity.config import Config
+    from proximity.ledger import TrackedDict
+    from proximity.model import Facts
+    from proximity.snapshot.agents import live_agents
+    from proximity.tcas.engine import scan
+
+    imports_t = "from pkg.t import V\n\nA = V\n"
+    files = {"pkg/__init__.py": "", "pkg/t.py": "V = 1\n", "pkg/a.py": imports_t,
+             "pkg/x.py": imports_t, "pkg/y.py": imports_t, "pkg/w.py": "W = 2\n"}
+    main = init_repo(tmp_path / "main", files)
+    w1, w2 = tmp_path / "w1", tmp_path / "w2"
+    git(main, "worktree", "add", "-q", "-b", "a1", str(w1))
+    git(main, "worktree", "add", "-q", "-b", "a2", str(w2))
+    cfg = Config(hub_degree=1)  # (t.py, imported three times, is a hub)
+    warm = Facts(memo={}, graph_cache=TrackedDict({}))
+
+    def judged(f: Facts) -> list[tuple[str, str, float, dict[str, float | None], list[str]]]:
+        repo = gitio.Repo(str(main))
+        agents, _ = live_agents(repo)
+        return [(p.a, p.b, p.risk, p.channels, [x.detail for x in p.findings])
+                for p in scan(repo, cfg, f, agents=agents).pairs]
+
+    def same() -> list[tuple[str, str, float, dict[str, float | None], list[str]]]:
+        got = judged(warm)
+        assert got == judged(Facts(graph_cache=TrackedDict({})))
+        return got
+
+    with open(w1 / "pkg/a.py", "a") as f:
+        f.write("# w1\n")
+    (w2 / "pkg/w.py").write_text("from pkg.t import V\nW = 2\n")
+    first = same()
+    pair = next(p for p in first if {p[0], p[1]} == {"w1", "w2"})
+    assert pair[3]["dependency"]  # a.py -> t.py <- w.py
+    start = git(main, "rev-parse", "HEAD").stdout.strip()
+    (main / "pkg/x.py").write_text("A = 1\n")  # t.py has one importer fewer: followed
+    subprocess.run(["git", "commit", "-qam", "x imports nothing"], cwd=main, check=True)
+    same()
+    (main / "pkg/z.py").write_text("Z = 1\n")  # a new file: a new graph
+    git(main, "add", "pkg/z.py")
+    subprocess.run(["git", "commit", "-qm", "z"], cwd=main, check=True)
+    same()
+    git(main, "reset", "-q", "--hard", start)  # back to the first tree
+    same()
+    with open(w1 / "pkg/a.py", "a") as f:  # the same files, new content
+        f.write("# w1 again\n")
+    assert same() != []

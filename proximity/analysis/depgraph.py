@@ -64,6 +64,9 @@ class Graph:
 
         self.g: nx.DiGraph[str] = nx.DiGraph()
         self._adj: dict[str, set[str]] = {}
+        # moves whenever set_imports changes an edge: what was read of this very graph
+        # before (a reach kept across scans) may not hold for it now
+        self.version = 0
 
     def add(self, src: str, dst: str) -> None:
         if src != dst:
@@ -93,6 +96,10 @@ class Graph:
 
     def set_imports(self, src: str, dsts: Iterable[str]) -> None:
         """What ``src`` imports, now (a file modified in place: see follow)."""
+        dsts = list(dsts)
+        if self.imports_same(src, dsts):
+            return
+        self.version += 1
         if src in self.g:
             for d in list(self.g.successors(src)):
                 self.g.remove_edge(src, d)

@@ -220,13 +220,16 @@ class Pairwise:
             # across scans (the resident service, whose memo a new policy empties): by
             # everything a reach is made of -- the graph, the files touched, the new
             # edges; not the trees, so a commit that changes what the same files hold
-            # (most do) or a new base that leaves them the files touched finds it kept
-            mk = ("reach", self.graph_edges, tuple(sorted(ws.touched())), tuple(edges)
-                  ) if memo is not None else None
+            # (most do) or a new base that leaves them the files touched finds it kept.
+            # The graph is this very object as it stands (a reach reads it again for its
+            # findings, and a commit on main may change its edges in place: _followed)
+            graph = self.graph
+            mk = ("reach", self.graph_edges, id(graph), getattr(graph, "version", 0),
+                  tuple(sorted(ws.touched())), tuple(edges)) if memo is not None else None
             kept = memo_get(memo, "reach", mk)
             if kept is None:
-                kept = Reach(self.graph, ws, edges, self.cfg.gamma,
-                                      self.cfg.depth_cap, self.cfg.hub_degree)
+                kept = Reach(graph, ws, edges, self.cfg.gamma, self.cfg.depth_cap,
+                             self.cfg.hub_degree)
                 memo_put(memo, "reach", mk, kept, REACHES)
             self.reaches[key] = kept
         return self.reaches[key]
