@@ -199,6 +199,63 @@ def test_a_commit_on_main_follows_the_graph_instead_of_building_it_again(
     assert ("pkg/d.py", "pkg/b.py") in judged(facts) and len(builds) == n + 1
 
 
+Judged = list[tuple[object, ...]]
+
+
+def _judged(main, cfg, facts, findings: bool = False) -> Judged:
+    """Every pair as one scan of the repository at ``main`` judges it: (a, b, risk,
+    channels[, its findings' text]). ``facts`` with a memo: what the resident service
+    keeps across scans; without: a process with nothing kept."""
+    from proximity import gitio
+    from proximity.snapshot.agents import live_agents
+    from proximity.tcas.engine import scan
+
+    repo = gitio.Repo(str(main))
+    agents, _ = live_agents(repo)
+    return [(p.a, p.b, p.risk, p.channels,
+             *([[x.detail for x in p.findings]] if findings else []))
+            for p in scan(repo, cfg, facts, agents=agents).pairs]
+
+
+def _cold():
+    from proximity.ledger import TrackedDict
+    from proximity.model import Facts
+
+    return Facts(graph_cache=TrackedDict({}))
+
+
+def _warm():
+    from proximity.ledger import TrackedDict
+    from proximity.model import Facts
+
+    return Facts(memo={}, graph_cache=TrackedDict({}))
+
+
+def _b_and_c_apart(tmp_path, extra):
+    """``main`` (pkg/a.py imports pkg/b.py and pkg/c.py; and the ``extra`` files) and a
+    worktree ``w`` of it: w edits pkg/b.py, main pkg/c.py."""
+    from conftest import git, init_repo
+
+    files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\nfrom pkg import c\n",
+             "pkg/b.py": "X = 1\n", "pkg/c.py": "Y = 1\n", **extra}
+    main = init_repo(tmp_path / "main", files)
+    w = tmp_path / "w"
+    git(main, "worktree", "add", "-q", "-b", "w", str(w))
+    (w / "pkg/b.py").write_text("X = 2\n")
+    (main / "pkg/c.py").write_text("Y = 2\n")
+    return main, w
+
+
+def _reaches_made(monkeypatch) -> list[int]:
+    """One entry for each reach searched from now on."""
+    from proximity.tcas import pairwise
+
+    made: list[int] = []
+    real = pairwise.Reach
+    monkeypatch.setattr(pairwise, "Reach", lambda *a, **k: made.append(1) or real(*a, **k))
+    return made
+
+
 def test_a_commit_on_main_that_changes_no_import_keeps_the_reaches(tmp_path, monkeypatch):
     """The resident service keeps each worktree's reach over the reference graph across
     scans. A commit on main that changes no import leaves the graph's edges as they were:
@@ -206,53 +263,33 @@ def test_a_commit_on_main_that_changes_no_import_keeps_the_reaches(tmp_path, mon
     them again; every answer is the one a process with nothing kept gives."""
     import subprocess
 
-    from conftest import git, init_repo
-
-    from proximity import gitio
     from proximity.config import Config
-    from proximity.ledger import TrackedDict
-    from proximity.model import Facts
-    from proximity.snapshot.agents import live_agents
-    from proximity.tcas import pairwise
-    from proximity.tcas.engine import scan
 
-    files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\nfrom pkg import c\n",
-             "pkg/b.py": "X = 1\n", "pkg/c.py": "Y = 1\n", "notes.txt": "n\n"}
-    main = init_repo(tmp_path / "main", files)
-    w = tmp_path / "w"
-    git(main, "worktree", "add", "-q", "-b", "w", str(w))
-    (w / "pkg/b.py").write_text("X = 2\n")
-    (main / "pkg/c.py").write_text("Y = 2\n")
-    reaches = []
-    real = pairwise.Reach
-    monkeypatch.setattr(pairwise, "Reach", lambda *a, **k: reaches.append(1) or real(*a, **k))
-    warm = Facts(memo={}, graph_cache=TrackedDict({}))
-    cfg = Config()
+    main, _w = _b_and_c_apart(tmp_path, {"notes.txt": "n\n"})
+    reaches, warm = _reaches_made(monkeypatch), _warm()
 
-    def judged(f: Facts) -> list[tuple[str, str, float, dict[str, float | None]]]:
-        repo = gitio.Repo(str(main))
-        agents, _ = live_agents(repo)
-        return [(p.a, p.b, p.risk, p.channels) for p in scan(repo, cfg, f, agents=agents).pairs]
+    def judged(f) -> Judged:
+        return _judged(main, Config(), f)
 
     def commit(text: str, message: str) -> None:
         (main / "notes.txt").write_text(text)
         subprocess.run(["git", "commit", "-qam", message], cwd=main, check=True)
 
     first = judged(warm)
-    assert first == judged(Facts(graph_cache=TrackedDict({})))
+    assert first == judged(_cold())
     assert first[0][3]["dependency"]  # b (w) is two imports from c (main) through a
     commit("more\n", "no import changed")
     n = len(reaches)
     again = judged(warm)
     # main's own state changed (notes.txt): its reach only; w's was kept
     assert len(reaches) - n == 1
-    assert again == judged(Facts(graph_cache=TrackedDict({})))
+    assert again == judged(_cold())
     (main / "pkg/a.py").write_text("X = 0\n")  # a imports nothing now: b and c apart
     commit("again\n", "an import changed")
     n = len(reaches)
     after = judged(warm)
     assert len(reaches) - n == 2  # both again
-    assert after == judged(Facts(graph_cache=TrackedDict({})))
+    assert after == judged(_cold())
     assert not after[0][3]["dependency"]
 
 
@@ -263,50 +300,27 @@ def test_a_new_state_of_the_same_files_keeps_its_reach(tmp_path, monkeypatch):
     touching one more file searches again."""
     import subprocess
 
-    from conftest import git, init_repo
-
-    from proximity import gitio
     from proximity.config import Config
-    from proximity.ledger import TrackedDict
-    from proximity.model import Facts
-    from proximity.snapshot.agents import live_agents
-    from proximity.tcas import pairwise
-    from proximity.tcas.engine import scan
 
-    files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\nfrom pkg import c\n",
-             "pkg/b.py": "X = 1\n", "pkg/c.py": "Y = 1\n", "pkg/d.py": "Z = 1\n"}
-    main = init_repo(tmp_path / "main", files)
-    w = tmp_path / "w"
-    git(main, "worktree", "add", "-q", "-b", "w", str(w))
-    (w / "pkg/b.py").write_text("X = 2\n")
-    (main / "pkg/c.py").write_text("Y = 2\n")
-    reaches = []
-    real = pairwise.Reach
-    monkeypatch.setattr(pairwise, "Reach", lambda *a, **k: reaches.append(1) or real(*a, **k))
-    warm = Facts(memo={}, graph_cache=TrackedDict({}))
+    main, w = _b_and_c_apart(tmp_path, {"pkg/d.py": "Z = 1\n"})
+    reaches, warm = _reaches_made(monkeypatch), _warm()
 
-    def judged(f: Facts, cfg: Config) -> list[tuple[str, str, float, dict[str, float | None]]]:
-        repo = gitio.Repo(str(main))
-        agents, _ = live_agents(repo)
-        return [(p.a, p.b, p.risk, p.channels) for p in scan(repo, cfg, f, agents=agents).pairs]
+    def judged(f) -> Judged:
+        return _judged(main, Config(), f)
 
-    def cold(cfg: Config) -> list[tuple[str, str, float, dict[str, float | None]]]:
-        return judged(Facts(graph_cache=TrackedDict({})), cfg)
-
-    cfg = Config()
-    first = judged(warm, cfg)
+    first = judged(warm)
     assert first[0][3]["dependency"]
     (w / "pkg/b.py").write_text("X = 3\n")  # the same file, new content
     n = len(reaches)
-    assert judged(warm, cfg) == cold(cfg)
+    assert judged(warm) == judged(_cold())
     assert len(reaches) == n + 2  # (the cold process's two; the warm one kept both)
     subprocess.run(["git", "commit", "-qam", "b again"], cwd=w, check=True)
     n = len(reaches)
-    assert judged(warm, cfg) == cold(cfg)
+    assert judged(warm) == judged(_cold())
     assert len(reaches) == n + 2
     (w / "pkg/d.py").write_text("Z = 2\n")  # one more file touched: w's searched again
     n = len(reaches)
-    assert judged(warm, cfg) == cold(cfg)
+    assert judged(warm) == judged(_cold())
     assert len(reaches) == n + 1 + 2
 
 
@@ -321,12 +335,7 @@ def test_a_kept_reach_never_reads_a_graph_changed_under_it(tmp_path):
 
     from conftest import git, init_repo
 
-    from proximity import gitio
     from proximity.config import Config
-    from proximity.ledger import TrackedDict
-    from proximity.model import Facts
-    from proximity.snapshot.agents import live_agents
-    from proximity.tcas.engine import scan
 
     imports_t = "from pkg.t import V\n\nA = V\n"
     files = {"pkg/__init__.py": "", "pkg/t.py": "V = 1\n", "pkg/a.py": imports_t,
@@ -336,17 +345,11 @@ def test_a_kept_reach_never_reads_a_graph_changed_under_it(tmp_path):
     git(main, "worktree", "add", "-q", "-b", "a1", str(w1))
     git(main, "worktree", "add", "-q", "-b", "a2", str(w2))
     cfg = Config(hub_degree=1)  # (t.py, imported three times, is a hub)
-    warm = Facts(memo={}, graph_cache=TrackedDict({}))
+    warm = _warm()
 
-    def judged(f: Facts) -> list[tuple[str, str, float, dict[str, float | None], list[str]]]:
-        repo = gitio.Repo(str(main))
-        agents, _ = live_agents(repo)
-        return [(p.a, p.b, p.risk, p.channels, [x.detail for x in p.findings])
-                for p in scan(repo, cfg, f, agents=agents).pairs]
-
-    def same() -> list[tuple[str, str, float, dict[str, float | None], list[str]]]:
-        got = judged(warm)
-        assert got == judged(Facts(graph_cache=TrackedDict({})))
+    def same() -> Judged:
+        got = _judged(main, cfg, warm, findings=True)
+        assert got == _judged(main, cfg, _cold(), findings=True)
         return got
 
     with open(w1 / "pkg/a.py", "a") as f:
