@@ -920,6 +920,66 @@ def test_post_commit_notes_in_the_main_checkout_and_never_through_a_link(pair_of
     assert not [n for n in os.listdir(elsewhere) if n.startswith(("post-commit-", "sync-"))]
 
 
+def test_a_commit_made_while_the_watches_are_replaced_is_recorded_at_once(pair_of_repos):
+    """Found by a trial: a worktree added or removed makes the service replace its
+    watches, and a post-commit note made meanwhile was reported by nobody; its commit
+    was recorded only by the replay of old notes, 10-20 s later, after newer commits
+    (the stream's last event an old commit). The notes found once the new watches are in
+    place are taken then: with worktrees coming and going beside them, every commit is
+    recorded at once, in its order."""
+    import threading
+
+    svc, _ = pair_of_repos()
+    for k in range(300):  # a project's tree: each worktree added checks it out
+        (svc.main / "src" / f"p{k // 10}").mkdir(parents=True, exist_ok=True)
+        (svc.main / "src" / f"p{k // 10}" / f"m{k}.py").write_text(f"X = {k}\n")
+    git(svc.main, "add", "-A")
+    git(svc.main, "commit", "-q", "-m", "tree")
+    start(svc)
+    settle(svc)
+    heads: list[str] = []
+    done = threading.Event()
+
+    def churn() -> None:  # a person adding and removing worktrees, their hooks on
+        k = 0
+        while not done.is_set():
+            there = str(svc.root / f"t{k}")
+            subprocess.run(["git", "worktree", "add", "-q", "-b", f"t{k}", there],
+                           cwd=svc.main, capture_output=True, env={**os.environ, **on()})
+            time.sleep(0.2)
+            subprocess.run(["git", "worktree", "remove", "--force", there], cwd=svc.main,
+                           capture_output=True, env={**os.environ, **on()})
+            time.sleep(0.2)
+            k += 1
+
+    other = threading.Thread(target=churn)
+    other.start()
+    try:
+        for k in range(30):
+            with open(svc.a / "g.txt", "a") as f:
+                f.write(f"line {k}\n")
+            git(svc.a, "add", "g.txt")
+            made = subprocess.run(["git", "commit", "-q", "-m", f"c{k}"], cwd=svc.a,
+                                  capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, **on()})
+            assert made.returncode == 0, made.stderr
+            heads.append(git(svc.a, "rev-parse", "HEAD").stdout.strip())
+    finally:
+        done.set()
+        other.join()
+
+    def events() -> list[str]:
+        led = Ledger(os.path.join(svc.common, "ecm"))
+        try:
+            return [r[0] for r in led.db.execute(
+                "SELECT head FROM events WHERE stream='a' AND kind='commit' ORDER BY seq")]
+        finally:
+            led.close()
+
+    wait_for(lambda: set(heads) <= set(events()), timeout=5.0)  # (the replay: 10 s on)
+    assert events() == heads  # once each, in their order
+
+
 def test_post_commit_notes_never_write_through_links_and_count_once(pair_of_repos, tmp_path):
     """Found by an attack: a link planted where the hook drops its file (or its
     sync cookie) is never followed (nothing is truncated), a directory named like a note

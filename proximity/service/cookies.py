@@ -171,6 +171,27 @@ class Cookies:
                 del self.early_seen[old]
                 remove(self.state.common, old)
 
+    def unreported(self) -> list[str]:
+        """Watcher thread, new watches in place: what was made in the cookies directory
+        while they were being replaced was reported by nobody. The post-commit notes
+        there (paths: commits to record; one recorded already is found so); hook
+        scripts' cookies no one saw are removed (what came before them is not known to
+        be reported: their requests sync by a cookie of the service's own)."""
+        d = layout.cookies_dir(self.state.common)
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            return []
+        notes = []
+        with self.state.lock:
+            for name in names:
+                if name.startswith(POST_PREFIX):
+                    notes.append(os.path.join(d, name))
+                elif (EARLY_COOKIE.fullmatch(name) and name not in self.early_seen
+                      and name not in self.waiting):
+                    remove(self.state.common, name)
+        return notes
+
     def post_note(self, roots: dict[str, str], agent: str) -> PostNote | None:
         """What a pre-commit's thin client leaves for the post-commit hook that follows:
         this process's pid, so that hook records the commit by a file in the cookies

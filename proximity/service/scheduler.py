@@ -106,6 +106,9 @@ class Scheduler:
         reads them after the watches are in place)."""
         if self.changes.rewatch():
             self.put(Job("rewatch"), 1)
+            if self.air is not None:  # (a commit made meanwhile is recorded now, not
+                for path in self.cookies.unreported():  # by the replay of old notes)
+                    self.notes.seen(path)
 
     # -- the worker's thread ------------------------------------------------------------
     def _start(self) -> dict[str, str] | None:
