@@ -15,6 +15,7 @@ from proximity.agents import calls, decision
 from proximity.analysis import hunks
 from proximity.errors import FatalError, LedgerError
 from proximity.gitio import MAIN_ID
+from proximity.hooks import departing
 from proximity.hooks.pushed import owner, pushed_state, whose_work
 from proximity.model import Agent
 from proximity.safetext import text
@@ -121,6 +122,10 @@ def judge(ctx: workspace.Context, stage: str, kind: str, override: str | None,
                 max((p.risk for p in mine), default=0.0))
 
     who, result = max(results, key=weight)
+    left = departing.departed(ctx.repo, result.agents, result.involving(who), who)
+    if left:  # (read half deleted: no collision, and nobody to tell)
+        result = replace(result, agents=[a for a in result.agents if a.id not in left],
+                         pairs=[p for p in result.pairs if p.a not in left and p.b not in left])
     posted = actions.fire(ctx, result)
     by_id = {a.id: a for a in result.agents}
     texts, must_yield = [], []
