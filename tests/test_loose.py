@@ -88,6 +88,66 @@ def test_a_tree_written_over_a_cut_short_loose_file_of_its_id_is_never_read(tmp_
     assert "git cannot read it" in (gitio.Repo(str(repo)).unreadable(tree, head) or "")
 
 
+_OVERLAY = """
+import json, os, sys
+from proximity import gitio
+repo = gitio.Repo(sys.argv[1])
+repo.pg  # (libgit2 open, as in the resident service)
+wt = repo.worktrees_fast()[0]
+head = repo.read_head(repo.common)[0]
+base = repo.commit_tree(head)
+assert repo.unreadable(base, head) is None  # (the state the service started from)
+trace = os.path.join(sys.argv[2], "trace")
+tree = repo.snapshot_overlay(wt, base, ["a/x.txt"])
+os.environ["GIT_TRACE2_EVENT"] = trace  # (every git process from here on says so)
+why = repo.unreadable(tree, head)
+print(json.dumps({"tree": tree, "why": why, "git": os.path.exists(trace)}))
+"""
+
+
+def _overlay_checked(tmp_path: Path, repo: Path) -> dict[str, object]:
+    """A worktree state built in process over a state found readable (the resident
+    service's snapshot of a few saved files), then checked as libgit2 will read it; in a
+    child process (a wedge would hold this one forever)."""
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _OVERLAY, str(repo), str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    got: dict[str, object] = json.loads(done.stdout)
+    return got
+
+
+def test_a_state_built_over_a_readable_one_is_checked_by_its_own_objects(tmp_path):
+    """A file saved over the state already checked: the check inflates only the objects
+    the new state holds beyond it -- the saved file's blob and the trees above it -- and
+    runs no git process; a loose file of any of them already there cut short (hashing
+    or writing the same id again keeps it) is named, as git's listing names it."""
+    repo = init_repo(tmp_path / "r", {"a/x.txt": "one\n", "b.txt": "b\n"})
+    (repo / "a" / "x.txt").write_text("two\n")
+    whole = _overlay_checked(tmp_path / "whole", repo)
+    assert whole["why"] is None and whole["git"] is False, whole
+    for kind in ("blob", "tree"):
+        text = "".join(f"{kind} line {i} {i * i}\n" for i in range(5000))
+        (repo / "a" / "x.txt").write_text(text)
+        blob = git(repo, "hash-object", "a/x.txt").stdout.strip()
+        listed = f"100644 blob {blob}\tx.txt\n"
+        oid = blob if kind == "blob" else subprocess.run(
+            ["git", "mktree", "--missing"], cwd=repo, input=listed,
+            capture_output=True, text=True, check=True).stdout.strip()
+        entry = b"100644 x.txt\0" + bytes.fromhex(blob)
+        body = zlib.compress(f"blob {len(text)}\0{text}".encode() if kind == "blob" else
+                             b"tree %d\0" % len(entry) + entry)
+        path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(body[:len(body) - 4])  # (a crashed write: the id there, cut short)
+        (tmp_path / kind).mkdir()
+        got = _overlay_checked(tmp_path / kind, repo)
+        assert got["git"] is False, got
+        assert f"object {oid[:12]}" in str(got["why"]) and "cut short" in str(got["why"]), got
+        path.unlink()
+
+
 def test_the_audit_finds_a_new_damaged_file_and_keeps_what_it_found_whole(tmp_path):
     """A directory found whole is not listed again until its mtime moves; a cut-short
     file added to it is then found. What was found whole is kept for the next process,

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from proximity import model, owned
 from proximity.errors import FatalError
-from proximity.gitio.base import LARGE_STUB, RepoCore, _pygit2
-from proximity.gitio.loose import damage, loose_file
+from proximity.gitio.base import LARGE_STUB, _pygit2
+from proximity.gitio.readable import Readable
 from proximity.gitio.run import EMPTY_TREE, MOVED_DIFF_ARGS, git, tree_diff
 
 LOOSE_LIMIT = 2048  # loose objects (estimated as git does) before snapshots pack them
@@ -118,7 +118,7 @@ def _walk_delta(old: Any, new: Any, prefix: str, out: dict[str, tuple[str, str]]
             out[path] = ("A", str(y.id))
 
 
-class Objects(RepoCore):
+class Objects(Readable):
     """Objects: trees, blobs, their differences, and git's merge of two trees."""
     def pack_loose_objects(self, limit: int = 0) -> int:
         """Pack the object store's loose objects once there are many (snapshots write
@@ -200,40 +200,6 @@ class Objects(RepoCore):
                         fields[4][:1], "" if fields[4] == "D" else fields[3])
         self._remember(key, (old_tree, new_tree), dict(result))
         return result
-
-    def unreadable(self, tree: str, head: str | None) -> str | None:
-        """Why libgit2 must not read the live state ``tree`` (loose.py): an object it
-        names beyond ``head`` that git cannot read, or whose loose file does not inflate
-        whole, in one line; None: it may. git lists the objects (by plumbing: libgit2
-        would wedge on the very trees it checks); a None remembered for object ids."""
-        old = head or EMPTY_TREE
-        key = ("unreadable", old, tree)
-        if key in self.memo:
-            return cast("str | None", self.memo[key])
-        proc = self._git(["diff-tree", "-r", "-z", "--no-renames", old, tree], ok=(0, 128))
-        why = None
-        if proc.returncode:
-            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            why = f"git cannot read it: {err[0] if err else 'exit 128'}"
-        else:
-            dirs = [self.store.repo_objects, *self.store.read_dirs()]
-            parts = proc.stdout.split(b"\0")
-            for meta, raw in zip(parts[0::2], parts[1::2], strict=False):
-                fields = meta.decode().split()
-                if len(fields) < 5 or fields[4] == "D" or fields[1] == "160000":
-                    continue
-                path = loose_file(dirs, fields[3])
-                wrong = damage(path) if path else None
-                if path and wrong:
-                    # (where, short: the line names the object and must stay one line)
-                    where = os.path.join(os.path.basename(self.common), os.path.relpath(
-                        os.path.dirname(os.path.dirname(path)), self.common))
-                    why = (f"object {fields[3][:12]} ({raw.decode('utf-8', 'replace')}) "
-                           f"cannot be read: its loose file in {where} {wrong}")
-                    break
-        if why is None:  # (a damaged one is read again: its file may be mended)
-            self._remember(key, (old, tree), why)
-        return why
 
     def moves(self, old: str | None, new: str) -> dict[str, str]:
         """Files moved between two tree-ishes, new path -> old path, found as git's merge

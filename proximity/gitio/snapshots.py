@@ -273,10 +273,14 @@ class Snapshots(Adding):
                 return None
             for (rel, mode), oid in zip(files, out, strict=True):
                 changes[tuple(rel.split("/"))] = (oid.decode(), mode)
+        wrote: list[str] = []
         try:
-            return str(treebuild.tree_with(pgw, base, changes) or EMPTY_TREE)
+            tree = str(treebuild.tree_with(pgw, base, changes, wrote) or EMPTY_TREE)
         except (KeyError, ValueError, TypeError, pygit2.GitError):
             return None
+        # what it holds beyond base_tree: the objects a check of it reads (unreadable)
+        self.derived(tree, base_tree, [v[0] for v in changes.values() if v] + wrote)
+        return tree
 
     def index_tree(self, index_file: str, cwd: Where) -> str:
         """The tree an index file holds (`git write-tree`), from a private copy: the

@@ -39,11 +39,11 @@ def in_nested_repo(root: str, base: Any, parts: Sequence[str]) -> bool:
     return False
 
 
-def tree_with(pg: Any, tree: Any, changes: Mapping[tuple[str, ...], tuple[str, int] | None]
-               ) -> Any:
+def tree_with(pg: Any, tree: Any, changes: Mapping[tuple[str, ...], tuple[str, int] | None],
+              wrote: list[str] | None = None) -> Any:
     """The id of ``tree`` (None: empty) with ``changes`` made (path parts -> (blob id,
     mode), or None to remove), written through libgit2; None when the result is empty
-    (git writes no empty directories)."""
+    (git writes no empty directories). ``wrote``: gets the id of every tree written."""
     pygit2 = _pygit2()
     tb = pg.TreeBuilder(tree) if tree is not None else pg.TreeBuilder()
     below: dict[str, dict[tuple[str, ...], tuple[str, int] | None]] = {}
@@ -59,7 +59,7 @@ def tree_with(pg: Any, tree: Any, changes: Mapping[tuple[str, ...], tuple[str, i
         entry = tb.get(name)
         old = pg[entry.id] if entry is not None and entry.filemode == pygit2.GIT_FILEMODE_TREE \
             else None
-        got = tree_with(pg, old, sub)
+        got = tree_with(pg, old, sub, wrote)
         if got is None:
             if entry is not None:
                 tb.remove(name)
@@ -70,5 +70,8 @@ def tree_with(pg: Any, tree: Any, changes: Mapping[tuple[str, ...], tuple[str, i
     if len(tb) == 0:
         return None
     # (never read back: a loose file of that id already there, cut short, is kept by
-    # libgit2 as the object, and reading it wedges; git's listing of the state names it)
-    return tb.write()
+    # libgit2 as the object, and reading it wedges; its caller checks those it wrote)
+    oid = tb.write()
+    if wrote is not None:
+        wrote.append(str(oid))
+    return oid
