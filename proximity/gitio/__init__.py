@@ -32,6 +32,7 @@ from proximity.gitio.base import LARGE_STUB, MEMO_ENTRIES, sweep_scratch
 from proximity.gitio.bulk import summary_text
 from proximity.gitio.bulk import under as under_summary
 from proximity.gitio.history import SOLE_BASE_WALK, History
+from proximity.gitio.ignores import any_ignored
 from proximity.gitio.listing import WorktreeInfo
 from proximity.gitio.objects import LOOSE_LIMIT
 from proximity.gitio.patches import Patches
@@ -49,7 +50,6 @@ from proximity.gitio.run import (
     TIMEOUTS,
     At,
     Where,
-    any_ignored,
     blob_args,
     clean_env,
     commit_of,

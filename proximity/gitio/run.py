@@ -254,13 +254,6 @@ def require_git() -> None:
         )
 
 
-def any_ignored(workdir: Where, paths: Sequence[str]) -> bool:
-    """Whether any of ``paths`` matches an ignore rule (tracked or not: --no-index)."""
-    proc = git(["check-ignore", "--no-index", "--stdin", "-z"], cwd=workdir,
-               input=b"".join(_b(p) + b"\0" for p in paths), ok=(0, 1))
-    return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))
-
-
 def _b(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 

@@ -26,13 +26,13 @@ from proximity.gitio.base import (
     copy_index,
     file_size,
 )
+from proximity.gitio.ignores import Ignores
 from proximity.gitio.listing import WorktreeInfo
 from proximity.gitio.run import (
     EMPTY_TREE,
     SNAPSHOT_IDENT,
     Where,
     _b,
-    any_ignored,
     git,
     git_finish,
     git_start,
@@ -42,7 +42,7 @@ from proximity.gitio.run import (
 OVERLAY_MAX = 64  # paths a snapshot builds in process (Repo.snapshot_overlay); more: git
 
 
-class Snapshots(Adding):
+class Snapshots(Adding, Ignores):
     """Snapshots: a worktree's live state as a tree (never the user's index)."""
 
     # -- snapshots ----------------------------------------------------------------------
@@ -258,7 +258,7 @@ class Snapshots(Adding):
                     return None
                 new.append(rel)
             files.append((rel, 0o100755 if st.st_mode & stat.S_IXUSR else 0o100644))
-        if new and any_ignored(wt.at, new):
+        if new and self.any_ignored_in(wt, new):
             return None
         changes: dict[tuple[str, ...], tuple[str, int] | None] = {
             tuple(p.split("/")): None for p in gone}

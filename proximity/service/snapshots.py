@@ -272,7 +272,7 @@ class WarmSnapshots:
             # a path tracked in both (modified) is taken from the file either way; only
             # one tracked in one index alone, if ignored, makes `add -A` differ
             once = [p for p in differ if delta[p][0] in "AD"]
-            return not once or not gitio.any_ignored(wt.at, once)
+            return not once or not repo.any_ignored_in(wt, once)
         except Exception:
             return False
 
