@@ -23,7 +23,7 @@ def traced(tmp_path, monkeypatch):
     trace = tmp_path / "trace"
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
     r = gitio.Repo(str(repo))
-    r.pg  # (open)
+    assert r.pg is not None  # (open)
     wt = r.worktrees_fast()[0]
 
     def processes() -> int:
