@@ -91,3 +91,24 @@ def test_the_paths_asked_together_are_answered_each(traced):
     processes()
     assert r.any_ignored_in(wt, ["a.txt", "c/d.txt"]) is False and processes() == 0
     assert r.any_ignored_in(wt, [Path("e.log").as_posix()]) is True and processes() >= 1
+
+
+def test_nothing_is_kept_where_the_config_includes_other_files(traced, tmp_path):
+    """An included file (or the branch checked out, for ``includeIf onbranch:``) may name
+    another excludes file with no config file of git's own changing: every answer is
+    asked of git there."""
+    repo, r, wt, processes = traced
+    included = tmp_path / "included.cfg"
+    included.write_text(f"[core]\n\texcludesFile = {tmp_path / 'none'}\n")
+    git(repo, "config", "include.path", str(included))
+    assert r.any_ignored_in(wt, ["g.dat"]) is False
+    processes()
+    (tmp_path / "rules").write_text("g.dat\n")
+    included.write_text(f"[core]\n\texcludesFile = {tmp_path / 'rules'}\n")
+    assert r.any_ignored_in(wt, ["g.dat"]) is True and processes() >= 1
+    assert r.any_ignored_in(wt, ["g.dat"]) is True and processes() >= 1  # (asked again)
+    git(repo, "config", "--unset", "include.path")
+    git(repo, "config", "includeIf.onbranch:other.path", str(included))
+    assert r.any_ignored_in(wt, ["g.dat"]) is False  # (not on that branch)
+    git(repo, "switch", "-q", "-c", "other")
+    assert r.any_ignored_in(wt, ["g.dat"]) is True

@@ -2,9 +2,9 @@
 decides it changed: the ``.gitignore`` of every directory on a path's way down from its
 worktree's top, the repository's ``info/exclude``, the user's excludes file and the git
 config files that may name another (their stat: a file rewritten at the same size within
-one tick of the filesystem's clock is not seen, as git's racy index; nor a change to a config
-file only included by another). A snapshot asks it of a file the worktree gained and of the
-paths a commit's index adds, each commit, each time a `git` process."""
+one tick of the filesystem's clock is not seen, as git's racy index; where the config
+includes other files, nothing is kept). A snapshot asks it of a file the worktree gained
+and of the paths a commit's index adds, each commit, each time a `git` process."""
 
 from __future__ import annotations
 
@@ -61,11 +61,11 @@ class Ignores(RepoCore):
         """Whether any of ``paths`` (relative to ``wt``) matches an ignore rule, tracked or
         not (run.any_ignored). A process that has not opened libgit2 (a hook judging
         in process) asks git every time: it asks once."""
-        if not self.warm():
+        common = self._sources(wt) if self.warm() else None
+        if common is None:
             return any_ignored(wt.at, paths)
         kept: dict[tuple[str, str], tuple[Stamp, bool]] = self.memo.setdefault(
             ("ignores",), {})
-        common = self._sources(wt)
         stamps = {p: common + self._dirs(wt.path, p) for p in paths}
         answers = {}
         for p in paths:
@@ -82,22 +82,32 @@ class Ignores(RepoCore):
                 kept[(wt.path, p)] = (stamps[p], answers[p])
         return any(answers.values())
 
-    def _sources(self, wt: WorktreeInfo) -> Stamp:
+    def _sources(self, wt: WorktreeInfo) -> Stamp | None:
         """The stat of what decides every path's answer in ``wt`` but its directories'
-        ``.gitignore`` files: the config files, and the excludes files they name."""
+        ``.gitignore`` files: the config files, and the excludes files they name. None:
+        the config includes other files (``include.path``, ``includeIf``: another file,
+        or the branch checked out, may name another excludes file unseen), so nothing is
+        kept."""
         gitdir = wt.admin or self.common
         configs = tuple(_stat(p) for p in _config_files(self.common, gitdir))
-        seen: dict[str, tuple[Stamp, list[str]]] = self.memo.setdefault(("excludes",), {})
+        seen: dict[str, tuple[Stamp, list[str] | None]] = self.memo.setdefault(
+            ("excludes",), {})
         was = seen.get(wt.path)
         if was is None or was[0] != configs:
-            named = git(["config", "--path", "--get", "core.excludesFile"], cwd=wt.at,
-                        ok=(0, 1)).stdout.decode("utf-8", "surrogateescape").strip()
+            out = git(["config", "--path", "-z", "--get-regexp",
+                       r"^(core\.excludesfile|include)"], cwd=wt.at, ok=(0, 1)).stdout
+            entries = [e.decode("utf-8", "surrogateescape").partition("\n")
+                       for e in out.split(b"\0") if e]
+            named = [value for key, _, value in entries if key == "core.excludesfile"]
             home = os.path.expanduser("~")
             xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-            files = [os.path.join(self.common, "info", "exclude"),
-                     os.path.join(wt.path, named) if named else
-                     os.path.join(xdg, "git", "ignore")]
+            files = None if any(key.startswith("include") for key, _, _ in entries) else [
+                os.path.join(self.common, "info", "exclude"),
+                os.path.join(wt.path, named[-1]) if named and named[-1] else
+                os.path.join(xdg, "git", "ignore")]
             was = seen[wt.path] = (configs, files)
+        if was[1] is None:
+            return None
         return configs + tuple(_stat(f) for f in was[1])
 
     @staticmethod
