@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 
 from proximity.gitio.base import RepoCore
-from proximity.gitio.loose import damage, loose_file
+from proximity.gitio.loose import damage, loose_files
 from proximity.gitio.run import EMPTY_TREE
 
 
@@ -58,14 +58,14 @@ class Readable(RepoCore):
 
     def _damaged(self, oids: Sequence[str], paths: dict[str, str] | None = None
                  ) -> str | None:
-        """The first of ``oids`` whose loose file does not inflate whole, in one line
-        (``paths``: the path each names, for the line); None: none (packed ones are
+        """The first of ``oids`` with a loose file that does not inflate whole, in any
+        object directory (libgit2 may read that copy though git has a whole one), in one
+        line (``paths``: the path each names, for the line); None: none (packed ones are
         git's)."""
         dirs = [self.store.repo_objects, *self.store.read_dirs()]
-        for oid in oids:
-            path = loose_file(dirs, oid)
-            wrong = damage(path) if path else None
-            if path and wrong:
+        for oid, path in ((o, p) for o in oids for p in loose_files(dirs, o)):
+            wrong = damage(path)
+            if wrong:
                 # (where, short: the line names the object and must stay one line)
                 where = os.path.join(os.path.basename(self.common), os.path.relpath(
                     os.path.dirname(os.path.dirname(path)), self.common))
