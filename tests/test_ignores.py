@@ -93,22 +93,31 @@ def test_the_paths_asked_together_are_answered_each(traced):
     assert r.any_ignored_in(wt, [Path("e.log").as_posix()]) is True and processes() >= 1
 
 
-def test_nothing_is_kept_where_the_config_includes_other_files(traced, tmp_path):
+def test_an_included_config_file_and_the_branch_an_include_depends_on_are_watched(
+        traced, tmp_path):
     """An included file (or the branch checked out, for ``includeIf onbranch:``) may name
-    another excludes file with no config file of git's own changing: every answer is
-    asked of git there."""
+    another excludes file with no config file of git's own changing: its change, or a
+    switch of branch, asks git again; nothing changing, the answer is kept."""
     repo, r, wt, processes = traced
     included = tmp_path / "included.cfg"
     included.write_text(f"[core]\n\texcludesFile = {tmp_path / 'none'}\n")
     git(repo, "config", "include.path", str(included))
     assert r.any_ignored_in(wt, ["g.dat"]) is False
     processes()
+    assert r.any_ignored_in(wt, ["g.dat"]) is False and processes() == 0  # (kept)
     (tmp_path / "rules").write_text("g.dat\n")
     included.write_text(f"[core]\n\texcludesFile = {tmp_path / 'rules'}\n")
     assert r.any_ignored_in(wt, ["g.dat"]) is True and processes() >= 1
-    assert r.any_ignored_in(wt, ["g.dat"]) is True and processes() >= 1  # (asked again)
+    nested = tmp_path / "nested.cfg"  # (an include in an included file, relative to it)
+    included.write_text("[include]\n\tpath = nested.cfg\n")
+    assert r.any_ignored_in(wt, ["g.dat"]) is False
+    nested.write_text(f"[core]\n\texcludesFile = {tmp_path / 'rules'}\n")
+    assert r.any_ignored_in(wt, ["g.dat"]) is True
     git(repo, "config", "--unset", "include.path")
     git(repo, "config", "includeIf.onbranch:other.path", str(included))
     assert r.any_ignored_in(wt, ["g.dat"]) is False  # (not on that branch)
+    processes()
+    assert r.any_ignored_in(wt, ["g.dat"]) is False and processes() == 0  # (kept)
     git(repo, "switch", "-q", "-c", "other")
-    assert r.any_ignored_in(wt, ["g.dat"]) is True
+    processes()
+    assert r.any_ignored_in(wt, ["g.dat"]) is True and processes() >= 1

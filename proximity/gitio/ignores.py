@@ -2,9 +2,10 @@
 decides it changed: the ``.gitignore`` of every directory on a path's way down from its
 worktree's top, the repository's ``info/exclude``, the user's excludes file and the git
 config files that may name another (their stat: a file rewritten at the same size within
-one tick of the filesystem's clock is not seen, as git's racy index; where the config
-includes other files, nothing is kept). A snapshot asks it of a file the worktree gained
-and of the paths a commit's index adds, each commit, each time a `git` process."""
+one tick of the filesystem's clock is not seen, as git's racy index), the files those
+include (and HEAD, for an include that depends on the branch). A snapshot asks it of a
+file the worktree gained and of the paths a commit's index adds, each commit, each time a
+`git` process."""
 
 from __future__ import annotations
 
@@ -84,31 +85,47 @@ class Ignores(RepoCore):
 
     def _sources(self, wt: WorktreeInfo) -> Stamp | None:
         """The stat of what decides every path's answer in ``wt`` but its directories'
-        ``.gitignore`` files: the config files, and the excludes files they name. None:
-        the config includes other files (``include.path``, ``includeIf``: another file,
-        or the branch checked out, may name another excludes file unseen), so nothing is
-        kept."""
+        ``.gitignore`` files: the config files, the files they include (and the
+        worktree's HEAD, where an include depends on the branch), and the excludes files
+        they name. None: a config entry comes from no file (the command line, a blob):
+        nothing is kept."""
         gitdir = wt.admin or self.common
         configs = tuple(_stat(p) for p in _config_files(self.common, gitdir))
         seen: dict[str, tuple[Stamp, list[str] | None]] = self.memo.setdefault(
             ("excludes",), {})
         was = seen.get(wt.path)
-        if was is None or was[0] != configs:
-            out = git(["config", "--path", "-z", "--get-regexp",
-                       r"^(core\.excludesfile|include)"], cwd=wt.at, ok=(0, 1)).stdout
-            entries = [e.decode("utf-8", "surrogateescape").partition("\n")
-                       for e in out.split(b"\0") if e]
-            named = [value for key, _, value in entries if key == "core.excludesfile"]
-            home = os.path.expanduser("~")
-            xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-            files = None if any(key.startswith("include") for key, _, _ in entries) else [
-                os.path.join(self.common, "info", "exclude"),
-                os.path.join(wt.path, named[-1]) if named and named[-1] else
-                os.path.join(xdg, "git", "ignore")]
-            was = seen[wt.path] = (configs, files)
-        if was[1] is None:
-            return None
-        return configs + tuple(_stat(f) for f in was[1])
+        stamp = configs + tuple(_stat(f) for f in was[1]) if was and was[1] else configs
+        if was is None or was[0] != stamp:  # (an included file may include another now)
+            files = self._deciding(wt, gitdir)
+            stamp = configs + tuple(_stat(f) for f in files) if files else configs
+            was = seen[wt.path] = (stamp, files)
+        return None if was[1] is None else stamp
+
+    def _deciding(self, wt: WorktreeInfo, gitdir: str) -> list[str] | None:
+        """The files besides git's own config files whose change may change an ignore
+        answer in ``wt``: ``info/exclude``, every file an ``include.path`` or
+        ``includeIf`` names (a condition that holds or not: git lists both), HEAD for an
+        ``onbranch:`` one, and the excludes file; None: one cannot be named."""
+        out = git(["config", "--show-origin", "--path", "-z", "--get-regexp",
+                   r"^(core\.excludesfile|include)"], cwd=wt.at, ok=(0, 1)).stdout
+        parts = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0")]
+        files = [os.path.join(self.common, "info", "exclude")]
+        home = os.path.expanduser("~")
+        named = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
+                             "git", "ignore")
+        for origin, entry in zip(parts[0::2], parts[1::2], strict=False):
+            key, _, value = entry.partition("\n")
+            if not origin.startswith("file:"):
+                return None
+            # (relative: an include to the including file's directory, git's rule)
+            where = os.path.dirname(os.path.join(wt.path, origin[len("file:"):]))
+            if key == "core.excludesfile":
+                named = os.path.join(wt.path, value) if value else named
+            else:
+                files.append(os.path.join(where, value))
+                if key.startswith("includeif.onbranch:"):
+                    files.append(os.path.join(gitdir, "HEAD"))
+        return [*files, named]
 
     @staticmethod
     def _dirs(top: str, rel: str) -> Stamp:
