@@ -152,49 +152,71 @@ _TWO_COPIES = """
 import json, os, sys
 from proximity import gitio
 repo = gitio.Repo(sys.argv[1])
-assert repo.pg is not None  # (libgit2 open, as in the resident service: audited)
+assert repo.pg is not None  # (libgit2 open, as in the resident service)
 wt = repo.worktrees_fast()[0]
 head = repo.read_head(repo.common)[0]
 base = repo.commit_tree(head)
 assert repo.unreadable(base, head) is None
-with open(sys.argv[3], "rb") as src, open(sys.argv[4], "wb") as dst:  # (planted since)
-    dst.write(src.read())
 tree = repo.snapshot_overlay(wt, base, ["x.txt"])
 why = repo.unreadable(tree, head)
-left = repo.check_loose()  # (the audit before every job of the service's)
-print(json.dumps({"why": why, "left": left, "after": repo.unreadable(tree, head),
-                  "read": len(repo.pg[sys.argv[2]].data)}))
+print(json.dumps({"why": why, "read": None if why else len(repo.pg[sys.argv[2]].data)}))
 """
 
 
-def test_a_damaged_copy_in_the_store_is_found_beside_a_whole_one_and_removed(tmp_path):
-    """The store holds a cut-short loose file of a blob the worktree then saves, and
-    `git add` writes a whole copy into the repository's objects: libgit2 may read either,
-    so the state's check names the damaged one; the audit removes it from the store (the
-    repository holds that object whole), and libgit2 then reads the whole one. (A
-    damaged one the repository lacks stays: test_faults.py.) In a child process: a
-    wedge would hold this one."""
-    import sys
-
+def _store_copy_beside_a_whole_one(tmp_path: Path, linked: bool) -> tuple[Path, str, str]:
+    """A repository whose store holds a cut-short loose file of the blob its worktree
+    then saves, `git add` having written a whole copy into the repository's objects
+    (``linked``: the store's fan-out directory is a link to a directory of the user's);
+    the cut file, the blob's id and its text."""
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
-    store = gitio.Repo(str(repo)).store
-    objects = Path(store.target())  # (the private store, made)
+    objects = Path(gitio.Repo(str(repo)).store.target())  # (the private store, made)
     text = "".join(f"saved line {i} {i * i}\n" for i in range(5000))
     (repo / "x.txt").write_text(text)
     oid = git(repo, "hash-object", "x.txt").stdout.strip()
     body = zlib.compress(f"blob {len(text)}\0{text}".encode())
-    cut = objects / oid[:2] / oid[2:]
-    cut.parent.mkdir(exist_ok=True)
-    (tmp_path / "cut").write_bytes(body[:len(body) - 4])
+    fan = objects / oid[:2]
+    if linked:
+        (tmp_path / "mine").mkdir()
+        fan.symlink_to(tmp_path / "mine")
+    else:
+        fan.mkdir(exist_ok=True)
+    cut = fan / oid[2:]
+    cut.write_bytes(body[:len(body) - 4])
     git(repo, "add", "x.txt")  # (a whole copy in the repository's objects)
-    done = subprocess.run([sys.executable, "-c", _TWO_COPIES, str(repo), oid,
-                           str(tmp_path / "cut"), str(cut)],
+    return repo, oid, text
+
+
+def _checked(repo: Path, oid: str) -> dict[str, object]:
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _TWO_COPIES, str(repo), oid],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout)
+    got: dict[str, object] = json.loads(done.stdout)
+    return got
+
+
+def test_a_damaged_copy_in_the_store_beside_a_whole_one_is_removed(tmp_path):
+    """The store holds a cut-short loose file of a blob the worktree then saves, and
+    `git add` writes a whole copy into the repository's objects: libgit2 may read either.
+    The state's check inflates every copy, and removes the store's (the repository holds
+    that object whole): libgit2 then reads the whole one. (A damaged one the repository
+    lacks stays, named: test_faults.py.) In a child process: a wedge would hold this
+    one."""
+    repo, oid, text = _store_copy_beside_a_whole_one(tmp_path, linked=False)
+    got = _checked(repo, oid)
+    assert got["why"] is None and got["read"] == len(text), got
+    assert not (repo / ".git" / "ecm" / "store" / "objects" / oid[:2] / oid[2:]).exists()
+
+
+def test_a_damaged_file_reached_through_a_link_in_the_store_is_named_never_removed(
+        tmp_path):
+    """The store's fan-out directory is a link to a directory of the user's, holding a
+    file under the blob's name: named, and left where it is."""
+    repo, oid, _ = _store_copy_beside_a_whole_one(tmp_path, linked=True)
+    got = _checked(repo, oid)
     assert f"object {oid[:12]}" in str(got["why"]) and "cut short" in str(got["why"]), got
-    assert got["left"] == 0 and not cut.exists(), got
-    assert got["after"] is None and got["read"] == len(text), got
+    assert (tmp_path / "mine" / oid[2:]).exists()
 
 
 def test_the_audit_finds_a_new_damaged_file_and_keeps_what_it_found_whole(tmp_path):

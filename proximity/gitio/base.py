@@ -224,9 +224,9 @@ class RepoCore:
 
     def check_loose(self, distrust: bool = False) -> int:
         """Raise DamagedObject when a loose file a commit reaches does not inflate whole
-        (loose.check: libgit2 reads nothing until it is mended; the store's are removed);
-        else how many damaged ones no commit reaches. ``distrust``: audit all again."""
-        return loose.check(self.common, self.here, self.memo, distrust, self.store.read_dirs())
+        (loose.check: libgit2 reads nothing until it is mended); else how many damaged
+        ones no commit reaches. ``distrust``: audit every loose file again."""
+        return loose.check(self.common, self.here, self.memo, distrust)
 
     # -- the objects of live work (see store.py) ----------------------------------------
     @property

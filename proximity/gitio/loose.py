@@ -229,21 +229,17 @@ def alternates(objects: str) -> list[str]:
 
 
 def check(common: str, here: At, memo: dict[tuple[Any, ...], Any],
-          distrust: bool = False, own: Sequence[str] = ()) -> int:
+          distrust: bool = False) -> int:
     """Raise DamagedObject, saying which, when a loose object file of the repository at
     ``common`` that a commit reaches does not inflate whole: libgit2 would wedge on it.
     git's own commands fail on that object too, each its own way. One no commit reaches
     (a blob staged and cut short) is left to the live state's own check
     (Readable.unreadable): the worktree holding it is judged on its commits; how many such
-    were found is returned. ``own``: proximity's own object directories (the store): a
-    damaged loose file there of an object the repository holds whole (`git add` wrote it
-    since) is removed, as libgit2 may read that copy instead. ``distrust``: audit every
-    loose file again (Audit.distrust); ``memo``: the repository's."""
+    were found is returned. ``distrust``: audit every loose file again (Audit.distrust);
+    ``memo``: the repository's."""
     if distrust:
         AUDIT.distrust()
-    theirs = alternates(os.path.join(common, "objects"))
-    found = AUDIT.damaged([*theirs, *own], kept(common))
-    found = [(p, wrong) for p, wrong in found if not _redundant(p, own, theirs, here)]
+    found = AUDIT.damaged(alternates(os.path.join(common, "objects")), kept(common))
     if not found:
         return 0
     oids = tuple(os.path.basename(os.path.dirname(p)) + os.path.basename(p) for p, _ in found)
@@ -254,29 +250,6 @@ def check(common: str, here: At, memo: dict[tuple[Any, ...], Any],
                                 f"{wrong}; proximity cannot read this repository safely "
                                 "until it is mended (`git fsck` names what is damaged)")
     return len(found)
-
-
-def _redundant(path: str, own: Sequence[str], theirs: Sequence[str], here: At) -> bool:
-    """Whether ``path``, a damaged loose file, was one of ``own``'s whose object the
-    repository (``theirs``: its object directories) holds whole, loose or packed, and is
-    gone now. One the repository lacks is kept: the live state holding it is judged on its
-    commits, naming it."""
-    if not any(path.startswith(d.rstrip(os.sep) + os.sep) for d in own):
-        return False
-    oid = os.path.basename(os.path.dirname(path)) + os.path.basename(path)
-    copies = loose_files(theirs, oid)
-    if copies:
-        if any(damage(p) for p in copies):
-            return False
-    elif git(["cat-file", "-e", oid], cwd=here, ok=(0, 1, 128)).returncode:
-        return False  # (not packed there either: the store's is the only copy)
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return True
-    except OSError:  # (a read-only store: reported as any other)
-        return False
-    return True
 
 
 def kept(common: str) -> str | None:

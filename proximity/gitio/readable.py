@@ -5,10 +5,11 @@ process over a state already found readable -- just the objects it added."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 
 from proximity.gitio.base import RepoCore
-from proximity.gitio.loose import damage, loose_files
+from proximity.gitio.loose import alternates, damage, loose_files
 from proximity.gitio.run import EMPTY_TREE
 
 
@@ -61,14 +62,37 @@ class Readable(RepoCore):
         """The first of ``oids`` with a loose file that does not inflate whole, in any
         object directory (libgit2 may read that copy though git has a whole one), in one
         line (``paths``: the path each names, for the line); None: none (packed ones are
-        git's)."""
-        dirs = [self.store.repo_objects, *self.store.read_dirs()]
+        git's). A damaged copy in the store of an object the repository holds whole as a
+        loose file (`git add` wrote it since) is removed instead: libgit2 reads that."""
+        own = self.store.read_dirs()
+        dirs = [self.store.repo_objects, *own]
         for oid, path in ((o, p) for o in oids for p in loose_files(dirs, o)):
             wrong = damage(path)
-            if wrong:
+            if wrong and not self._redundant(path, oid, own):
                 # (where, short: the line names the object and must stay one line)
                 where = os.path.join(os.path.basename(self.common), os.path.relpath(
                     os.path.dirname(os.path.dirname(path)), self.common))
                 named = f" ({paths[oid]})" if paths and oid in paths else ""
                 return f"object {oid[:12]}{named} cannot be read: its loose file in {where} {wrong}"
         return None
+
+    def _redundant(self, path: str, oid: str, own: Sequence[str]) -> bool:
+        """Whether ``path``, a damaged loose file, was the store's copy of an object the
+        repository holds whole as a loose file, and is gone now. Only a plain file in the
+        store's own directories, reached through no link, is removed."""
+        top = next((d for d in own if path == os.path.join(d, oid[:2], oid[2:])), None)
+        if top is None or any(os.path.islink(x) for x in (
+                path, os.path.dirname(path), top, os.path.dirname(top))):
+            return False
+        if not any(damage(p) is None for p in loose_files(alternates(self.store.repo_objects),
+                                                           oid)):
+            return False  # (the store's is the only copy: named, its worktree on commits)
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return False
+            os.unlink(path)
+        except FileNotFoundError:
+            return True
+        except OSError:  # (a read-only store: named as any other)
+            return False
+        return True
