@@ -20,7 +20,7 @@ from conftest import git, init_repo, lines
 
 from proximity import gitio
 from proximity.gitio import loose
-from proximity.gitio.loose import damage, loose_file
+from proximity.gitio.loose import damage, loose_files
 
 
 def _loose(repo: Path, text: str) -> tuple[str, Path]:
@@ -36,8 +36,8 @@ def test_whole_objects_of_every_kind_pass(tmp_path):
     objects = str(repo / ".git" / "objects")
     for rev in ("HEAD", "HEAD^{tree}", "HEAD:a.txt"):
         oid = git(repo, "rev-parse", rev).stdout.strip()
-        path = loose_file([str(tmp_path / "nowhere"), objects], oid)
-        assert path is not None and damage(path) is None, rev
+        paths = loose_files([str(tmp_path / "nowhere"), objects], oid)
+        assert len(paths) == 1 and damage(paths[0]) is None, rev
     _, path = _loose(repo, "".join(f"line {i} {i * i}\n" for i in range(50000)))
     assert damage(str(path)) is None  # (inflated in pieces: larger than one)
 
@@ -54,7 +54,7 @@ def test_a_cut_short_garbled_or_lying_object_is_named(tmp_path):
     assert damage(str(path)) == "holds 12 bytes where its header says 10"
     path.write_bytes(zlib.compress(b"x" * 100))
     assert damage(str(path)) == "has no object header"
-    assert loose_file([str(repo / ".git" / "objects")], "0" * 40) is None
+    assert loose_files([str(repo / ".git" / "objects")], "0" * 40) == []
 
 
 def test_a_tree_written_over_a_cut_short_loose_file_of_its_id_is_never_read(tmp_path):

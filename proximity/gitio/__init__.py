@@ -36,7 +36,7 @@ from proximity.gitio.ignores import any_ignored
 from proximity.gitio.listing import WorktreeInfo
 from proximity.gitio.objects import LOOSE_LIMIT
 from proximity.gitio.patches import Patches
-from proximity.gitio.policyfiles import POLICY_FILES, policy_inputs
+from proximity.gitio.policyfiles import POLICY_FILES, config_files, policy_inputs
 from proximity.gitio.results import Results
 from proximity.gitio.run import (
     CALL_CLASS,
@@ -85,7 +85,7 @@ __all__ = [
     "POLICY_FILES", "SNAPSHOT_IDENT", "SOLE_BASE_WALK", "TIMEOUTS",
     "At", "Repo", "Where", "WorktreeInfo", "agent_id", "any_ignored", "blob_args",
     "checkout_of", "clean_env",
-    "commit_of", "common_dir", "common_of", "file_diff_args", "find_git_dir",
+    "commit_of", "common_dir", "common_of", "config_files", "file_diff_args", "find_git_dir",
     "found_by_git", "git", "git_finish", "git_many", "git_start", "git_version",
     "is_ancestor_cli", "live_diff_args", "merge_file_args", "new_file_diff",
     "of_repository", "operation_in_progress", "policy_inputs",

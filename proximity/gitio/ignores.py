@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from proximity.gitio.base import RepoCore
 from proximity.gitio.listing import WorktreeInfo
+from proximity.gitio.policyfiles import config_files, xdg_git_dir
 from proximity.gitio.run import Where, _b, git
 
 IGNORES_KEPT = 4096  # answers kept before they are asked again
@@ -27,18 +28,6 @@ def _stat(path: str) -> tuple[int, int, int, int] | None:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-
-
-def _config_files(common: str, gitdir: str) -> list[str]:
-    """Every git config file git reads here (a change of any may name another excludes
-    file), as the service's policy key lists them."""
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    return [os.path.join(common, "config"), os.path.join(common, "config.worktree"),
-            os.path.join(gitdir, "config.worktree"),
-            os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
-            os.path.join(xdg, "git", "config"),
-            os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
 
 
 def any_ignored(workdir: Where, paths: Sequence[str]) -> bool:
@@ -90,7 +79,7 @@ class Ignores(RepoCore):
         they name. None: a config entry comes from no file (the command line, a blob):
         nothing is kept."""
         gitdir = wt.admin or self.common
-        configs = tuple(_stat(p) for p in _config_files(self.common, gitdir))
+        configs = tuple(_stat(p) for p in config_files(self.common, gitdir))
         seen: dict[str, tuple[Stamp, list[str] | None]] = self.memo.setdefault(
             ("excludes",), {})
         was = seen.get(wt.path)
@@ -110,9 +99,7 @@ class Ignores(RepoCore):
                    r"^(core\.excludesfile|include)"], cwd=wt.at, ok=(0, 1)).stdout
         parts = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0")]
         files = [os.path.join(self.common, "info", "exclude")]
-        home = os.path.expanduser("~")
-        named = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
-                             "git", "ignore")
+        named = os.path.join(xdg_git_dir(), "ignore")
         for origin, entry in zip(parts[0::2], parts[1::2], strict=False):
             key, _, value = entry.partition("\n")
             if not origin.startswith("file:"):

@@ -34,16 +34,6 @@ CHUNK = 1 << 16  # bytes read and inflated at a time (a loose blob may be large)
 HEADER_MAX = 64  # "blob 123456789\0" and then some: a longer header is not git's
 
 
-def loose_file(dirs: Sequence[str], oid: str) -> str | None:
-    """The loose file of object ``oid`` in the first of the object directories ``dirs``
-    that has one (None: packed, or absent)."""
-    for d in dirs:
-        path = os.path.join(d, oid[:2], oid[2:])
-        if os.path.isfile(path):
-            return path
-    return None
-
-
 def loose_files(dirs: Sequence[str], oid: str) -> list[str]:
     """Every loose file of object ``oid`` in the object directories ``dirs``: libgit2
     may read any of them, whichever git would."""

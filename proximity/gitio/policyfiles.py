@@ -3,11 +3,32 @@ HEAD and every ``proximity.*`` git config entry, in two git calls."""
 
 from __future__ import annotations
 
+import os
+
 from proximity.configlimits import MAX_CONFIG_BYTES
 from proximity.gitio.base import RepoCore
 from proximity.gitio.run import Where, git
 
 POLICY_FILES = (".proximity.toml", "pyproject.toml")  # committed on the main checkout's HEAD
+
+
+def xdg_git_dir() -> str:
+    """git's directory under the user's XDG config home (its config, its ignore file)."""
+    home = os.path.expanduser("~")
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
+                        "git")
+
+
+def config_files(common: str, gitdir: str) -> list[str]:
+    """Every git config file git reads for the worktree whose git dir is ``gitdir``
+    (``common``: the repository's), whether it exists or not; the files they include
+    are not among them."""
+    return [os.path.join(common, "config"), os.path.join(common, "config.worktree"),
+            os.path.join(gitdir, "config.worktree"),
+            os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(os.path.expanduser("~"),
+                                                                ".gitconfig"),
+            os.path.join(xdg_git_dir(), "config"),
+            os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
 
 
 def _config_entries(cwd: Where) -> list[tuple[str, str, str]]:

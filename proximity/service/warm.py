@@ -266,13 +266,7 @@ def _policy_key(repo: gitio.Repo) -> tuple[object, ...]:
     checkout's HEAD (their blob ids: a commit there that changes neither keeps the policy
     read) and the stat of every git config file git reads (a change of any: read it
     again)."""
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    paths = [os.path.join(repo.common, "config"), os.path.join(repo.common, "config.worktree"),
-             os.path.join(repo.gitdir, "config.worktree"),
-             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
-             os.path.join(xdg, "git", "config"),
-             os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
+    paths = gitio.config_files(repo.common, repo.gitdir)
     out: list[object] = [repo.committed_blobs(repo.read_head(repo.common)[0],
                                               gitio.POLICY_FILES)]
     for p in paths:
