@@ -5,8 +5,9 @@
 #     from PyPI;
 #   - git, Chromium, Neovim and Emacs with eglot from the OS packages when missing (the
 #     view test drives a real headless browser; the editor tests real headless editors).
-# The tests run in parallel, one process per core (at most 4): most of their time is spent
-# waiting for git, hooks and services. Extra arguments go to pytest, e.g.
+# The tests run in parallel, two processes per core (at most 8): many of them wait on a
+# clock (a hook's time limit, a service's quiet moment, a lock's timeout) while their
+# neighbours keep the cores busy. Extra arguments go to pytest, e.g.
 # `bash tests/run.sh -k hooks`, or `bash tests/run.sh -n 0` to run them in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,4 +36,7 @@ VENV=${PROXIMITY_VENV:-.venv}
 
 "$VENV/bin/python" -m ruff check proximity tests benchmarks docs
 "$VENV/bin/python" -m mypy
-exec "$VENV/bin/python" -m pytest -n auto --maxprocesses 4 "$@"
+cores=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+workers=$((cores * 2))
+[ "$workers" -le 8 ] || workers=8
+exec "$VENV/bin/python" -m pytest -n "$workers" "$@"
