@@ -316,3 +316,31 @@ def test_a_post_commit_note_naming_no_commit_here_is_dropped(tmp_path: Path) -> 
                        env={**os.environ, "PROXIMITY_SERVICE": "0"})
     assert r.returncode == 0 and "internal error" not in r.stderr, r.stderr
     assert not note.exists()
+
+
+def test_a_note_no_job_could_take_is_taken_again_soon_then_left_to_the_replay(
+        tmp_path: Path) -> None:
+    """A post-commit note a job could not take (the worktree listing in flux while
+    worktrees come and go, a read that failed, a job that failed before its take) is
+    taken again after short, growing waits, all before the replay of old notes would
+    find it; the last commit of a burst has no later job to take its note. Past the last
+    wait it stays on disk for the replay alone, not read again by every request."""
+    from proximity.service.notes import RETRIES, PostNotes
+    from proximity.service.state import ServiceState
+    from proximity.snapshot import recorder
+
+    jobs: list[tuple[str, int]] = []
+    notes = PostNotes(ServiceState(str(tmp_path), 60.0),
+                      lambda job, prio: jobs.append((job.op, prio)))
+    assert not notes.due(100.0)  # none left
+    notes.names = ["post-commit-a-1-" + "a" * 40]
+    assert not notes.due(100.0)  # queued, nothing failed: the job that is coming takes it
+    notes.failed_at = t = 100.0  # a take left it (or its job failed)
+    for wait in RETRIES:
+        assert not notes.due(t + wait - 0.01)
+        t += wait
+        assert notes.due(t)
+    assert not notes.due(t + 3600.0)  # the replay's, from now on
+    assert sum(RETRIES) < recorder.PENDING_AGE
+    notes.names = []  # taken
+    assert not notes.due(t + 3600.0) and notes.retries == 0 and not notes.failed_at

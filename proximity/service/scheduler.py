@@ -154,6 +154,8 @@ class Scheduler:
             if roots != roots_seen:
                 roots_seen = roots
                 self.watcher.set_roots(fswatch.top_roots(roots.values()))
+            if self.notes.due(time.monotonic()):
+                self.put(Job("posts"), 0)  # (a job could not take them: again, now)
             try:
                 prio, seq, job = self.jobs.get(timeout=0.5)
             except queue.Empty:
@@ -216,6 +218,7 @@ class Scheduler:
             self.state.last_ms[what] = round((time.perf_counter() - t0) * 1000, 1)
         except Exception as e:  # one bad request never takes the service down
             job.answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            self.notes.failed()
             if os.environ.get("PROXIMITY_DEBUG"):
                 import traceback
 
