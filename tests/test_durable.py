@@ -331,7 +331,7 @@ def test_a_note_no_job_could_take_is_taken_again_soon_then_left_to_the_replay(
 
     jobs: list[tuple[str, int]] = []
     notes = PostNotes(ServiceState(str(tmp_path), 60.0),
-                      lambda job, prio: jobs.append((job.op, prio)))
+                      lambda job, prio: jobs.append((job.op, prio)))  # (the worker's)
     assert not notes.due(100.0)  # none left
     notes.names = ["post-commit-a-1-" + "a" * 40]
     assert not notes.due(100.0)  # queued, nothing failed: the job that is coming takes it
@@ -344,3 +344,4 @@ def test_a_note_no_job_could_take_is_taken_again_soon_then_left_to_the_replay(
     assert sum(RETRIES) < recorder.PENDING_AGE
     notes.names = []  # taken
     assert not notes.due(t + 3600.0) and notes.retries == 0 and not notes.failed_at
+    assert jobs == []  # (due only says so: the worker puts the job)
