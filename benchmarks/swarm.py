@@ -31,7 +31,12 @@ it never approves) and ask edit (asks are counted); a deny steers the participan
 another pending edit of its own, and when none is allowed it waits (a waiting step),
 asking again every ``--reask`` steps (the advice may turn its way, another of its edits
 come free), until the holder named in the deny has landed, then rebases onto the new
-trunk. Told that a wait cycle's first member goes over its live lines (GOES FIRST: its
+trunk. A denied edit that adds one entry to a changelog or a docs list (a text file of
+lists, one block of lines that is a list item, nothing removed) is first asked for at the
+other items' places of its section, nearest first, and made at the first one not denied,
+as an agent or a person told "edit elsewhere" puts such an entry among the others
+(``--no-elsewhere``: it waits, as in the runs before that was the default); code is never
+moved. Told that a wait cycle's first member goes over its live lines (GOES FIRST: its
 inbox, what its hooks hand it, its deny), it sets its uncommitted change of the files
 named aside and redoes it once that work has landed (``--ignore-goes-first``: it does not,
 as in the runs before that was the default). Told that others wait for its lines alone
@@ -105,6 +110,7 @@ from swarm_people import (
     buffer_text,
     diagnostics,
     edits_of,
+    elsewhere,
     read,
     target,
     tool_input,
@@ -201,6 +207,10 @@ class Tally:
     # of those, a change set aside to be redone last, its holder told others wait for it
     yielded: int = 0
     steer_log: list[dict[str, Any]] = field(default_factory=list)
+    # denied edits made at once elsewhere in their file: a changelog or docs entry put
+    # among the section's other items, where the check allowed it (``--elsewhere``)
+    placed_elsewhere: int = 0
+    elsewhere_log: list[dict[str, Any]] = field(default_factory=list)
     peak_service_rss_mb: float | None = None
     check_p95_ms: float | None = None
     check_ms: dict[str, Any] = field(default_factory=dict)
@@ -234,6 +244,9 @@ class Rules:
     # others itself (WAITED ON; off by default: it shortened a single hot file's chain and
     # lengthened many files' contention in the runs it was tried in)
     yield_lines: bool = False
+    # a participant denied a new changelog or docs entry asks for it at the section's
+    # other items' places (nearest first) and makes it at the first one allowed
+    elsewhere: bool = True
 
 
 class Swarm:
@@ -380,7 +393,11 @@ class Swarm:
         editor = self.editors.get(p.name)
         for e in p.typed:
             path = os.path.join(p.wt, e.path)
-            new = target(self.scratch, p.plan, e, read(path))
+            now = read(path)
+            typed_on, placed = p.placed.pop((e.commit, e.path), (None, None))
+            # an entry typed elsewhere is saved there while the file is as it was typed on
+            new = placed if placed is not None and now == typed_on else \
+                target(self.scratch, p.plan, e, now)
             self.write(p, e, path, new)
             if editor is None or editor.text(e.path) is None:
                 continue
@@ -454,8 +471,11 @@ class Swarm:
             self.t.unsaved_seen += decision != "allow" and self.unsaved_of(holder)
             if decision == "deny":
                 self.denied(p, e, holder)
-                first_holder = first_holder or holder or "?"
-                continue
+                placed = self.place_elsewhere(p, e, current, new)
+                if placed is None:
+                    first_holder = first_holder or holder or "?"
+                    continue
+                new, ev, decision, holder = placed
             self.t.asks += decision == "ask"
             if decision == "ask":
                 self.t.ask_log.append({"agent": p.name, "path": e.path, "holder": holder,
@@ -479,6 +499,30 @@ class Swarm:
                 self.post(p, ev)
         self.commit_ready(p)
         return True
+
+    def place_elsewhere(self, p: Participant, e: Edit, current: bytes | None,
+                        new: bytes | None
+                        ) -> tuple[bytes, dict[str, Any], str, str | None] | None:
+        """Told to edit elsewhere, a participant whose change adds one changelog or docs
+        entry asks for it at the section's other items' places, nearest first, and takes
+        the first one its check or its editor does not object to (None: none was). A
+        person's entry stays where it was typed until they save (``p.placed``)."""
+        if self.policy != "proximity" or not self.rules.elsewhere:
+            return None
+        for alt in elsewhere(e.path, current, new):
+            ev = self.event(p, e, current, alt)
+            decision, holder = self.look(p, e, current, alt) if p.human else \
+                self.ask(p, e, ev)
+            if decision == "deny":
+                continue
+            self.t.placed_elsewhere += 1
+            self.t.elsewhere_log.append({"agent": p.name, "path": e.path,
+                                         "step": self.t.makespan_steps,
+                                         "decision": decision})
+            if p.human:
+                p.placed[(e.commit, e.path)] = (current, alt)
+            return alt, ev, decision, holder
+        return None
 
     def post(self, p: Participant, ev: dict[str, Any]) -> None:
         """The PostToolUse hook after an edit: it records the worktree and hands the agent
@@ -1115,6 +1159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="a holder told that others wait for its lines alone (WAITED ON) sets "
                     "its uncommitted change there aside while it waits on others itself, "
                     "and redoes it after its other work")
+    ap.add_argument("--no-elsewhere", dest="elsewhere", action="store_false",
+                    help="a participant denied a new changelog or docs entry waits for its "
+                    "holder rather than asking for it among the section's other items "
+                    "(the runs before it was the default)")
     ap.add_argument("--no-sync", action="store_true",
                     help="coordinated participants do not rebase when the trunk moved")
     ap.add_argument("--keep", help="keep the repositories under this directory")
@@ -1167,7 +1215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         humans = frozenset(random.Random(args.seed).sample(range(args.agents), args.humans))
         rules = Rules(args.stall, not args.no_post, not args.no_sync, args.land_from, humans,
                       args.verify, args.reask, args.follow_goes_first, args.resolve,
-                      args.yield_lines)
+                      args.yield_lines, args.elsewhere)
         for policy in POLICIES if args.policy == "all" else (args.policy,):
             root = os.path.join(work, policy)
             os.makedirs(root)
@@ -1177,12 +1225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          "contention": args.contention,
                                          "follow_goes_first": args.follow_goes_first,
                                          "yield_lines": args.yield_lines,
+                                         "elsewhere": args.elsewhere,
                                          "resolve": args.resolve,
                                          "verify": args.verify or "compile"}))
             print(f"{policy:13} landed {t.landed}/{t.agents} conflicts {t.conflicts_at_landing}"
                   f" broken {t.broken_at_landing} waiting {t.waiting_steps} makespan "
                   f"{t.makespan_steps} deadlocks {t.deadlocks} denies {t.denies} "
-                  f"(needless {t.needless_denies}) lost {t.lost_events} push blocks "
+                  f"(needless {t.needless_denies}) elsewhere {t.placed_elsewhere} lost "
+                  f"{t.lost_events} push blocks "
                   f"{t.push_blocks} rss {t.peak_service_rss_mb} MB check p95 "
                   f"{t.check_p95_ms} ms hook p95 {t.hook_p95_ms} ms"
                   + (f" editor cpu {t.editor_cpu_s / t.editor_alive_s:.0%}"

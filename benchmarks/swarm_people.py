@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ class Participant:
     # steps of conflict resolution left before its landing is tried again (``--resolve
     # redo``: the lane redoes its change of each conflicting file on top of the trunk)
     resolving: int = 0
+    # a person's entries typed elsewhere than the plan's place (told to edit elsewhere), by
+    # (commit, path): the file's content they were typed on, and what they typed
+    placed: dict[tuple[int, str], tuple[bytes | None, bytes]] = field(default_factory=dict)
 
     @property
     def human(self) -> bool:
@@ -177,6 +181,59 @@ def _lines(data: bytes) -> list[str] | None:
         return data.decode().splitlines(keepends=True)
     except UnicodeDecodeError:
         return None
+
+
+# -- an entry placed elsewhere ----------------------------------------------------------------
+# files whose entries keep no order that matters: a changelog, the docs' lists
+LISTS = (".rst", ".md", ".txt", ".adoc")
+ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s")  # a list item's first line
+UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")  # an RST title's underline
+HEADING = re.compile(r"^#{1,6}\s")  # a Markdown title
+
+
+def _title(lines: list[str], k: int) -> bool:
+    """Whether line ``k`` starts a section: a Markdown title, or an RST title (the line an
+    underline follows, or the underline itself)."""
+    return bool(HEADING.match(lines[k]) or UNDERLINE.match(lines[k]) or (
+        k + 1 < len(lines) and lines[k].strip() and UNDERLINE.match(lines[k + 1])))
+
+
+def elsewhere(path: str, current: bytes | None, new: bytes | None, most: int = 4
+              ) -> list[bytes]:
+    """The same change with its new entry at another place in its section: what an agent
+    or a person told "edit elsewhere" does with a changelog or docs entry. Only a text file
+    of lists (``LISTS``) whose change adds one block of lines and removes none, the block
+    a list item (its first line one, as deep as the items it goes among). The places are
+    the other items' starts and the end of the section's last one, between its titles;
+    nearest first, at most ``most``. Empty: no such change, or nowhere else to put it."""
+    if not path.endswith(LISTS) or current is None or new is None:
+        return []
+    a, b = _lines(current), _lines(new)
+    if a is None or b is None:
+        return []
+    ops = [o for o in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+           if o[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "insert":
+        return []
+    _, at, _, j1, j2 = ops[0]
+    block = b[j1:j2]
+    first = next((ln for ln in block if ln.strip()), "")
+    item = ITEM.match(first)
+    if item is None:
+        return []
+    lo = next((k + 1 for k in range(at - 1, -1, -1) if _title(a, k)), 0)
+    hi = next((k for k in range(at, len(a)) if _title(a, k)), len(a))
+    starts = [k for k in range(lo, hi)
+              if (m := ITEM.match(a[k])) is not None and m.group(1) == item.group(1)]
+    places = set(starts)
+    if starts:  # after the last item: its last line that is not blank
+        end = starts[-1] + 1
+        while end < hi and a[end].strip() and not ITEM.match(a[end]):
+            end += 1
+        places.add(end)
+    places.discard(at)
+    return [("".join(a[:k] + block + a[k:])).encode()
+            for k in sorted(places, key=lambda k: (abs(k - at), k))[:most]]
 
 
 def tool_input(path: str, current: bytes | None, new: bytes | None) -> dict[str, Any]:

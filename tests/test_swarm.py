@@ -125,7 +125,10 @@ def test_hot_swarm_with_people_tests_at_landing_and_the_main_checkout(tmp_path, 
                     str(repo), "--agents", "3", "--humans", "1", "--policy", policy,
                     "--contention", "hot", "--hot-files", "1", "--pool", "5",
                     "--land-from", "main", "--verify", "sh check.sh", "--seed", "1",
-                    "--json", str(out)], check=True, env=env, timeout=180,
+                    # (the lanes wait for each other's CHANGES.rst entry, so that an agent
+                    # asks while the person's typed lines are unsaved; an entry made
+                    # elsewhere at once is the test below)
+                    "--no-elsewhere", "--json", str(out)], check=True, env=env, timeout=180,
                    capture_output=True)
     r = json.loads(out.read_text())
     assert r["landed"] == 3 and r["humans"] == 1 and r["land_from"] == "main"
@@ -240,3 +243,69 @@ def test_an_uncoordinated_conflict_redone_on_top_of_the_trunk_costs_steps_and_ke
     assert len(lanes) >= 2 and lanes <= trunk
     lanes, trunk = entries("theirs")
     assert not lanes <= trunk  # (the free resolution threw a landed entry away)
+
+
+def test_a_denied_changelog_entry_is_asked_for_among_its_sections_other_items() -> None:
+    """Told to edit elsewhere, a participant adding a changelog or docs entry asks for it
+    at the other items' places of its section, nearest first; a change of code, one that
+    rewrites lines, or a block that is no list item has no other place."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from swarm_people import elsewhere
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    now = ("Version 2\n---------\n\nUnreleased\n\n-   one\n    more of one\n-   two\n"
+           "-   three\n\nVersion 1\n---------\n\n-   old\n")
+    mine = "-   mine\n    more of mine\n"
+    new = now.replace("Unreleased\n\n", "Unreleased\n\n" + mine)
+    placed = [x.decode() for x in elsewhere("CHANGES.rst", now.encode(), new.encode())]
+    assert placed == [now.replace("-   two\n", mine + "-   two\n"),
+                      now.replace("-   three\n", mine + "-   three\n"),
+                      now.replace("-   three\n", "-   three\n" + mine)]
+    # (never into the released version's section below)
+    assert all(x.split("Version 1")[1] == now.split("Version 1")[1] for x in placed)
+    assert elsewhere("CHANGES.md", b"# 2\n\n* a\n* b\n", b"# 2\n\n* new\n* a\n* b\n") == [
+        b"# 2\n\n* a\n* new\n* b\n", b"# 2\n\n* a\n* b\n* new\n"]
+    assert elsewhere("CHANGES.rst", b"# 2\n\n* a\n", b"# 2\n\n* a\n") == []
+    assert elsewhere("app.py", now.encode(), new.encode()) == []
+    assert elsewhere("CHANGES.rst", now.encode(), new.replace("-   two", "-   2").encode()) == []
+    assert elsewhere("CHANGES.rst", now.encode(),
+                     now.replace("Unreleased\n", "Unreleased, soon\n").encode()) == []
+    assert elsewhere("CHANGES.rst", now.encode(),
+                     now.replace("\n\n-   one", "\n\nSome prose.\n-   one").encode()) == []
+
+
+def test_a_hot_changelog_entry_denied_is_made_elsewhere_and_every_entry_lands(tmp_path):
+    """Three lanes add their entry at the top of CHANGES.rst. With proximity, a
+    participant denied there puts its entry among the file's other items where its check
+    allows it, at once: no conflict at landing, every lane's entry on the trunk at the
+    end, and less waiting than when it waits for the holder (``--no-elsewhere``)."""
+    repo = tmp_path / "src"
+    hot_history(repo)
+    keep = tmp_path / "keep"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GIT_") and k != "PROXIMITY_SERVICE"}
+    runs = {}
+    for mode in ("elsewhere", "no-elsewhere"):
+        out = tmp_path / f"{mode}.json"
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "swarm.py"), "--git-dir",
+                        str(repo), "--agents", "3", "--policy", "proximity", "--contention",
+                        "hot", "--hot-files", "1", "--pool", "5", "--seed", "1",
+                        "--keep", str(keep / mode), "--json", str(out),
+                        *(["--no-elsewhere"] if mode == "no-elsewhere" else [])],
+                       check=True, env=env, timeout=180, capture_output=True)
+        runs[mode] = json.loads(out.read_text())
+    r, waited = runs["elsewhere"], runs["no-elsewhere"]
+    assert r["elsewhere"] is True and waited["elsewhere"] is False
+    assert r["landed"] == 3 and r["conflicts_at_landing"] == 0 and r["deadlocks"] == 0
+    assert r["placed_elsewhere"] >= 1 and waited["placed_elsewhere"] == 0
+    assert all(x["path"] == "CHANGES.rst" for x in r["elsewhere_log"])
+    assert r["waiting_steps"] < waited["waiting_steps"]
+    root = keep / "elsewhere" / "proximity"
+    lanes = set()
+    for ref in git(root / "repo", "for-each-ref", "--format=%(refname)",
+                   "refs/heads/agent/").split():
+        lanes |= {ln[1:] for ln in git(root / "repo", "diff", f"{r['trunk']}..{ref}", "--",
+                                        "CHANGES.rst").split("\n") if ln.startswith("+- ")}
+    trunk = set(git(root / "remote.git", "show", "main:CHANGES.rst").split("\n"))
+    assert len(lanes) == 3 and lanes <= trunk
