@@ -18,6 +18,7 @@ from pathlib import Path
 from conftest import git, lines
 from test_service import commit_with_hooks, hook_env, install, services, wait_for
 
+from proximity import layout
 from proximity.ledger import Ledger
 
 __all__ = ["services"]  # the fixture, used by name
@@ -106,8 +107,18 @@ def test_a_worktree_git_is_still_writing_is_neither_recorded_nor_judged(space, s
         gate.touch()
         out, err = adding.communicate(timeout=120)
     assert adding.returncode == 0, err
-    # complete: post-checkout recorded it as it is (nothing changed), and it is judged
-    (first, *_) = events_of(common, "new")
+    # complete: post-checkout recorded it as it is (nothing changed), and it is judged. On
+    # a machine loaded past the hook's wait for the service (or a ledger busy past its
+    # lock's wait) the event is placed after git returns, never lost: the service's job,
+    # the ledger's spool or the pending journal's replay records it
+    try:
+        (first, *_) = wait_for(lambda: events_of(common, "new"), timeout=30)
+    except AssertionError:
+        d = layout.pending_dir(common)
+        pending = os.listdir(d) if os.path.isdir(d) else []
+        raise AssertionError(f"no event of the new worktree 30 s after `git worktree add` "
+                             f"returned; its hooks said {err!r} {out!r}; pending {pending}; "
+                             f"{px(sp.main, 'service', 'status').stdout}") from None
     assert first[0] == "worktree-add" and first[2] == git(
         sp.main, "rev-parse", f"{first[1]}^{{tree}}").stdout.strip()
     scan = json.loads(px(a, "scan", "--json").stdout)
