@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -228,9 +228,11 @@ def test_the_hosts_patch_is_found_by_its_process_only(tmp_path: Path) -> None:
 
     def host(name: str, script: str, extra: dict[str, str] | None = None) -> str:
         """A shell script called ``name`` stands for the host: it runs ``script`` (which
-        may write a patch named with its pid, ``$$``), then the hook (a child) looks."""
+        may write a patch named with its pid, ``$$``, and the time it runs, ``$now``, as a
+        host names it: a time taken before a loaded machine got to the host is older than
+        the host itself), then the hook (a child) looks."""
         exe = bin_dir / name
-        exe.write_text(f"#!/bin/sh\n{script}\n\"$PY\" -c \"$PROBE\"\n")
+        exe.write_text(f"#!/bin/sh\nnow=$(date +%s)\n{script}\n\"$PY\" -c \"$PROBE\"\n")
         exe.chmod(0o755)
         r = subprocess.run([str(exe)], env={**env, "PY": sys.executable, "PROBE": probe,
                                             **(extra or {})},
@@ -242,26 +244,26 @@ def test_the_hosts_patch_is_found_by_its_process_only(tmp_path: Path) -> None:
             for old in d.iterdir():
                 old.rmdir() if old.is_dir() else old.unlink()
 
-    now = int(time.time())
-    got = host("pre-commit", f'echo x > "{pc}/patch{now}-$$"')
-    assert os.path.dirname(got) == str(pc) and os.path.basename(got).startswith(f"patch{now}-")
+    got = host("pre-commit", f'echo x > "{pc}/patch$now-$$"')
+    assert os.path.dirname(got) == str(pc)
+    assert re.fullmatch(r"patch\d+-\d+", os.path.basename(got)), got
     clean()
-    got = host("prek", f'echo x > "{pk}/patches/{now}123-$$.patch"')
+    got = host("prek", f'echo x > "{pk}/patches/${{now}}123-$$.patch"')
     assert got.startswith(str(pk / "patches")) and got.endswith(".patch")
     clean()
     # the newest of the host's own, not a newer one of an ancestor that is no host
-    got = host("pre-commit", f'echo x > "{pc}/patch{now}-$$"; '
-                             f'echo y > "{pc}/patch{now + 9}-$PPID"')
-    assert got.endswith(f"patch{now}-" + got.rsplit("-", 1)[1]) and f"{now + 9}" not in got
+    got = host("pre-commit", f'echo x > "{pc}/patch$now-$$"; '
+                             f'echo y > "{pc}/patch$((now + 9))-$PPID"')
+    assert os.path.dirname(got) == str(pc) and Path(got).read_text() == "x\n", got
     clean()
-    assert host("bash-like", f'echo x > "{pc}/patch{now}-$$"') == ""  # not a host
+    assert host("bash-like", f'echo x > "{pc}/patch$now-$$"') == ""  # not a host
     clean()
-    for name in (f"patch{now}-1", f"patch{now - 10 ** 6}-$$", f"patch{now}-$$x"):
+    for name in ("patch$now-1", "patch$((now - 1000000))-$$", "patch$now-$$x"):
         assert host("pre-commit", f'echo x > "{pc}/{name}"') == "", name
         clean()
-    assert host("pre-commit", f'mkdir "{pc}/patch{now}-$$"') == ""
+    assert host("pre-commit", f'mkdir "{pc}/patch$now-$$"') == ""
     clean()
-    assert host("pre-commit", f'echo x > "{pc}/patch{now}-$$"', {"PRE_COMMIT": ""}) == ""
+    assert host("pre-commit", f'echo x > "{pc}/patch$now-$$"', {"PRE_COMMIT": ""}) == ""
 
 
 def test_a_patch_is_applied_only_on_the_state_it_was_made_from(tmp_path: Path) -> None:
