@@ -73,6 +73,9 @@ if TYPE_CHECKING:
         pushed: NotRequired[list[tuple[str, str, str, str]] | None]
         remote: NotRequired[str]  # guard: the remote pushed to, as git names it to the hook
         cookie: NotRequired[str]  # the hook script's sync cookie
+        # a commit's event (post-commit): the commit the hook ran for, recorded as itself
+        # should HEAD move on (a rebase, the next commit) before the queued record is made
+        head: NotRequired[str]
         later: NotRequired[bool]  # the service's own: nobody waits for the lines
         synced: NotRequired[bool]  # the service's own: its watcher had caught up
 

@@ -727,3 +727,39 @@ def test_the_policy_is_read_again_only_when_a_committed_config_file_changes(spac
         now = _policy_key(gitio.Repo(str(sp.main)))
         assert now != first, name
         first = now
+
+
+def test_a_commit_recorded_after_head_moved_on_is_recorded_as_itself(space, services):
+    """A post-commit's record is made by the service after the hook returns (queued, or
+    late on a loaded machine) and reads the worktree as it is then: a rebase may have
+    rewritten the commit, or the next commit come. The request names its commit, which is
+    recorded as history, then the present; before, only the present was, and the commit
+    the hook ran for had no event in the ledger."""
+    _sp, a, _b, common = three(space, services)
+    assert service_cmd.start(common)
+    shas = []
+    for k in range(2):  # two commits with no hook: the first one's record comes late
+        edit(a / "f.txt", 3 + k, 4 + k, f"late {k}")
+        git(a, "commit", "-qam", f"late {k}")
+        shas.append(git(a, "rev-parse", "HEAD").stdout.strip())
+    asked = {"op": "hook", "rid": client.new_request_id(), "stage": "snapshot", "agent": "a",
+             "kind": "commit", "index": None, "head": shas[0]}
+    answer, record = client.hook(common, asked, budget=30.0)
+    assert answer is not None and record is False, answer
+
+    def events() -> list[tuple[str, str | None]]:
+        led = Ledger(os.path.join(common, "ecm"))
+        try:
+            return [(e.kind, e.head) for e in reversed(led.events("a", 20))]
+        finally:
+            led.close()
+
+    wait_for(lambda: any(h == shas[1] for _, h in events()))
+    time.sleep(0.5)  # (anything recorded after it)
+    got = events()
+    commits = [h for kind, h in got if kind == "commit"]
+    assert commits.count(shas[0]) == 1 and commits.count(shas[1]) == 1, got
+    assert got[-1][1] == shas[1]  # the stream ends at the worktree as it is
+    # a request naming no commit id is refused whole (the hook then records in process)
+    bad = {**asked, "rid": client.new_request_id(), "head": "HEAD~1"}
+    assert client.request(common, bad) is None

@@ -76,6 +76,7 @@ def _text(value: object) -> bool:
 
 RID = re.compile(r"[0-9a-f]{24}")  # client.new_request_id: a file name under claims/
 NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")  # a cookie's file name
+OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # a commit's id (SHA-1 or SHA-256)
 MAX_INDEX_BYTES = 1 << 30  # an index file past this is no index (git's own for 1M files:
 # ~100 MB); read whole by git, so a request naming /dev/zero must not get that far
 MAX_PATCH_BYTES = 256 << 20
@@ -131,6 +132,11 @@ def hook_request(msg: Mapping[str, object], common: str) -> HookRequest | None:
     remote = msg.get("remote")
     if isinstance(remote, str) and remote:
         req["remote"] = remote
+    head = msg.get("head")
+    if head is not None:
+        if not (isinstance(head, str) and OBJECT_ID.fullmatch(head)):
+            return None
+        req["head"] = head
     pushed = msg.get("pushed")
     if pushed is not None:
         if not isinstance(pushed, list) or not all(

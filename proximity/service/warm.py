@@ -8,6 +8,7 @@ that changed and runs each hook by the stage runner the in-process hook uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -176,6 +177,9 @@ class WarmAirspace:
             if here not in self.snapshots.paths:
                 return {"fallback": f"unknown worktree {here!r}"}
         later = msg.get("later") is True  # nobody waits for it: the messages stay
+        head = msg.get("head")
+        if stage == "snapshot" and msg.get("kind") == "commit" and head:
+            self._overtaken(here, head)
         done = stages.run_stage(self.ctx_for(here), stages.Stage.of(msg, deliver=not later),
                                 _Requested(self, msg, files_settled))
         if not done.recorded:
@@ -185,6 +189,20 @@ class WarmAirspace:
         warned = [workspace.warning_line(w) for w in self.policy_warnings] \
             if stages.says_config(stage) else []
         return {"lines": warned + list(done.lines), "block": done.block}
+
+    def _overtaken(self, here: str, head: str) -> None:
+        """A commit's record is made after its hook returned (queued, or late on a loaded
+        machine) and reads the worktree as it is then. Where HEAD has moved on (a rebase
+        rewrote the commit, the next commit came), the commit the hook ran for goes in
+        first, as history, as a post-commit note's does; the present follows, so the
+        stream ends at the worktree as it is."""
+        ctx = self.ctx_for(here)
+        wt = next((w for w in self.snapshots.worktrees() if w.id == here), None)
+        if wt is None or wt.head == head or ctx.ledger is None \
+                or ctx.ledger.has_commit(here, head):
+            return
+        with contextlib.suppress(Exception):  # (the present is recorded whatever comes)
+            recorder.record_superseded(ctx, head, wt)
 
     def ahead(self, gate: str, admin: str) -> bool:
         """What the verdict of ``gate`` (pre-commit, pre-push) in the worktree whose git
