@@ -99,8 +99,6 @@ def _hook(call: inputs.HookCall) -> int | inputs.HookCall:
     msg = hook_request(stage, gitfiles.agent_id(gitdir, common), call.kind(), pushed,
                        call.args[0] if call.args else "")
     head = gitfiles.head_commit(gitdir, common) if msg["kind"] == "commit" else None
-    if head:
-        msg["head"] = head
     answer, record = client.hook(common, msg, head=head)
     if answer is None:
         return call._replace(record=record, request=msg)

@@ -107,10 +107,9 @@ def test_a_worktree_git_is_still_writing_is_neither_recorded_nor_judged(space, s
         gate.touch()
         out, err = adding.communicate(timeout=120)
     assert adding.returncode == 0, err
-    # complete: post-checkout recorded it as it is (nothing changed), and it is judged. On
-    # a machine loaded past the hook's wait for the service (or a ledger busy past its
-    # lock's wait) the event is placed after git returns, never lost: the service's job,
-    # the ledger's spool or the pending journal's replay records it
+    # complete: post-checkout recorded it as it is (nothing changed), and it is judged. A
+    # snapshot hook with nothing to print is answered at once and its record queued for
+    # the service's worker (a loaded machine: seconds later), so the event is waited for
     try:
         (first, *_) = wait_for(lambda: events_of(common, "new"), timeout=30)
     except AssertionError:

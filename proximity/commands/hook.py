@@ -19,7 +19,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from proximity import knobs, ledger, thin
+from proximity import gitfiles, knobs, ledger, thin
 from proximity.errors import DamagedObject, FatalError
 from proximity.gitio import loose
 from proximity.hooks import stages
@@ -65,7 +65,9 @@ def run_here(ctx: workspace.Context, call: HookCall, record: bool) -> int:
         msg = thin.hook_request(stage, ctx.here, call.kind(), pushed,
                                 call.args[0] if call.args else "")
         if record and not syncs:  # (with sync on the service leaves the push here)
-            answer, record = client.hook(ctx.repo.common, msg)
+            head = gitfiles.head_commit(ctx.repo.gitdir, ctx.repo.common) \
+                if msg["kind"] == "commit" else None
+            answer, record = client.hook(ctx.repo.common, msg, head=head)
             if answer is not None:
                 for line in answer["lines"]:
                     err(line)

@@ -355,7 +355,10 @@ def hook(common: str, msg: HookRequest, budget: float = HOOK_BUDGET,
     the caller does the hook in process; and whether that caller records the event (False:
     the service began recording it, a request the client gave up waiting on that the
     service claimed first, see claim). ``head``: the commit HEAD names now (a commit's
-    event, should a replay record it later, is that commit's)."""
+    event is that commit's, whether the service records it after HEAD moved on or a
+    replay records it later)."""
+    if head:
+        msg["head"] = head
     journal.note_pending(common, msg, head)
     answer, sent = ask_sent(common, msg, budget)
     if answer is None:  # whoever claims the request first records it (none: the service)

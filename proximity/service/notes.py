@@ -117,12 +117,9 @@ class PostNotes:
                 return False
             remove(common, name)
             return True
-        wt = next((w for w in air.snapshots.worktrees() if w.id == agent), None)
         try:
-            if sha is not None and wt is not None and wt.head != sha:
-                # newer commits came before anyone took the note: its commit as
-                # history first, then the present below
-                recorder.record_superseded(air.ctx_for(agent), sha, wt)
+            if sha is not None:  # newer commits came before anyone took the note: its
+                air.overtaken(agent, sha)  # commit as history first, the present below
         except Exception:
             return False
         if air.commit_recorded(agent):

@@ -179,7 +179,8 @@ class WarmAirspace:
         later = msg.get("later") is True  # nobody waits for it: the messages stay
         head = msg.get("head")
         if stage == "snapshot" and msg.get("kind") == "commit" and head:
-            self._overtaken(here, head)
+            with contextlib.suppress(Exception):  # (the present is recorded whatever comes)
+                self.overtaken(here, head)
         done = stages.run_stage(self.ctx_for(here), stages.Stage.of(msg, deliver=not later),
                                 _Requested(self, msg, files_settled))
         if not done.recorded:
@@ -190,18 +191,17 @@ class WarmAirspace:
             if stages.says_config(stage) else []
         return {"lines": warned + list(done.lines), "block": done.block}
 
-    def _overtaken(self, here: str, head: str) -> None:
-        """A commit's record is made after its hook returned (queued, or late on a loaded
-        machine) and reads the worktree as it is then. Where HEAD has moved on (a rebase
-        rewrote the commit, the next commit came), the commit the hook ran for goes in
-        first, as history, as a post-commit note's does; the present follows, so the
-        stream ends at the worktree as it is."""
+    def overtaken(self, here: str, head: str) -> None:
+        """Commit ``head`` of worktree ``here``, whose record is made after its hook
+        returned (a request queued or answered late, a post-commit note) and reads the
+        worktree as it is then: where HEAD has moved on (a rebase rewrote the commit, the
+        next commit came) and no event of it is recorded, it goes in first, as history;
+        the caller records the present after it, so the stream ends at the worktree as it
+        is. Raises what recording raises."""
         ctx = self.ctx_for(here)
         wt = next((w for w in self.snapshots.worktrees() if w.id == here), None)
-        if wt is None or wt.head == head or ctx.ledger is None \
-                or ctx.ledger.has_commit(here, head):
-            return
-        with contextlib.suppress(Exception):  # (the present is recorded whatever comes)
+        if wt is not None and wt.head != head and ctx.ledger is not None \
+                and not ctx.ledger.has_commit(here, head):
             recorder.record_superseded(ctx, head, wt)
 
     def ahead(self, gate: str, admin: str) -> bool:
