@@ -200,6 +200,18 @@ def test_a_participant_gone_over_in_a_wait_cycle_reads_the_files_as_the_product_
     assert steer_orders(denied) == {"uv.lock": "a3", "src/a b.py": "a3"}
 
 
+def entries(root: Path, base: str) -> tuple[set[str], set[str]]:
+    """The lanes' own CHANGES.rst entries in a kept run's ``root`` (each agent branch
+    against ``base``), and the trunk's lines at the end."""
+    lanes = set()
+    for ref in git(root / "repo", "for-each-ref", "--format=%(refname)",
+                   "refs/heads/agent/").split():
+        lanes |= {ln[1:] for ln in git(root / "repo", "diff", f"{base}..{ref}", "--",
+                                        "CHANGES.rst").split("\n") if ln.startswith("+- ")}
+    trunk = git(root / "remote.git", "show", "main:CHANGES.rst").split("\n")
+    return lanes, set(trunk)
+
+
 @pytest.mark.parametrize("land_from", ["own", "main"])
 def test_an_uncoordinated_conflict_redone_on_top_of_the_trunk_costs_steps_and_keeps_both(
         tmp_path, land_from):
@@ -227,21 +239,9 @@ def test_an_uncoordinated_conflict_redone_on_top_of_the_trunk_costs_steps_and_ke
     assert theirs["resolve_steps"] == 0
     assert redo["makespan_steps"] > theirs["makespan_steps"]
 
-    def entries(resolve: str) -> tuple[set[str], set[str]]:
-        """The lanes' own CHANGES.rst entries, and the trunk's at the end."""
-        root = keep / resolve / "none"
-        lanes = set()
-        for ref in git(root / "repo", "for-each-ref", "--format=%(refname)",
-                       "refs/heads/agent/").split():
-            lanes |= {ln for ln in git(root / "repo", "diff", f"{redo['trunk']}..{ref}", "--",
-                                        "CHANGES.rst").split("\n")
-                      if ln.startswith("+- ")}
-        trunk = git(root / "remote.git", "show", "main:CHANGES.rst").split("\n")
-        return {ln[1:] for ln in lanes}, set(trunk)
-
-    lanes, trunk = entries("redo")
+    lanes, trunk = entries(keep / "redo" / "none", redo["trunk"])
     assert len(lanes) >= 2 and lanes <= trunk
-    lanes, trunk = entries("theirs")
+    lanes, trunk = entries(keep / "theirs" / "none", redo["trunk"])
     assert not lanes <= trunk  # (the free resolution threw a landed entry away)
 
 
@@ -301,11 +301,5 @@ def test_a_hot_changelog_entry_denied_is_made_elsewhere_and_every_entry_lands(tm
     assert r["placed_elsewhere"] >= 1 and waited["placed_elsewhere"] == 0
     assert all(x["path"] == "CHANGES.rst" for x in r["elsewhere_log"])
     assert r["waiting_steps"] < waited["waiting_steps"]
-    root = keep / "elsewhere" / "proximity"
-    lanes = set()
-    for ref in git(root / "repo", "for-each-ref", "--format=%(refname)",
-                   "refs/heads/agent/").split():
-        lanes |= {ln[1:] for ln in git(root / "repo", "diff", f"{r['trunk']}..{ref}", "--",
-                                        "CHANGES.rst").split("\n") if ln.startswith("+- ")}
-    trunk = set(git(root / "remote.git", "show", "main:CHANGES.rst").split("\n"))
+    lanes, trunk = entries(keep / "elsewhere" / "proximity", r["trunk"])
     assert len(lanes) == 3 and lanes <= trunk
